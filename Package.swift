@@ -1,0 +1,88 @@
+// swift-tools-version:6.2
+// The module graph is drawn and explained in docs/architecture.md.
+import PackageDescription
+
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6), .treatAllWarnings(as: .error)]
+
+let package = Package(
+    name: "handoff",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "handoffd", targets: ["handoffd"]),
+        .executable(name: "handoffctl", targets: ["handoffctl"]),
+        .library(name: "HandoffClient", targets: ["HandoffClient"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ],
+    targets: [
+        // C importers: each is imported by exactly one Swift module.
+        .target(name: "CHandoffLinux"),
+
+        // Pure logic: no sockets, no threads, no C.
+        .target(name: "HandoffModel", swiftSettings: strict),
+        .target(name: "HandoffAPI", dependencies: ["HandoffModel"], swiftSettings: strict),
+
+        // The local-API client used by handoffctl and apps: links neither OpenSSL nor dns_sd.
+        .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel"], swiftSettings: strict),
+
+        // The daemon as a library of services.
+        .target(
+            name: "HandoffDaemon",
+            dependencies: [
+                "HandoffModel", "HandoffAPI", "CHandoffLinux",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+
+        .executableTarget(
+            name: "handoffd",
+            dependencies: [
+                "HandoffDaemon",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "handoffctl",
+            dependencies: [
+                "HandoffClient", "HandoffAPI", "HandoffModel",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+
+        // Test-only: a real daemon in the test process on temp paths, and a subprocess runner.
+        .target(
+            name: "HandoffTestSupport",
+            dependencies: [
+                "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/HandoffTestSupport",
+            swiftSettings: strict
+        ),
+
+        .testTarget(name: "HandoffModelTests", dependencies: ["HandoffModel"], swiftSettings: strict),
+        .testTarget(
+            name: "HandoffDaemonTests",
+            dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HandoffCLITests",
+            dependencies: ["handoffctl", "HandoffTestSupport", "HandoffDaemon", "HandoffAPI", "HandoffModel"],
+            exclude: ["Snapshots"],
+            swiftSettings: strict
+        ),
+    ]
+)
