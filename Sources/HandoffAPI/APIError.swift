@@ -1,0 +1,112 @@
+import HandoffModel
+
+/// Every error the local API can answer with. The raw value is the `code` in
+/// `{"error":{"code":"…","message":"…"}}`; clients branch on it, people read the message.
+public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
+    // The request itself
+    case badRequest = "bad_request"
+    case notFound = "not_found"
+    case methodNotAllowed = "method_not_allowed"
+    case forbidden = "forbidden"
+    case forbiddenOrigin = "forbidden_origin"
+    case requestTooLarge = "request_too_large"
+
+    // The activity (mirrors ActivityError.Code)
+    case invalidType = "invalid_type"
+    case invalidTitle = "invalid_title"
+    case invalidWebpageURL = "invalid_webpage_url"
+    case invalidValue = "invalid_value"
+    case missingRequiredKey = "missing_required_key"
+    case payloadTooLarge = "payload_too_large"
+    case expired = "expired"
+    case malformedEncoding = "malformed_encoding"
+    case unsupportedVersion = "unsupported_version"
+
+    // The current activity
+    case noCurrentActivity = "no_current_activity"
+    /// An update named an activity that is no longer current.
+    case activityChanged = "activity_changed"
+    /// An update tried to change the type of an existing activity.
+    case typeImmutable = "type_immutable"
+
+    case internalError = "internal_error"
+    /// A code this client does not know (sent by a newer daemon).
+    case unknown = "unknown"
+
+    public init(from decoder: any Decoder) throws {
+        let raw = try decoder.singleValueContainer().decode(String.self)
+        self = APIErrorCode(rawValue: raw) ?? .unknown
+    }
+
+    public init(_ code: ActivityError.Code) {
+        switch code {
+        case .invalidType: self = .invalidType
+        case .invalidTitle: self = .invalidTitle
+        case .invalidWebpageURL: self = .invalidWebpageURL
+        case .invalidValue: self = .invalidValue
+        case .missingRequiredKey: self = .missingRequiredKey
+        case .payloadTooLarge: self = .payloadTooLarge
+        case .expired: self = .expired
+        case .malformedEncoding: self = .malformedEncoding
+        case .unsupportedVersion: self = .unsupportedVersion
+        }
+    }
+
+    /// The HTTP status the daemon answers with.
+    public var httpStatus: Int {
+        switch self {
+        case .badRequest, .malformedEncoding, .unknown: 400
+        case .forbidden, .forbiddenOrigin: 403
+        case .notFound, .noCurrentActivity: 404
+        case .methodNotAllowed: 405
+        case .activityChanged, .typeImmutable: 409
+        case .requestTooLarge, .payloadTooLarge: 413
+        case .invalidType, .invalidTitle, .invalidWebpageURL, .invalidValue, .missingRequiredKey, .expired,
+            .unsupportedVersion:
+            422
+        case .internalError: 500
+        }
+    }
+}
+
+/// The body of every error response.
+public struct APIErrorBody: Codable, Sendable, Equatable {
+    public struct Detail: Codable, Sendable, Equatable {
+        public var code: APIErrorCode
+        public var message: String
+    }
+
+    public var error: Detail
+
+    public init(code: APIErrorCode, message: String) {
+        self.error = Detail(code: code, message: message)
+    }
+
+    public init(_ e: ActivityError) {
+        self.init(code: APIErrorCode(e.code), message: e.message)
+    }
+}
+
+/// An error a local-API operation fails with: what the daemon's services throw and what the client
+/// library raises after reading an error body.
+public struct LocalAPIError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var code: APIErrorCode
+    public var message: String
+
+    public init(_ code: APIErrorCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public init(_ e: ActivityError) {
+        self.init(APIErrorCode(e.code), e.message)
+    }
+
+    public var body: APIErrorBody { APIErrorBody(code: code, message: message) }
+    public var description: String { message }
+}
+
+/// The version every component reports; bumped with each release.
+public enum HandoffVersion {
+    public static let current = "0.1.0"
+}

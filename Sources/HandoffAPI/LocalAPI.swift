@@ -1,0 +1,75 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The routes of the local API (docs/local-api.md). Versioned so that a future `/v2` can live beside.
+public enum LocalAPIRoute {
+    /// GET: `DaemonStatus`.
+    public static let status = "/v1/status"
+    /// GET: `CurrentActivityResponse`; PUT `PutCurrentActivityRequest`: become current; DELETE: resign.
+    public static let currentActivity = "/v1/activity/current"
+    /// GET: NDJSON stream of `LocalEvent`.
+    public static let events = "/v1/events"
+}
+
+/// JSON as the API writes it: keys sorted (stable for diffs and snapshots), slashes unescaped
+/// (URLs stay readable).
+public enum LocalAPIJSON {
+    public static func encoder(pretty: Bool = false) -> JSONEncoder {
+        let e = JSONEncoder()
+        e.outputFormatting = pretty ? [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted] : [.sortedKeys, .withoutEscapingSlashes]
+        return e
+    }
+
+    public static func decoder() -> JSONDecoder { JSONDecoder() }
+}
+
+/// Where the daemon and its clients find each other and keep state, per the XDG base directories.
+/// Both sides compute the same default, so `--socket` is only needed for unusual setups.
+public enum HandoffPaths {
+    /// `$XDG_RUNTIME_DIR/handoff/handoffd.sock`. Without `XDG_RUNTIME_DIR` (a root shell, cron, a
+    /// container) `/run/user/UID` is used when it exists, else a private `/tmp/handoff-UID`, which
+    /// the daemon creates 0700 and refuses to use if someone else owns it.
+    public static func defaultSocketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        runtimeDirectory(environment: environment) + "/handoffd.sock"
+    }
+
+    public static func runtimeDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let dir = environment["XDG_RUNTIME_DIR"], dir.hasPrefix("/") {
+            return dir + "/handoff"
+        }
+        let uid = getuid()
+        var st = stat()
+        if stat("/run/user/\(uid)", &st) == 0, st.st_uid == uid {
+            return "/run/user/\(uid)/handoff"
+        }
+        return "/tmp/handoff-\(uid)"
+    }
+
+    /// `$XDG_STATE_HOME/handoff`, defaulting to `~/.local/state/handoff`.
+    public static func stateDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let dir = environment["XDG_STATE_HOME"], dir.hasPrefix("/") {
+            return dir + "/handoff"
+        }
+        return homeDirectory(environment: environment) + "/.local/state/handoff"
+    }
+
+    /// `$XDG_CONFIG_HOME/handoff`, defaulting to `~/.config/handoff`.
+    public static func configDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let dir = environment["XDG_CONFIG_HOME"], dir.hasPrefix("/") {
+            return dir + "/handoff"
+        }
+        return homeDirectory(environment: environment) + "/.config/handoff"
+    }
+
+    static func homeDirectory(environment: [String: String]) -> String {
+        if let home = environment["HOME"], home.hasPrefix("/") { return home }
+        if let pw = getpwuid(getuid()), let dir = pw.pointee.pw_dir { return String(cString: dir) }
+        return "/"
+    }
+}

@@ -1,0 +1,118 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffModel
+
+/// `PUT /v1/activity/current`: the activity content, flat, as an app would describe it.
+/// Without `id` it starts a new activity; with the id of the current one it updates it in place
+/// (same id and type, new `updatedAt`), which is how an app keeps its NSUserActivity fresh.
+public struct PutCurrentActivityRequest: Codable, Sendable, Equatable {
+    public var id: UUID?
+    public var content: ActivityContent
+
+    public init(id: UUID? = nil, content: ActivityContent) {
+        self.id = id
+        self.content = content
+    }
+
+    enum CodingKeys: String, CodingKey { case id }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decodeIfPresent(UUID.self, forKey: .id)
+        content = try ActivityContent(from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try content.encode(to: encoder)
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(id?.lowercasedString, forKey: .id)
+    }
+}
+
+/// Answer to `PUT` and `GET /v1/activity/current`.
+public struct CurrentActivityResponse: Codable, Sendable, Equatable {
+    public var activity: Activity
+    /// The encoded size, so a client can see how close it is to the cap.
+    public var encodedSize: Int
+    /// Advice that did not stop the request, e.g. "larger than 3 KiB".
+    public var warnings: [String]
+
+    public init(activity: Activity, encodedSize: Int, warnings: [String] = []) {
+        self.activity = activity
+        self.encodedSize = encodedSize
+        self.warnings = warnings
+    }
+}
+
+/// Answer to `DELETE /v1/activity/current`.
+public struct ResignResponse: Codable, Sendable, Equatable {
+    /// The activity that was withdrawn; absent when there was none (resigning is idempotent).
+    public var resigned: Activity?
+
+    public init(resigned: Activity?) {
+        self.resigned = resigned
+    }
+}
+
+/// A line of an activity for lists and status.
+public struct ActivitySummary: Codable, Sendable, Equatable {
+    public var id: UUID
+    public var type: String
+    public var title: String
+    public var updatedAt: Timestamp
+    public var expirationDate: Timestamp?
+
+    public init(_ a: Activity) {
+        id = a.id
+        type = a.type
+        title = a.title
+        updatedAt = a.updatedAt
+        expirationDate = a.expirationDate
+    }
+
+    enum CodingKeys: String, CodingKey { case id, type, title, updatedAt, expirationDate }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id.lowercasedString, forKey: .id)
+        try c.encode(type, forKey: .type)
+        try c.encode(title, forKey: .title)
+        try c.encode(updatedAt, forKey: .updatedAt)
+        try c.encodeIfPresent(expirationDate, forKey: .expirationDate)
+    }
+}
+
+/// `GET /v1/status`.
+public struct DaemonStatus: Codable, Sendable, Equatable {
+    public var version: String
+    public var pid: Int32
+    public var uid: UInt32
+    public var startedAt: Timestamp
+    public var socketPath: String
+    public var stateDirectory: String
+    public var maximumActivityBytes: Int
+    public var currentActivity: ActivitySummary?
+
+    public init(
+        version: String,
+        pid: Int32,
+        uid: UInt32,
+        startedAt: Timestamp,
+        socketPath: String,
+        stateDirectory: String,
+        maximumActivityBytes: Int,
+        currentActivity: ActivitySummary?
+    ) {
+        self.version = version
+        self.pid = pid
+        self.uid = uid
+        self.startedAt = startedAt
+        self.socketPath = socketPath
+        self.stateDirectory = stateDirectory
+        self.maximumActivityBytes = maximumActivityBytes
+        self.currentActivity = currentActivity
+    }
+}

@@ -1,0 +1,37 @@
+/// A failure of the daemon itself (not of one request): it names what went wrong and what to do.
+public struct DaemonError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        case alreadyRunning = "already_running"
+        case unsafeDirectory = "unsafe_directory"
+        case io = "io"
+        case socket = "socket"
+        case configuration = "configuration"
+    }
+
+    public var code: Code
+    public var message: String
+    public var cause: (any Error & Sendable)?
+
+    public init(_ code: Code, _ message: String, cause: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.cause = cause
+    }
+
+    public var description: String {
+        if let cause { return "\(message) (\(cause))" }
+        return message
+    }
+}
+
+/// An errno, named, for causes.
+public struct SystemCallError: Error, Sendable, CustomStringConvertible {
+    public var call: String
+    public var errno: Int32
+
+    public var description: String { "\(call): \(String(cString: strerror(errno)))" }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

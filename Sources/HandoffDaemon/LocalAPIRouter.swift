@@ -1,0 +1,127 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import HandoffModel
+import Logging
+import NIOCore
+import NIOHTTP1
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct LocalAPIRequest: Sendable {
+    var head: HTTPRequestHead
+    var body: ByteBuffer
+    var peer: PeerCredentials
+
+    var path: Substring { head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "" }
+}
+
+enum LocalAPIResponse: Sendable {
+    case json(HTTPResponseStatus, [UInt8])
+    case jsonWithHeaders(HTTPResponseStatus, [UInt8], HTTPHeaders)
+    case eventStream(AsyncStream<LocalEvent>)
+
+    static func ok(_ value: some Encodable) -> LocalAPIResponse {
+        do {
+            return .json(.ok, Array(try LocalAPIJSON.encoder().encode(value)))
+        } catch {
+            return .error(LocalAPIError(.internalError, "the daemon could not encode its answer: \(error)"))
+        }
+    }
+
+    static func error(_ e: LocalAPIError, headers: HTTPHeaders = [:]) -> LocalAPIResponse {
+        let body = (try? LocalAPIJSON.encoder().encode(e.body)).map(Array.init) ?? Array(#"{"error":{"code":"internal_error","message":"encoding failed"}}"#.utf8)
+        return .jsonWithHeaders(HTTPResponseStatus(statusCode: e.code.httpStatus), body, headers)
+    }
+}
+
+/// What each local-API route does. Every handler's first line checks who is asking.
+struct LocalAPIRouter: Sendable {
+    let registry: ActivityRegistry
+    let events: EventHub
+    let statusProvider: @Sendable () async -> DaemonStatus
+    let daemonUID: UInt32
+    let logger: Logger
+
+    func handle(_ request: LocalAPIRequest) async -> LocalAPIResponse {
+        do {
+            // A browser page can be tricked into talking to local sockets through proxies; nothing
+            // legitimate sends these headers to a Unix socket.
+            if request.head.headers.contains(name: "origin") || request.head.headers.contains(name: "referer") {
+                throw LocalAPIError(.forbiddenOrigin, "requests from web pages (with Origin or Referer) are refused")
+            }
+            switch (request.path, request.head.method) {
+            case (LocalAPIRoute.status[...], .GET): return try await status(request)
+            case (LocalAPIRoute.currentActivity[...], .GET): return try await getCurrent(request)
+            case (LocalAPIRoute.currentActivity[...], .PUT): return try await putCurrent(request)
+            case (LocalAPIRoute.currentActivity[...], .DELETE): return try await deleteCurrent(request)
+            case (LocalAPIRoute.events[...], .GET): return try events(request)
+            default: return try unrouted(request)
+            }
+        } catch let e as LocalAPIError {
+            if e.code == .forbidden || e.code == .forbiddenOrigin {
+                logger.notice("local API request refused", metadata: ["uid": "\(request.peer.uid)", "pid": "\(request.peer.pid)", "code": "\(e.code.rawValue)"])
+            }
+            var headers = HTTPHeaders()
+            if e.code == .methodNotAllowed, let allowed = Self.allowedMethods[String(request.path)] {
+                headers.add(name: "allow", value: allowed)
+            }
+            return .error(e, headers: headers)
+        } catch {
+            logger.error("local API handler failed", metadata: ["error": "\(error)"])
+            return .error(LocalAPIError(.internalError, "the daemon failed: \(error)"))
+        }
+    }
+
+    static let allowedMethods = [
+        LocalAPIRoute.status: "GET",
+        LocalAPIRoute.currentActivity: "GET, PUT, DELETE",
+        LocalAPIRoute.events: "GET",
+    ]
+
+    // MARK: Handlers
+
+    private func status(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        return .ok(await statusProvider())
+    }
+
+    private func getCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        return .ok(try await registry.currentResponse())
+    }
+
+    private func putCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        let put: PutCurrentActivityRequest
+        do {
+            put = try LocalAPIJSON.decoder().decode(PutCurrentActivityRequest.self, from: Data(request.body.readableBytesView))
+        } catch let e as DecodingError {
+            throw LocalAPIError(.badRequest, "the activity JSON is not valid: \(DecodingErrorText.describe(e))")
+        }
+        return .ok(try await registry.becomeCurrent(put))
+    }
+
+    private func deleteCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        return .ok(ResignResponse(resigned: try await registry.resignCurrent()))
+    }
+
+    private func events(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        return .eventStream(events.subscribe())
+    }
+
+    private func unrouted(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        if Self.allowedMethods[String(request.path)] != nil {
+            throw LocalAPIError(.methodNotAllowed, "\(request.head.method.rawValue) is not allowed on \(request.path)")
+        }
+        throw LocalAPIError(.notFound, "no endpoint \(request.head.method.rawValue) \(request.path); the routes are listed in docs/local-api.md")
+    }
+}

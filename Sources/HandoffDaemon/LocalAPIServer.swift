@@ -1,0 +1,277 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import ServiceLifecycle
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The local API (SPEC §6): HTTP/1.1 on a Unix socket only its owner can reach.
+///
+/// Transport only: it binds the socket (0600, in a 0700 directory), learns each connection's
+/// peer credentials, reads requests with size limits, and writes responses. What a request means
+/// is `LocalAPIRouter`'s business.
+final class LocalAPIServer: Service {
+    typealias Connection = (channel: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, peer: PeerCredentials)
+
+    private let socketPath: String
+    private let router: LocalAPIRouter
+    private let maximumRequestBody: Int
+    private let logger: Logger
+    private let ready: ReadinessSignal
+
+    init(socketPath: String, router: LocalAPIRouter, maximumRequestBody: Int, logger: Logger, ready: ReadinessSignal) {
+        self.socketPath = socketPath
+        self.router = router
+        self.maximumRequestBody = maximumRequestBody
+        self.logger = logger
+        self.ready = ready
+    }
+
+    func run() async throws {
+        try PrivateFiles.ensureDirectory(PrivateFiles.parentDirectory(of: socketPath))
+        try LocalAPIServer.clearStaleSocket(socketPath)
+
+        let server: NIOAsyncChannel<Connection, Never>
+        do {
+            server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.backlog, value: 128)
+                .bind(unixDomainSocketPath: socketPath) { channel in
+                    PeerCredentials.of(channel).flatMapThrowing { peer in
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                        let wrapped = try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                            wrappingChannelSynchronously: channel
+                        )
+                        return (wrapped, peer)
+                    }
+                }
+        } catch {
+            throw DaemonError(.socket, "cannot listen on \(socketPath)", cause: error)
+        }
+        defer { unlink(socketPath) }
+        guard chmod(socketPath, 0o600) == 0 else {
+            try? await server.channel.close()
+            throw DaemonError(.socket, "cannot restrict \(socketPath) to its owner", cause: SystemCallError(call: "chmod", errno: errno))
+        }
+        logger.info("local API listening", metadata: ["socket": "\(socketPath)"])
+        ready.succeed()
+
+        // On shutdown: stop accepting, and end open requests (event streams last forever otherwise).
+        do {
+            try await cancelWhenGracefulShutdown {
+                try await withThrowingDiscardingTaskGroup { group in
+                    try await server.executeThenClose { connections in
+                        for try await connection in connections {
+                            group.addTask { await self.serve(connection) }
+                        }
+                    }
+                }
+            }
+        } catch is CancellationError where Task.isShuttingDownGracefully {
+            // The shutdown we asked for, not a failure.
+        }
+        logger.info("local API closed", metadata: ["socket": "\(socketPath)"])
+    }
+
+    /// A socket file left by a daemon that died is removed; one that still answers means another
+    /// daemon is running, and we must not steal its socket.
+    static func clearStaleSocket(_ path: String) throws(DaemonError) {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return }
+        guard st.st_mode & S_IFMT == S_IFSOCK else {
+            throw DaemonError(.socket, "\(path) exists and is not a socket; move it away and start handoffd again")
+        }
+        switch UnixSocketProbe.connect(path) {
+        case .accepting:
+            throw DaemonError(
+                .alreadyRunning,
+                "another handoffd is already running on \(path); stop it first, or give this one --socket PATH"
+            )
+        case .refused, .absent:
+            unlink(path)
+        }
+    }
+
+    // MARK: Connections
+
+    private func serve(_ connection: Connection) async {
+        do {
+            try await connection.channel.executeThenClose { inbound, outbound in
+                var parts = inbound.makeAsyncIterator()
+                while let request = try await self.readRequest(&parts, peer: connection.peer, outbound: outbound) {
+                    let response = await self.router.handle(request)
+                    let keepAlive = try await self.write(
+                        response,
+                        for: request,
+                        outbound: outbound,
+                        closed: connection.channel.channel.closeFuture
+                    )
+                    if !keepAlive { break }
+                }
+            }
+        } catch {
+            logger.debug("local API connection ended", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The next whole request on the connection, or nil when the client is done. A body beyond the
+    /// limit is read and dropped, answered with 413, and the connection closed.
+    private func readRequest(
+        _ parts: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator,
+        peer: PeerCredentials,
+        outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+    ) async throws -> LocalAPIRequest? {
+        guard let first = try await parts.next() else { return nil }
+        guard case .head(let head) = first else {
+            throw DaemonError(.socket, "HTTP request body without a head")
+        }
+        var body = ByteBuffer()
+        var received = 0
+        while let part = try await parts.next() {
+            switch part {
+            case .head:
+                throw DaemonError(.socket, "HTTP request head inside a request")
+            case .body(var chunk):
+                received += chunk.readableBytes
+                if received <= maximumRequestBody {
+                    body.writeBuffer(&chunk)
+                } else if received > maximumRequestBody * 16 {
+                    throw DaemonError(.socket, "HTTP request body far over the limit")  // not worth answering
+                }
+            case .end:
+                let request = LocalAPIRequest(head: head, body: body, peer: peer)
+                guard received <= maximumRequestBody else {
+                    // The body was read to its end (and dropped) so the client is listening for this answer.
+                    let refusal = LocalAPIError(
+                        .requestTooLarge,
+                        "the request body is larger than \(maximumRequestBody) bytes; activities are small — move bulk data into a continuation stream"
+                    )
+                    _ = try await write(.error(refusal), for: request, outbound: outbound, closed: nil, forceClose: true)
+                    return nil
+                }
+                return request
+            }
+        }
+        return nil
+    }
+
+    /// Writes `response`; returns whether the connection may carry another request.
+    private func write(
+        _ response: LocalAPIResponse,
+        for request: LocalAPIRequest,
+        outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
+        closed: EventLoopFuture<Void>?,
+        forceClose: Bool = false
+    ) async throws -> Bool {
+        let keepAlive = request.head.isKeepAlive && !forceClose
+        var headers = HTTPHeaders()
+        switch response {
+        case .json(let status, let body), .jsonWithHeaders(let status, let body, _):
+            if case .jsonWithHeaders(_, _, let extra) = response { headers.add(contentsOf: extra) }
+            headers.add(name: "content-type", value: "application/json")
+            headers.add(name: "content-length", value: String(body.count))
+            if !keepAlive { headers.add(name: "connection", value: "close") }
+            try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)))
+            try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body))))
+            try await outbound.write(.end(nil))
+            return keepAlive
+
+        case .eventStream(let events):
+            headers.add(name: "content-type", value: "application/x-ndjson")
+            headers.add(name: "cache-control", value: "no-store")
+            headers.add(name: "connection", value: "close")
+            try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)))
+            // Stream until the client leaves, the daemon stops, or the hub drops a slow reader.
+            let writer = Task {
+                let encoder = LocalAPIJSON.encoder()
+                for await event in events {
+                    guard var line = try? encoder.encode(event) else { continue }
+                    line.append(0x0A)
+                    do {
+                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: line))))
+                    } catch {
+                        return
+                    }
+                }
+                try? await outbound.write(.end(nil))
+            }
+            closed?.whenComplete { _ in writer.cancel() }
+            await withTaskCancellationHandler {
+                await writer.value
+            } onCancel: {
+                writer.cancel()
+            }
+            return false
+        }
+    }
+}
+
+/// A one-time outcome that any number of tasks can wait for: the daemon became ready, or it failed
+/// before it could.
+final class ReadinessSignal: Sendable {
+    private struct State {
+        var outcome: Result<Void, DaemonError>?
+        var waiters: [CheckedContinuation<Void, any Error>] = []
+    }
+
+    private let state = Mutex(State())
+
+    func succeed() { settle(.success(())) }
+    func fail(_ error: DaemonError) { settle(.failure(error)) }
+
+    /// The first outcome wins; later ones are ignored.
+    private func settle(_ outcome: Result<Void, DaemonError>) {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, any Error>] in
+            guard s.outcome == nil else { return [] }
+            s.outcome = outcome
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for w in waiters { w.resume(with: outcome.mapError { $0 as any Error }) }
+    }
+
+    func wait() async throws {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+            let outcome = state.withLock { s -> Result<Void, DaemonError>? in
+                if s.outcome == nil { s.waiters.append(c) }
+                return s.outcome
+            }
+            if let outcome { c.resume(with: outcome.mapError { $0 as any Error }) }
+        }
+    }
+}
+
+/// A blocking connect() to a Unix socket, to tell a live daemon from a dead one's socket file.
+enum UnixSocketProbe {
+    enum Result { case accepting, refused, absent }
+
+    static func connect(_ path: String) -> Result {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return .refused }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return .refused }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        if rc == 0 { return .accepting }
+        return errno == ENOENT ? .absent : .refused
+    }
+}

@@ -1,0 +1,252 @@
+import Foundation
+import HandoffAPI
+import HandoffDaemon
+import HandoffModel
+import HandoffTestSupport
+import Testing
+
+@testable import HandoffClient
+
+/// The local API against a real daemon in this process, over its real Unix socket.
+@Suite struct LocalAPITests {
+    static let everyValue: [String: ActivityValue] = [
+        "string": .string("héllo"), "int": .int(.min), "double": .double(-0.0), "nan": .double(.nan),
+        "bool": .bool(true), "data": .data(Data([0, 255, 7])), "date": .date(Timestamp(rfc3339: "2026-11-22T10:00:00.5Z")!),
+        "url": .url("https://example.com/a?b=c"), "uuid": .uuid(UUID()), "null": .null,
+        "array": .array([.int(1), .array([.string("x")])]), "dictionary": .dictionary(["k": .dictionary(["j": .null])]),
+    ]
+
+    static func content(_ type: String = "com.example.editor.edit", userInfo: [String: ActivityValue] = ["page": .int(3)])
+        -> ActivityContent
+    {
+        ActivityContent(type: type, title: "Report", userInfo: userInfo, webpageURL: "https://example.com/r")
+    }
+
+    @Test func socketAndStateArePrivate() async throws {
+        let d = try await TestDaemon.start()
+        _ = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: Self.content()))
+        #expect(try mode(d.socketPath) == 0o600)
+        #expect(try mode(d.directory + "/run") == 0o700)
+        #expect(try mode(d.stateDirectory) == 0o700)
+        #expect(try mode(d.stateDirectory + "/current-activity") == 0o600)
+        try await d.finish()
+    }
+
+    @Test func everyValueTypeRoundTripsThroughTheDaemon() async throws {
+        let d = try await TestDaemon.start()
+        let put = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: Self.content(userInfo: Self.everyValue)))
+        let got = try await d.client.currentActivity()
+        #expect(got.activity == put.activity)
+        #expect(got.activity.userInfo == Self.everyValue)
+        #expect(got.activity.content == Self.content(userInfo: Self.everyValue))
+        #expect(got.warnings.isEmpty)
+        let resigned = try await d.client.resignCurrent()
+        #expect(resigned.resigned?.id == put.activity.id)
+        await #expect(throws: HandoffClientError.self) { try await d.client.currentActivity() }
+        #expect(try await d.client.resignCurrent().resigned == nil, "resigning twice is fine")
+        try await d.finish()
+    }
+
+    @Test func badActivitiesAreRefusedAndChangeNothing() async throws {
+        let d = try await TestDaemon.start(limits: ActivityLimits(maximumEncodedSize: 4096))
+        let good = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: Self.content()))
+        let cases: [(ActivityContent, APIErrorCode)] = [
+            (ActivityContent(type: "nodots"), .invalidType),
+            (ActivityContent(type: "a.b", title: "line\nbreak"), .invalidTitle),
+            (ActivityContent(type: "a.b", webpageURL: "file:///etc/passwd"), .invalidWebpageURL),
+            (ActivityContent(type: "a.b", userInfo: ["u": .url("no scheme")]), .invalidValue),
+            (ActivityContent(type: "a.b", requiredUserInfoKeys: ["page"]), .missingRequiredKey),
+            (ActivityContent(type: "a.b", userInfo: ["blob": .data(Data(count: 5000))]), .payloadTooLarge),
+            (ActivityContent(type: "a.b", expirationDate: Timestamp.now().adding(seconds: -5)), .expired),
+        ]
+        for (content, code) in cases {
+            do {
+                _ = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: content))
+                Issue.record("accepted \(content)")
+            } catch {
+                #expect(error.code == .api(code), "\(error)")
+                #expect(!error.message.contains("\n"))
+            }
+            #expect(try await d.client.currentActivity().activity == good.activity, "state unchanged after \(code)")
+        }
+        try await d.finish()
+    }
+
+    @Test func largeActivitiesWarn() async throws {
+        let d = try await TestDaemon.start()
+        let r = try await d.client.becomeCurrent(
+            PutCurrentActivityRequest(content: Self.content(userInfo: ["blob": .data(Data(count: 4000))]))
+        )
+        #expect(r.encodedSize > 4000)
+        #expect(r.warnings.count == 1)
+        #expect(r.warnings.first?.contains("3 KiB") == true)
+        try await d.finish()
+    }
+
+    @Test func updatesKeepIdentityAndTypeIsImmutable() async throws {
+        let d = try await TestDaemon.start()
+        let first = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: Self.content())).activity
+        var changed = Self.content(userInfo: ["page": .int(4)])
+        changed.title = "Report v2"
+        let updated = try await d.client.becomeCurrent(PutCurrentActivityRequest(id: first.id, content: changed)).activity
+        #expect(updated.id == first.id)
+        #expect(updated.createdAt == first.createdAt)
+        #expect(updated.updatedAt >= first.updatedAt)
+        #expect(updated.userInfo["page"] == .int(4))
+
+        do {
+            _ = try await d.client.becomeCurrent(PutCurrentActivityRequest(id: first.id, content: Self.content("com.example.other")))
+            Issue.record("type changed")
+        } catch {
+            #expect(error.code == .api(.typeImmutable))
+        }
+        do {
+            _ = try await d.client.becomeCurrent(PutCurrentActivityRequest(id: UUID(), content: Self.content()))
+            Issue.record("stale id accepted")
+        } catch {
+            #expect(error.code == .api(.activityChanged))
+        }
+        try await d.finish()
+    }
+
+    @Test func eventsArriveInOrder() async throws {
+        let d = try await TestDaemon.start()
+        let subscription = try await d.client.events()
+        let a = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: Self.content())).activity
+        let b = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: Self.content("com.example.b"))).activity
+        _ = try await d.client.resignCurrent()
+        #expect(try await subscription.next()?.body == .currentActivityChanged(a))
+        #expect(try await subscription.next()?.body == .currentActivityChanged(b))
+        #expect(try await subscription.next()?.body == .currentActivityResigned(activityID: b.id, reason: .resigned))
+        try await d.stop()
+        #expect(try await subscription.next() == nil, "the stream ends when the daemon stops")
+        TempDirectory.remove(d.directory)
+    }
+
+    @Test func expiredActivitiesAreWithdrawn() async throws {
+        let d = try await TestDaemon.start()
+        let subscription = try await d.client.events()
+        var content = Self.content()
+        content.expirationDate = Timestamp.now().adding(microseconds: 300_000)
+        let a = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: content)).activity
+        #expect(try await subscription.next()?.body == .currentActivityChanged(a))
+        #expect(try await subscription.next()?.body == .currentActivityResigned(activityID: a.id, reason: .expired))
+        await #expect(throws: HandoffClientError.self) { try await d.client.currentActivity() }
+        try await d.finish()
+    }
+
+    @Test func theCurrentActivitySurvivesARestartUnlessItExpired() async throws {
+        let first = try await TestDaemon.start()
+        let a = try await first.client.becomeCurrent(PutCurrentActivityRequest(content: Self.content(userInfo: Self.everyValue))).activity
+        try await first.stop()
+
+        let second = try await TestDaemon.start(directory: first.directory)
+        #expect(try await second.client.currentActivity().activity == a)
+        var brief = Self.content()
+        brief.expirationDate = Timestamp.now().adding(microseconds: 400_000)
+        _ = try await second.client.becomeCurrent(PutCurrentActivityRequest(content: brief))
+        try await second.stop()
+        try await Task.sleep(for: .milliseconds(500))
+
+        let third = try await TestDaemon.start(directory: first.directory)
+        do {
+            _ = try await third.client.currentActivity()
+            Issue.record("an activity that expired while the daemon was down came back")
+        } catch {
+            #expect(error.code == .api(.noCurrentActivity))
+        }
+        #expect(!FileManager.default.fileExists(atPath: third.stateDirectory + "/current-activity"))
+        try await third.finish()
+    }
+
+    @Test func anUnreadableSavedActivityIsSetAsideNotLost() async throws {
+        let dir = try TempDirectory.make()
+        try FileManager.default.createDirectory(atPath: dir + "/state/handoff", withIntermediateDirectories: true)
+        let garbage = Data("HO\u{2}not version one".utf8)
+        try garbage.write(to: URL(fileURLWithPath: dir + "/state/handoff/current-activity"))
+        let d = try await TestDaemon.start(directory: dir)
+        await #expect(throws: HandoffClientError.self) { try await d.client.currentActivity() }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: d.stateDirectory + "/current-activity.unreadable")) == garbage)
+        try await d.finish()
+    }
+
+    @Test func aSecondDaemonDoesNotStealTheSocketButAStaleOneIsReplaced() async throws {
+        let d = try await TestDaemon.start()
+        let config = DaemonConfiguration(socketPath: d.socketPath, stateDirectory: d.directory + "/state2")
+        let intruder = try HandoffDaemon(configuration: config, logger: TestLogger.make("intruder"))
+        do {
+            try await intruder.run(handleSignals: false)
+            Issue.record("a second daemon started on the same socket")
+        } catch let e as DaemonError {
+            #expect(e.code == .alreadyRunning)
+            #expect(e.message.contains("already running"))
+        }
+        #expect(try await d.client.status().pid == getpid(), "the first daemon still answers")
+        try await d.stop()
+        #expect(!FileManager.default.fileExists(atPath: d.socketPath), "a clean stop removes the socket")
+
+        // A socket file whose daemon died (no one listening) must not block the next start.
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(d.socketPath.utf8) + [0]) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        close(fd)
+        #expect(bound == 0)
+        let restarted = try await TestDaemon.start(directory: d.directory)
+        #expect(try await restarted.client.status().socketPath == d.socketPath)
+        try await restarted.finish()
+    }
+
+    @Test func webOriginsUnknownRoutesAndOversizedBodiesAreRefused() async throws {
+        let d = try await TestDaemon.start()
+        func raw(_ method: String, _ path: String, headers: String = "", body: [UInt8] = []) throws -> (Int, String, String?) {
+            let c = try UnixHTTPConnection(socketPath: d.socketPath, timeoutSeconds: 10)
+            try c.sendRaw("\(method) \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\(headers)\r\n", body: body)
+            let r = try c.readResponse()
+            return (r.status, String(decoding: r.body, as: UTF8.self), r.header("allow"))
+        }
+        let origin = try raw("GET", "/v1/status", headers: "Origin: https://evil.example\r\n")
+        #expect(origin.0 == 403 && origin.1.contains("forbidden_origin"))
+        let referer = try raw("GET", "/v1/activity/current", headers: "Referer: https://evil.example/\r\n")
+        #expect(referer.0 == 403 && referer.1.contains("forbidden_origin"))
+        let unknown = try raw("GET", "/v1/nope")
+        #expect(unknown.0 == 404 && unknown.1.contains("not_found"))
+        let wrongMethod = try raw("POST", "/v1/activity/current")
+        #expect(wrongMethod.0 == 405 && wrongMethod.2 == "GET, PUT, DELETE")
+        let notJSON = try raw("PUT", "/v1/activity/current", body: Array("{nope".utf8))
+        #expect(notJSON.0 == 400 && notJSON.1.contains("bad_request"))
+        let missingType = try raw("PUT", "/v1/activity/current", body: Array(#"{"title":"x"}"#.utf8))
+        #expect(missingType.0 == 400 && missingType.1.contains("type is missing"))
+        let huge = try raw("PUT", "/v1/activity/current", body: [UInt8](repeating: 0x20, count: 400_000))
+        #expect(huge.0 == 413 && huge.1.contains("request_too_large"))
+        #expect(try await d.client.status().currentActivity == nil)
+        try await d.finish()
+    }
+
+    @Test func aSlowEventReaderIsCutOffRatherThanGivenGaps() async {
+        let hub = EventHub(bufferLimit: 2)
+        let stream = hub.subscribe()
+        for i in 0..<5 {
+            hub.publish(LocalEvent(at: Timestamp(microsecondsSinceEpoch: Int64(i)), .unknown(name: "e\(i)")))
+        }
+        var seen: [String] = []
+        for await event in stream { seen.append(event.body.name) }
+        #expect(seen == ["e0", "e1"], "the stream ended after the buffer overflowed")
+        #expect(hub.subscriberCount == 0)
+    }
+}
+
+func mode(_ path: String) throws -> mode_t {
+    var st = stat()
+    guard lstat(path, &st) == 0 else { throw TestFailure("lstat \(path): \(errno)") }
+    return st.st_mode & 0o7777
+}
+
+extension UnixHTTPConnection {
+    func sendRaw(_ head: String, body: [UInt8]) throws(HandoffClientError) {
+        try writeAll(Array(head.utf8) + body)
+    }
+}

@@ -1,0 +1,164 @@
+import Dispatch
+import Foundation
+
+/// The outcome of running a program to completion.
+public struct ProcessResult: Sendable, CustomStringConvertible {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+
+    public var description: String { "exit \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
+}
+
+/// Runs programs for tests.
+///
+/// posix_spawn rather than Foundation's Process: the test runner's threads block signals, a spawned
+/// child inherits that mask, and then SIGINT/SIGTERM never reach it — while our tests are about
+/// exactly how programs react to signals. Output goes to files (no pipe can fill up and stall), and
+/// waiting happens on a dispatch queue, never on a thread of the cooperative pool that an
+/// in-process daemon needs.
+public enum Subprocess {
+    public static func run(
+        _ executable: String,
+        _ arguments: [String],
+        stdin: Data? = nil,
+        environment: [String: String]? = nil
+    ) async throws -> ProcessResult {
+        let process = try RunningProcess(executable, arguments, stdin: stdin, environment: environment)
+        let status = await process.exitStatus()
+        defer { process.cleanUp() }
+        return ProcessResult(status: status, stdout: process.stdout, stderr: process.stderr)
+    }
+
+    /// A built product of this package (handoffctl, handoffd), next to the test bundle.
+    public static func product(_ name: String) -> String {
+        if let override = ProcessInfo.processInfo.environment["HANDOFF_BIN_DIR"] {
+            return override + "/" + name
+        }
+        let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return exe.deletingLastPathComponent().appendingPathComponent(name).path
+    }
+}
+
+/// A program left running (e.g. `handoffctl watch`, a daemon): its output is read while it runs.
+public final class RunningProcess: @unchecked Sendable {
+    public let pid: pid_t
+    private let directory: String
+    public let stdoutPath: String
+    public let stderrPath: String
+    private let exit = DispatchSemaphoreBox()
+
+    public init(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil) throws {
+        directory = try TempDirectory.make(prefix: "handoff-proc")
+        stdoutPath = directory + "/out"
+        stderrPath = directory + "/err"
+        let stdinPath = directory + "/in"
+        try (stdin ?? Data()).write(to: URL(fileURLWithPath: stdinPath))
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, stdinPath, O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let env = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { env.forEach { free($0) } }
+
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, env)
+        guard rc == 0 else { throw TestFailure("cannot start \(executable): \(String(cString: strerror(rc)))") }
+        self.pid = pid
+        let box = exit
+        let child = pid
+        DispatchQueue(label: "handoff.test.wait.\(child)").async {
+            var status: Int32 = 0
+            while waitpid(child, &status, 0) < 0, errno == EINTR {}
+            box.set(status)
+        }
+    }
+
+    public var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+    public var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+    public var isRunning: Bool { exit.value == nil }
+
+    /// The exit status (128 + N when killed by signal N, as a shell reports it).
+    public func exitStatus() async -> Int32 {
+        let raw = await exit.wait()
+        let signal = raw & 0x7F
+        return signal == 0 ? (raw >> 8) & 0xFF : 128 + signal
+    }
+
+    /// Polls until `condition` holds (checked every 10 ms), or fails after `seconds`.
+    public func wait(seconds: Double = 10, for what: String, until condition: (RunningProcess) -> Bool) async throws {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while !condition(self) {
+            guard ContinuousClock.now < deadline else {
+                throw TestFailure("timed out waiting for \(what); stdout: \(stdout) stderr: \(stderr)")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Sends `signal`, waits for the process to end (at most 10 s, then SIGKILL), returns its status.
+    @discardableResult
+    public func stop(signal: Int32 = SIGTERM) async throws -> Int32 {
+        if isRunning { kill(pid, signal) }
+        do {
+            try await wait(for: "process \(pid) to exit after signal \(signal)") { !$0.isRunning }
+        } catch {
+            kill(pid, SIGKILL)
+            _ = await exitStatus()
+            cleanUp()
+            throw error
+        }
+        let status = await exitStatus()
+        cleanUp()
+        return status
+    }
+
+    public func cleanUp() {
+        TempDirectory.remove(directory)
+    }
+}
+
+/// A value set once from any thread, awaited from async code.
+final class DispatchSemaphoreBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var status: Int32?
+    private var waiters: [CheckedContinuation<Int32, Never>] = []
+
+    var value: Int32? { lock.withLock { status } }
+
+    func set(_ value: Int32) {
+        let toResume = lock.withLock { () -> [CheckedContinuation<Int32, Never>] in
+            status = value
+            defer { waiters = [] }
+            return waiters
+        }
+        toResume.forEach { $0.resume(returning: value) }
+    }
+
+    func wait() async -> Int32 {
+        await withCheckedContinuation { c in
+            let ready = lock.withLock { () -> Int32? in
+                if status == nil { waiters.append(c) }
+                return status
+            }
+            if let ready { c.resume(returning: ready) }
+        }
+    }
+}
