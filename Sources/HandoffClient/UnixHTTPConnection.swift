@@ -1,0 +1,244 @@
+import HandoffAPI
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One HTTP/1.1 exchange over a Unix socket, with blocking I/O.
+///
+/// Blocking on purpose: a CLI call is one request and one answer, and an event loop would cost
+/// start-up time for nothing. Only what the local API uses is supported: a request with an
+/// optional body, and a response framed by Content-Length, chunked encoding, or connection close.
+final class UnixHTTPConnection {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+    private var bufferStart = 0
+    private let socketPath: String
+
+    init(socketPath: String, timeoutSeconds: Int?) throws(HandoffClientError) {
+        self.socketPath = socketPath
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(socketPath.utf8)
+        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw HandoffClientError(.daemonNotRunning, "the socket path \(socketPath) is too long for a Unix socket")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: pathBytes)
+            raw[pathBytes.count] = 0
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else {
+            throw HandoffClientError(.protocolError, "cannot create a socket: \(String(cString: strerror(errno)))")
+        }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        if rc != 0 {
+            let e = errno
+            close(fd)
+            switch e {
+            case ENOENT, ECONNREFUSED, ENOTDIR:
+                throw HandoffClientError(
+                    .daemonNotRunning,
+                    "handoffd is not running (nothing answers on \(socketPath)); start it with `make run` or `systemctl --user start handoffd`"
+                )
+            case EACCES, EPERM:
+                throw HandoffClientError(
+                    .permissionDenied,
+                    "permission denied on \(socketPath): that handoffd belongs to another user; run as its owner or use your own daemon"
+                )
+            default:
+                throw HandoffClientError(
+                    .daemonNotRunning,
+                    "cannot connect to handoffd at \(socketPath): \(String(cString: strerror(e)))"
+                )
+            }
+        }
+        self.fd = fd
+        if let timeoutSeconds {
+            var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        }
+    }
+
+    deinit {
+        close(fd)
+    }
+
+    struct Response {
+        var status: Int
+        var headers: [(String, String)]
+        var body: [UInt8]
+
+        func header(_ name: String) -> String? {
+            headers.first { $0.0 == name }?.1
+        }
+    }
+
+    func send(method: String, path: String, body: [UInt8]?) throws(HandoffClientError) {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: handoffd\r\nUser-Agent: handoff/\(HandoffVersion.current)\r\nConnection: close\r\n"
+        if let body {
+            head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n"
+        }
+        head += "\r\n"
+        try writeAll(Array(head.utf8) + (body ?? []))
+    }
+
+    /// Reads the status line and headers; the body is read by `readBody` or streamed by `nextChunkLine`.
+    func readHead() throws(HandoffClientError) -> (status: Int, headers: [(String, String)]) {
+        let statusLine = try readLine()
+        let parts = statusLine.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
+            throw HandoffClientError(.protocolError, "\(socketPath) does not speak the handoff local API (got \(statusLine.prefix(40)))")
+        }
+        var headers: [(String, String)] = []
+        while true {
+            let line = try readLine()
+            if line.isEmpty { break }
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers.append((line[..<colon].lowercased(), line[line.index(after: colon)...].trimmingSpaces()))
+        }
+        return (status, headers)
+    }
+
+    func readResponse(maximumBody: Int = 64 * 1024 * 1024) throws(HandoffClientError) -> Response {
+        let (status, headers) = try readHead()
+        let response = Response(status: status, headers: headers, body: [])
+        var body: [UInt8] = []
+        if response.header("transfer-encoding")?.lowercased().contains("chunked") == true {
+            while let chunk = try readChunk() {
+                body += chunk
+                guard body.count <= maximumBody else { throw oversized() }
+            }
+        } else if let lengthText = response.header("content-length"), let length = Int(lengthText) {
+            guard length <= maximumBody else { throw oversized() }
+            body = try readExactly(length)
+        } else {
+            while let more = try readAvailable() {
+                body += more
+                guard body.count <= maximumBody else { throw oversized() }
+            }
+        }
+        return Response(status: status, headers: headers, body: body)
+    }
+
+    private func oversized() -> HandoffClientError {
+        HandoffClientError(.protocolError, "handoffd sent an answer larger than expected")
+    }
+
+    /// The next chunk of a chunked body, or nil at its end. With `endOnClose`, a connection closed
+    /// between chunks also ends the body: an event stream ends that way when the daemon stops.
+    func readChunk(endOnClose: Bool = false) throws(HandoffClientError) -> [UInt8]? {
+        if endOnClose, bufferStart == buffer.count, try !fill() { return nil }
+        let sizeLine = try readLine()
+        let sizeText = sizeLine.split(separator: ";").first.map(String.init) ?? ""
+        guard let size = Int(sizeText.trimmingSpaces(), radix: 16), size >= 0 else {
+            throw HandoffClientError(.protocolError, "handoffd sent a malformed chunk")
+        }
+        if size == 0 {
+            while try !readLine().isEmpty {}  // trailers
+            return nil
+        }
+        let data = try readExactly(size)
+        guard try readLine().isEmpty else { throw HandoffClientError(.protocolError, "handoffd sent a malformed chunk") }
+        return data
+    }
+
+    // MARK: Bytes
+
+    func writeAll(_ bytes: [UInt8]) throws(HandoffClientError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK {
+                    throw HandoffClientError(.timeout, "handoffd did not accept the request in time")
+                }
+                throw HandoffClientError(.protocolError, "lost the connection to handoffd: \(String(cString: strerror(errno)))")
+            }
+            offset += n
+        }
+    }
+
+    /// More bytes from the socket, or nil at end of stream.
+    func readAvailable() throws(HandoffClientError) -> [UInt8]? {
+        if bufferStart < buffer.count {
+            defer {
+                buffer = []
+                bufferStart = 0
+            }
+            return Array(buffer[bufferStart...])
+        }
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
+            if n > 0 { return Array(chunk[0..<n]) }
+            if n == 0 { return nil }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK {
+                throw HandoffClientError(.timeout, "handoffd did not answer in time")
+            }
+            throw HandoffClientError(.protocolError, "lost the connection to handoffd: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    private func fill() throws(HandoffClientError) -> Bool {
+        if bufferStart > 0 {
+            buffer.removeFirst(bufferStart)
+            bufferStart = 0
+        }
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
+            if n > 0 {
+                buffer += chunk[0..<n]
+                return true
+            }
+            if n == 0 { return false }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK {
+                throw HandoffClientError(.timeout, "handoffd did not answer in time")
+            }
+            throw HandoffClientError(.protocolError, "lost the connection to handoffd: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    private func readLine() throws(HandoffClientError) -> String {
+        while true {
+            if let nl = buffer[bufferStart...].firstIndex(of: 0x0A) {
+                var end = nl
+                if end > bufferStart, buffer[end - 1] == 0x0D { end -= 1 }
+                let line = String(decoding: buffer[bufferStart..<end], as: UTF8.self)
+                bufferStart = nl + 1
+                return line
+            }
+            guard buffer.count - bufferStart < 64 * 1024 else {
+                throw HandoffClientError(.protocolError, "handoffd sent an over-long header line")
+            }
+            guard try fill() else {
+                throw HandoffClientError(.protocolError, "handoffd closed the connection mid-answer")
+            }
+        }
+    }
+
+    private func readExactly(_ count: Int) throws(HandoffClientError) -> [UInt8] {
+        while buffer.count - bufferStart < count {
+            guard try fill() else {
+                throw HandoffClientError(.protocolError, "handoffd closed the connection mid-answer")
+            }
+        }
+        defer { bufferStart += count }
+        return Array(buffer[bufferStart..<bufferStart + count])
+    }
+}
+
+extension StringProtocol {
+    func trimmingSpaces() -> String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    }
+}

@@ -1,0 +1,105 @@
+import ArgumentParser
+import HandoffAPI
+import HandoffClient
+import HandoffModel
+
+struct BecomeCurrent: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "become-current",
+        abstract: "Make an activity this device's current one, for your other devices to continue.",
+        discussion: """
+            Typed userInfo values: --info KEY[:TYPE]=VALUE, where TYPE is string (the default), int, \
+            double, bool, data, date, url, uuid or null. Data is @FILE, @- or base64:…; dates are \
+            RFC 3339. Arrays and dictionaries go in --info-json, whose format is what \
+            `handoffctl current --json` prints under "userInfo".
+
+            Examples:
+              handoffctl become-current --type com.example.editor.edit \\
+                  --title Report --info page:int=3 --info draft:data=@draft.txt \\
+                  --webpage-url https://example.com/r
+              handoffctl become-current --type org.example.reader.read \\
+                  --info-json state.json --expires-in 1h
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @ParentCommand var root: Handoffctl
+
+    @Option(help: ArgumentHelp("Reverse-DNS activity type, e.g. com.example.editor.edit.", valueName: "type"))
+    var type: String
+
+    @Option(help: "Human-readable title.")
+    var title: String = ""
+
+    @Option(name: .customLong("info"), help: ArgumentHelp("A typed userInfo entry (repeatable).", valueName: "key[:type]=value"))
+    var info: [String] = []
+
+    @Option(name: .customLong("info-json"), help: ArgumentHelp("userInfo entries as typed JSON.", valueName: "file|-"))
+    var infoJSON: String?
+
+    @Option(name: .customLong("webpage-url"), help: ArgumentHelp("http(s) URL for devices without a handler.", valueName: "url"))
+    var webpageURL: String?
+
+    @Option(name: .customLong("required-keys"), help: ArgumentHelp("userInfo keys that must be present.", valueName: "a,b"))
+    var requiredKeys: String?
+
+    @Option(name: .customLong("target-content-id"), help: ArgumentHelp("Opaque id for the receiving app.", valueName: "id"))
+    var targetContentIdentifier: String?
+
+    @Option(name: .customLong("persistent-id"), help: ArgumentHelp("Opaque persistent id.", valueName: "id"))
+    var persistentIdentifier: String?
+
+    @Option(name: .customLong("expires-in"), help: ArgumentHelp("Withdraw it after this long: 90s, 10m, 2h, 1d.", valueName: "duration"))
+    var expiresIn: String?
+
+    @Flag(name: .customLong("supports-streams"), help: "The originator will serve continuation streams.")
+    var supportsStreams = false
+
+    @Flag(help: "Print the API's answer as JSON instead of the activity id.")
+    var json = false
+
+    func run() throws {
+        let now = Timestamp.now()
+        let content = try makeContent(now: now)
+        // Check here first so a typo fails at once and offline; the daemon checks again.
+        do {
+            try content.validate(now: now)
+        } catch {
+            throw CLIError(ExitStatus(APIErrorCode(error.code)), error.message)
+        }
+        let response = try global.client(root).becomeCurrent(PutCurrentActivityRequest(content: content))
+        for warning in response.warnings { Terminal.warning(warning) }
+        if json {
+            try Terminal.json(response)
+        } else {
+            Terminal.out(response.activity.id.lowercasedString)
+        }
+    }
+
+    func makeContent(now: Timestamp) throws -> ActivityContent {
+        var userInfo: [String: ActivityValue] = [:]
+        if let infoJSON {
+            userInfo = try InfoArguments.parseJSON(infoJSON)
+        }
+        for argument in info {
+            let (key, value) = try InfoArguments.parse(argument)
+            guard userInfo[key] == nil else {
+                throw CLIError(.badValueSyntax, "userInfo key \(displayQuoted(key)) is given twice")
+            }
+            userInfo[key] = value
+        }
+        let required = (requiredKeys ?? "").split(separator: ",").map { String($0.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()) }.filter { !$0.isEmpty }
+        let expiry = try expiresIn.map { now.adding(seconds: try DurationArgument.seconds($0)) }
+        return ActivityContent(
+            type: type,
+            title: title,
+            userInfo: userInfo,
+            requiredUserInfoKeys: required,
+            webpageURL: webpageURL,
+            targetContentIdentifier: targetContentIdentifier,
+            persistentIdentifier: persistentIdentifier,
+            expirationDate: expiry,
+            supportsContinuationStreams: supportsStreams
+        )
+    }
+}

@@ -1,0 +1,43 @@
+import ArgumentParser
+import HandoffAPI
+import HandoffClient
+import HandoffModel
+
+struct Watch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print events as they happen, until interrupted.",
+        discussion: "With --json, one local-API event object per line (NDJSON)."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @ParentCommand var root: Handoffctl
+
+    @Flag(help: "Print each event as one line of the local API's JSON.")
+    var json = false
+
+    func run() throws {
+        let subscription = try global.client(root).events()
+        Terminal.diagnostic("handoffctl: watching \(global.socketPath(root)) (Ctrl-C to stop)\n")
+        while let event = try subscription.next() {
+            if json {
+                try Terminal.json(event, pretty: false)
+            } else if let line = Watch.describe(event) {
+                Terminal.out(line)
+            }
+            Terminal.flush()
+        }
+        throw CLIError(.daemonNotRunning, "handoffd closed the event stream (it stopped, or this watcher fell behind)")
+    }
+
+    static func describe(_ event: LocalEvent) -> String? {
+        let at = event.at.rfc3339
+        switch event.body {
+        case .currentActivityChanged(let a):
+            return "\(at)  current   \(safe(a.type)) \(displayQuoted(a.title)) \(a.id.lowercasedString)"
+        case .currentActivityResigned(let id, let reason):
+            return "\(at)  \(reason == .expired ? "expired " : "resigned")  \(id.lowercasedString)"
+        case .unknown:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import HandoffAPI
+import HandoffClient
+
+/// handoffctl's exit statuses: one per failure a user or a script may want to tell apart.
+/// Documented in `handoffctl --help` and docs/cli.md; never renumber one that shipped.
+enum ExitStatus: Int32, CaseIterable {
+    case success = 0
+    case failure = 1
+    case daemonNotRunning = 3
+    case permissionDenied = 4
+    case timeout = 5
+    case invalidType = 10
+    case badValueSyntax = 11
+    case missingRequiredKey = 12
+    case payloadTooLarge = 13
+    case invalidWebpageURL = 14
+    case invalidActivity = 15
+    case noCurrentActivity = 16
+    case activityChanged = 17
+    case expired = 18
+    /// ArgumentParser's own status for unknown flags and missing arguments (EX_USAGE).
+    case usage = 64
+
+    var meaning: String {
+        switch self {
+        case .success: "success"
+        case .failure: "unexpected failure (see the message)"
+        case .daemonNotRunning: "handoffd is not running"
+        case .permissionDenied: "not allowed to use this handoffd"
+        case .timeout: "handoffd did not answer in time"
+        case .invalidType: "the activity type is not reverse-DNS"
+        case .badValueSyntax: "a value could not be parsed (--info, --info-json, --expires-in…)"
+        case .missingRequiredKey: "a required userInfo key is missing"
+        case .payloadTooLarge: "the activity is larger than the limit"
+        case .invalidWebpageURL: "the webpage URL is not http(s)"
+        case .invalidActivity: "another activity field is invalid (title, a value, expiry in the past…)"
+        case .noCurrentActivity: "there is no current activity"
+        case .activityChanged: "the activity changed meanwhile"
+        case .expired: "the activity expired"
+        case .usage: "wrong command-line usage"
+        }
+    }
+
+    init(_ code: APIErrorCode) {
+        switch code {
+        case .invalidType: self = .invalidType
+        case .missingRequiredKey: self = .missingRequiredKey
+        case .payloadTooLarge, .requestTooLarge: self = .payloadTooLarge
+        case .invalidWebpageURL: self = .invalidWebpageURL
+        case .invalidTitle, .invalidValue, .typeImmutable: self = .invalidActivity
+        case .badRequest, .malformedEncoding: self = .badValueSyntax
+        case .noCurrentActivity: self = .noCurrentActivity
+        case .activityChanged: self = .activityChanged
+        case .expired: self = .expired
+        case .forbidden, .forbiddenOrigin: self = .permissionDenied
+        case .notFound, .methodNotAllowed, .unsupportedVersion, .internalError, .unknown: self = .failure
+        }
+    }
+
+    init(_ code: HandoffClientError.Code) {
+        switch code {
+        case .daemonNotRunning: self = .daemonNotRunning
+        case .permissionDenied: self = .permissionDenied
+        case .timeout: self = .timeout
+        case .protocolError: self = .failure
+        case .api(let apiCode): self.init(apiCode)
+        }
+    }
+
+    /// The table for `--help`.
+    static var table: String {
+        allCases.map { "  \(String($0.rawValue).padding(to: 4))\($0.meaning)" }.joined(separator: "\n")
+    }
+}
+
+/// A failure to report and exit with: one line on stderr, a distinct status.
+struct CLIError: Error {
+    var status: ExitStatus
+    var message: String
+
+    init(_ status: ExitStatus, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    init(_ error: HandoffClientError) {
+        self.init(ExitStatus(error.code), error.message)
+    }
+}
+
+extension String {
+    /// Left-aligned in a column of `width` (longer text is left as is).
+    func padding(to width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+}
