@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages handoff needs, and only those missing. Safe to run again.
+#   scripts/install-deps.sh build   — to compile (OpenSSL, Avahi's dns_sd compat headers)
+#   scripts/install-deps.sh run     — to run the daemon (Avahi, nss-mdns, D-Bus)
+#   scripts/install-deps.sh test    — everything the test suite uses
+set -euo pipefail
+
+build=(pkg-config libssl-dev libavahi-compat-libdnssd-dev)
+run=(avahi-daemon libnss-mdns dbus openssl)
+test=(curl util-linux iproute2 avahi-utils socat tcpdump procps)
+
+case "${1:-test}" in
+  build) wanted=("${build[@]}") ;;
+  run) wanted=("${build[@]}" "${run[@]}") ;;
+  test) wanted=("${build[@]}" "${run[@]}" "${test[@]}") ;;
+  *) echo "usage: $0 build|run|test" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${wanted[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "handoff needs these Debian packages: ${missing[*]}" >&2
+  echo "install them with: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
