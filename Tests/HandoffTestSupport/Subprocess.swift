@@ -26,7 +26,6 @@ public enum Subprocess {
     ) async throws -> ProcessResult {
         let process = try RunningProcess(executable, arguments, stdin: stdin, environment: environment)
         let status = await process.exitStatus()
-        defer { process.cleanUp() }
         return ProcessResult(status: status, stdout: process.stdout, stderr: process.stderr)
     }
 
@@ -114,6 +113,7 @@ public final class RunningProcess: @unchecked Sendable {
     }
 
     /// Sends `signal`, waits for the process to end (at most 10 s, then SIGKILL), returns its status.
+    /// Its output stays readable.
     @discardableResult
     public func stop(signal: Int32 = SIGTERM) async throws -> Int32 {
         if isRunning { kill(pid, signal) }
@@ -122,15 +122,14 @@ public final class RunningProcess: @unchecked Sendable {
         } catch {
             kill(pid, SIGKILL)
             _ = await exitStatus()
-            cleanUp()
             throw error
         }
-        let status = await exitStatus()
-        cleanUp()
-        return status
+        return await exitStatus()
     }
 
-    public func cleanUp() {
+    /// Output stays readable until the handle goes away.
+    deinit {
+        if isRunning { kill(pid, SIGKILL) }
         TempDirectory.remove(directory)
     }
 }
