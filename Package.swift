@@ -21,10 +21,21 @@ let package = Package(
     targets: [
         // C importers: each is imported by exactly one Swift module.
         .target(name: "CHandoffLinux"),
+        .systemLibrary(name: "CHandoffOpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
 
         // Pure logic: no sockets, no threads, no C.
         .target(name: "HandoffModel", swiftSettings: strict),
         .target(name: "HandoffAPI", dependencies: ["HandoffModel"], swiftSettings: strict),
+
+        // The only importer of CHandoffOpenSSL: keys, certificates, the memory-BIO TLS engine.
+        .target(
+            name: "HandoffTLS",
+            dependencies: [
+                "CHandoffOpenSSL", "HandoffModel",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
 
         // The local-API client used by handoffctl and apps: links neither OpenSSL nor dns_sd.
         .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel"], swiftSettings: strict),
@@ -73,6 +84,7 @@ let package = Package(
         ),
 
         .testTarget(name: "HandoffModelTests", dependencies: ["HandoffModel"], swiftSettings: strict),
+        .testTarget(name: "HandoffTLSTests", dependencies: ["HandoffTLS", "HandoffModel"], swiftSettings: strict),
         .testTarget(
             name: "HandoffDaemonTests",
             dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel"],

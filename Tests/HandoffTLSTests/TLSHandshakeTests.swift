@@ -1,0 +1,287 @@
+import CHandoffOpenSSL
+import HandoffModel
+import Testing
+
+@testable import HandoffTLS
+
+/// An account for tests: a root, and devices issued by it.
+struct TestAccount {
+    let rootKey: SigningKey
+    let root: Certificate
+    let trust: TrustPolicy
+
+    init() throws {
+        rootKey = try SigningKey.generate()
+        root = try Certificate.makeAccountRoot(key: rootKey, notBefore: .now().adding(seconds: -60), notAfter: .now().adding(seconds: 86_400 * 365))
+        trust = try TrustPolicy(root: root)
+    }
+
+    func device(notBefore: Timestamp = .now().adding(seconds: -60), notAfter: Timestamp = .now().adding(seconds: 86_400)) throws
+        -> DeviceIdentity
+    {
+        let key = try SigningKey.generate()
+        let cert = try Certificate.issueDevice(publicKey: key.publicKey, root: root, rootKey: rootKey, notBefore: notBefore, notAfter: notAfter)
+        return try DeviceIdentity(key: key, certificate: cert)
+    }
+
+    /// A device certificate whose common name is not its key's id (the root signed a lie).
+    func lyingDevice() throws -> DeviceIdentity {
+        let key = try SigningKey.generate()
+        let other = try SigningKey.generate()
+        let cert = try Certificate.build(
+            subjectKey: key.pkey, commonName: other.id.text, issuer: root, issuerKey: rootKey,
+            notBefore: .now().adding(seconds: -60), notAfter: .now().adding(seconds: 3600),
+            extensions: [(NID_basic_constraints, "critical,CA:FALSE")]
+        )
+        return try DeviceIdentity(key: key, certificate: cert)
+    }
+
+    static func selfSignedDevice() throws -> DeviceIdentity {
+        let key = try SigningKey.generate()
+        let cert = try Certificate.build(
+            subjectKey: key.pkey, commonName: key.id.text, issuer: nil, issuerKey: key,
+            notBefore: .now().adding(seconds: -60), notAfter: .now().adding(seconds: 3600),
+            extensions: [(NID_basic_constraints, "critical,CA:FALSE")]
+        )
+        return try DeviceIdentity(key: key, certificate: cert)
+    }
+}
+
+struct StaticInvites: JoinPSKLookup {
+    let psk: JoinPSK?
+    func psk(forIdentity identity: [UInt8]) -> [UInt8]? {
+        guard let psk, psk.identity == identity else { return nil }
+        return psk.key
+    }
+}
+
+/// Runs two connections against each other in memory until neither makes progress.
+func pump(_ client: TLSConnection, _ server: TLSConnection) -> (client: TLSConnection.HandshakeStatus, server: TLSConnection.HandshakeStatus) {
+    var c = client.handshake()
+    var s = TLSConnection.HandshakeStatus.inProgress
+    for _ in 0..<20 {
+        let toServer = client.takeCiphertext()
+        server.receive(toServer)
+        s = server.handshake()
+        let toClient = server.takeCiphertext()
+        client.receive(toClient)
+        c = client.handshake()
+        if toServer.isEmpty && toClient.isEmpty && client.pendingCiphertext == 0 { break }
+        if case .failed = s { break }
+        if case .failed = c { break }
+    }
+    return (c, s)
+}
+
+func failureCode(_ status: TLSConnection.HandshakeStatus) -> TLSError.Code? {
+    if case .failed(let e) = status { return e.code }
+    return nil
+}
+
+/// What the client reads after its handshake "completed": in TLS 1.3 the server judges the client
+/// certificate after the client is done, so a refusal arrives as an alert on the first read.
+func clientsFirstRead(_ client: TLSConnection, _ server: TLSConnection) -> TLSConnection.ReadStatus {
+    client.receive(server.takeCiphertext())
+    return client.read().0
+}
+
+@Suite struct TLSHandshakeTests {
+    @Test func aValidPairIsAcceptedBothWays() throws {
+        let account = try TestAccount()
+        let a = try account.device()
+        let b = try account.device()
+        let server = try TLSConnection(context: .memberServer(identity: a, trust: account.trust))
+        let client = try TLSConnection(context: .memberClient(identity: b, trust: account.trust), expectedPeer: a.id)
+        let (c, s) = pump(client, server)
+        #expect(c == .complete(.member(a.id)))
+        #expect(s == .complete(.member(b.id)))
+        #expect(server.alpn == HandoffALPN.member)
+
+        try server.write(Array("hello from the server".utf8))
+        client.receive(server.takeCiphertext())
+        let (status, bytes) = client.read()
+        #expect(status == .data(21))
+        #expect(String(decoding: bytes, as: UTF8.self) == "hello from the server")
+
+        let big = Crypto.randomBytes(1 << 20)
+        try client.write(big)
+        server.receive(client.takeCiphertext())
+        var received: [UInt8] = []
+        while case (.data, let chunk) = server.read() { received += chunk }
+        #expect(received == big)
+
+        client.shutdown()
+        server.receive(client.takeCiphertext())
+        #expect(server.read().0 == .closed)
+    }
+
+    @Test func noClientCertificateIsRefused() throws {
+        let account = try TestAccount()
+        let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
+        let client = try TLSConnection(context: .testClient(identity: nil, trust: account.trust))
+        let (_, s) = pump(client, server)
+        #expect(failureCode(s) == .noPeerCertificate)
+        guard case .failed(let e) = clientsFirstRead(client, server) else { Issue.record("client was not told"); return }
+        #expect(e.code == .refusedByPeer)
+    }
+
+    @Test func aSelfSignedClientIsRefused() throws {
+        let account = try TestAccount()
+        let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
+        let client = try TLSConnection(context: .testClient(identity: try TestAccount.selfSignedDevice(), trust: account.trust))
+        #expect(failureCode(pump(client, server).server) == .selfSigned)
+    }
+
+    @Test func aDeviceOfAnotherAccountIsRefusedByEitherSide() throws {
+        let mine = try TestAccount()
+        let theirs = try TestAccount()
+        let server = try TLSConnection(context: .memberServer(identity: try mine.device(), trust: mine.trust))
+        let client = try TLSConnection(context: .testClient(identity: try theirs.device(), trust: mine.trust))
+        #expect(failureCode(pump(client, server).server) == .otherAccount)
+
+        // A client of our account dialling a server of another one refuses the server.
+        let foreignServer = try TLSConnection(context: .memberServer(identity: try theirs.device(), trust: theirs.trust))
+        let ourClient = try TLSConnection(context: .memberClient(identity: try mine.device(), trust: mine.trust))
+        #expect(failureCode(pump(ourClient, foreignServer).client) == .otherAccount)
+    }
+
+    @Test func aRevokedDeviceIsRefusedAndToldSo() throws {
+        let account = try TestAccount()
+        let b = try account.device()
+        account.trust.setRevoked([b.id])
+        let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
+        let client = try TLSConnection(context: .memberClient(identity: b, trust: account.trust))
+        let (c, s) = pump(client, server)
+        #expect(failureCode(s) == .revoked)
+        // TLS 1.3: the client finished before the server judged it...
+        guard case .complete = c else { Issue.record("client: \(c)"); return }
+        // ...and learns the verdict from the server's first message, an alert.
+        guard case .failed(let e) = clientsFirstRead(client, server) else { Issue.record("client was not told"); return }
+        #expect(e.code == .refusedByPeer)
+        #expect(e.message.contains("revoked"))
+    }
+
+    @Test func anExpiredCertificateIsRefused() throws {
+        let account = try TestAccount()
+        let old = try account.device(notBefore: .now().adding(seconds: -7200), notAfter: .now().adding(seconds: -3600))
+        let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
+        let client = try TLSConnection(context: .memberClient(identity: old, trust: account.trust))
+        #expect(failureCode(pump(client, server).server) == .expired)
+    }
+
+    @Test func wrongDeviceIDsAreRefused() throws {
+        let account = try TestAccount()
+        // The server is a valid member, but not the device the client meant to reach.
+        let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
+        let client = try TLSConnection(context: .memberClient(identity: try account.device(), trust: account.trust), expectedPeer: try account.device().id)
+        #expect(failureCode(pump(client, server).client) == .wrongDeviceID)
+
+        // A certificate whose name is not its key's id.
+        let server2 = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
+        let liar = try TLSConnection(context: .memberClient(identity: try account.lyingDevice(), trust: account.trust))
+        #expect(failureCode(pump(liar, server2).server) == .wrongDeviceID)
+    }
+
+    @Test func aTLS12ClientIsRefused() throws {
+        let account = try TestAccount()
+        let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
+        // What an old client sends: a plain OpenSSL client capped at TLS 1.2.
+        let legacy = try LegacyClient()
+        server.receive(legacy.clientHello())
+        #expect(failureCode(server.handshake()) == .protocolVersion)
+    }
+
+    @Test func garbageBytesAreRefused() throws {
+        let account = try TestAccount()
+        for garbage in [Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8), Crypto.randomBytes(512), [0x16, 0x03, 0x01, 0xFF, 0xFF] + Crypto.randomBytes(64)] {
+            let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
+            server.receive(garbage)
+            let status = server.handshake()
+            #expect(failureCode(status) == .malformed || (status == .inProgress && garbage[0] == 0x16), "\(garbage.prefix(8)): \(status)")
+        }
+    }
+
+    @Test func aTruncatedHandshakeIsRefused() throws {
+        let account = try TestAccount()
+        let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
+        let client = try TLSConnection(context: .memberClient(identity: try account.device(), trust: account.trust))
+        _ = client.handshake()
+        let hello = client.takeCiphertext()
+        server.receive(Array(hello.prefix(hello.count / 2)))
+        #expect(server.handshake() == .inProgress)
+        server.receiveEOF()
+        #expect(failureCode(server.handshake()) == .truncated)
+    }
+
+    @Test func joiningWithTheRightCodeAuthenticatesBothSidesByTheCode() throws {
+        let account = try TestAccount()
+        let code = InviteCode(secret: Crypto.randomBytes(16))
+        let psk = JoinPSK(code: code)
+        let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust, joins: StaticInvites(psk: psk)))
+        let client = try TLSConnection(context: .joinClient(psk: JoinPSK(code: try InviteCode(parsing: code.text.lowercased()))))
+        let (c, s) = pump(client, server)
+        #expect(c == .complete(.inviter))
+        #expect(s == .complete(.joiner(pskIdentity: psk.identity)))
+        #expect(server.alpn == HandoffALPN.join)
+    }
+
+    @Test func joiningWithAWrongCodeOrNoInviteFails() throws {
+        let account = try TestAccount()
+        let invited = JoinPSK(code: InviteCode(secret: Crypto.randomBytes(16)))
+        for lookup in [StaticInvites(psk: invited), StaticInvites(psk: nil)] {
+            let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust, joins: lookup))
+            let client = try TLSConnection(context: .joinClient(psk: JoinPSK(code: InviteCode(secret: Crypto.randomBytes(16)))))
+            let (c, s) = pump(client, server)
+            #expect(failureCode(c) == .joinCodeRejected)
+            if case .complete = s { Issue.record("server accepted a joiner without the code") }
+        }
+    }
+
+    @Test func aMemberClientCannotUseAJoinPSKToSkipCertificates() throws {
+        // A member-protocol ALPN with a PSK is refused: PSKs are for joins only.
+        let account = try TestAccount()
+        let psk = JoinPSK(code: InviteCode(secret: Crypto.randomBytes(16)))
+        let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust, joins: StaticInvites(psk: psk)))
+        let client = try TLSConnection(context: .joinClientWrongALPN(psk: psk))
+        _ = pump(client, server)
+        // Our client gives up on its own; a hostile one would go on, so deliver its last flight.
+        server.receive(client.takeCiphertext())
+        #expect(failureCode(server.handshake()) == .applicationProtocol)
+    }
+}
+
+/// A plain OpenSSL client capped at TLS 1.2, to produce what an old client sends.
+final class LegacyClient {
+    let ctx: OpaquePointer
+    let ssl: OpaquePointer
+
+    init() throws {
+        ctx = SSL_CTX_new(TLS_method())!
+        _ = handoff_SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION)
+        ssl = SSL_new(ctx)!
+        SSL_set_bio(ssl, BIO_new(BIO_s_mem()), BIO_new(BIO_s_mem()))
+        SSL_set_connect_state(ssl)
+    }
+
+    deinit {
+        SSL_free(ssl)
+        SSL_CTX_free(ctx)
+    }
+
+    func clientHello() -> [UInt8] {
+        _ = SSL_do_handshake(ssl)
+        let w = SSL_get_wbio(ssl)
+        var out = [UInt8](repeating: 0, count: 4096)
+        let n = BIO_read(w, &out, 4096)
+        return Array(out.prefix(Int(max(0, n))))
+    }
+}
+
+extension TLSContext {
+    static func joinClientWrongALPN(psk: JoinPSK) throws(TLSError) -> TLSContext {
+        let c = try TLSContext.joinClient(psk: psk)
+        let wire = [UInt8(HandoffALPN.member.utf8.count)] + Array(HandoffALPN.member.utf8)
+        _ = wire.withUnsafeBufferPointer { SSL_CTX_set_alpn_protos(c.ctx, $0.baseAddress, UInt32($0.count)) }
+        return c
+    }
+}
