@@ -37,6 +37,13 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Daemon-to-daemon messages and framing; knows nothing about TLS.
+        .target(
+            name: "HandoffPeer",
+            dependencies: ["HandoffModel", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: strict
+        ),
+
         // The local-API client used by handoffctl and apps: links neither OpenSSL nor dns_sd.
         .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel"], swiftSettings: strict),
 
@@ -44,7 +51,7 @@ let package = Package(
         .target(
             name: "HandoffDaemon",
             dependencies: [
-                "HandoffModel", "HandoffAPI", "CHandoffLinux",
+                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "CHandoffLinux",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -87,7 +94,7 @@ let package = Package(
         .testTarget(name: "HandoffTLSTests", dependencies: ["HandoffTLS", "HandoffModel"], swiftSettings: strict),
         .testTarget(
             name: "HandoffDaemonTests",
-            dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel"],
+            dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffTLS"],
             swiftSettings: strict
         ),
         .testTarget(

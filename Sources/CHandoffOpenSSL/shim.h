@@ -35,6 +35,11 @@ static inline long handoff_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) {
     return SSL_CTX_set_mode(ctx, mode);
 }
 
+// A cap on the certificate list a peer may send before it is authenticated (pre-auth size limit).
+static inline long handoff_SSL_CTX_set_max_cert_list(SSL_CTX *ctx, long bytes) {
+    return SSL_CTX_set_max_cert_list(ctx, bytes);
+}
+
 // No session cache: every connection is fully authenticated.
 static inline long handoff_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
     return SSL_CTX_set_session_cache_mode(ctx, mode);

@@ -29,6 +29,32 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     /// An update tried to change the type of an existing activity.
     case typeImmutable = "type_immutable"
 
+    // Accounts and devices
+    /// This device has no account yet.
+    case noAccount = "no_account"
+    case accountExists = "account_exists"
+    /// The invite code has a typo (its check characters do not match).
+    case invalidCode = "invalid_code"
+    /// The other device did not accept the code (wrong code, or no invite pending there).
+    case codeRejected = "code_rejected"
+    case inviteExpired = "invite_expired"
+    case inviteUsed = "invite_used"
+    /// Only the device holding the account's root key may invite and remove devices.
+    case notAccountAdmin = "not_account_admin"
+    case unknownDevice = "unknown_device"
+    case ambiguousDevice = "ambiguous_device"
+
+    // Other devices
+    case badPeerAddress = "bad_peer_address"
+    case unreachable = "unreachable"
+    /// The other device is not in our account, or we are not in its.
+    case refused = "refused"
+    /// This device, or the other one, has been removed from the account.
+    case revoked = "revoked"
+    case rateLimited = "rate_limited"
+    case versionMismatch = "version_mismatch"
+    case timeout = "timeout"
+
     case internalError = "internal_error"
     /// A code this client does not know (sent by a newer daemon).
     case unknown = "unknown"
@@ -64,6 +90,14 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
         case .invalidType, .invalidTitle, .invalidWebpageURL, .invalidValue, .missingRequiredKey, .expired,
             .unsupportedVersion:
             422
+        case .noAccount, .unknownDevice: 404
+        case .accountExists, .inviteUsed, .ambiguousDevice: 409
+        case .invalidCode, .badPeerAddress: 400
+        case .codeRejected, .refused, .revoked, .notAccountAdmin: 403
+        case .inviteExpired: 410
+        case .rateLimited: 429
+        case .unreachable, .versionMismatch: 502
+        case .timeout: 504
         case .internalError: 500
         }
     }

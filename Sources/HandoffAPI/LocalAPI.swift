@@ -15,6 +15,16 @@ public enum LocalAPIRoute {
     public static let currentActivity = "/v1/activity/current"
     /// GET: NDJSON stream of `LocalEvent`.
     public static let events = "/v1/events"
+    /// GET: `AccountInfo`; POST `CreateAccountRequest`: create one.
+    public static let account = "/v1/account"
+    /// POST `JoinAccountRequest`: join another device's account.
+    public static let accountJoin = "/v1/account/join"
+    /// POST: create an invite; NDJSON of `InviteUpdate` until someone joins or it expires.
+    public static let accountInvites = "/v1/account/invites"
+    /// POST `SyncRequest`: exchange account state with one device now.
+    public static let accountSync = "/v1/account/sync"
+    /// GET: `DevicesResponse`. `DELETE /v1/devices/ID` (or a unique prefix): remove a device.
+    public static let devices = "/v1/devices"
 }
 
 /// JSON as the API writes it: keys sorted (stable for diffs and snapshots), slashes unescaped

@@ -95,6 +95,10 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     public var stateDirectory: String
     public var maximumActivityBytes: Int
     public var currentActivity: ActivitySummary?
+    /// This device's account, when it has one.
+    public var account: AccountInfo?
+    /// The TCP port other devices connect to.
+    public var peerPort: Int
 
     public init(
         version: String,
@@ -104,8 +108,12 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         socketPath: String,
         stateDirectory: String,
         maximumActivityBytes: Int,
-        currentActivity: ActivitySummary?
+        currentActivity: ActivitySummary?,
+        account: AccountInfo?,
+        peerPort: Int
     ) {
+        self.account = account
+        self.peerPort = peerPort
         self.version = version
         self.pid = pid
         self.uid = uid

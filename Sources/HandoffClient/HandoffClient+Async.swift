@@ -28,9 +28,39 @@ extension HandoffClient {
     }
 }
 
-extension EventSubscription {
-    /// The next event, waiting on a dispatch queue rather than a cooperative thread.
-    public func next() async throws(HandoffClientError) -> LocalEvent? {
+extension HandoffClient {
+    public func account() async throws(HandoffClientError) -> AccountInfo {
+        try await offloaded { () throws(HandoffClientError) in try self.account() }
+    }
+
+    public func createAccount(_ request: CreateAccountRequest) async throws(HandoffClientError) -> AccountInfo {
+        try await offloaded { () throws(HandoffClientError) in try self.createAccount(request) }
+    }
+
+    public func joinAccount(_ request: JoinAccountRequest) async throws(HandoffClientError) -> AccountInfo {
+        try await offloaded { () throws(HandoffClientError) in try self.joinAccount(request) }
+    }
+
+    public func invite() async throws(HandoffClientError) -> NDJSONSubscription<InviteUpdate> {
+        try await offloaded { () throws(HandoffClientError) in try self.invite() }
+    }
+
+    public func sync(_ request: SyncRequest) async throws(HandoffClientError) -> SyncResponse {
+        try await offloaded { () throws(HandoffClientError) in try self.sync(request) }
+    }
+
+    public func devices() async throws(HandoffClientError) -> DevicesResponse {
+        try await offloaded { () throws(HandoffClientError) in try self.devices() }
+    }
+
+    public func removeDevice(_ id: String) async throws(HandoffClientError) -> RevokedDeviceInfo {
+        try await offloaded { () throws(HandoffClientError) in try self.removeDevice(id) }
+    }
+}
+
+extension NDJSONSubscription {
+    /// The next element, waiting on a dispatch queue rather than a cooperative thread.
+    public func next() async throws(HandoffClientError) -> Element? {
         try await offloaded { () throws(HandoffClientError) in try self.next() }
     }
 }

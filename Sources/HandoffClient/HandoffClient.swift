@@ -43,22 +43,68 @@ public struct HandoffClient: Sendable {
     /// Subscribes to the daemon's events. Returns once the daemon has accepted the subscription,
     /// so nothing that happens after this call is missed.
     public func events() throws(HandoffClientError) -> EventSubscription {
+        try subscribe("GET", LocalAPIRoute.events)
+    }
+
+    // MARK: Account and devices
+
+    public func account() throws(HandoffClientError) -> AccountInfo {
+        try call("GET", LocalAPIRoute.account)
+    }
+
+    public func createAccount(_ request: CreateAccountRequest) throws(HandoffClientError) -> AccountInfo {
+        try call("POST", LocalAPIRoute.account, body: try encode(request))
+    }
+
+    /// Joining talks to another device; it may take a while.
+    public func joinAccount(_ request: JoinAccountRequest) throws(HandoffClientError) -> AccountInfo {
+        try call("POST", LocalAPIRoute.accountJoin, body: try encode(request), timeoutSeconds: max(timeoutSeconds, 90))
+    }
+
+    /// Creates an invite: the first update carries the code; then one says who joined, or that it
+    /// expired. Closing the subscription cancels the invite.
+    public func invite() throws(HandoffClientError) -> NDJSONSubscription<InviteUpdate> {
+        try subscribe("POST", LocalAPIRoute.accountInvites)
+    }
+
+    public func sync(_ request: SyncRequest) throws(HandoffClientError) -> SyncResponse {
+        try call("POST", LocalAPIRoute.accountSync, body: try encode(request), timeoutSeconds: max(timeoutSeconds, 60))
+    }
+
+    public func devices() throws(HandoffClientError) -> DevicesResponse {
+        try call("GET", LocalAPIRoute.devices)
+    }
+
+    /// Removes a device (id, unique id prefix, or exact name) from the account.
+    public func removeDevice(_ id: String) throws(HandoffClientError) -> RevokedDeviceInfo {
+        try call("DELETE", LocalAPIRoute.devices + "/" + PathEscaping.escape(id))
+    }
+
+    // MARK: Plumbing
+
+    private func encode(_ value: some Encodable) throws(HandoffClientError) -> [UInt8] {
+        do {
+            return Array(try LocalAPIJSON.encoder().encode(value))
+        } catch {
+            throw HandoffClientError(.protocolError, "cannot encode the request: \(error)")
+        }
+    }
+
+    private func subscribe<Element: Decodable>(_ method: String, _ path: String) throws(HandoffClientError) -> NDJSONSubscription<Element> {
         let connection = try UnixHTTPConnection(socketPath: socketPath, timeoutSeconds: nil)
-        try connection.send(method: "GET", path: LocalAPIRoute.events, body: nil)
+        try connection.send(method: method, path: path, body: nil)
         let (status, headers) = try connection.readHead()
         guard status == 200 else {
             let body = (try? connection.readRemainingBody(headers: headers)) ?? []
             throw HandoffClient.apiError(status: status, body: body)
         }
-        return EventSubscription(connection: connection, chunked: headers.contains { $0.0 == "transfer-encoding" })
+        return NDJSONSubscription(connection: connection, chunked: headers.contains { $0.0 == "transfer-encoding" })
     }
 
-    // MARK: Plumbing
-
-    private func call<Response: Decodable>(_ method: String, _ path: String, body: [UInt8]? = nil)
+    private func call<Response: Decodable>(_ method: String, _ path: String, body: [UInt8]? = nil, timeoutSeconds: Int? = nil)
         throws(HandoffClientError) -> Response
     {
-        let connection = try UnixHTTPConnection(socketPath: socketPath, timeoutSeconds: timeoutSeconds)
+        let connection = try UnixHTTPConnection(socketPath: socketPath, timeoutSeconds: timeoutSeconds ?? self.timeoutSeconds)
         try connection.send(method: method, path: path, body: body)
         let response = try connection.readResponse()
         guard (200..<300).contains(response.status) else {
@@ -83,9 +129,12 @@ public struct HandoffClient: Sendable {
     }
 }
 
-/// A live `GET /v1/events` stream. Blocking: `next()` waits for the next event.
+/// The daemon's event stream.
+public typealias EventSubscription = NDJSONSubscription<LocalEvent>
+
+/// A live NDJSON answer (events, an invite). Blocking: `next()` waits for the next line.
 /// One reader at a time: calls to `next` must not overlap (the stream is a single connection).
-public final class EventSubscription: @unchecked Sendable {
+public final class NDJSONSubscription<Element: Decodable & Sendable>: @unchecked Sendable {
     private let connection: UnixHTTPConnection
     private let chunked: Bool
     private var pending: [UInt8] = []
@@ -115,13 +164,13 @@ public final class EventSubscription: @unchecked Sendable {
         }
     }
 
-    /// The next event, or nil when the stream ends (daemon stopped).
-    public func next() throws(HandoffClientError) -> LocalEvent? {
+    /// The next element, or nil when the stream ends (daemon stopped, invite settled).
+    public func next() throws(HandoffClientError) -> Element? {
         guard let line = try nextLine() else { return nil }
         do {
-            return try LocalAPIJSON.decoder().decode(LocalEvent.self, from: Data(line))
+            return try LocalAPIJSON.decoder().decode(Element.self, from: Data(line))
         } catch {
-            throw HandoffClientError(.protocolError, "handoffd sent an event this handoffctl cannot read", cause: CauseText("\(error)"))
+            throw HandoffClientError(.protocolError, "handoffd sent a line this handoffctl cannot read", cause: CauseText("\(error)"))
         }
     }
 }
@@ -140,5 +189,21 @@ extension UnixHTTPConnection {
             return Array(body.prefix(length))
         }
         return []
+    }
+}
+
+enum PathEscaping {
+    /// Percent-encodes everything but unreserved characters, for one path segment.
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for b in text.utf8 {
+            let c = Character(Unicode.Scalar(b))
+            if (b >= 0x30 && b <= 0x39) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x7A) || c == "-" || c == "." || c == "_" || c == "~" {
+                out.append(c)
+            } else {
+                out += "%" + (b < 16 ? "0" : "") + String(b, radix: 16, uppercase: true)
+            }
+        }
+        return out
     }
 }

@@ -24,7 +24,22 @@ struct LocalAPIRequest: Sendable {
 enum LocalAPIResponse: Sendable {
     case json(HTTPResponseStatus, [UInt8])
     case jsonWithHeaders(HTTPResponseStatus, [UInt8], HTTPHeaders)
-    case eventStream(AsyncStream<LocalEvent>)
+    /// NDJSON: each element is one JSON line (without its newline), sent as it comes.
+    case lines(AsyncStream<[UInt8]>)
+
+    /// Encodes each element as one line of JSON.
+    static func ndjson<Element: Encodable & Sendable>(_ source: AsyncStream<Element>) -> LocalAPIResponse {
+        let (lines, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        let pump = Task {
+            let encoder = LocalAPIJSON.encoder()
+            for await element in source {
+                if let line = try? encoder.encode(element) { continuation.yield(Array(line)) }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in pump.cancel() }
+        return .lines(lines)
+    }
 
     static func ok(_ value: some Encodable) -> LocalAPIResponse {
         do {
@@ -40,13 +55,23 @@ enum LocalAPIResponse: Sendable {
     }
 }
 
-/// What each local-API route does. Every handler's first line checks who is asking.
-struct LocalAPIRouter: Sendable {
+/// The daemon's parts that requests act on.
+struct DaemonServices: Sendable {
     let registry: ActivityRegistry
     let events: EventHub
+    let accounts: AccountStore
+    let security: PeerSecurity
     let statusProvider: @Sendable () async -> DaemonStatus
+    let peerPort: @Sendable () -> Int
     let daemonUID: UInt32
     let logger: Logger
+}
+
+/// What each local-API route does. Every handler's first line checks who is asking.
+struct LocalAPIRouter: Sendable {
+    let services: DaemonServices
+    var daemonUID: UInt32 { services.daemonUID }
+    var logger: Logger { services.logger }
 
     func handle(_ request: LocalAPIRequest) async -> LocalAPIResponse {
         do {
@@ -61,6 +86,13 @@ struct LocalAPIRouter: Sendable {
             case (LocalAPIRoute.currentActivity[...], .PUT): return try await putCurrent(request)
             case (LocalAPIRoute.currentActivity[...], .DELETE): return try await deleteCurrent(request)
             case (LocalAPIRoute.events[...], .GET): return try events(request)
+            case (LocalAPIRoute.account[...], .GET): return try await getAccount(request)
+            case (LocalAPIRoute.account[...], .POST): return try await createAccount(request)
+            case (LocalAPIRoute.accountJoin[...], .POST): return try await joinAccount(request)
+            case (LocalAPIRoute.accountInvites[...], .POST): return try await invite(request)
+            case (LocalAPIRoute.accountSync[...], .POST): return try await sync(request)
+            case (LocalAPIRoute.devices[...], .GET): return try await devices(request)
+            case (let path, .DELETE) where path.hasPrefix(LocalAPIRoute.devices + "/"): return try await removeDevice(request)
             default: return try unrouted(request)
             }
         } catch let e as LocalAPIError {
@@ -82,39 +114,50 @@ struct LocalAPIRouter: Sendable {
         LocalAPIRoute.status: "GET",
         LocalAPIRoute.currentActivity: "GET, PUT, DELETE",
         LocalAPIRoute.events: "GET",
+        LocalAPIRoute.account: "GET, POST",
+        LocalAPIRoute.accountJoin: "POST",
+        LocalAPIRoute.accountInvites: "POST",
+        LocalAPIRoute.accountSync: "POST",
+        LocalAPIRoute.devices: "GET",
     ]
 
-    // MARK: Handlers
+    /// The JSON body of a request, or a 400 that says where it is wrong.
+    func body<T: Decodable>(_ type: T.Type, of request: LocalAPIRequest) throws(LocalAPIError) -> T {
+        do {
+            return try LocalAPIJSON.decoder().decode(T.self, from: Data(request.body.readableBytesView))
+        } catch let e as DecodingError {
+            throw LocalAPIError(.badRequest, "the request JSON is not valid: \(DecodingErrorText.describe(e))")
+        } catch {
+            throw LocalAPIError(.badRequest, "the request JSON is not valid")
+        }
+    }
+
+    // MARK: Status and the current activity
 
     private func status(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
-        return .ok(await statusProvider())
+        return .ok(await services.statusProvider())
     }
 
     private func getCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
-        return .ok(try await registry.currentResponse())
+        return .ok(try await services.registry.currentResponse())
     }
 
     private func putCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
-        let put: PutCurrentActivityRequest
-        do {
-            put = try LocalAPIJSON.decoder().decode(PutCurrentActivityRequest.self, from: Data(request.body.readableBytesView))
-        } catch let e as DecodingError {
-            throw LocalAPIError(.badRequest, "the activity JSON is not valid: \(DecodingErrorText.describe(e))")
-        }
-        return .ok(try await registry.becomeCurrent(put))
+        let put = try body(PutCurrentActivityRequest.self, of: request)
+        return .ok(try await services.registry.becomeCurrent(put))
     }
 
     private func deleteCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
-        return .ok(ResignResponse(resigned: try await registry.resignCurrent()))
+        return .ok(ResignResponse(resigned: try await services.registry.resignCurrent()))
     }
 
     private func events(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
-        return .eventStream(events.subscribe())
+        return .ndjson(services.events.subscribe())
     }
 
     private func unrouted(_ request: LocalAPIRequest) throws -> LocalAPIResponse {

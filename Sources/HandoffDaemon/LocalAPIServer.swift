@@ -185,16 +185,14 @@ final class LocalAPIServer: Service {
             try await outbound.write(.end(nil))
             return keepAlive
 
-        case .eventStream(let events):
+        case .lines(let lines):
             headers.add(name: "content-type", value: "application/x-ndjson")
             headers.add(name: "cache-control", value: "no-store")
             headers.add(name: "connection", value: "close")
             try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)))
-            // Stream until the client leaves, the daemon stops, or the hub drops a slow reader.
+            // Stream until the source ends (or the daemon stops), or the client leaves.
             let writer = Task {
-                let encoder = LocalAPIJSON.encoder()
-                for await event in events {
-                    guard var line = try? encoder.encode(event) else { continue }
+                for await var line in lines {
                     line.append(0x0A)
                     do {
                         try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: line))))

@@ -21,6 +21,8 @@ public final class TLSConnection {
     private(set) var verifiedPeer: DeviceID?
     /// (Server) the PSK identity a joiner offered, known or not.
     var presentedPSKIdentity: [UInt8]?
+    /// (Server) the offered identity matched no invite.
+    var presentedUnknownPSK = false
     private var peerSentEOF = false
 
     public private(set) var peer: TLSPeer?
@@ -222,6 +224,9 @@ public final class TLSConnection {
         let entries = OpenSSLErrors.drain()
         let detail = OpenSSLErrors.text(entries)
         if let verifyFailure { return TLSError(verifyFailure.code, verifyFailure.message, detail: detail) }
+        if presentedUnknownPSK {
+            return TLSError(.joinCodeRejected, "a device offered a join code that no invite here matches", detail: detail)
+        }
         if sslError == SSL_ERROR_SYSCALL || sslError == SSL_ERROR_ZERO_RETURN || (peerSentEOF && entries.isEmpty) {
             return TLSError(.truncated, "the connection ended during the TLS handshake", detail: detail)
         }

@@ -58,6 +58,8 @@ public final class TLSContext: @unchecked Sendable {
         // No auto-chaining: peers already hold the account root, and strangers need not see it.
         _ = handoff_SSL_CTX_set_mode(ctx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS | SSL_MODE_NO_AUTO_CHAIN))
         _ = handoff_SSL_CTX_set_session_cache_mode(ctx, Int(SSL_SESS_CACHE_OFF))
+        // Our chains are one certificate of a few hundred bytes; nobody needs to send 100 KB.
+        _ = handoff_SSL_CTX_set_max_cert_list(ctx, 16 * 1024)
         SSL_CTX_set_options(ctx, handoff_SSL_OP_hardening())
 
         if let identity {
@@ -200,7 +202,10 @@ public final class TLSContext: @unchecked Sendable {
             guard let connection = TLSConnection.from(ssl: ssl), let identity else { return 1 }
             let presented = Array(UnsafeBufferPointer(start: identity, count: identityLength))
             connection.presentedPSKIdentity = presented
-            guard let key = connection.context.joinLookup?.psk(forIdentity: presented) else { return 1 }
+            guard let key = connection.context.joinLookup?.psk(forIdentity: presented) else {
+                connection.presentedUnknownPSK = true
+                return 1
+            }
             guard let session = TLSContext.pskSession(ssl: ssl, key: key) else { return 0 }
             sessionOut.pointee = session
             return 1

@@ -18,6 +18,19 @@ enum ExitStatus: Int32, CaseIterable {
     case noCurrentActivity = 16
     case activityChanged = 17
     case expired = 18
+    case noAccount = 20
+    case accountExists = 21
+    case invalidCode = 22
+    case codeRejected = 23
+    case inviteExpired = 24
+    case inviteUsed = 25
+    case notAccountAdmin = 26
+    case unknownDevice = 27
+    case unreachable = 30
+    case refused = 31
+    case revoked = 32
+    case versionMismatch = 33
+    case rateLimited = 34
     /// ArgumentParser's own status for unknown flags and missing arguments (EX_USAGE).
     case usage = 64
 
@@ -37,6 +50,19 @@ enum ExitStatus: Int32, CaseIterable {
         case .noCurrentActivity: "there is no current activity"
         case .activityChanged: "the activity changed meanwhile"
         case .expired: "the activity expired"
+        case .noAccount: "this device has no account yet"
+        case .accountExists: "this device already has an account"
+        case .invalidCode: "the invite code has a typo"
+        case .codeRejected: "the other device did not accept the invite code"
+        case .inviteExpired: "the invite code expired"
+        case .inviteUsed: "the invite code was already used"
+        case .notAccountAdmin: "only the device that created the account may do that"
+        case .unknownDevice: "no such device in the account (or the prefix is ambiguous)"
+        case .unreachable: "the other device cannot be reached"
+        case .refused: "the other device is not in this account, or refused this one"
+        case .revoked: "a device involved has been removed from the account"
+        case .versionMismatch: "the other device speaks another protocol version"
+        case .rateLimited: "too many attempts; wait and try again"
         case .usage: "wrong command-line usage"
         }
     }
@@ -53,6 +79,21 @@ enum ExitStatus: Int32, CaseIterable {
         case .activityChanged: self = .activityChanged
         case .expired: self = .expired
         case .forbidden, .forbiddenOrigin: self = .permissionDenied
+        case .noAccount: self = .noAccount
+        case .accountExists: self = .accountExists
+        case .invalidCode: self = .invalidCode
+        case .codeRejected: self = .codeRejected
+        case .inviteExpired: self = .inviteExpired
+        case .inviteUsed: self = .inviteUsed
+        case .notAccountAdmin: self = .notAccountAdmin
+        case .unknownDevice, .ambiguousDevice: self = .unknownDevice
+        case .badPeerAddress: self = .badValueSyntax
+        case .unreachable: self = .unreachable
+        case .refused: self = .refused
+        case .revoked: self = .revoked
+        case .versionMismatch: self = .versionMismatch
+        case .rateLimited: self = .rateLimited
+        case .timeout: self = .timeout
         case .notFound, .methodNotAllowed, .unsupportedVersion, .internalError, .unknown: self = .failure
         }
     }

@@ -27,26 +27,59 @@ struct HandoffdCommand: AsyncParsableCommand {
     @Option(name: .customLong("state-dir"), help: ArgumentHelp("Directory for keys and state (0700).", valueName: "path"))
     var stateDirectory: String = HandoffPaths.stateDirectory()
 
+    @Option(help: ArgumentHelp("Read only this configuration file.", valueName: "file"))
+    var config: String?
+
+    @Option(help: ArgumentHelp("TCP port other devices connect to (config: port).", valueName: "port"))
+    var port: Int?
+
+    @Option(name: .customLong("listen"), help: ArgumentHelp("Address to accept devices on; repeatable (config: listen).", valueName: "ip"))
+    var listen: [String] = []
+
     @Option(
         name: .customLong("max-activity-bytes"),
-        help: ArgumentHelp("Hard cap on an encoded activity.", valueName: "bytes")
+        help: ArgumentHelp("Hard cap on an encoded activity (config: max_activity_bytes).", valueName: "bytes")
     )
-    var maximumActivityBytes: Int = ActivityLimits.defaultMaximumEncodedSize
+    var maximumActivityBytes: Int?
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel: String = "info"
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (config: log_level).")
+    var logLevel: String?
 
     func validate() throws {
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        if let logLevel, !DaemonSettings.logLevels.contains(logLevel) {
+            throw ValidationError("--log-level must be one of \(DaemonSettings.logLevels.joined(separator: ", "))")
         }
-        guard maximumActivityBytes >= 1024 else {
+        if let maximumActivityBytes, maximumActivityBytes < 1024 {
             throw ValidationError("--max-activity-bytes must be at least 1024")
+        }
+        if let port, !(0...65535).contains(port) {
+            throw ValidationError("--port must be from 1 to 65535 (0 picks a free port)")
         }
     }
 
+    /// Defaults, then the configuration files, then flags.
+    func settings() throws -> DaemonSettings {
+        var settings = DaemonSettings()
+        do {
+            if let config {
+                _ = try settings.load(files: [config], requireAll: true)
+            } else {
+                _ = try settings.load(files: DaemonSettings.defaultFiles())
+            }
+        } catch {
+            FileHandleStderr.write("handoffd: error: \(error)\n")
+            throw ExitCode(2)
+        }
+        if let port { settings.port = port }
+        if !listen.isEmpty { settings.listen = listen }
+        if let maximumActivityBytes { settings.maxActivityBytes = maximumActivityBytes }
+        if let logLevel { settings.logLevel = logLevel }
+        return settings
+    }
+
     func run() async throws {
-        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let settings = try settings()
+        let level = Logger.Level(rawValue: settings.logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
@@ -56,7 +89,9 @@ struct HandoffdCommand: AsyncParsableCommand {
         let configuration = DaemonConfiguration(
             socketPath: socket,
             stateDirectory: stateDirectory,
-            limits: ActivityLimits(maximumEncodedSize: maximumActivityBytes)
+            limits: ActivityLimits(maximumEncodedSize: settings.maxActivityBytes),
+            peerPort: settings.port,
+            peerBindAddresses: settings.listen
         )
         do {
             let daemon = try HandoffDaemon(configuration: configuration, logger: logger)

@@ -25,7 +25,7 @@ import Testing
         )
         let socket = dir + "/run/handoff/handoffd.sock"
         func startDaemon() async throws -> RunningProcess {
-            let p = try RunningProcess(Subprocess.product("handoffd"), [], environment: env)
+            let p = try RunningProcess(Subprocess.product("handoffd"), ["--port", "0", "--listen", "127.0.0.1"], environment: env)
             try await p.wait(for: "handoffd to listen") { _ in FileManager.default.fileExists(atPath: socket) }
             return p
         }

@@ -38,6 +38,8 @@ enum Snapshot {
         )
         t = t.replacingOccurrences(of: #"pid \d+"#, with: "pid <pid>", options: .regularExpression)
         t = t.replacingOccurrences(of: #""pid": \d+"#, with: #""pid": <pid>"#, options: .regularExpression)
+        t = t.replacingOccurrences(of: #"port:( +)\d+"#, with: "port:$1<port>", options: .regularExpression)
+        t = t.replacingOccurrences(of: #""peerPort": \d+"#, with: #""peerPort": <port>"#, options: .regularExpression)
         return t
     }
 }

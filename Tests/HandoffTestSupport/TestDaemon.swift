@@ -14,16 +14,26 @@ public final class TestDaemon: Sendable {
     public var socketPath: String { daemon.configuration.socketPath }
     public var stateDirectory: String { daemon.configuration.stateDirectory }
     public var client: HandoffClient { HandoffClient(socketPath: socketPath, timeoutSeconds: 10) }
+    /// `127.0.0.1:PORT`, what other test daemons dial.
+    public var peerAddress: String { "127.0.0.1:\(daemon.peerPort)" }
 
     /// Starts a daemon and returns once its socket accepts connections. Pass `directory` to reuse
     /// the state of a previous daemon (restart tests).
-    public static func start(directory: String? = nil, limits: ActivityLimits = ActivityLimits()) async throws -> TestDaemon {
+    /// Peers are accepted on 127.0.0.1 at a free port (`peerAddress`).
+    public static func start(
+        directory: String? = nil,
+        limits: ActivityLimits = ActivityLimits(),
+        configure: (inout DaemonConfiguration) -> Void = { _ in }
+    ) async throws -> TestDaemon {
         let dir = try directory ?? TempDirectory.make()
-        let configuration = DaemonConfiguration(
+        var configuration = DaemonConfiguration(
             socketPath: dir + "/run/handoffd.sock",
             stateDirectory: dir + "/state/handoff",
-            limits: limits
+            limits: limits,
+            peerPort: 0,
+            peerBindAddresses: ["127.0.0.1"]
         )
+        configure(&configuration)
         let daemon = try HandoffDaemon(configuration: configuration, logger: TestLogger.make("handoffd"))
         let task = Task { try await daemon.run(handleSignals: false) }
         do {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import HandoffAPI
 import HandoffClient
+import HandoffModel
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show what handoffd is doing.")
@@ -20,6 +21,13 @@ struct Status: ParsableCommand {
         Terminal.out("handoffd \(status.version) running (pid \(status.pid), uid \(status.uid)) since \(status.startedAt.rfc3339)")
         Terminal.out("  socket:    \(safe(status.socketPath))")
         Terminal.out("  state:     \(safe(status.stateDirectory))")
+        if let account = status.account {
+            Terminal.out("  account:   \(displayQuoted(account.accountName)) (\(account.accountID.short)…), \(account.deviceCount) device\(account.deviceCount == 1 ? "" : "s")")
+            Terminal.out("  device:    \(safe(account.deviceName)) (\(account.deviceID.short)…)\(account.isAdmin ? ", holds the account key" : "")")
+        } else {
+            Terminal.out("  account:   none (handoffctl account create, or account join CODE)")
+        }
+        Terminal.out("  port:      \(status.peerPort)")
         Terminal.out("  current:   \(status.currentActivity.map(HumanFormat.summary) ?? "none")")
         Terminal.out("  limit:     \(status.maximumActivityBytes) bytes per activity")
     }

@@ -1,0 +1,134 @@
+import HandoffAPI
+import HandoffModel
+import HandoffPeer
+import HandoffTLS
+import Logging
+
+/// `account join`: prove the code to the inviting device over a PSK-keyed TLS 1.3 connection, send
+/// our public key, and keep the certificate, root and account state it sends back.
+enum AccountJoiner {
+    static func join(_ request: JoinAccountRequest, store: AccountStore, defaultPort: Int, logger: Logger) async throws(LocalAPIError)
+        -> AccountInfo
+    {
+        guard await !store.isMember else {
+            throw LocalAPIError(.accountExists, "this device already belongs to an account (handoffctl account show)")
+        }
+        let code: InviteCode
+        do {
+            code = try InviteCode(parsing: request.code)
+        } catch {
+            throw LocalAPIError(.invalidCode, describe(error))
+        }
+        guard let peerText = request.peer else {
+            throw LocalAPIError(.badPeerAddress, "say where the inviting device is: handoffctl account join CODE --peer HOST:PORT")
+        }
+        let address = try PeerAddress(parsing: peerText, defaultPort: defaultPort)
+        let deviceName = try AccountStore.validName(request.deviceName ?? AccountStore.hostName(), what: "device name")
+
+        let key: SigningKey
+        let context: TLSContext
+        do {
+            key = try SigningKey.generate()
+            context = try TLSContext.joinClient(psk: JoinPSK(code: code))
+        } catch {
+            throw LocalAPIError(.internalError, "cannot prepare the join: \(error)")
+        }
+        let (link, _) = try await PeerDialer.connect(address, context: context)
+        let reply: PeerMessage
+        do {
+            reply = try await link.channel.executeThenClose { inbound, outbound in
+                var messages = inbound.makeAsyncIterator()
+                try await outbound.write(.joinRequest(JoinRequest(deviceName: deviceName, publicKey: key.publicKey)))
+                return try await MemberGreeting.receive(&messages, link: link, within: .seconds(30))
+            }
+        } catch {
+            throw PeerDialer.describe(error, address: address)
+        }
+
+        switch reply {
+        case .joinAccepted(let accepted):
+            let material = try validate(accepted, key: key, deviceName: deviceName, from: address)
+            return try await store.completeJoin(material)
+        case .joinRefused(let refusal):
+            switch refusal.reason {
+            case .expired: throw LocalAPIError(.inviteExpired, refusal.message)
+            case .alreadyUsed: throw LocalAPIError(.inviteUsed, refusal.message)
+            case .invalidRequest, .internalError: throw LocalAPIError(.codeRejected, "\(address) refused the join: \(refusal.message)")
+            }
+        default:
+            throw LocalAPIError(.versionMismatch, "\(address) answered the join with a \(reply.kindName); are both devices up to date?")
+        }
+    }
+
+    /// Everything the inviter sent must fit together: a certificate for our key, issued by the root,
+    /// and a state signed by that root that lists us.
+    private static func validate(_ a: JoinAccepted, key: SigningKey, deviceName: String, from address: PeerAddress) throws(LocalAPIError)
+        -> AccountMaterial
+    {
+        let bad = LocalAPIError(.refused, "\(address) sent an inconsistent account; the join was not completed")
+        do {
+            let root = try Certificate(der: a.rootCertificate)
+            let certificate = try Certificate(der: a.deviceCertificate)
+            guard certificate.publicKey == key.publicKey, let state = AccountMaterial.verify(a.accountState, root: root),
+                state.device(key.id) != nil, a.accountSecret.count == 32
+            else { throw bad }
+            let trust = try TrustPolicy(root: root)
+            _ = try TLSContext.memberClient(identity: try DeviceIdentity(key: key, certificate: certificate), trust: trust)
+            return AccountMaterial(
+                deviceName: deviceName,
+                identity: try DeviceIdentity(key: key, certificate: certificate),
+                root: root,
+                rootKey: nil,
+                accountSecret: a.accountSecret,
+                signedState: a.accountState,
+                state: state
+            )
+        } catch let e as LocalAPIError {
+            throw e
+        } catch {
+            throw bad
+        }
+    }
+
+    static func describe(_ error: InviteCode.ParseError) -> String {
+        switch error {
+        case .wrongLength(let n):
+            "an invite code has 28 letters and digits (7 groups of 4); this one has \(n)"
+        case .invalidCharacter(let c):
+            "an invite code has no \(displayQuoted(String(c))); check what you typed"
+        case .checksumMismatch:
+            "the invite code has a typo (its last two characters do not match the rest); check what you typed"
+        }
+    }
+}
+
+/// `account sync`: talk to one device now, as members do whenever they meet, and exchange
+/// account states (this is how a revocation reaches a device).
+enum AccountSync {
+    static func sync(_ request: SyncRequest, store: AccountStore, security: PeerSecurity, defaultPort: Int) async throws(LocalAPIError)
+        -> SyncResponse
+    {
+        guard let contexts = security.contexts else {
+            throw LocalAPIError(.noAccount, "this device has no account yet; create one (handoffctl account create) or join one (handoffctl account join CODE)")
+        }
+        let address = try PeerAddress(parsing: request.peer, defaultPort: defaultPort)
+        let (link, peer) = try await PeerDialer.connect(address, context: contexts.client)
+        guard case .member(let peerID) = peer else {
+            throw LocalAPIError(.refused, "\(address) is not a device of this account")
+        }
+        do {
+            let outcome = try await link.channel.executeThenClose { inbound, outbound in
+                var messages = inbound.makeAsyncIterator()
+                return try await MemberGreeting.asClient(peerID: peerID, link: link, inbound: &messages, outbound: outbound, store: store)
+            }
+            return SyncResponse(
+                peerID: peerID,
+                peerName: outcome.peer.deviceName,
+                stateVersion: await store.stateVersion,
+                updated: outcome.learnedNewerState
+            )
+        } catch {
+            throw PeerDialer.describe(error, address: address)
+        }
+    }
+}

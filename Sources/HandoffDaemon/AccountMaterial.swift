@@ -1,0 +1,126 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import HandoffModel
+import HandoffTLS
+
+/// Everything that makes this device a member of an account. Kept in one file written atomically,
+/// so that no crash can leave a key without its certificate or a certificate without its state.
+struct AccountMaterial: Sendable {
+    var deviceName: String
+    var identity: DeviceIdentity
+    var root: Certificate
+    /// Only on the device that created the account: it alone can invite and remove devices.
+    var rootKey: SigningKey?
+    /// Shared by the account's devices; keys advert sealing and account tags (never leaves TLS).
+    var accountSecret: [UInt8]
+    var signedState: SignedAccountState
+    var state: AccountState
+
+    var deviceID: DeviceID { identity.id }
+    var isAdmin: Bool { rootKey != nil }
+    var isRevoked: Bool { state.isRevoked(deviceID) }
+
+    var info: AccountInfo {
+        AccountInfo(
+            accountID: state.accountID,
+            accountName: state.name,
+            deviceID: deviceID,
+            deviceName: deviceName,
+            isAdmin: isAdmin,
+            stateVersion: state.version,
+            deviceCount: state.devices.count,
+            certificateExpires: identity.certificate.notAfter ?? Timestamp(microsecondsSinceEpoch: 0)
+        )
+    }
+
+    /// Checks a signed state against this account's root: signature, account, and decodability.
+    static func verify(_ signed: SignedAccountState, root: Certificate) -> AccountState? {
+        guard let rootKey = root.publicKey, let accountID = root.keyID,
+            SigningKey.verify(signature: signed.signature, message: signed.stateBytes, publicKey: rootKey),
+            let state = try? AccountState(decoding: signed.stateBytes),
+            state.accountID == accountID
+        else { return nil }
+        return state
+    }
+
+    static func sign(_ state: AccountState, with rootKey: SigningKey) throws(TLSError) -> SignedAccountState {
+        let bytes = state.encoded()
+        return SignedAccountState(stateBytes: bytes, signature: try rootKey.sign(bytes))
+    }
+
+    // MARK: The file
+
+    /// `account` in the state directory, JSON, mode 0600. Holds private keys: never logged.
+    struct File: Codable {
+        var format = 1
+        var deviceName: String
+        var deviceKey: String
+        var deviceCertificate: String
+        var rootCertificate: String
+        var rootKey: String?
+        var accountSecret: String
+        var accountState: String
+    }
+
+    func encodedFile() throws -> [UInt8] {
+        let file = File(
+            deviceName: deviceName,
+            deviceKey: String(decoding: try identity.key.privateKeyPEM(), as: UTF8.self),
+            deviceCertificate: String(decoding: identity.certificate.pem, as: UTF8.self),
+            rootCertificate: String(decoding: root.pem, as: UTF8.self),
+            rootKey: try rootKey.map { String(decoding: try $0.privateKeyPEM(), as: UTF8.self) },
+            accountSecret: Data(accountSecret).base64EncodedString(),
+            accountState: Data(signedState.encoded()).base64EncodedString()
+        )
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return Array(try encoder.encode(file))
+    }
+
+    struct LoadError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    init(fileBytes: [UInt8]) throws {
+        let file = try JSONDecoder().decode(File.self, from: Data(fileBytes))
+        guard file.format == 1 else {
+            throw LoadError(description: "the account file has format \(file.format); this handoff reads format 1 — update handoff")
+        }
+        let key = try SigningKey(privateKeyPEM: Array(file.deviceKey.utf8))
+        let certificate = try Certificate(pem: Array(file.deviceCertificate.utf8))
+        let root = try Certificate(pem: Array(file.rootCertificate.utf8))
+        guard let secret = Data(base64Encoded: file.accountSecret), let stateBytes = Data(base64Encoded: file.accountState) else {
+            throw LoadError(description: "the account file's secret or state is not base64")
+        }
+        let signed = try SignedAccountState(decoding: Array(stateBytes))
+        guard let state = AccountMaterial.verify(signed, root: root) else {
+            throw LoadError(description: "the account state in the account file does not verify against its root")
+        }
+        self.init(
+            deviceName: file.deviceName,
+            identity: try DeviceIdentity(key: key, certificate: certificate),
+            root: root,
+            rootKey: try file.rootKey.map { try SigningKey(privateKeyPEM: Array($0.utf8)) },
+            accountSecret: Array(secret),
+            signedState: signed,
+            state: state
+        )
+    }
+
+    init(
+        deviceName: String, identity: DeviceIdentity, root: Certificate, rootKey: SigningKey?, accountSecret: [UInt8],
+        signedState: SignedAccountState, state: AccountState
+    ) {
+        self.deviceName = deviceName
+        self.identity = identity
+        self.root = root
+        self.rootKey = rootKey
+        self.accountSecret = accountSecret
+        self.signedState = signedState
+        self.state = state
+    }
+}

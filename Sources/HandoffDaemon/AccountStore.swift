@@ -1,0 +1,328 @@
+import HandoffAPI
+import HandoffModel
+import HandoffPeer
+import HandoffTLS
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The TLS contexts of the current account, read synchronously by the listener and the dialer.
+final class PeerSecurity: Sendable {
+    struct Contexts: Sendable {
+        let server: TLSContext
+        let client: TLSContext
+        let trust: TrustPolicy
+        let deviceID: DeviceID
+    }
+
+    private let current = Mutex<Contexts?>(nil)
+
+    var contexts: Contexts? { current.withLock { $0 } }
+    func set(_ contexts: Contexts?) { current.withLock { $0 = contexts } }
+}
+
+/// This device's account (SPEC §3): its keys and certificate, the account root, the signed
+/// account state, invitations, and revocations. Every change is saved to the one account file
+/// (atomically, 0600) before it takes effect.
+actor AccountStore {
+    static let fileName = "account"
+    static let deviceCertificateDays: Int64 = 3 * 365
+    static let rootCertificateDays: Int64 = 20 * 365
+
+    private let path: String
+    private let logger: Logger
+    let security: PeerSecurity
+    let invites: InviteBook
+    private let events: EventHub
+    private let registry: ActivityRegistry
+    private(set) var material: AccountMaterial?
+
+    init(stateDirectory: String, security: PeerSecurity, invites: InviteBook, events: EventHub, registry: ActivityRegistry, logger: Logger) {
+        self.path = stateDirectory + "/" + AccountStore.fileName
+        self.logger = logger
+        self.security = security
+        self.invites = invites
+        self.events = events
+        self.registry = registry
+        self.material = AccountStore.load(path: path, logger: logger)
+        if let material {
+            logger.info(
+                "account loaded",
+                metadata: ["account": "\(material.state.accountID.short)", "device": "\(material.deviceID.short)", "version": "\(material.state.version)"]
+            )
+        }
+    }
+
+    private static func load(path: String, logger: Logger) -> AccountMaterial? {
+        do {
+            guard let bytes = try PrivateFiles.read(path, maximumSize: 4 * 1024 * 1024) else { return nil }
+            return try AccountMaterial(fileBytes: bytes)
+        } catch {
+            let aside = PrivateFiles.quarantine(path)
+            logger.error("the account file is unreadable; moved it aside and started without an account", metadata: ["path": "\(aside)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Builds the TLS contexts for what was loaded. Called once the daemon runs.
+    func start() async {
+        guard let material else { return }
+        do {
+            try await install(material, saving: false)
+        } catch {
+            logger.error("cannot set up TLS for the saved account", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: Reading
+
+    func info() throws(LocalAPIError) -> AccountInfo {
+        try requireAccount().info
+    }
+
+    func devices() throws(LocalAPIError) -> DevicesResponse {
+        let m = try requireAccount()
+        return DevicesResponse(
+            stateVersion: m.state.version,
+            devices: m.state.devices.map { DeviceInfo(id: $0.id, name: $0.name, addedAt: $0.addedAt, isThisDevice: $0.id == m.deviceID) },
+            revoked: m.state.revoked.map { RevokedDeviceInfo(id: $0.id, name: $0.name, revokedAt: $0.revokedAt) }
+        )
+    }
+
+    func hello() -> PeerHello? {
+        guard let m = material else { return nil }
+        return PeerHello(deviceID: m.deviceID, deviceName: m.deviceName, accountStateVersion: m.state.version)
+    }
+
+    var signedState: SignedAccountState? { material?.signedState }
+    var stateVersion: UInt64 { material?.state.version ?? 0 }
+
+    private func requireAccount() throws(LocalAPIError) -> AccountMaterial {
+        guard let material else {
+            throw LocalAPIError(.noAccount, "this device has no account yet; create one (handoffctl account create) or join one (handoffctl account join CODE)")
+        }
+        return material
+    }
+
+    // MARK: Creating and joining
+
+    func create(_ request: CreateAccountRequest, now: Timestamp = .now()) async throws(LocalAPIError) -> AccountInfo {
+        guard material == nil else {
+            throw LocalAPIError(.accountExists, "this device already belongs to an account (handoffctl account show)")
+        }
+        let accountName = try Self.validName(request.name ?? Self.defaultAccountName(), what: "account name")
+        let deviceName = try Self.validName(request.deviceName ?? Self.hostName(), what: "device name")
+        do {
+            let rootKey = try SigningKey.generate()
+            let root = try Certificate.makeAccountRoot(
+                key: rootKey, notBefore: now.adding(seconds: -3600), notAfter: now.adding(seconds: 86_400 * Self.rootCertificateDays)
+            )
+            let deviceKey = try SigningKey.generate()
+            let certificate = try Certificate.issueDevice(
+                publicKey: deviceKey.publicKey, root: root, rootKey: rootKey,
+                notBefore: now.adding(seconds: -3600), notAfter: now.adding(seconds: 86_400 * Self.deviceCertificateDays)
+            )
+            let state = AccountState(
+                accountID: rootKey.id, name: accountName, version: 1, issuedAt: now,
+                devices: [.init(id: deviceKey.id, name: deviceName, addedAt: now)], revoked: []
+            )
+            let material = AccountMaterial(
+                deviceName: deviceName,
+                identity: try DeviceIdentity(key: deviceKey, certificate: certificate),
+                root: root,
+                rootKey: rootKey,
+                accountSecret: Crypto.randomBytes(32),
+                signedState: try AccountMaterial.sign(state, with: rootKey),
+                state: state
+            )
+            try await install(material, saving: true)
+            logger.info("account created", metadata: ["account": "\(state.accountID.short)", "device": "\(deviceKey.id.short)"])
+            return material.info
+        } catch let e as LocalAPIError {
+            throw e
+        } catch {
+            throw LocalAPIError(.internalError, "cannot create the account: \(error)")
+        }
+    }
+
+    /// Keeps what a join brought back (see `AccountJoiner`).
+    func completeJoin(_ material: AccountMaterial) async throws(LocalAPIError) -> AccountInfo {
+        guard self.material == nil else {
+            throw LocalAPIError(.accountExists, "this device joined an account meanwhile (handoffctl account show)")
+        }
+        try await install(material, saving: true)
+        logger.info("joined account", metadata: ["account": "\(material.state.accountID.short)", "device": "\(material.deviceID.short)"])
+        return material.info
+    }
+
+    var isMember: Bool { material != nil }
+
+    // MARK: Inviting
+
+    func invite() throws(LocalAPIError) -> (code: InviteCode, expiresAt: Timestamp, outcome: AsyncStream<InviteBook.Outcome>) {
+        let m = try requireAccount()
+        guard m.isAdmin else {
+            throw LocalAPIError(.notAccountAdmin, "only the device that created the account can invite; run handoffctl account invite there")
+        }
+        return invites.create()
+    }
+
+    /// A joiner proved its code and asks for a certificate.
+    func handleJoin(pskIdentity: [UInt8], request: JoinRequest, now: Timestamp = .now()) async -> PeerMessage {
+        guard let m = material, let rootKey = m.rootKey else {
+            return .joinRefused(JoinRefusal(.internalError, "this device cannot invite (it does not hold the account key)"))
+        }
+        switch invites.claim(pskIdentity, now: now) {
+        case .granted: break
+        case .alreadyUsed:
+            return .joinRefused(JoinRefusal(.alreadyUsed, "this invite code was already used; ask for a new one (handoffctl account invite)"))
+        case .expired:
+            let at = invites.expiry(of: pskIdentity).map { " at \($0.rfc3339)" } ?? ""
+            return .joinRefused(JoinRefusal(.expired, "this invite code expired\(at); ask for a new one (handoffctl account invite)"))
+        case .unknown:
+            return .joinRefused(JoinRefusal(.invalidRequest, "no such invite"))
+        }
+        guard request.publicKey.count == 32, let name = try? Self.validName(request.deviceName, what: "device name") else {
+            return .joinRefused(JoinRefusal(.invalidRequest, "the join request is malformed"))
+        }
+        let deviceID = DeviceID(digest: Crypto.sha256(request.publicKey))
+        guard !m.state.isRevoked(deviceID), deviceID != m.deviceID else {
+            return .joinRefused(JoinRefusal(.invalidRequest, "that device key cannot join this account"))
+        }
+        do {
+            let certificate = try Certificate.issueDevice(
+                publicKey: request.publicKey, root: m.root, rootKey: rootKey,
+                notBefore: now.adding(seconds: -3600), notAfter: now.adding(seconds: 86_400 * Self.deviceCertificateDays)
+            )
+            var next = m
+            next.state = m.state.adding(.init(id: deviceID, name: name, addedAt: now), at: now)
+            next.signedState = try AccountMaterial.sign(next.state, with: rootKey)
+            try await install(next, saving: true)
+            let device = DeviceInfo(id: deviceID, name: name, addedAt: now, isThisDevice: false)
+            invites.complete(pskIdentity, joined: device)
+            logger.info("device joined", metadata: ["device": "\(deviceID.short)", "version": "\(next.state.version)"])
+            return .joinAccepted(
+                JoinAccepted(deviceCertificate: certificate.der, rootCertificate: m.root.der, accountState: next.signedState, accountSecret: m.accountSecret)
+            )
+        } catch {
+            logger.error("cannot admit a joining device", metadata: ["error": "\(error)"])
+            return .joinRefused(JoinRefusal(.internalError, "the inviting device failed to add this one; try again"))
+        }
+    }
+
+    // MARK: Revoking and learning
+
+    /// Removes a device (id or unique prefix) from the account for good.
+    func revoke(_ text: String, now: Timestamp = .now()) async throws(LocalAPIError) -> RevokedDeviceInfo {
+        let m = try requireAccount()
+        guard let rootKey = m.rootKey else {
+            throw LocalAPIError(.notAccountAdmin, "only the device that created the account can remove devices; run handoffctl devices remove there")
+        }
+        let needle = text.lowercased()
+        let matches = m.state.devices.filter { $0.id.text.hasPrefix(needle) || $0.name == text }
+        guard !needle.isEmpty, let device = matches.first else {
+            throw LocalAPIError(.unknownDevice, "no device of this account matches \(displayQuoted(text)); see handoffctl devices")
+        }
+        guard matches.count == 1 else {
+            throw LocalAPIError(.ambiguousDevice, "\(displayQuoted(text)) matches \(matches.count) devices; give more of the id")
+        }
+        guard device.id != m.deviceID else {
+            throw LocalAPIError(.badRequest, "this device holds the account key and cannot remove itself")
+        }
+        var next = m
+        next.state = m.state.revoking(device.id, at: now)
+        do {
+            next.signedState = try AccountMaterial.sign(next.state, with: rootKey)
+        } catch {
+            throw LocalAPIError(.internalError, "cannot sign the account state: \(error)")
+        }
+        try await install(next, saving: true)
+        logger.notice("device removed from the account", metadata: ["device": "\(device.id.short)", "version": "\(next.state.version)"])
+        return RevokedDeviceInfo(id: device.id, name: device.name, revokedAt: now)
+    }
+
+    enum Adoption: Equatable {
+        case updated
+        case notNewer
+        case invalid
+    }
+
+    /// A peer sent its account state: keep it if it is ours, validly signed, and newer.
+    func adopt(_ signed: SignedAccountState) async -> Adoption {
+        guard let m = material, let state = AccountMaterial.verify(signed, root: m.root) else { return .invalid }
+        guard state.version > m.state.version else { return .notNewer }
+        var next = m
+        next.state = state
+        next.signedState = signed
+        do {
+            try await install(next, saving: true)
+        } catch {
+            logger.error("cannot save a newer account state", metadata: ["error": "\(error)"])
+            return .notNewer
+        }
+        logger.info("learned a newer account state", metadata: ["version": "\(state.version)", "revoked": "\(state.revoked.count)"])
+        if next.isRevoked { logger.warning("this device has been removed from its account") }
+        return .updated
+    }
+
+    // MARK: Installing
+
+    /// Saves (when asked) and then makes `material` current: trust, TLS contexts, activity origin.
+    private func install(_ next: AccountMaterial, saving: Bool) async throws(LocalAPIError) {
+        if saving {
+            do {
+                try PrivateFiles.writeAtomically(try next.encodedFile(), to: path)
+            } catch {
+                logger.error("cannot save the account", metadata: ["error": "\(error)"])
+                throw LocalAPIError(.internalError, "cannot save the account in \(path): \(error)")
+            }
+        }
+        let revoked = Set(next.state.revoked.map(\.id))
+        do {
+            if let existing = security.contexts, existing.deviceID == next.deviceID, existing.trust.accountID == next.state.accountID {
+                existing.trust.setRevoked(revoked)
+            } else {
+                let trust = try TrustPolicy(root: next.root, revoked: revoked)
+                security.set(
+                    PeerSecurity.Contexts(
+                        server: try .memberServer(identity: next.identity, trust: trust, joins: invites),
+                        client: try .memberClient(identity: next.identity, trust: trust),
+                        trust: trust,
+                        deviceID: next.deviceID
+                    )
+                )
+            }
+        } catch {
+            throw LocalAPIError(.internalError, "cannot set up TLS for the account: \(error)")
+        }
+        material = next
+        await registry.setDeviceID(next.deviceID.text)
+    }
+
+    // MARK: Names
+
+    static func validName(_ name: String, what: String) throws(LocalAPIError) -> String {
+        let trimmed = String(name.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 64, !trimmed.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw LocalAPIError(.badRequest, "the \(what) must be 1–64 bytes of text on one line")
+        }
+        return trimmed
+    }
+
+    static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "device" }
+        let name = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return name.isEmpty ? "device" : name
+    }
+
+    static func defaultAccountName() -> String {
+        if let pw = getpwuid(geteuid()), let user = pw.pointee.pw_name {
+            return "\(String(cString: user))'s devices"
+        }
+        return "my devices"
+    }
+}

@@ -1,0 +1,95 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import HandoffModel
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// handoffd's settings: defaults, then `/etc/handoff/handoffd.toml`, then
+/// `$XDG_CONFIG_HOME/handoff/handoffd.toml` (each overriding the one before), then flags.
+/// `config/handoffd.toml` documents every key; an unknown key or a bad value stops the daemon with
+/// the file, the line and the reason.
+public struct DaemonSettings: Sendable, Equatable {
+    public var port = DaemonConfiguration.defaultPeerPort
+    public var listen = ["0.0.0.0", "::"]
+    public var maxActivityBytes = ActivityLimits.defaultMaximumEncodedSize
+    public var logLevel = "info"
+
+    public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+
+    public init() {}
+
+    /// The files read when no `--config` is given, lowest precedence first.
+    public static func defaultFiles(environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+        ["/etc/handoff/handoffd.toml", HandoffPaths.configDirectory(environment: environment) + "/handoffd.toml"]
+    }
+
+    /// Applies each existing file in order; returns the ones that were read.
+    public mutating func load(files: [String], requireAll: Bool = false) throws(ConfigFile.ParseError) -> [String] {
+        var read: [String] = []
+        for path in files {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                if requireAll || FileManager.default.fileExists(atPath: path) {
+                    throw ConfigFile.ParseError(path: path, line: 0, reason: "cannot read the file")
+                }
+                continue
+            }
+            guard let text = String(data: data, encoding: .utf8) else {
+                throw ConfigFile.ParseError(path: path, line: 0, reason: "the file is not UTF-8 text")
+            }
+            try apply(ConfigFile(path: path, text: text))
+            read.append(path)
+        }
+        return read
+    }
+
+    public mutating func apply(_ file: ConfigFile) throws(ConfigFile.ParseError) {
+        for entry in file.entries {
+            func fail(_ reason: String) -> ConfigFile.ParseError {
+                ConfigFile.ParseError(path: file.path, line: entry.line, reason: reason)
+            }
+            switch entry.key {
+            case "port":
+                guard case .integer(let v) = entry.value, (1...65535).contains(v) else {
+                    throw fail("port must be an integer from 1 to 65535")
+                }
+                port = Int(v)
+            case "listen":
+                guard case .array(let items) = entry.value, !items.isEmpty else {
+                    throw fail("listen must be a non-empty array of addresses, e.g. [\"0.0.0.0\", \"::\"]")
+                }
+                var addresses: [String] = []
+                for item in items {
+                    guard case .string(let a) = item, DaemonSettings.isIPAddress(a) else {
+                        throw fail("listen holds \(item.typeName == "a string" ? "something that is not an IP address" : item.typeName); give IP addresses such as \"0.0.0.0\" or \"::\"")
+                    }
+                    addresses.append(a)
+                }
+                listen = addresses
+            case "max_activity_bytes":
+                guard case .integer(let v) = entry.value, v >= 1024, v <= 16 * 1024 * 1024 else {
+                    throw fail("max_activity_bytes must be an integer from 1024 to 16777216")
+                }
+                maxActivityBytes = Int(v)
+            case "log_level":
+                guard case .string(let v) = entry.value, DaemonSettings.logLevels.contains(v) else {
+                    throw fail("log_level must be one of \(DaemonSettings.logLevels.map { "\"\($0)\"" }.joined(separator: ", "))")
+                }
+                logLevel = v
+            default:
+                throw fail("unknown key \(entry.key) (every key is listed in config/handoffd.toml)")
+            }
+        }
+    }
+
+    static func isIPAddress(_ text: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
+    }
+}

@@ -1,0 +1,91 @@
+import HandoffAPI
+import HandoffModel
+import HandoffPeer
+import HandoffTLS
+import NIOCore
+import NIOPosix
+
+/// Connecting to another device, and turning what can go wrong into messages a user can act on.
+enum PeerDialer {
+    static let connectTimeout: TimeAmount = .seconds(5)
+
+    /// Connects and completes the TLS handshake. For member connections the other side may still
+    /// refuse us afterwards (TLS 1.3); `MemberGreeting.asClient` waits for its hello to know.
+    static func connect(_ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID? = nil) async throws(LocalAPIError)
+        -> (PeerLink, TLSPeer)
+    {
+        let link: PeerLink
+        do {
+            link = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(connectTimeout)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .connect(host: address.host, port: address.port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try PeerPipeline.configure(channel, connection: try TLSConnection(context: context, expectedPeer: expectedPeer))
+                    }
+                }
+        } catch {
+            throw LocalAPIError(.unreachable, "cannot reach \(address): \(describeConnectError(error)); is handoffd running there, and is its port open?")
+        }
+        do {
+            let done = try await link.handshake.get()
+            return (link, done.peer)
+        } catch {
+            try? await link.channel.channel.close()
+            throw describe(error, address: address)
+        }
+    }
+
+    /// What a failure talking to `address` means for the user.
+    static func describe(_ error: any Error, address: PeerAddress) -> LocalAPIError {
+        if let e = error as? LocalAPIError { return e }
+        if let e = error as? PeerSessionError {
+            switch e {
+            case .versionMismatch: return LocalAPIError(.versionMismatch, "\(address) \(e); update handoff on both devices")
+            case .closed: return LocalAPIError(.unreachable, "\(address) closed the connection")
+            default: return LocalAPIError(.refused, "\(address): \(e)")
+            }
+        }
+        if let e = error as? PeerMessageError {
+            return LocalAPIError(.versionMismatch, "\(address) sent a message this handoff cannot read (\(e)); are both devices up to date?")
+        }
+        guard let tls = error as? TLSError else {
+            if error is ChannelError { return LocalAPIError(.unreachable, "\(address) closed the connection") }
+            return LocalAPIError(.unreachable, "the connection to \(address) failed: \(error)")
+        }
+        switch tls.code {
+        case .joinCodeRejected:
+            return LocalAPIError(.codeRejected, "\(address) did not accept the code: it is wrong, or no invite is waiting there (run handoffctl account invite on that device)")
+        case .refusedByPeer:
+            if tls.message.contains("revoked") {
+                return LocalAPIError(.revoked, "\(address) refused this device: it has been removed from the account")
+            }
+            return LocalAPIError(.refused, "\(address) refused this device: it is not a member of that device's account (\(tls.message))")
+        case .revoked:
+            return LocalAPIError(.revoked, "\(address) has been removed from this account")
+        case .otherAccount, .selfSigned, .noPeerCertificate, .wrongDeviceID, .expired:
+            return LocalAPIError(.refused, "\(address) is not a device of this account: \(tls.message)")
+        case .protocolVersion, .applicationProtocol, .malformed:
+            return LocalAPIError(.versionMismatch, "\(address) does not speak the handoff protocol (\(tls.message))")
+        case .handshakeTimeout:
+            return LocalAPIError(.timeout, "\(address) did not finish the TLS handshake in time")
+        case .truncated:
+            return LocalAPIError(
+                .unreachable,
+                "\(address) closed the connection during the TLS handshake (it limits attempts per address: wait a few minutes and retry)"
+            )
+        case .crypto, .other:
+            return LocalAPIError(.unreachable, "the connection to \(address) failed: \(tls.message)")
+        }
+    }
+
+    private static func describeConnectError(_ error: any Error) -> String {
+        if let e = error as? NIOConnectionError {
+            if e.dnsAError != nil || e.dnsAAAAError != nil, e.connectionErrors.isEmpty { return "the name \(e.host) does not resolve" }
+            if let first = e.connectionErrors.first { return describeConnectError(first.error) }
+        }
+        if let e = error as? IOError { return String(cString: strerror(e.errnoCode)) }
+        if let e = error as? ChannelError, case .connectTimeout = e { return "no answer within \(connectTimeout.nanoseconds / 1_000_000_000) s" }
+        return "\(error)"
+    }
+}

@@ -1,0 +1,139 @@
+import HandoffAPI
+import HandoffModel
+import HandoffTLS
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+
+/// The TCP port other devices connect to (default 47810). Every connection must be a fully
+/// verified, non-revoked member of our account — or a joiner with a live invite code — before a
+/// single message is read; until then it costs a bounded handshake, limited per address and in
+/// total by `AdmissionControl`.
+final class PeerListener: Service {
+    struct Refused: Error {}
+
+    private let port: Int
+    private let bindAddresses: [String]
+    private let store: AccountStore
+    private let security: PeerSecurity
+    private let admission: AdmissionControl
+    private let logger: Logger
+    private let reportPort: @Sendable (Int) -> Void
+    let bound = ReadinessSignal()
+
+    init(
+        port: Int, bindAddresses: [String], store: AccountStore, security: PeerSecurity, admission: AdmissionControl, logger: Logger,
+        reportPort: @escaping @Sendable (Int) -> Void
+    ) {
+        self.reportPort = reportPort
+        self.port = port
+        self.bindAddresses = bindAddresses
+        self.store = store
+        self.security = security
+        self.admission = admission
+        self.logger = logger
+    }
+
+    func run() async throws {
+        var servers: [NIOAsyncChannel<PeerLink, Never>] = []
+        var port = self.port
+        for address in bindAddresses {
+            do {
+                let server = try await bind(address, port: port)
+                // With port 0 the first bind picks one; the other addresses use the same.
+                if port == 0 { port = server.channel.localAddress?.port ?? 0 }
+                servers.append(server)
+            } catch {
+                // IPv6 may be off on this host; IPv4 alone is fine. Nothing bound at all is not.
+                logger.warning("cannot listen for devices", metadata: ["address": "\(address)", "port": "\(port)", "error": "\(error)"])
+            }
+        }
+        guard !servers.isEmpty else {
+            let error = DaemonError(.socket, "cannot listen on port \(port) for other devices; is another handoffd running, or choose another with --port")
+            bound.fail(error)
+            throw error
+        }
+        let listening = servers
+        logger.info("listening for devices", metadata: ["port": "\(port)"])
+        reportPort(port)
+        bound.succeed()
+        do {
+            try await cancelWhenGracefulShutdown {
+                try await withThrowingDiscardingTaskGroup { group in
+                    for server in listening {
+                        group.addTask {
+                            try await server.executeThenClose { links in
+                                try await withThrowingDiscardingTaskGroup { connections in
+                                    for try await link in links {
+                                        connections.addTask { await self.serve(link) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        } catch is CancellationError where Task.isShuttingDownGracefully {
+            // The shutdown we asked for.
+        }
+    }
+
+    private func bind(_ host: String, port: Int) async throws -> NIOAsyncChannel<PeerLink, Never> {
+        let admission = self.admission
+        let security = self.security
+        return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 128)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelInitializer { channel in
+                // Bind [::] to IPv6 only so that 0.0.0.0 can be bound beside it.
+                guard host.contains(":") else { return channel.eventLoop.makeSucceededVoidFuture() }
+                return channel.setOption(ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only), value: 1)
+            }
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .bind(host: host, port: port) { channel in
+                let remote = channel.remoteAddress.map(PeerPipeline.describe) ?? "unknown"
+                // Refused connections are closed at once (a failed initializer alone leaves them open).
+                guard let contexts = security.contexts, admission.admit(remote) == .admitted else {
+                    channel.close(promise: nil)
+                    return channel.eventLoop.makeFailedFuture(Refused())
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    do {
+                        return try PeerPipeline.configure(channel, connection: try TLSConnection(context: contexts.server))
+                    } catch {
+                        admission.settled()
+                        throw error
+                    }
+                }
+            }
+    }
+
+    private func serve(_ link: PeerLink) async {
+        let handshake: TLSHandshakeCompleted
+        do {
+            handshake = try await link.handshake.get()
+            admission.settled()
+        } catch {
+            admission.settled()
+            if let e = error as? TLSError {
+                if e.code == .joinCodeRejected { admission.joinFailed(link.remote) }
+                logger.notice("refused a connection", metadata: ["remote": "\(link.remote)", "reason": "\(e.code.rawValue)", "detail": "\(e.message)"])
+            }
+            try? await link.channel.channel.close()
+            return
+        }
+        do {
+            switch handshake.peer {
+            case .member(let id):
+                try await ServerSessions.serveMember(id, link: link, store: store, logger: logger)
+            case .joiner(let identity):
+                try await ServerSessions.serveJoiner(pskIdentity: identity, link: link, store: store, logger: logger)
+            case .inviter:
+                try? await link.channel.channel.close()
+            }
+        } catch {
+            logger.debug("device session ended", metadata: ["remote": "\(link.remote)", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import HandoffAPI
+import HandoffModel
+import HandoffPeer
+import HandoffTLS
+import NIOCore
+import NIOPosix
+import Synchronization
+
+typealias PeerChannel = NIOAsyncChannel<PeerMessage, PeerMessage>
+
+/// A connection to another device, from either side: the async channel of messages, the TLS
+/// handshake's outcome, and the frame-size limit the session raises once it knows the peer.
+struct PeerLink: Sendable {
+    let channel: PeerChannel
+    let handshake: EventLoopFuture<TLSHandshakeCompleted>
+    let limit: FrameLimit
+    let remote: String
+}
+
+/// The largest message a peer may send us right now. Small until the peer has said hello.
+final class FrameLimit: Sendable {
+    static let beforeHello = 8 * 1024
+    static let member = 1 << 20
+
+    private let value: Mutex<Int>
+
+    init(_ initial: Int = FrameLimit.beforeHello) {
+        value = Mutex(initial)
+    }
+
+    var current: Int { value.withLock { $0 } }
+    func raise(to limit: Int) { value.withLock { $0 = limit } }
+}
+
+/// Frames with a limit read from a `FrameLimit`, so it can change while the connection runs.
+final class LimitedFrameDecoder: ByteToMessageDecoder {
+    typealias InboundOut = PeerMessage
+    private let inner: PeerFrameDecoder
+    private let limit: FrameLimit
+
+    init(limit: FrameLimit) {
+        self.limit = limit
+        self.inner = PeerFrameDecoder(maximumPayload: limit.current)
+    }
+
+    func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        inner.maximumPayload = limit.current
+        return try inner.decode(context: context, buffer: &buffer)
+    }
+
+    func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        try decode(context: context, buffer: &buffer)
+    }
+}
+
+/// Turns the TLS handler's completion event, or its failure, into a future.
+final class HandshakeGate: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let promise: EventLoopPromise<TLSHandshakeCompleted>
+    private var settled = false
+
+    init(promise: EventLoopPromise<TLSHandshakeCompleted>) {
+        self.promise = promise
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let done = event as? TLSHandshakeCompleted, !settled {
+            settled = true
+            promise.succeed(done)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if !settled {
+            settled = true
+            promise.fail(error)
+        }
+        context.fireErrorCaught(error)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        settleAsTruncated()
+        context.fireChannelInactive()
+    }
+
+    /// A pipeline torn down before the channel ever went inactive must still settle the promise.
+    func handlerRemoved(context: ChannelHandlerContext) {
+        settleAsTruncated()
+    }
+
+    private func settleAsTruncated() {
+        guard !settled else { return }
+        settled = true
+        promise.fail(TLSError(.truncated, "the connection ended during the TLS handshake"))
+    }
+}
+
+@available(*, unavailable)
+extension HandshakeGate: Sendable {}
+@available(*, unavailable)
+extension LimitedFrameDecoder: Sendable {}
+
+enum PeerPipeline {
+    /// Installs TLS, the handshake gate and the framing on a fresh channel (on its event loop).
+    static func configure(
+        _ channel: any Channel,
+        connection: TLSConnection,
+        handshakeTimeout: TimeAmount = .seconds(10)
+    ) throws -> PeerLink {
+        let promise = channel.eventLoop.makePromise(of: TLSHandshakeCompleted.self)
+        let limit = FrameLimit()
+        let sync = channel.pipeline.syncOperations
+        try sync.addHandler(TLSHandler(connection: connection, handshakeTimeout: handshakeTimeout))
+        try sync.addHandler(HandshakeGate(promise: promise))
+        try sync.addHandler(ByteToMessageHandler(LimitedFrameDecoder(limit: limit)))
+        try sync.addHandler(MessageToByteHandler(PeerFrameEncoder()))
+        let wrapped = try PeerChannel(wrappingChannelSynchronously: channel)
+        let remote = channel.remoteAddress.map(PeerPipeline.describe) ?? "unknown"
+        return PeerLink(channel: wrapped, handshake: promise.futureResult, limit: limit, remote: remote)
+    }
+
+    /// `192.0.2.1` or `fe80::1`: the address only, for rate limits and logs.
+    static func describe(_ address: SocketAddress) -> String {
+        address.ipAddress ?? "\(address)"
+    }
+}
+
+/// Where to reach a device: `host:port`, `[v6]:port`, or `host` (the default port).
+struct PeerAddress: Sendable, Equatable, CustomStringConvertible {
+    var host: String
+    var port: Int
+
+    init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    init(parsing text: String, defaultPort: Int) throws(LocalAPIError) {
+        let bad = LocalAPIError(.badPeerAddress, "\(displayQuoted(text)) is not HOST:PORT (e.g. 192.168.1.20:47810 or [fe80::1%eth0]:47810)")
+        var host = text
+        var port = defaultPort
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { throw bad }
+            host = String(text[text.index(after: text.startIndex)..<close])
+            let rest = text[text.index(after: close)...]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":"), let p = Int(rest.dropFirst()) else { throw bad }
+                port = p
+            }
+        } else if let colon = text.lastIndex(of: ":"), text.firstIndex(of: ":") == colon {
+            host = String(text[..<colon])
+            guard let p = Int(text[text.index(after: colon)...]) else { throw bad }
+            port = p
+        }
+        guard !host.isEmpty, (1...65535).contains(port), !host.contains(where: { $0 == " " || $0 == "/" }) else { throw bad }
+        self.host = host
+        self.port = port
+    }
+
+    var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}

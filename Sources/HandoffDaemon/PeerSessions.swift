@@ -1,0 +1,163 @@
+import HandoffAPI
+import HandoffModel
+import HandoffPeer
+import HandoffTLS
+import Logging
+import NIOCore
+
+/// What two member devices say first, whichever side dialled.
+///
+/// The server speaks first: in TLS 1.3 the client's handshake ends before the server has judged
+/// the client's certificate, so the client counts itself accepted only when this hello arrives.
+/// Then each side sends its account state if the other's is older, so revocations spread.
+enum MemberGreeting {
+    struct Outcome: Sendable {
+        var peer: PeerHello
+        var learnedNewerState: Bool
+    }
+
+    static let deadline: TimeAmount = .seconds(10)
+
+    static func asServer(
+        peerID: DeviceID,
+        link: PeerLink,
+        inbound: inout NIOAsyncChannelInboundStream<PeerMessage>.AsyncIterator,
+        outbound: NIOAsyncChannelOutboundWriter<PeerMessage>,
+        store: AccountStore
+    ) async throws -> Outcome {
+        guard let mine = await store.hello() else { throw PeerSessionError.noAccount }
+        try await outbound.write(.hello(mine))
+        let theirs = try await expectHello(from: peerID, link: link, inbound: &inbound)
+        link.limit.raise(to: FrameLimit.member)
+        let learned = try await exchangeStates(mine: mine, theirs: theirs, link: link, inbound: &inbound, outbound: outbound, store: store)
+        return Outcome(peer: theirs, learnedNewerState: learned)
+    }
+
+    static func asClient(
+        peerID: DeviceID,
+        link: PeerLink,
+        inbound: inout NIOAsyncChannelInboundStream<PeerMessage>.AsyncIterator,
+        outbound: NIOAsyncChannelOutboundWriter<PeerMessage>,
+        store: AccountStore
+    ) async throws -> Outcome {
+        let theirs = try await expectHello(from: peerID, link: link, inbound: &inbound)
+        guard let mine = await store.hello() else { throw PeerSessionError.noAccount }
+        try await outbound.write(.hello(mine))
+        link.limit.raise(to: FrameLimit.member)
+        let learned = try await exchangeStates(mine: mine, theirs: theirs, link: link, inbound: &inbound, outbound: outbound, store: store)
+        return Outcome(peer: theirs, learnedNewerState: learned)
+    }
+
+    private static func expectHello(
+        from peerID: DeviceID,
+        link: PeerLink,
+        inbound: inout NIOAsyncChannelInboundStream<PeerMessage>.AsyncIterator
+    ) async throws -> PeerHello {
+        let message = try await receive(&inbound, link: link, within: deadline)
+        switch message {
+        case .hello(let hello):
+            guard hello.protocolVersion == PeerHello.currentProtocolVersion else {
+                throw PeerSessionError.versionMismatch(hello.protocolVersion)
+            }
+            guard hello.deviceID == peerID else { throw PeerSessionError.unexpected("a hello naming another device") }
+            return hello
+        case .failure(let f):
+            throw PeerSessionError.peerFailed(f)
+        default:
+            throw PeerSessionError.unexpected("\(message)")
+        }
+    }
+
+    private static func exchangeStates(
+        mine: PeerHello,
+        theirs: PeerHello,
+        link: PeerLink,
+        inbound: inout NIOAsyncChannelInboundStream<PeerMessage>.AsyncIterator,
+        outbound: NIOAsyncChannelOutboundWriter<PeerMessage>,
+        store: AccountStore
+    ) async throws -> Bool {
+        if mine.accountStateVersion > theirs.accountStateVersion, let signed = await store.signedState {
+            try await outbound.write(.accountState(signed))
+        }
+        guard theirs.accountStateVersion > mine.accountStateVersion else { return false }
+        let message = try await receive(&inbound, link: link, within: deadline)
+        guard case .accountState(let signed) = message else { throw PeerSessionError.unexpected("\(message)") }
+        return await store.adopt(signed) == .updated
+    }
+
+    /// The next message, or a failure if none arrives within `deadline` (the channel is closed).
+    static func receive(
+        _ inbound: inout NIOAsyncChannelInboundStream<PeerMessage>.AsyncIterator,
+        link: PeerLink,
+        within deadline: TimeAmount
+    ) async throws -> PeerMessage {
+        let channel = link.channel.channel
+        let timer = channel.eventLoop.scheduleTask(in: deadline) { channel.close(promise: nil) }
+        defer { timer.cancel() }
+        guard let message = try await inbound.next() else { throw PeerSessionError.closed }
+        return message
+    }
+}
+
+enum PeerSessionError: Error, CustomStringConvertible {
+    case noAccount
+    case closed
+    case versionMismatch(UInt16)
+    case unexpected(String)
+    case peerFailed(PeerFailure)
+
+    var description: String {
+        switch self {
+        case .noAccount: "this device has no account"
+        case .closed: "the other device closed the connection"
+        case .versionMismatch(let v): "the other device speaks peer protocol \(v), we speak \(PeerHello.currentProtocolVersion)"
+        case .unexpected(let what): "the other device sent \(what) out of turn"
+        case .peerFailed(let f): "the other device reported: \(f.message)"
+        }
+    }
+}
+
+/// The listening side of each accepted, authenticated connection.
+enum ServerSessions {
+    static func serveMember(_ peerID: DeviceID, link: PeerLink, store: AccountStore, logger: Logger) async throws {
+        try await link.channel.executeThenClose { inbound, outbound in
+            var messages = inbound.makeAsyncIterator()
+            let greeting = try await MemberGreeting.asServer(peerID: peerID, link: link, inbound: &messages, outbound: outbound, store: store)
+            logger.debug("member connected", metadata: ["peer": "\(peerID.short)", "remote": "\(link.remote)", "learned": "\(greeting.learnedNewerState)"])
+            // Nothing else is spoken yet: anything more is out of turn.
+            while let message = try await messages.next() {
+                try await outbound.write(.failure(PeerFailure(.unexpectedMessage, "unexpected \(message.kindName)")))
+                return
+            }
+        }
+    }
+
+    static func serveJoiner(pskIdentity: [UInt8], link: PeerLink, store: AccountStore, logger: Logger) async throws {
+        try await link.channel.executeThenClose { inbound, outbound in
+            var messages = inbound.makeAsyncIterator()
+            let message = try await MemberGreeting.receive(&messages, link: link, within: .seconds(30))
+            guard case .joinRequest(let request) = message else {
+                try await outbound.write(.joinRefused(JoinRefusal(.invalidRequest, "expected a join request")))
+                return
+            }
+            let reply = await store.handleJoin(pskIdentity: pskIdentity, request: request)
+            try await outbound.write(reply)
+            if case .joinRefused(let r) = reply {
+                logger.notice("join refused", metadata: ["remote": "\(link.remote)", "reason": "\(r.reason)"])
+            }
+        }
+    }
+}
+
+extension PeerMessage {
+    var kindName: String {
+        switch self {
+        case .hello: "hello"
+        case .accountState: "account state"
+        case .joinRequest: "join request"
+        case .joinAccepted: "join acceptance"
+        case .joinRefused: "join refusal"
+        case .failure: "failure"
+        }
+    }
+}

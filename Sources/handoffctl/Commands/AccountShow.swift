@@ -1,0 +1,35 @@
+import ArgumentParser
+import HandoffAPI
+import HandoffClient
+import HandoffModel
+
+struct AccountShow: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Show this device's account.",
+        discussion: "Exits with status 20 when the device has no account."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @ParentCommand var root: Handoffctl
+
+    @Flag(help: "Print the local API's account object.")
+    var json = false
+
+    func run() throws {
+        let info = try global.client(root).account()
+        if json { return try Terminal.json(info) }
+        AccountShow.describe(info).forEach(Terminal.out)
+    }
+
+    static func describe(_ info: AccountInfo) -> [String] {
+        [
+            "account \(displayQuoted(info.accountName))  \(info.accountID.text)",
+            "  device:      \(safe(info.deviceName))  \(info.deviceID.text)",
+            "  devices:     \(info.deviceCount)",
+            "  role:        \(info.isAdmin ? "holds the account key (can invite and remove devices)" : "member")",
+            "  state:       version \(info.stateVersion)",
+            "  certificate: valid until \(info.certificateExpires.rfc3339)",
+        ]
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import HandoffAPI
+import HandoffClient
+import HandoffDaemon
+import HandoffModel
+import HandoffTestSupport
+import Testing
+
+/// Accounts between real daemons in this process, talking TLS over loopback.
+@Suite struct AccountTests {
+    /// Starts an invite on `inviter` and returns its code and the subscription that reports the outcome.
+    static func invite(_ inviter: TestDaemon) async throws -> (code: String, updates: NDJSONSubscription<InviteUpdate>) {
+        let updates = try await inviter.client.invite()
+        let first = try #require(try await updates.next())
+        let invite = try #require(first.invite)
+        return (invite.code, updates)
+    }
+
+    static func join(_ joiner: TestDaemon, _ inviter: TestDaemon, code: String, name: String) async throws -> AccountInfo {
+        try await joiner.client.joinAccount(JoinAccountRequest(code: code, peer: inviter.peerAddress, deviceName: name))
+    }
+
+    /// A with an account, B joined to it.
+    static func pair() async throws -> (TestDaemon, TestDaemon) {
+        let a = try await TestDaemon.start()
+        _ = try await a.client.createAccount(CreateAccountRequest(name: "Ana's devices", deviceName: "desk"))
+        let b = try await TestDaemon.start()
+        let (code, updates) = try await invite(a)
+        _ = try await join(b, a, code: code, name: "laptop")
+        _ = try await updates.next()
+        return (a, b)
+    }
+
+    func expectFailure(_ code: APIErrorCode, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async {
+        do {
+            try await body()
+            Issue.record("succeeded, expected \(code)", sourceLocation: sourceLocation)
+        } catch let e as HandoffClientError {
+            #expect(e.code == .api(code), "\(e)", sourceLocation: sourceLocation)
+            #expect(!e.message.contains("\n"), sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("unexpected \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func createInviteJoinListRemoveRefuse() async throws {
+        let a = try await TestDaemon.start()
+        let created = try await a.client.createAccount(CreateAccountRequest(name: "Ana's devices", deviceName: "desk"))
+        #expect(created.isAdmin)
+        #expect(created.deviceCount == 1)
+        #expect(try mode(a.stateDirectory + "/account") == 0o600, "the file with the keys")
+        #expect(try mode(a.stateDirectory) == 0o700)
+
+        let b = try await TestDaemon.start()
+        await expectFailure(.noAccount) { _ = try await b.client.account() }
+        let (code, updates) = try await Self.invite(a)
+        let joined = try await Self.join(b, a, code: code, name: "laptop")
+        #expect(joined.accountID == created.accountID)
+        #expect(!joined.isAdmin)
+        #expect(joined.deviceCount == 2)
+        let outcome = try #require(try await updates.next())
+        #expect(outcome.joined?.id == joined.deviceID)
+        #expect(outcome.joined?.name == "laptop")
+
+        for d in [a, b] {
+            let list = try await d.client.devices()
+            #expect(Set(list.devices.map(\.id)) == [created.deviceID, joined.deviceID])
+            #expect(list.devices.filter(\.isThisDevice).count == 1)
+        }
+        let synced = try await b.client.sync(SyncRequest(peer: a.peerAddress))
+        #expect(synced.peerID == created.deviceID)
+        #expect(synced.peerName == "desk")
+
+        let removed = try await a.client.removeDevice(String(joined.deviceID.text.prefix(10)))
+        #expect(removed.id == joined.deviceID)
+        #expect(try await a.client.devices().revoked.map(\.id) == [joined.deviceID])
+        await expectFailure(.revoked) { _ = try await b.client.sync(SyncRequest(peer: a.peerAddress)) }
+        try await a.finish()
+        try await b.finish()
+    }
+
+    @Test func codesThatAreMistypedWrongUsedOrExpiredAreRefusedClearly() async throws {
+        let a = try await TestDaemon.start { $0.inviteLifetimeSeconds = 1 }
+        _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        let b = try await TestDaemon.start()
+        let c = try await TestDaemon.start()
+        let (code, updates) = try await Self.invite(a)
+
+        // A typo is caught before anything is sent.
+        var typo = Array(code)
+        typo[0] = typo[0] == "7" ? "8" : "7"
+        await expectFailure(.invalidCode) { _ = try await Self.join(b, a, code: String(typo), name: "b") }
+        // A well-formed code that no invite matches.
+        let stranger = InviteCode(secret: (0..<16).map { _ in UInt8.random(in: 0...255) }).text
+        await expectFailure(.codeRejected) { _ = try await Self.join(b, a, code: stranger, name: "b") }
+        // The right one works once…
+        _ = try await Self.join(b, a, code: code.lowercased(), name: "b")
+        #expect(try await updates.next()?.joined != nil)
+        // …and only once.
+        await expectFailure(.inviteUsed) { _ = try await Self.join(c, a, code: code, name: "c") }
+
+        // An invite nobody used runs out, says so to the inviter, and then to a late joiner.
+        let (late, lateUpdates) = try await Self.invite(a)
+        #expect(try await lateUpdates.next()?.expired == true)
+        await expectFailure(.inviteExpired) { _ = try await Self.join(c, a, code: late, name: "c") }
+        await expectFailure(.accountExists) { _ = try await Self.join(b, a, code: late, name: "b") }
+        for d in [a, b, c] { try await d.finish() }
+    }
+
+    @Test func wrongCodesAreRateLimitedPerAddress() async throws {
+        let a = try await TestDaemon.start {
+            $0.admissionLimits.joinFailures = 3
+            $0.admissionLimits.penaltySeconds = 2
+        }
+        _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        let b = try await TestDaemon.start()
+        let (code, updates) = try await Self.invite(a)
+        for _ in 0..<3 {
+            let wrong = InviteCode(secret: (0..<16).map { _ in UInt8.random(in: 0...255) }).text
+            await expectFailure(.codeRejected) { _ = try await Self.join(b, a, code: wrong, name: "b") }
+        }
+        // Shut out, even with the right code…
+        await expectFailure(.unreachable) { _ = try await Self.join(b, a, code: code, name: "b") }
+        // …until the penalty is over.
+        try await Task.sleep(for: .milliseconds(2200))
+        _ = try await Self.join(b, a, code: code, name: "b")
+        #expect(try await updates.next()?.joined != nil)
+        for d in [a, b] { try await d.finish() }
+    }
+
+    @Test func onlyTheAccountKeyHolderInvitesAndRemoves() async throws {
+        let (a, b) = try await Self.pair()
+        await expectFailure(.notAccountAdmin) { _ = try await b.client.invite() }
+        let aID = try await a.client.account().deviceID
+        await expectFailure(.notAccountAdmin) { _ = try await b.client.removeDevice(aID.text) }
+        await expectFailure(.unknownDevice) { _ = try await a.client.removeDevice("zzzz") }
+        await expectFailure(.badRequest) { _ = try await a.client.removeDevice(aID.text) }
+        await expectFailure(.accountExists) { _ = try await a.client.createAccount(CreateAccountRequest()) }
+        for d in [a, b] { try await d.finish() }
+    }
+
+    @Test func aRevocationSpreadsThroughAnyDeviceThatKnowsIt() async throws {
+        let (a, b) = try await Self.pair()
+        let c = try await TestDaemon.start()
+        let (code, updates) = try await Self.invite(a)
+        let cInfo = try await Self.join(c, a, code: code, name: "phone")
+        _ = try await updates.next()
+        // B learns about C only by talking to A.
+        #expect(try await b.client.sync(SyncRequest(peer: a.peerAddress)).updated)
+        #expect(try await c.client.sync(SyncRequest(peer: b.peerAddress)).peerName == "laptop", "B accepts C")
+
+        _ = try await a.client.removeDevice(cInfo.deviceID.text)
+        // B has not heard yet: it still accepts C.
+        _ = try await c.client.sync(SyncRequest(peer: b.peerAddress))
+        // Once B has talked to A, B refuses C too.
+        let learned = try await b.client.sync(SyncRequest(peer: a.peerAddress))
+        #expect(learned.updated)
+        #expect(try await b.client.devices().revoked.map(\.id) == [cInfo.deviceID])
+        await expectFailure(.revoked) { _ = try await c.client.sync(SyncRequest(peer: b.peerAddress)) }
+        await expectFailure(.revoked) { _ = try await c.client.sync(SyncRequest(peer: a.peerAddress)) }
+        for d in [a, b, c] { try await d.finish() }
+    }
+
+    @Test func devicesOfAnotherAccountAreRefusedBothWays() async throws {
+        let (a, b) = try await Self.pair()
+        let d = try await TestDaemon.start()
+        _ = try await d.client.createAccount(CreateAccountRequest(name: "someone else"))
+        await expectFailure(.refused) { _ = try await d.client.sync(SyncRequest(peer: a.peerAddress)) }
+        await expectFailure(.refused) { _ = try await b.client.sync(SyncRequest(peer: d.peerAddress)) }
+        await expectFailure(.unreachable) { _ = try await b.client.sync(SyncRequest(peer: "127.0.0.1:1")) }
+        await expectFailure(.badPeerAddress) { _ = try await b.client.sync(SyncRequest(peer: "not an address")) }
+        for x in [a, b, d] { try await x.finish() }
+    }
+
+    @Test func theAccountSurvivesARestart() async throws {
+        let (a, b) = try await Self.pair()
+        let before = try await b.client.account()
+        try await b.stop()
+        let again = try await TestDaemon.start(directory: b.directory)
+        #expect(try await again.client.account() == before)
+        _ = try await again.client.sync(SyncRequest(peer: a.peerAddress))
+        for d in [a, again] { try await d.finish() }
+    }
+
+    @Test func aCancelledInviteIsForgotten() async throws {
+        let a = try await TestDaemon.start()
+        _ = try await a.client.createAccount(CreateAccountRequest())
+        let b = try await TestDaemon.start()
+        var pending: (code: String, updates: NDJSONSubscription<InviteUpdate>)? = try await Self.invite(a)
+        let code = pending!.code
+        pending = nil  // the inviter hangs up (Ctrl-C)
+        try await Task.sleep(for: .milliseconds(200))
+        await expectFailure(.codeRejected) { _ = try await Self.join(b, a, code: code, name: "b") }
+        for d in [a, b] { try await d.finish() }
+    }
+}
