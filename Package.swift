@@ -94,7 +94,7 @@ let package = Package(
         .testTarget(name: "HandoffTLSTests", dependencies: ["HandoffTLS", "HandoffModel"], swiftSettings: strict),
         .testTarget(
             name: "HandoffDaemonTests",
-            dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffTLS"],
+            dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,0 +1,111 @@
+import Foundation
+import HandoffTestSupport
+import Testing
+
+@testable import HandoffDaemon
+
+@Suite struct ConfigTests {
+    func parse(_ text: String) throws(ConfigFile.ParseError) -> ConfigFile {
+        try ConfigFile(path: "/etc/handoff/handoffd.toml", text: text)
+    }
+
+    @Test func theSubsetOfTOMLWeUse() throws {
+        let file = try parse(
+            """
+            # a comment
+            port = 47_811   # trailing comment
+            listen = [
+              "127.0.0.1",  # loopback
+              "::1",
+            ]
+            log_level = 'debug'
+
+            [handlers]
+            "com.example.edit" = "editor --open"
+            escaped = "a\\tb \\"c\\" \\u00e9 # not a comment"
+            flag = true
+            """
+        )
+        #expect(
+            file.entries.map(\.key) == ["port", "listen", "log_level", "handlers.com.example.edit", "handlers.escaped", "handlers.flag"]
+        )
+        #expect(file.entries[0].value == .integer(47811))
+        #expect(file.entries[1].value == .array([.string("127.0.0.1"), .string("::1")]))
+        #expect(file.entries[1].line == 3)
+        #expect(file.entries[4].value == .string("a\tb \"c\" é # not a comment"))
+        #expect(file.entries[5].value == .boolean(true))
+    }
+
+    @Test(arguments: [
+        ("port 47810", 1, "expected key = value"),
+        ("port =", 1, "a value is missing"),
+        ("port = 47810 47811", 1, "unexpected text after the value"),
+        ("name = \"open", 1, "not closed"),
+        ("x = [1, 2", 1, "not closed with ]"),
+        ("x = [1 2]", 1, "separated by commas"),
+        ("x = yes", 1, "expected a number, true/false"),
+        ("x = \"\\q\"", 1, "unknown escape"),
+        ("a = 1\na = 2", 2, "a is set twice"),
+        ("[table", 1, "table header"),
+        ("\n\nbad key = 1", 3, "not a valid key"),
+    ])
+    func syntaxErrorsNameTheLine(text: String, line: Int, reason: String) {
+        do {
+            _ = try parse(text)
+            Issue.record("accepted \(text)")
+        } catch {
+            #expect(error.line == line, "\(error)")
+            #expect(error.reason.contains(reason), "\(error)")
+            #expect("\(error)".hasPrefix("/etc/handoff/handoffd.toml:\(line): "))
+        }
+    }
+
+    @Test(arguments: [
+        ("port = 0", "port must be an integer from 1 to 65535"),
+        ("port = \"47810\"", "port must be an integer"),
+        ("listen = []", "non-empty array"),
+        ("listen = [\"example.com\"]", "not an IP address"),
+        ("max_activity_bytes = 10", "from 1024"),
+        ("log_level = \"loud\"", "log_level must be one of"),
+        ("prot = 1", "unknown key prot"),
+    ])
+    func badValuesAndUnknownKeysAreRefused(text: String, reason: String) throws {
+        var settings = DaemonSettings()
+        do {
+            try settings.apply(try parse("\n" + text))
+            Issue.record("accepted \(text)")
+        } catch {
+            #expect(error.line == 2)
+            #expect(error.reason.contains(reason), "\(error)")
+        }
+    }
+
+    @Test func laterFilesOverrideEarlierOnesAndMissingFilesAreSkipped() throws {
+        let dir = try TempDirectory.make()
+        defer { TempDirectory.remove(dir) }
+        try Data("port = 1000\nlog_level = \"debug\"\n".utf8).write(to: URL(fileURLWithPath: dir + "/system.toml"))
+        try Data("port = 2000\n".utf8).write(to: URL(fileURLWithPath: dir + "/user.toml"))
+        var settings = DaemonSettings()
+        let read = try settings.load(files: [dir + "/system.toml", dir + "/absent.toml", dir + "/user.toml"])
+        #expect(read == [dir + "/system.toml", dir + "/user.toml"])
+        #expect(settings.port == 2000)
+        #expect(settings.logLevel == "debug")
+        #expect(throws: ConfigFile.ParseError.self) { try settings.load(files: [dir + "/absent.toml"], requireAll: true) }
+    }
+
+    /// The example configuration documents every key at its default: loading it changes nothing.
+    @Test func theShippedExampleIsValidAndAtTheDefaults() throws {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../config/handoffd.toml").path
+        let text = try String(contentsOfFile: example, encoding: .utf8)
+        var settings = DaemonSettings()
+        try settings.apply(try ConfigFile(path: example, text: text))
+        #expect(settings == DaemonSettings(), "the example, as shipped (all commented), sets nothing")
+        // Uncommented, every documented key is accepted and is at its default.
+        let uncommented = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            line.hasPrefix("# ") && line.contains(" = ") ? String(line.dropFirst(2)) : String(line)
+        }.joined(separator: "\n")
+        var all = DaemonSettings()
+        try all.apply(try ConfigFile(path: example, text: uncommented))
+        #expect(all == DaemonSettings())
+    }
+}

@@ -1,0 +1,87 @@
+import HandoffModel
+import HandoffPeer
+import HandoffTLS
+import Testing
+
+@testable import HandoffDaemon
+
+@Suite struct PeerProtocolTests {
+    static let id = DeviceID(digest: Array(repeating: 5, count: 32))
+
+    @Test func everyMessageRoundTrips() throws {
+        let state = SignedAccountState(stateBytes: [1, 2, 3], signature: Array(repeating: 9, count: 64))
+        let messages: [PeerMessage] = [
+            .hello(PeerHello(deviceID: Self.id, deviceName: "desk", accountStateVersion: 7)),
+            .accountState(state),
+            .joinRequest(JoinRequest(deviceName: "laptop", publicKey: Array(repeating: 1, count: 32))),
+            .joinAccepted(JoinAccepted(deviceCertificate: [1], rootCertificate: [2], accountState: state, accountSecret: Array(repeating: 3, count: 32))),
+            .joinRefused(JoinRefusal(.expired, "too late")),
+            .failure(PeerFailure(.revoked, "gone")),
+        ]
+        for message in messages {
+            let (kind, payload) = message.encodedPayload()
+            #expect(try PeerMessage(kind: kind, payload: payload) == message)
+            #expect(throws: PeerMessageError.self) { try PeerMessage(kind: kind, payload: payload + [0]) }
+            if !payload.isEmpty {
+                #expect(throws: PeerMessageError.self) { try PeerMessage(kind: kind, payload: Array(payload.dropLast())) }
+            }
+        }
+        #expect(throws: PeerMessageError.self) { try PeerMessage(kind: 200, payload: []) }
+    }
+
+    @Test func randomPayloadsNeverCrashTheDecoder() {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let kind = UInt8.random(in: 0...8, using: &rng)
+            let payload = (0..<Int.random(in: 0..<64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            _ = try? PeerMessage(kind: kind, payload: payload)
+        }
+    }
+
+    @Test func peerAddresses() throws {
+        #expect(try PeerAddress(parsing: "192.168.1.4:5000", defaultPort: 1) == PeerAddress(host: "192.168.1.4", port: 5000))
+        #expect(try PeerAddress(parsing: "desk.local", defaultPort: 47810) == PeerAddress(host: "desk.local", port: 47810))
+        #expect(try PeerAddress(parsing: "[fe80::1%eth0]:47810", defaultPort: 1) == PeerAddress(host: "fe80::1%eth0", port: 47810))
+        #expect(try PeerAddress(parsing: "[::1]", defaultPort: 9) == PeerAddress(host: "::1", port: 9))
+        #expect(PeerAddress(host: "::1", port: 9).description == "[::1]:9")
+        for bad in ["", ":80", "host:", "host:0", "host:70000", "[::1", "[::1]80", "a b:1", "host:port"] {
+            #expect(throws: (any Error).self, "\(bad)") { try PeerAddress(parsing: bad, defaultPort: 47810) }
+        }
+    }
+
+    @Test func admissionLimitsHandshakesUnauthenticatedConnectionsAndWrongCodes() {
+        var limits = AdmissionLimits()
+        limits.handshakesPerMinute = 3
+        limits.maximumUnauthenticated = 4
+        limits.joinFailures = 2
+        limits.penaltySeconds = 60
+        let control = AdmissionControl(limits: limits)
+        let t0 = ContinuousClock.now
+        #expect((0..<3).map { _ in control.admit("10.0.0.1", now: t0) } == [.admitted, .admitted, .admitted])
+        #expect(control.admit("10.0.0.1", now: t0) == .rateLimited)
+        #expect(control.admit("10.0.0.1", now: t0 + .seconds(20)) == .admitted, "a token back after 20 s")
+        #expect(control.admit("10.0.0.2", now: t0 + .seconds(20)) == .tooManyUnauthenticated)
+        (0..<4).forEach { _ in control.settled() }
+        #expect(control.admit("10.0.0.2", now: t0 + .seconds(21)) == .admitted)
+        control.joinFailed("10.0.0.3", now: t0)
+        control.joinFailed("10.0.0.3", now: t0)
+        #expect(control.admit("10.0.0.3", now: t0 + .seconds(30)) == .penalised)
+        #expect(control.admit("10.0.0.3", now: t0 + .seconds(61)) == .admitted)
+    }
+
+    @Test func invitesAreSingleUseAndRememberWhyTheyEnded() {
+        let book = InviteBook(lifetimeSeconds: 600)
+        let t0 = Timestamp.now()
+        let (code, _, _) = book.create(now: t0)
+        let identity = JoinPSK(code: code).identity
+        #expect(book.psk(forIdentity: identity) == JoinPSK(code: code).key)
+        #expect(book.psk(forIdentity: [1, 2, 3]) == nil)
+        #expect(book.claim(identity, now: t0) == .granted)
+        #expect(book.claim(identity, now: t0) == .alreadyUsed)
+        let (late, _, _) = book.create(now: t0)
+        #expect(book.claim(JoinPSK(code: late).identity, now: t0.adding(seconds: 601)) == .expired)
+        let (dropped, _, _) = book.create(now: t0)
+        book.cancel(JoinPSK(code: dropped).identity, now: t0)
+        #expect(book.psk(forIdentity: JoinPSK(code: dropped).identity) == nil, "a cancelled code is forgotten")
+    }
+}
