@@ -24,6 +24,8 @@ public struct DaemonConfiguration: Sendable {
     public var inviteLifetimeSeconds: Int64 = 600
     /// Handshake budget per address, cap on unauthenticated connections, wrong-code penalty.
     public var admissionLimits = AdmissionLimits()
+    /// A peer that has not completed its TLS handshake by then is disconnected.
+    public var handshakeTimeoutSeconds: Double = 10
 
     public init(
         socketPath: String = HandoffPaths.defaultSocketPath(),
@@ -110,6 +112,7 @@ public final class HandoffDaemon: Sendable {
             security: security,
             admission: admission,
             logger: logger,
+            handshakeTimeout: .milliseconds(Int64(configuration.handshakeTimeoutSeconds * 1000)),
             reportPort: { [self] port in self.boundPeerPort.withLock { $0 = port } }
         )
         let state = StateLifecycle(registry: registry, accounts: accounts, events: events)

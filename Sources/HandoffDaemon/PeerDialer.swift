@@ -28,7 +28,7 @@ enum PeerDialer {
             throw LocalAPIError(.unreachable, "cannot reach \(address): \(describeConnectError(error)); is handoffd running there, and is its port open?")
         }
         do {
-            let done = try await link.handshake.get()
+            let done = try await link.completedHandshake()
             return (link, done.peer)
         } catch {
             try? await link.channel.channel.close()

@@ -20,13 +20,15 @@ final class PeerListener: Service {
     private let admission: AdmissionControl
     private let logger: Logger
     private let reportPort: @Sendable (Int) -> Void
+    private let handshakeTimeout: TimeAmount
     let bound = ReadinessSignal()
 
     init(
         port: Int, bindAddresses: [String], store: AccountStore, security: PeerSecurity, admission: AdmissionControl, logger: Logger,
-        reportPort: @escaping @Sendable (Int) -> Void
+        handshakeTimeout: TimeAmount, reportPort: @escaping @Sendable (Int) -> Void
     ) {
         self.reportPort = reportPort
+        self.handshakeTimeout = handshakeTimeout
         self.port = port
         self.bindAddresses = bindAddresses
         self.store = store
@@ -82,6 +84,7 @@ final class PeerListener: Service {
     private func bind(_ host: String, port: Int) async throws -> NIOAsyncChannel<PeerLink, Never> {
         let admission = self.admission
         let security = self.security
+        let handshakeTimeout = self.handshakeTimeout
         return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 128)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -100,7 +103,9 @@ final class PeerListener: Service {
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     do {
-                        return try PeerPipeline.configure(channel, connection: try TLSConnection(context: contexts.server))
+                        return try PeerPipeline.configure(
+                            channel, connection: try TLSConnection(context: contexts.server), handshakeTimeout: handshakeTimeout
+                        )
                     } catch {
                         admission.settled()
                         throw error
@@ -112,7 +117,7 @@ final class PeerListener: Service {
     private func serve(_ link: PeerLink) async {
         let handshake: TLSHandshakeCompleted
         do {
-            handshake = try await link.handshake.get()
+            handshake = try await link.completedHandshake()
             admission.settled()
         } catch {
             admission.settled()

@@ -15,6 +15,17 @@ struct PeerLink: Sendable {
     let handshake: EventLoopFuture<TLSHandshakeCompleted>
     let limit: FrameLimit
     let remote: String
+
+    /// The handshake's outcome. Waiting on a future ignores task cancellation, so cancelling
+    /// (daemon shutdown, a caller giving up) closes the channel, which ends the wait.
+    func completedHandshake() async throws -> TLSHandshakeCompleted {
+        let channel = self.channel.channel
+        return try await withTaskCancellationHandler {
+            try await handshake.get()
+        } onCancel: {
+            channel.close(promise: nil)
+        }
+    }
 }
 
 /// The largest message a peer may send us right now. Small until the peer has said hello.

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HandoffDaemon
 
 /// The outcome of running a program to completion.
 public struct ProcessResult: Sendable, CustomStringConvertible {
@@ -12,9 +13,9 @@ public struct ProcessResult: Sendable, CustomStringConvertible {
 
 /// Runs programs for tests.
 ///
-/// posix_spawn rather than Foundation's Process: the test runner's threads block signals, a spawned
-/// child inherits that mask, and then SIGINT/SIGTERM never reach it — while our tests are about
-/// exactly how programs react to signals. Output goes to files (no pipe can fill up and stall), and
+/// Through `ChildProcess` (the daemon's own spawner) rather than Foundation's Process: the test
+/// runner's threads block signals, and a child would inherit that mask and never see the
+/// SIGINT/SIGTERM our tests are about. Children get stdin/stdout/stderr and no other descriptor. Output goes to files (no pipe can fill up and stall), and
 /// waiting happens on a dispatch queue, never on a thread of the cooperative pool that an
 /// in-process daemon needs.
 public enum Subprocess {
@@ -54,32 +55,14 @@ public final class RunningProcess: @unchecked Sendable {
         let stdinPath = directory + "/in"
         try (stdin ?? Data()).write(to: URL(fileURLWithPath: stdinPath))
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, stdinPath, O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        let env = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { env.forEach { free($0) } }
-
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, env)
-        guard rc == 0 else { throw TestFailure("cannot start \(executable): \(String(cString: strerror(rc)))") }
+        let pid = try ChildProcess.spawn(
+            executable,
+            arguments: arguments,
+            environment: environment ?? ProcessInfo.processInfo.environment,
+            stdin: .file(path: stdinPath, flags: O_RDONLY),
+            stdout: .file(path: stdoutPath, flags: O_WRONLY | O_CREAT | O_TRUNC),
+            stderr: .file(path: stderrPath, flags: O_WRONLY | O_CREAT | O_TRUNC)
+        )
         self.pid = pid
         let box = exit
         let child = pid

@@ -1,12 +1,14 @@
-// CHandoffLinux: the Linux socket facts Swift's Glibc module does not show us.
+// CHandoffLinux: the Linux facts Swift's Glibc module does not show us.
 //
-// Why this exists: `struct ucred` and `SO_PEERCRED` are only declared under _GNU_SOURCE, and the
-// Glibc module Swift imports is built without it. The local API must know which user is on the
-// other end of every connection (SPEC §6), so we declare a struct with ucred's exact layout here;
-// peer_credentials.c, compiled with _GNU_SOURCE, proves the layout matches at build time.
+// Why this exists: `struct ucred`, `SO_PEERCRED` and posix_spawn_file_actions_addclosefrom_np are
+// declared only under _GNU_SOURCE, and the Glibc module Swift imports is built without it. The
+// local API must know which user is on the other end of every connection (SPEC §6), so we declare
+// a struct with ucred's exact layout here; peer_credentials.c, compiled with _GNU_SOURCE, proves
+// the layout matches at build time. spawn.c does the same for starting child processes cleanly.
 #ifndef C_HANDOFF_LINUX_H
 #define C_HANDOFF_LINUX_H
 
+#include <spawn.h>
 #include <stdint.h>
 
 /// Same size, order and types as glibc's `struct ucred` (pid_t, uid_t, gid_t).
@@ -21,5 +23,10 @@ int handoff_so_peercred(void);
 
 /// getsockopt(fd, SOL_SOCKET, SO_PEERCRED): 0 on success, else -1 with errno set.
 int handoff_get_peer_credentials(int fd, handoff_ucred *out);
+
+/// posix_spawn_file_actions_addclosefrom_np (glibc 2.34+, declared only under _GNU_SOURCE):
+/// the child closes every descriptor from `lowfd` up. A daemon's sockets (NIO accepts without
+/// close-on-exec) must never leak into the programs it starts.
+int handoff_spawn_file_actions_closefrom(posix_spawn_file_actions_t *actions, int lowfd);
 
 #endif

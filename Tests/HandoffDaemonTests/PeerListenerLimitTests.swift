@@ -1,0 +1,66 @@
+import Foundation
+import HandoffAPI
+import HandoffTestSupport
+import Testing
+
+/// What a peer that never authenticates can cost: a bounded time and a bounded number of sockets.
+@Suite struct PeerListenerLimitTests {
+    /// A TCP connection that says nothing; reports when the other side closes it.
+    final class SilentConnection: @unchecked Sendable {
+        let fd: Int32
+
+        init?(port: Int) {
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let rc = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard rc == 0 else { return nil }
+        }
+
+        deinit { close(fd) }
+
+        /// Whether the server closed the connection within `seconds`.
+        func closedByServer(within seconds: Double) -> Bool {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, Int32(seconds * 1000)) == 1 else { return false }
+            var byte: UInt8 = 0
+            return recv(fd, &byte, 1, 0) <= 0
+        }
+    }
+
+    @Test func aSilentPeerIsDisconnectedAtTheHandshakeDeadline() async throws {
+        let a = try await TestDaemon.start { $0.handshakeTimeoutSeconds = 0.5 }
+        _ = try await a.client.createAccount(CreateAccountRequest())
+        let silent = try #require(SilentConnection(port: a.daemon.peerPort))
+        let start = ContinuousClock.now
+        let closed = await Task.detached { silent.closedByServer(within: 5) }.value
+        #expect(closed)
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed >= .milliseconds(400) && elapsed < .seconds(3), "closed after \(elapsed)")
+        try await a.finish()
+    }
+
+    @Test func unauthenticatedConnectionsAreCapped() async throws {
+        let a = try await TestDaemon.start {
+            $0.admissionLimits.maximumUnauthenticated = 3
+            $0.admissionLimits.handshakesPerMinute = 100
+        }
+        _ = try await a.client.createAccount(CreateAccountRequest())
+        let port = a.daemon.peerPort
+        let held = (0..<3).compactMap { _ in SilentConnection(port: port) }
+        #expect(held.count == 3)
+        try await Task.sleep(for: .milliseconds(100))
+        let extra = try #require(SilentConnection(port: port))
+        let extraClosed = await Task.detached { extra.closedByServer(within: 2) }.value
+        #expect(extraClosed, "the fourth is closed at once")
+        for c in held {
+            let waiting = await Task.detached { !c.closedByServer(within: 0.05) }.value
+            #expect(waiting, "the first three are still waiting")
+        }
+        try await a.finish()
+    }
+}
