@@ -22,6 +22,9 @@ let package = Package(
         // C importers: each is imported by exactly one Swift module.
         .target(name: "CHandoffLinux"),
         .systemLibrary(name: "CHandoffOpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // No pkg-config here: avahi's .pc file adds -D_REENTRANT (which SwiftPM flags), and the
+        // package installs /usr/include/dns_sd.h anyway.
+        .systemLibrary(name: "CHandoffDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
 
         // Pure logic: no sockets, no threads, no C.
         .target(name: "HandoffModel", swiftSettings: strict),
@@ -37,6 +40,10 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The only importer of CHandoffDNSSD: advertising, browsing, resolving; and an in-memory
+        // backend so that in-process tests can run several daemons with discovery.
+        .target(name: "HandoffDiscovery", dependencies: ["CHandoffDNSSD", "HandoffModel"], swiftSettings: strict),
+
         // Daemon-to-daemon messages and framing; knows nothing about TLS.
         .target(
             name: "HandoffPeer",
@@ -51,7 +58,7 @@ let package = Package(
         .target(
             name: "HandoffDaemon",
             dependencies: [
-                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "CHandoffLinux",
+                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "CHandoffLinux",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -83,7 +90,7 @@ let package = Package(
         .target(
             name: "HandoffTestSupport",
             dependencies: [
-                "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel",
+                "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffDiscovery",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/HandoffTestSupport",
@@ -94,7 +101,7 @@ let package = Package(
         .testTarget(name: "HandoffTLSTests", dependencies: ["HandoffTLS", "HandoffModel"], swiftSettings: strict),
         .testTarget(
             name: "HandoffDaemonTests",
-            dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer"],
+            dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery"],
             swiftSettings: strict
         ),
         .testTarget(

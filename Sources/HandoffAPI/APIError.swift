@@ -45,6 +45,8 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     case ambiguousDevice = "ambiguous_device"
 
     // Other devices
+    /// No device of the account matches the name or id given.
+    case unknownPeer = "unknown_peer"
     case badPeerAddress = "bad_peer_address"
     case unreachable = "unreachable"
     /// The other device is not in our account, or we are not in its.
@@ -90,7 +92,7 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
         case .invalidType, .invalidTitle, .invalidWebpageURL, .invalidValue, .missingRequiredKey, .expired,
             .unsupportedVersion:
             422
-        case .noAccount, .unknownDevice: 404
+        case .noAccount, .unknownDevice, .unknownPeer: 404
         case .accountExists, .inviteUsed, .ambiguousDevice: 409
         case .invalidCode, .badPeerAddress: 400
         case .codeRejected, .refused, .revoked, .notAccountAdmin: 403

@@ -23,6 +23,10 @@ public enum LocalAPIRoute {
     public static let accountInvites = "/v1/account/invites"
     /// POST `SyncRequest`: exchange account state with one device now.
     public static let accountSync = "/v1/account/sync"
+    /// GET: `PeersResponse`.
+    public static let peers = "/v1/peers"
+    /// POST `ContinueRequest`: fetch a peer's current activity.
+    public static let `continue` = "/v1/continue"
     /// GET: `DevicesResponse`. `DELETE /v1/devices/ID` (or a unique prefix): remove a device.
     public static let devices = "/v1/devices"
 }

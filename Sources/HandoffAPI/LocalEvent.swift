@@ -21,12 +21,18 @@ public struct LocalEvent: Codable, Sendable, Equatable {
         /// A new current activity, or the current one updated.
         case currentActivityChanged(Activity)
         case currentActivityResigned(activityID: UUID, reason: ResignReason)
+        /// A device of the account appeared, changed (activity, reachability) or was found anew.
+        case peerChanged(PeerInfo)
+        /// A device is no longer seen at all (it withdrew its advert and its session ended).
+        case peerGone(DeviceID)
         case unknown(name: String)
 
         public var name: String {
             switch self {
             case .currentActivityChanged: "currentActivityChanged"
             case .currentActivityResigned: "currentActivityResigned"
+            case .peerChanged: "peerChanged"
+            case .peerGone: "peerGone"
             case .unknown(let name): name
             }
         }
@@ -40,7 +46,7 @@ public struct LocalEvent: Codable, Sendable, Equatable {
         self.body = body
     }
 
-    enum CodingKeys: String, CodingKey { case event, at, activity, activityID, reason }
+    enum CodingKeys: String, CodingKey { case event, at, activity, activityID, reason, peer, peerID }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -54,6 +60,10 @@ public struct LocalEvent: Codable, Sendable, Equatable {
                 activityID: try c.decode(UUID.self, forKey: .activityID),
                 reason: try c.decode(ResignReason.self, forKey: .reason)
             )
+        case "peerChanged":
+            body = .peerChanged(try c.decode(PeerInfo.self, forKey: .peer))
+        case "peerGone":
+            body = .peerGone(try c.decode(DeviceID.self, forKey: .peerID))
         default:
             body = .unknown(name: name)
         }
@@ -69,6 +79,10 @@ public struct LocalEvent: Codable, Sendable, Equatable {
         case .currentActivityResigned(let id, let reason):
             try c.encode(id.lowercasedString, forKey: .activityID)
             try c.encode(reason, forKey: .reason)
+        case .peerChanged(let peer):
+            try c.encode(peer, forKey: .peer)
+        case .peerGone(let id):
+            try c.encode(id, forKey: .peerID)
         case .unknown:
             break
         }

@@ -57,34 +57,6 @@ public struct ResignResponse: Codable, Sendable, Equatable {
     }
 }
 
-/// A line of an activity for lists and status.
-public struct ActivitySummary: Codable, Sendable, Equatable {
-    public var id: UUID
-    public var type: String
-    public var title: String
-    public var updatedAt: Timestamp
-    public var expirationDate: Timestamp?
-
-    public init(_ a: Activity) {
-        id = a.id
-        type = a.type
-        title = a.title
-        updatedAt = a.updatedAt
-        expirationDate = a.expirationDate
-    }
-
-    enum CodingKeys: String, CodingKey { case id, type, title, updatedAt, expirationDate }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id.lowercasedString, forKey: .id)
-        try c.encode(type, forKey: .type)
-        try c.encode(title, forKey: .title)
-        try c.encode(updatedAt, forKey: .updatedAt)
-        try c.encodeIfPresent(expirationDate, forKey: .expirationDate)
-    }
-}
-
 /// `GET /v1/status`.
 public struct DaemonStatus: Codable, Sendable, Equatable {
     public var version: String
@@ -99,6 +71,11 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     public var account: AccountInfo?
     /// The TCP port other devices connect to.
     public var peerPort: Int
+    public var discovery: DiscoveryStatus
+    /// Devices of the account with an open session.
+    public var reachablePeers: Int
+    /// handoff devices on the network that are not ours.
+    public var strangers: Int
 
     public init(
         version: String,
@@ -110,10 +87,16 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         maximumActivityBytes: Int,
         currentActivity: ActivitySummary?,
         account: AccountInfo?,
-        peerPort: Int
+        peerPort: Int,
+        discovery: DiscoveryStatus,
+        reachablePeers: Int,
+        strangers: Int
     ) {
         self.account = account
         self.peerPort = peerPort
+        self.discovery = discovery
+        self.reachablePeers = reachablePeers
+        self.strangers = strangers
         self.version = version
         self.pid = pid
         self.uid = uid

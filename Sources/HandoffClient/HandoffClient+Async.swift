@@ -56,6 +56,14 @@ extension HandoffClient {
     public func removeDevice(_ id: String) async throws(HandoffClientError) -> RevokedDeviceInfo {
         try await offloaded { () throws(HandoffClientError) in try self.removeDevice(id) }
     }
+
+    public func peers() async throws(HandoffClientError) -> PeersResponse {
+        try await offloaded { () throws(HandoffClientError) in try self.peers() }
+    }
+
+    public func continueActivity(_ request: ContinueRequest) async throws(HandoffClientError) -> ContinueResponse {
+        try await offloaded { () throws(HandoffClientError) in try self.continueActivity(request) }
+    }
 }
 
 extension NDJSONSubscription {

@@ -80,6 +80,17 @@ public struct HandoffClient: Sendable {
         try call("DELETE", LocalAPIRoute.devices + "/" + PathEscaping.escape(id))
     }
 
+    // MARK: Other devices
+
+    public func peers() throws(HandoffClientError) -> PeersResponse {
+        try call("GET", LocalAPIRoute.peers)
+    }
+
+    /// Fetches a peer's current activity (the one this device saw).
+    public func continueActivity(_ request: ContinueRequest) throws(HandoffClientError) -> ContinueResponse {
+        try call("POST", LocalAPIRoute.continue, body: try encode(request))
+    }
+
     // MARK: Plumbing
 
     private func encode(_ value: some Encodable) throws(HandoffClientError) -> [UInt8] {

@@ -7,9 +7,10 @@ import Logging
 /// `account join`: prove the code to the inviting device over a PSK-keyed TLS 1.3 connection, send
 /// our public key, and keep the certificate, root and account state it sends back.
 enum AccountJoiner {
-    static func join(_ request: JoinAccountRequest, store: AccountStore, defaultPort: Int, logger: Logger) async throws(LocalAPIError)
-        -> AccountInfo
-    {
+    static func join(
+        _ request: JoinAccountRequest, store: AccountStore, defaultPort: Int, logger: Logger,
+        findInviter: @Sendable (InviteCode) async -> PeerAddress?
+    ) async throws(LocalAPIError) -> AccountInfo {
         guard await !store.isMember else {
             throw LocalAPIError(.accountExists, "this device already belongs to an account (handoffctl account show)")
         }
@@ -19,10 +20,18 @@ enum AccountJoiner {
         } catch {
             throw LocalAPIError(.invalidCode, describe(error))
         }
-        guard let peerText = request.peer else {
-            throw LocalAPIError(.badPeerAddress, "say where the inviting device is: handoffctl account join CODE --peer HOST:PORT")
+        let address: PeerAddress
+        if let peerText = request.peer {
+            address = try PeerAddress(parsing: peerText, defaultPort: defaultPort)
+        } else if let found = await findInviter(code) {
+            // The inviter advertises a tag derived from the code while the invite is open.
+            address = found
+        } else {
+            throw LocalAPIError(
+                .unreachable,
+                "no device on this network is inviting with this code (is `handoffctl account invite` still waiting there?); or give --peer HOST:PORT"
+            )
         }
-        let address = try PeerAddress(parsing: peerText, defaultPort: defaultPort)
         let deviceName = try AccountStore.validName(request.deviceName ?? AccountStore.hostName(), what: "device name")
 
         let key: SigningKey

@@ -16,7 +16,10 @@ struct AccountMaterial: Sendable {
     /// Only on the device that created the account: it alone can invite and remove devices.
     var rootKey: SigningKey?
     /// Shared by the account's devices; keys advert sealing and account tags (never leaves TLS).
+    /// Replaced when a device is removed; the previous one is kept to recognise devices that have
+    /// not heard yet.
     var accountSecret: [UInt8]
+    var previousAccountSecret: [UInt8]?
     var signedState: SignedAccountState
     var state: AccountState
 
@@ -63,6 +66,7 @@ struct AccountMaterial: Sendable {
         var rootCertificate: String
         var rootKey: String?
         var accountSecret: String
+        var previousAccountSecret: String?
         var accountState: String
     }
 
@@ -74,6 +78,7 @@ struct AccountMaterial: Sendable {
             rootCertificate: String(decoding: root.pem, as: UTF8.self),
             rootKey: try rootKey.map { String(decoding: try $0.privateKeyPEM(), as: UTF8.self) },
             accountSecret: Data(accountSecret).base64EncodedString(),
+            previousAccountSecret: previousAccountSecret.map { Data($0).base64EncodedString() },
             accountState: Data(signedState.encoded()).base64EncodedString()
         )
         let encoder = JSONEncoder()
@@ -106,6 +111,7 @@ struct AccountMaterial: Sendable {
             root: root,
             rootKey: try file.rootKey.map { try SigningKey(privateKeyPEM: Array($0.utf8)) },
             accountSecret: Array(secret),
+            previousAccountSecret: file.previousAccountSecret.flatMap { Data(base64Encoded: $0) }.map(Array.init),
             signedState: signed,
             state: state
         )
@@ -113,8 +119,9 @@ struct AccountMaterial: Sendable {
 
     init(
         deviceName: String, identity: DeviceIdentity, root: Certificate, rootKey: SigningKey?, accountSecret: [UInt8],
-        signedState: SignedAccountState, state: AccountState
+        previousAccountSecret: [UInt8]? = nil, signedState: SignedAccountState, state: AccountState
     ) {
+        self.previousAccountSecret = previousAccountSecret
         self.deviceName = deviceName
         self.identity = identity
         self.root = root

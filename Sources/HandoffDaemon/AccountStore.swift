@@ -39,6 +39,12 @@ actor AccountStore {
     private let events: EventHub
     private let registry: ActivityRegistry
     private(set) var material: AccountMaterial?
+    /// Told when the account changes (created, joined, newer state): the advert depends on it.
+    private var observer: (@Sendable () -> Void)?
+
+    func observe(_ change: @escaping @Sendable () -> Void) {
+        observer = change
+    }
 
     init(stateDirectory: String, security: PeerSecurity, invites: InviteBook, events: EventHub, registry: ActivityRegistry, logger: Logger) {
         self.path = stateDirectory + "/" + AccountStore.fileName
@@ -98,6 +104,22 @@ actor AccountStore {
     }
 
     var signedState: SignedAccountState? { material?.signedState }
+    var currentState: AccountState? { material?.state }
+    /// This device was removed from its account (it learned so from another device).
+    var isRevokedSelf: Bool { material?.isRevoked ?? false }
+
+    /// What a member that is behind should get: the signed state and the secret that goes with it.
+    func stateToShare() -> (SignedAccountState, [UInt8])? {
+        guard let m = material else { return nil }
+        return (m.signedState, m.accountSecret)
+    }
+
+    /// The keys for adverts: the current secret's, and the previous one's so that a device that
+    /// has not heard of the latest removal is still recognised (and then told).
+    var advertKeys: [AdvertKeys] {
+        guard let m = material else { return [] }
+        return [AdvertKeys(accountSecret: m.accountSecret)] + (m.previousAccountSecret.map { [AdvertKeys(accountSecret: $0)] } ?? [])
+    }
     var stateVersion: UInt64 { material?.state.version ?? 0 }
 
     private func requireAccount() throws(LocalAPIError) -> AccountMaterial {
@@ -234,6 +256,9 @@ actor AccountStore {
         }
         var next = m
         next.state = m.state.revoking(device.id, at: now)
+        // A new secret: the removed device must not read the account's adverts any more.
+        next.previousAccountSecret = m.accountSecret
+        next.accountSecret = Crypto.randomBytes(32)
         do {
             next.signedState = try AccountMaterial.sign(next.state, with: rootKey)
         } catch {
@@ -250,13 +275,18 @@ actor AccountStore {
         case invalid
     }
 
-    /// A peer sent its account state: keep it if it is ours, validly signed, and newer.
-    func adopt(_ signed: SignedAccountState) async -> Adoption {
-        guard let m = material, let state = AccountMaterial.verify(signed, root: m.root) else { return .invalid }
+    /// A member sent its account state: keep it if it is ours, validly signed, and newer, with the
+    /// account secret it came with.
+    func adopt(_ signed: SignedAccountState, accountSecret: [UInt8]) async -> Adoption {
+        guard let m = material, let state = AccountMaterial.verify(signed, root: m.root), accountSecret.count == 32 else { return .invalid }
         guard state.version > m.state.version else { return .notNewer }
         var next = m
         next.state = state
         next.signedState = signed
+        if accountSecret != m.accountSecret {
+            next.previousAccountSecret = m.accountSecret
+            next.accountSecret = accountSecret
+        }
         do {
             try await install(next, saving: true)
         } catch {
@@ -300,6 +330,7 @@ actor AccountStore {
         }
         material = next
         await registry.setDeviceID(next.deviceID.text)
+        observer?()
     }
 
     // MARK: Names

@@ -23,6 +23,8 @@ public actor ActivityRegistry {
     private var expiryTask: Task<Void, Never>?
     /// Stamped on activities as `originDevice` once the device has an identity.
     private var deviceID: String?
+    /// Told of every change (the daemon announces it to peers).
+    private var observer: (@Sendable (Activity?) async -> Void)?
 
     /// Loads the saved activity, dropping it if it expired while the daemon was down.
     public init(
@@ -68,6 +70,10 @@ public actor ActivityRegistry {
         deviceID = id
     }
 
+    func observe(_ change: @escaping @Sendable (Activity?) async -> Void) {
+        observer = change
+    }
+
     public func currentActivity() -> Activity? { current }
 
     public func currentResponse() throws(LocalAPIError) -> CurrentActivityResponse {
@@ -78,7 +84,7 @@ public actor ActivityRegistry {
     }
 
     /// Makes `request` the current activity (new, or an update of the current one when it names its id).
-    public func becomeCurrent(_ request: PutCurrentActivityRequest, now: Timestamp = .now()) throws(LocalAPIError)
+    public func becomeCurrent(_ request: PutCurrentActivityRequest, now: Timestamp = .now()) async throws(LocalAPIError)
         -> CurrentActivityResponse
     {
         let activity: Activity
@@ -116,6 +122,7 @@ public actor ActivityRegistry {
         current = activity
         scheduleExpiry()
         events.publish(LocalEvent(at: now, .currentActivityChanged(activity)))
+        await observer?(activity)
         logger.info(
             "activity became current",
             metadata: ["activity": "\(activity.id.lowercasedString)", "type": "\(activity.type)", "bytes": "\(size)"]
@@ -130,17 +137,18 @@ public actor ActivityRegistry {
     }
 
     /// Withdraws the current activity. Idempotent: with none, nothing happens.
-    public func resignCurrent(now: Timestamp = .now()) throws(LocalAPIError) -> Activity? {
-        try withdraw(reason: .resigned, now: now)
+    public func resignCurrent(now: Timestamp = .now()) async throws(LocalAPIError) -> Activity? {
+        try await withdraw(reason: .resigned, now: now)
     }
 
-    private func withdraw(reason: LocalEvent.ResignReason, now: Timestamp) throws(LocalAPIError) -> Activity? {
+    private func withdraw(reason: LocalEvent.ResignReason, now: Timestamp) async throws(LocalAPIError) -> Activity? {
         guard let resigned = current else { return nil }
         try save(nil)
         current = nil
         expiryTask?.cancel()
         expiryTask = nil
         events.publish(LocalEvent(at: now, .currentActivityResigned(activityID: resigned.id, reason: reason)))
+        await observer?(nil)
         logger.info("activity withdrawn", metadata: ["activity": "\(resigned.id.lowercasedString)", "reason": "\(reason.rawValue)"])
         return resigned
     }
@@ -173,14 +181,14 @@ public actor ActivityRegistry {
         }
     }
 
-    private func expire(id: UUID) {
+    private func expire(id: UUID) async {
         let now = Timestamp.now()
         guard let activity = current, activity.id == id, activity.isExpired(at: now) else {
             scheduleExpiry()  // woke early (clock change): try again
             return
         }
         do {
-            _ = try withdraw(reason: .expired, now: now)
+            _ = try await withdraw(reason: .expired, now: now)
         } catch {
             logger.error("cannot withdraw the expired activity", metadata: ["error": "\(error)"])
         }

@@ -1,4 +1,5 @@
 import HandoffAPI
+import HandoffDiscovery
 import HandoffModel
 import Logging
 import ServiceLifecycle
@@ -8,8 +9,8 @@ import Synchronization
 import Glibc
 #endif
 
-/// Everything the daemon needs to know to start. `handoffd` fills it from flags, the environment
-/// and (later) the config file; tests fill it with temp paths.
+/// Everything the daemon needs to know to start. `handoffd` fills it from flags, the configuration
+/// files and the environment; tests fill it with temp paths.
 public struct DaemonConfiguration: Sendable {
     public static let defaultPeerPort = 47810
 
@@ -26,6 +27,12 @@ public struct DaemonConfiguration: Sendable {
     public var admissionLimits = AdmissionLimits()
     /// A peer that has not completed its TLS handshake by then is disconnected.
     public var handshakeTimeoutSeconds: Double = 10
+    /// DNS-SD: Avahi normally; tests connect in-process daemons through an in-memory network.
+    public var discovery: any DiscoveryBackend = DNSSDDiscovery()
+    /// Wide-area DNS-SD domains browsed besides `local.`.
+    public var browseDomains: [String] = []
+    /// `host:port` of devices to keep a session with when multicast does not reach them.
+    public var staticPeers: [String] = []
 
     public init(
         socketPath: String = HandoffPaths.defaultSocketPath(),
@@ -49,39 +56,77 @@ public final class HandoffDaemon: Sendable {
     public let events: EventHub
     public let registry: ActivityRegistry
     let accounts: AccountStore
+    let invites: InviteBook
     let security = PeerSecurity()
     let admission: AdmissionControl
+    let presence = Presence()
+    let directory: PeerDirectory
+    let links: MemberLinks
+    let discovery: DiscoveryService
+    private let staticPeers: [PeerAddress]
     private let logger: Logger
     private let startedAt: Timestamp
     private let ready = ReadinessSignal()
     private let group = Mutex<ServiceGroup?>(nil)
-    private let boundPeerPort = Mutex<Int?>(nil)
+    private let boundPeerPort = BoundPort()
 
     public init(configuration: DaemonConfiguration, logger: Logger) throws(DaemonError) {
         self.configuration = configuration
         self.logger = logger
         self.startedAt = .now()
         try PrivateFiles.ensureDirectory(configuration.stateDirectory)
-        self.events = EventHub()
+        var statics: [PeerAddress] = []
+        for text in configuration.staticPeers {
+            do {
+                statics.append(try PeerAddress(parsing: text, defaultPort: DaemonConfiguration.defaultPeerPort))
+            } catch {
+                throw DaemonError(.configuration, "static peer \(text): \(error.message)")
+            }
+        }
+        self.staticPeers = statics
+        let events = EventHub()
+        self.events = events
         self.admission = AdmissionControl(limits: configuration.admissionLimits)
-        self.registry = ActivityRegistry(
+        let registry = ActivityRegistry(
             stateDirectory: configuration.stateDirectory,
             limits: configuration.limits,
             events: events,
             logger: logger
         )
-        self.accounts = AccountStore(
+        self.registry = registry
+        let invites = InviteBook(lifetimeSeconds: configuration.inviteLifetimeSeconds)
+        self.invites = invites
+        let accounts = AccountStore(
             stateDirectory: configuration.stateDirectory,
             security: security,
-            invites: InviteBook(lifetimeSeconds: configuration.inviteLifetimeSeconds),
+            invites: invites,
             events: events,
             registry: registry,
+            logger: logger
+        )
+        self.accounts = accounts
+        let directory = PeerDirectory(events: events)
+        self.directory = directory
+        let links = MemberLinks(store: accounts, security: security, directory: directory, registry: registry, presence: presence, logger: logger)
+        self.links = links
+        let boundPeerPort = self.boundPeerPort
+        let configuredPort = configuration.peerPort
+        self.discovery = DiscoveryService(
+            backend: configuration.discovery,
+            browseDomains: configuration.browseDomains,
+            staticPeers: configuration.staticPeers,
+            store: accounts,
+            presence: presence,
+            directory: directory,
+            links: links,
+            invites: invites,
+            port: { boundPeerPort.value ?? configuredPort },
             logger: logger
         )
     }
 
     /// The port other devices reach this one on (the configured one, or the one picked for 0).
-    public var peerPort: Int { boundPeerPort.withLock { $0 } ?? configuration.peerPort }
+    public var peerPort: Int { boundPeerPort.value ?? configuration.peerPort }
 
     /// Runs until SIGTERM/SIGINT (when `handleSignals`) or `shutdown()`.
     public func run(handleSignals: Bool = true) async throws {
@@ -90,8 +135,12 @@ public final class HandoffDaemon: Sendable {
             events: events,
             accounts: accounts,
             security: security,
+            directory: directory,
+            links: links,
+            discovery: discovery,
             statusProvider: { [self] in await self.status() },
             peerPort: { [self] in self.peerPort },
+            maximumActivityBytes: configuration.limits.maximumEncodedSize,
             daemonUID: geteuid(),
             logger: logger
         )
@@ -111,26 +160,32 @@ public final class HandoffDaemon: Sendable {
             store: accounts,
             security: security,
             admission: admission,
+            links: links,
             logger: logger,
             handshakeTimeout: .milliseconds(Int64(configuration.handshakeTimeoutSeconds * 1000)),
-            reportPort: { [self] port in self.boundPeerPort.withLock { $0 = port } }
+            reportPort: { [boundPeerPort] port in boundPeerPort.set(port) }
         )
-        let state = StateLifecycle(registry: registry, accounts: accounts, events: events)
+        let state = StateLifecycle(
+            registry: registry, accounts: accounts, events: events, presence: presence, links: links, discovery: discovery, invites: invites
+        )
         let serviceGroup = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [
                     .init(service: state),
+                    .init(service: MemberLinksService(links: links, staticPeers: staticPeers)),
                     .init(service: listener),
+                    .init(service: discovery),
                     .init(service: api),
                 ],
                 gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
                 logger: logger
             )
         )
-        let readiness = Task { [ready] in
+        let readiness = Task { [ready, discovery] in
             do {
                 try await apiReady.wait()
                 try await listener.bound.wait()
+                try await discovery.ready.wait()
                 ready.succeed()
             } catch let e as DaemonError {
                 ready.fail(e)
@@ -152,7 +207,8 @@ public final class HandoffDaemon: Sendable {
         logger.info("handoffd stopped")
     }
 
-    /// Returns once the local API accepts connections; throws why if the daemon failed first.
+    /// Returns once the local API and the peer port accept connections and discovery has
+    /// started (or found Avahi missing); throws why if the daemon failed first.
     public func waitUntilReady() async throws {
         try await ready.wait()
     }
@@ -174,23 +230,48 @@ public final class HandoffDaemon: Sendable {
             maximumActivityBytes: configuration.limits.maximumEncodedSize,
             currentActivity: current.map(ActivitySummary.init),
             account: try? await accounts.info(),
-            peerPort: peerPort
+            peerPort: peerPort,
+            discovery: discovery.status,
+            reachablePeers: await directory.reachableCount,
+            strangers: await directory.strangers
         )
     }
 }
 
-/// Starts what was restored from disk (the activity's expiry timer, the account's TLS contexts)
-/// with the group, and stops the timer and the event streams on shutdown.
+/// Starts what was restored from disk (the activity's expiry timer, the account's TLS contexts),
+/// keeps what we announce in step with the current activity, and stops the timer and the event
+/// streams on shutdown.
 struct StateLifecycle: Service {
     let registry: ActivityRegistry
     let accounts: AccountStore
     let events: EventHub
+    let presence: Presence
+    let links: MemberLinks
+    let discovery: DiscoveryService
+    let invites: InviteBook
 
     func run() async throws {
+        let (presence, links, discovery) = (self.presence, self.links, self.discovery)
+        await registry.observe { activity in
+            // Peers with a session hear at once; the advert follows as fast as Avahi allows.
+            let notice = presence.update(activity)
+            await links.broadcast(.activityNotice(notice))
+            discovery.republish()
+        }
+        invites.observe { discovery.republish() }
+        await accounts.observe { discovery.accountChanged() }
+        _ = presence.update(await registry.currentActivity())
         await registry.start()
         await accounts.start()
         try? await gracefulShutdown()
         await registry.stop()
         events.finishAll()
     }
+}
+
+/// The peer port once bound (with port 0 the system picks it).
+final class BoundPort: Sendable {
+    private let port = Mutex<Int?>(nil)
+    var value: Int? { port.withLock { $0 } }
+    func set(_ value: Int) { port.withLock { $0 = value } }
 }

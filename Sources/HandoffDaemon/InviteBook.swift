@@ -22,7 +22,9 @@ final class InviteBook: JoinPSKLookup, Sendable {
     }
 
     private struct Entry {
+        var code: InviteCode
         var psk: JoinPSK
+        var createdAt: Timestamp
         var expiresAt: Timestamp
         var used = false
         var continuation: AsyncStream<Outcome>.Continuation
@@ -32,6 +34,19 @@ final class InviteBook: JoinPSKLookup, Sendable {
 
     private let lifetimeSeconds: Int64
     private let entries = Mutex<[[UInt8]: Entry]>([:])
+    private let observer = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// Called when the set of pending invites changes (the advert carries the newest one's tag).
+    func observe(_ change: @escaping @Sendable () -> Void) {
+        observer.withLock { $0 = change }
+    }
+
+    /// The most recent invite still open, if any.
+    func newestPending(now: Timestamp = .now()) -> InviteCode? {
+        entries.withLock { all in
+            all.values.filter { !$0.used && $0.expiresAt > now }.max { $0.createdAt < $1.createdAt }?.code
+        }
+    }
 
     init(lifetimeSeconds: Int64 = 600) {
         self.lifetimeSeconds = lifetimeSeconds
@@ -45,8 +60,9 @@ final class InviteBook: JoinPSKLookup, Sendable {
         let (stream, continuation) = AsyncStream.makeStream(of: Outcome.self)
         entries.withLock { all in
             purge(&all, now: now)
-            all[psk.identity] = Entry(psk: psk, expiresAt: expiresAt, continuation: continuation)
+            all[psk.identity] = Entry(code: code, psk: psk, createdAt: now, expiresAt: expiresAt, continuation: continuation)
         }
+        observer.withLock { $0 }?()
         return (code, expiresAt, stream)
     }
 
@@ -58,7 +74,7 @@ final class InviteBook: JoinPSKLookup, Sendable {
 
     /// Uses up the invite for a joiner who proved its code. Only one joiner ever gets `.granted`.
     func claim(_ identity: [UInt8], now: Timestamp = .now()) -> Claim {
-        entries.withLock { all in
+        let result = entries.withLock { all -> Claim in
             guard var entry = all[identity] else { return .unknown }
             if entry.used { return .alreadyUsed }
             if entry.expiresAt <= now { return .expired }
@@ -66,6 +82,8 @@ final class InviteBook: JoinPSKLookup, Sendable {
             all[identity] = entry
             return .granted
         }
+        if result == .granted { observer.withLock { $0 }?() }
+        return result
     }
 
     func expiry(of identity: [UInt8]) -> Timestamp? {
@@ -84,6 +102,7 @@ final class InviteBook: JoinPSKLookup, Sendable {
         let continuation = entries.withLock { $0[identity]?.continuation }
         continuation?.yield(.expired)
         continuation?.finish()
+        observer.withLock { $0 }?()
     }
 
     /// The inviter stopped waiting (Ctrl-C) before anyone joined: the code is forgotten at once.
@@ -95,6 +114,7 @@ final class InviteBook: JoinPSKLookup, Sendable {
             return entry.continuation
         }
         continuation?.finish()
+        if continuation != nil { observer.withLock { $0 }?() }
     }
 
     private func purge(_ all: inout [[UInt8]: Entry], now: Timestamp) {

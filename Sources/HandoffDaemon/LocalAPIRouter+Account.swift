@@ -18,7 +18,13 @@ extension LocalAPIRouter {
     func joinAccount(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
         let join = try body(JoinAccountRequest.self, of: request)
-        return .ok(try await AccountJoiner.join(join, store: services.accounts, defaultPort: services.peerPort(), logger: logger))
+        let discovery = services.discovery
+        return .ok(
+            try await AccountJoiner.join(
+                join, store: services.accounts, defaultPort: services.peerPort(), logger: logger,
+                findInviter: { code in await discovery.findInviter(code: code, timeout: .seconds(10)) }
+            )
+        )
     }
 
     /// NDJSON: the code at once, then who joined, or that it expired. Hanging up cancels the invite.
@@ -67,6 +73,22 @@ extension LocalAPIRouter {
         return .ok(try await AccountSync.sync(sync, store: services.accounts, security: services.security, defaultPort: services.peerPort()))
     }
 
+    func peers(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        return .ok(PeersResponse(peers: await services.directory.all(), strangers: await services.directory.strangers, discovery: services.discovery.status))
+    }
+
+    func continueActivity(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        let ask = try body(ContinueRequest.self, of: request)
+        return .ok(
+            try await ContinueFlow.fetch(
+                ask, store: services.accounts, directory: services.directory, links: services.links, defaultPort: services.peerPort(),
+                maximumActivityBytes: services.maximumActivityBytes
+            )
+        )
+    }
+
     func devices(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
         return .ok(try await services.accounts.devices())
@@ -75,7 +97,10 @@ extension LocalAPIRouter {
     func removeDevice(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
         let id = String(request.path.dropFirst(LocalAPIRoute.devices.count + 1))
-        return .ok(try await services.accounts.revoke(PercentDecoding.decode(id)))
+        let removed = try await services.accounts.revoke(PercentDecoding.decode(id))
+        // Close its sessions now, and tell every connected device at once.
+        await services.links.applyRevocations()
+        return .ok(removed)
     }
 }
 

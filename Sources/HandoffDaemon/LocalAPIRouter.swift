@@ -61,8 +61,12 @@ struct DaemonServices: Sendable {
     let events: EventHub
     let accounts: AccountStore
     let security: PeerSecurity
+    let directory: PeerDirectory
+    let links: MemberLinks
+    let discovery: DiscoveryService
     let statusProvider: @Sendable () async -> DaemonStatus
     let peerPort: @Sendable () -> Int
+    let maximumActivityBytes: Int
     let daemonUID: UInt32
     let logger: Logger
 }
@@ -92,6 +96,8 @@ struct LocalAPIRouter: Sendable {
             case (LocalAPIRoute.accountInvites[...], .POST): return try await invite(request)
             case (LocalAPIRoute.accountSync[...], .POST): return try await sync(request)
             case (LocalAPIRoute.devices[...], .GET): return try await devices(request)
+            case (LocalAPIRoute.peers[...], .GET): return try await peers(request)
+            case (LocalAPIRoute.continue[...], .POST): return try await continueActivity(request)
             case (let path, .DELETE) where path.hasPrefix(LocalAPIRoute.devices + "/"): return try await removeDevice(request)
             default: return try unrouted(request)
             }
@@ -119,6 +125,8 @@ struct LocalAPIRouter: Sendable {
         LocalAPIRoute.accountInvites: "POST",
         LocalAPIRoute.accountSync: "POST",
         LocalAPIRoute.devices: "GET",
+        LocalAPIRoute.peers: "GET",
+        LocalAPIRoute.continue: "POST",
     ]
 
     /// The JSON body of a request, or a 400 that says where it is wrong.

@@ -20,7 +20,7 @@ enum PeerDialer {
                 .connectTimeout(connectTimeout)
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
                 .connect(host: address.host, port: address.port) { channel in
-                    channel.eventLoop.makeCompletedFuture {
+                    PeerPipeline.keepalive(channel).flatMapThrowing {
                         try PeerPipeline.configure(channel, connection: try TLSConnection(context: context, expectedPeer: expectedPeer))
                     }
                 }

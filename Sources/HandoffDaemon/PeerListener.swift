@@ -18,15 +18,17 @@ final class PeerListener: Service {
     private let store: AccountStore
     private let security: PeerSecurity
     private let admission: AdmissionControl
+    private let links: MemberLinks
     private let logger: Logger
     private let reportPort: @Sendable (Int) -> Void
     private let handshakeTimeout: TimeAmount
     let bound = ReadinessSignal()
 
     init(
-        port: Int, bindAddresses: [String], store: AccountStore, security: PeerSecurity, admission: AdmissionControl, logger: Logger,
-        handshakeTimeout: TimeAmount, reportPort: @escaping @Sendable (Int) -> Void
+        port: Int, bindAddresses: [String], store: AccountStore, security: PeerSecurity, admission: AdmissionControl, links: MemberLinks,
+        logger: Logger, handshakeTimeout: TimeAmount, reportPort: @escaping @Sendable (Int) -> Void
     ) {
+        self.links = links
         self.reportPort = reportPort
         self.handshakeTimeout = handshakeTimeout
         self.port = port
@@ -94,6 +96,7 @@ final class PeerListener: Service {
                 return channel.setOption(ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only), value: 1)
             }
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer(PeerPipeline.keepalive)
             .bind(host: host, port: port) { channel in
                 let remote = channel.remoteAddress.map(PeerPipeline.describe) ?? "unknown"
                 // Refused connections are closed at once (a failed initializer alone leaves them open).
@@ -131,7 +134,7 @@ final class PeerListener: Service {
         do {
             switch handshake.peer {
             case .member(let id):
-                try await ServerSessions.serveMember(id, link: link, store: store, logger: logger)
+                try await ServerSessions.serveMember(id, link: link, store: store, links: links)
             case .joiner(let identity):
                 try await ServerSessions.serveJoiner(pskIdentity: identity, link: link, store: store, logger: logger)
             case .inviter:

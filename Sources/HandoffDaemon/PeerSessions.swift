@@ -76,13 +76,13 @@ enum MemberGreeting {
         outbound: NIOAsyncChannelOutboundWriter<PeerMessage>,
         store: AccountStore
     ) async throws -> Bool {
-        if mine.accountStateVersion > theirs.accountStateVersion, let signed = await store.signedState {
-            try await outbound.write(.accountState(signed))
+        if mine.accountStateVersion > theirs.accountStateVersion, let (signed, secret) = await store.stateToShare() {
+            try await outbound.write(.accountState(signed, accountSecret: secret))
         }
         guard theirs.accountStateVersion > mine.accountStateVersion else { return false }
         let message = try await receive(&inbound, link: link, within: deadline)
-        guard case .accountState(let signed) = message else { throw PeerSessionError.unexpected("\(message)") }
-        return await store.adopt(signed) == .updated
+        guard case .accountState(let signed, let secret) = message else { throw PeerSessionError.unexpected("\(message)") }
+        return await store.adopt(signed, accountSecret: secret) == .updated
     }
 
     /// The next message, or a failure if none arrives within `deadline` (the channel is closed).
@@ -119,16 +119,11 @@ enum PeerSessionError: Error, CustomStringConvertible {
 
 /// The listening side of each accepted, authenticated connection.
 enum ServerSessions {
-    static func serveMember(_ peerID: DeviceID, link: PeerLink, store: AccountStore, logger: Logger) async throws {
+    static func serveMember(_ peerID: DeviceID, link: PeerLink, store: AccountStore, links: MemberLinks) async throws {
         try await link.channel.executeThenClose { inbound, outbound in
             var messages = inbound.makeAsyncIterator()
             let greeting = try await MemberGreeting.asServer(peerID: peerID, link: link, inbound: &messages, outbound: outbound, store: store)
-            logger.debug("member connected", metadata: ["peer": "\(peerID.short)", "remote": "\(link.remote)", "learned": "\(greeting.learnedNewerState)"])
-            // Nothing else is spoken yet: anything more is out of turn.
-            while let message = try await messages.next() {
-                try await outbound.write(.failure(PeerFailure(.unexpectedMessage, "unexpected \(message.kindName)")))
-                return
-            }
+            await links.serve(greeting, link: link, initiatedByUs: false, messages: &messages, outbound: outbound)
         }
     }
 
@@ -158,6 +153,10 @@ extension PeerMessage {
         case .joinAccepted: "join acceptance"
         case .joinRefused: "join refusal"
         case .failure: "failure"
+        case .activityNotice: "activity notice"
+        case .getActivity: "activity request"
+        case .activity: "activity"
+        case .activityUnavailable: "activity refusal"
         }
     }
 }

@@ -34,6 +34,10 @@ public struct ByteWriter: Sendable {
         bytes.append(UInt8(truncatingIfNeeded: value))
     }
 
+    public mutating func uint32BE(_ value: UInt32) {
+        for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+    }
+
     /// A varint length followed by the bytes.
     public mutating func lengthPrefixed(_ data: some Collection<UInt8>) {
         varint(UInt64(data.count))
@@ -126,6 +130,12 @@ public struct ByteReader: Sendable {
     public mutating func uint64BE() throws(ByteReaderError) -> UInt64 {
         var v: UInt64 = 0
         for b in try take(8) { v = v << 8 | UInt64(b) }
+        return v
+    }
+
+    public mutating func uint32BE() throws(ByteReaderError) -> UInt32 {
+        var v: UInt32 = 0
+        for b in try take(4) { v = v << 8 | UInt32(b) }
         return v
     }
 

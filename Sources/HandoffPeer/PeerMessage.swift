@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import HandoffModel
 
 /// The messages devices exchange inside an authenticated TLS connection (docs/peer-protocol.md).
@@ -9,17 +14,26 @@ public enum PeerMessage: Sendable, Equatable {
     /// First message of each side; the server sends it first, and in TLS 1.3 that is how the
     /// client learns it was accepted.
     case hello(PeerHello)
-    /// The sender's signed account state (sent when the other side's version is older).
-    case accountState(SignedAccountState)
+    /// The sender's signed account state (sent when the other side's version is older), with the
+    /// account secret that goes with that version (it changes when a device is removed).
+    case accountState(SignedAccountState, accountSecret: [UInt8])
     /// Joiner → inviter, inside a PSK-authenticated connection.
     case joinRequest(JoinRequest)
     case joinAccepted(JoinAccepted)
     case joinRefused(JoinRefusal)
     /// Something went wrong; the connection ends after it.
     case failure(PeerFailure)
+    /// The sender's current activity changed (or none): the fast path that beats Avahi's 1/s.
+    case activityNotice(ActivityNotice)
+    /// "Send me your current activity"; `seenID` is the one the asker saw, to detect staleness.
+    case getActivity(requestID: UInt32, seenID: UUID?)
+    /// The answer: the activity in its binary encoding (docs/activity-encoding.md).
+    case activity(requestID: UInt32, encoded: [UInt8])
+    case activityUnavailable(requestID: UInt32, ActivityUnavailable)
 
     enum Kind: UInt8 {
         case hello = 1, accountState = 2, joinRequest = 3, joinAccepted = 4, joinRefused = 5, failure = 6
+        case activityNotice = 7, getActivity = 8, activity = 9, activityUnavailable = 10
     }
 
     var kind: Kind {
@@ -30,7 +44,43 @@ public enum PeerMessage: Sendable, Equatable {
         case .joinAccepted: .joinAccepted
         case .joinRefused: .joinRefused
         case .failure: .failure
+        case .activityNotice: .activityNotice
+        case .getActivity: .getActivity
+        case .activity: .activity
+        case .activityUnavailable: .activityUnavailable
         }
+    }
+}
+
+/// The fast-path announcement: same sequence numbering and summary as the sealed advert.
+public struct ActivityNotice: Sendable, Equatable {
+    public var sequence: UInt64
+    public var activity: ActivitySummary?
+
+    public init(sequence: UInt64, activity: ActivitySummary?) {
+        self.sequence = sequence
+        self.activity = activity
+    }
+}
+
+public struct ActivityUnavailable: Sendable, Equatable {
+    public enum Reason: UInt8, Sendable {
+        /// No current activity.
+        case none = 1
+        /// Another activity is current now (`currentID`).
+        case changed = 2
+        /// The activity expired.
+        case expired = 3
+    }
+
+    public var reason: Reason
+    public var currentID: UUID?
+    public var message: String
+
+    public init(_ reason: Reason, currentID: UUID? = nil, message: String) {
+        self.reason = reason
+        self.currentID = currentID
+        self.message = message
     }
 }
 
@@ -113,6 +163,17 @@ public struct PeerFailure: Sendable, Equatable {
 
 // MARK: - Payload encoding
 
+extension PeerMessage {
+    /// Notices reuse the advert encoding, whose device id field is meaningless inside a session
+    /// (the TLS certificate says who is talking).
+    static let placeholderID = DeviceID(digest: [UInt8](repeating: 0, count: 32))
+
+    static func uuid(_ r: inout ByteReader) throws -> UUID {
+        let b = Array(try r.take(16))
+        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+    }
+}
+
 public struct PeerMessageError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String
 }
@@ -126,8 +187,9 @@ extension PeerMessage {
             w.lengthPrefixed(Array(h.deviceID.text.utf8))
             w.lengthPrefixed(Array(h.deviceName.utf8))
             w.varint(h.accountStateVersion)
-        case .accountState(let s):
-            w.raw(s.encoded())
+        case .accountState(let s, let secret):
+            w.lengthPrefixed(s.encoded())
+            w.lengthPrefixed(secret)
         case .joinRequest(let r):
             w.lengthPrefixed(Array(r.deviceName.utf8))
             w.lengthPrefixed(r.publicKey)
@@ -142,6 +204,31 @@ extension PeerMessage {
         case .failure(let f):
             w.uint16BE(f.code.rawValue)
             w.lengthPrefixed(Array(f.message.utf8))
+        case .activityNotice(let n):
+            // The advert's encoding carries exactly this; the device id there is the sender's own.
+            w.varint(n.sequence)
+            w.lengthPrefixed(Advert(deviceID: PeerMessage.placeholderID, sequence: n.sequence, activity: n.activity).encoded())
+        case .getActivity(let id, let seen):
+            w.uint32BE(id)
+            if let seen {
+                w.byte(1)
+                w.raw(withUnsafeBytes(of: seen.uuid) { Array($0) })
+            } else {
+                w.byte(0)
+            }
+        case .activity(let id, let encoded):
+            w.uint32BE(id)
+            w.lengthPrefixed(encoded)
+        case .activityUnavailable(let id, let u):
+            w.uint32BE(id)
+            w.byte(u.reason.rawValue)
+            if let current = u.currentID {
+                w.byte(1)
+                w.raw(withUnsafeBytes(of: current.uuid) { Array($0) })
+            } else {
+                w.byte(0)
+            }
+            w.lengthPrefixed(Array(u.message.utf8))
         }
         return (kind.rawValue, w.bytes)
     }
@@ -156,12 +243,13 @@ extension PeerMessage {
                 guard let id = DeviceID(try r.utf8String()) else { throw PeerMessageError(description: "hello: bad device id") }
                 self = .hello(PeerHello(protocolVersion: version, deviceID: id, deviceName: try r.utf8String(), accountStateVersion: try r.varint()))
             case .accountState:
+                let stateBytes = Array(try r.lengthPrefixed())
+                let secret = Array(try r.lengthPrefixed())
                 do {
-                    self = .accountState(try SignedAccountState(decoding: payload))
+                    self = .accountState(try SignedAccountState(decoding: stateBytes), accountSecret: secret)
                 } catch {
                     throw PeerMessageError(description: "\(error)")
                 }
-                return
             case .joinRequest:
                 self = .joinRequest(JoinRequest(deviceName: try r.utf8String(), publicKey: Array(try r.lengthPrefixed())))
             case .joinAccepted:
@@ -182,6 +270,24 @@ extension PeerMessage {
             case .failure:
                 let raw = try r.uint16BE()
                 self = .failure(PeerFailure(PeerFailure.Code(rawValue: raw) ?? .unknown, try r.utf8String()))
+            case .activityNotice:
+                let sequence = try r.varint()
+                guard let advert = Advert(decoding: Array(try r.lengthPrefixed())), advert.sequence == sequence else {
+                    throw PeerMessageError(description: "malformed activity notice")
+                }
+                self = .activityNotice(ActivityNotice(sequence: sequence, activity: advert.activity))
+            case .getActivity:
+                let id = try r.uint32BE()
+                self = .getActivity(requestID: id, seenID: try r.byte() == 1 ? try PeerMessage.uuid(&r) : nil)
+            case .activity:
+                self = .activity(requestID: try r.uint32BE(), encoded: Array(try r.lengthPrefixed()))
+            case .activityUnavailable:
+                let id = try r.uint32BE()
+                guard let reason = ActivityUnavailable.Reason(rawValue: try r.byte()) else {
+                    throw PeerMessageError(description: "unknown unavailability reason")
+                }
+                let current = try r.byte() == 1 ? try PeerMessage.uuid(&r) : nil
+                self = .activityUnavailable(requestID: id, ActivityUnavailable(reason, currentID: current, message: try r.utf8String()))
             }
         } catch let e as PeerMessageError {
             throw e

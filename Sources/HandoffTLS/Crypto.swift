@@ -56,3 +56,53 @@ public enum Crypto {
         return diff == 0
     }
 }
+
+// MARK: - AEAD
+
+extension Crypto {
+    public static let aeadKeyLength = 32
+    public static let aeadNonceLength = 12
+    public static let aeadTagLength = 16
+
+    /// ChaCha20-Poly1305 (RFC 8439): ciphertext followed by the full 16-byte tag.
+    public static func seal(key: [UInt8], nonce: [UInt8], plaintext: [UInt8], associatedData: [UInt8]) -> [UInt8] {
+        precondition(key.count == aeadKeyLength && nonce.count == aeadNonceLength)
+        guard let ctx = EVP_CIPHER_CTX_new() else { preconditionFailure("cannot allocate a cipher context") }
+        defer { EVP_CIPHER_CTX_free(ctx) }
+        var out = [UInt8](repeating: 0, count: plaintext.count + aeadTagLength)
+        var length: Int32 = 0
+        var ok = EVP_EncryptInit_ex(ctx, EVP_chacha20_poly1305(), nil, key, nonce) == 1
+        ok = ok && EVP_EncryptUpdate(ctx, nil, &length, associatedData, Int32(associatedData.count)) == 1
+        ok = ok && out.withUnsafeMutableBufferPointer { o in
+            EVP_EncryptUpdate(ctx, o.baseAddress, &length, plaintext, Int32(plaintext.count)) == 1
+                && EVP_EncryptFinal_ex(ctx, o.baseAddress! + Int(length), &length) == 1
+                && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, Int32(aeadTagLength), o.baseAddress! + plaintext.count) == 1
+        }
+        precondition(ok, "ChaCha20-Poly1305 sealing failed")
+        return out
+    }
+
+    /// The plaintext, or nil if the tag does not verify (wrong key, or tampered).
+    public static func open(key: [UInt8], nonce: [UInt8], sealed: [UInt8], associatedData: [UInt8]) -> [UInt8]? {
+        guard key.count == aeadKeyLength, nonce.count == aeadNonceLength, sealed.count >= aeadTagLength,
+            let ctx = EVP_CIPHER_CTX_new()
+        else { return nil }
+        defer { EVP_CIPHER_CTX_free(ctx) }
+        let bodyLength = sealed.count - aeadTagLength
+        var tag = Array(sealed[bodyLength...])
+        var out = [UInt8](repeating: 0, count: max(1, bodyLength))
+        var length: Int32 = 0
+        var ok = EVP_DecryptInit_ex(ctx, EVP_chacha20_poly1305(), nil, key, nonce) == 1
+        ok = ok && EVP_DecryptUpdate(ctx, nil, &length, associatedData, Int32(associatedData.count)) == 1
+        ok = ok && sealed.withUnsafeBufferPointer { s in
+            out.withUnsafeMutableBufferPointer { o in
+                EVP_DecryptUpdate(ctx, o.baseAddress, &length, s.baseAddress, Int32(bodyLength)) == 1
+            }
+        }
+        ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, Int32(aeadTagLength), &tag) == 1
+        var finalLength: Int32 = 0
+        ok = ok && out.withUnsafeMutableBufferPointer { EVP_DecryptFinal_ex(ctx, $0.baseAddress! + Int(length), &finalLength) == 1 }
+        _ = OpenSSLErrors.drain()
+        return ok ? Array(out.prefix(bodyLength)) : nil
+    }
+}

@@ -31,6 +31,7 @@ enum ExitStatus: Int32, CaseIterable {
     case revoked = 32
     case versionMismatch = 33
     case rateLimited = 34
+    case unknownPeer = 35
     /// ArgumentParser's own status for unknown flags and missing arguments (EX_USAGE).
     case usage = 64
 
@@ -63,6 +64,7 @@ enum ExitStatus: Int32, CaseIterable {
         case .revoked: "a device involved has been removed from the account"
         case .versionMismatch: "the other device speaks another protocol version"
         case .rateLimited: "too many attempts; wait and try again"
+        case .unknownPeer: "no device of the account has that name or id"
         case .usage: "wrong command-line usage"
         }
     }
@@ -93,6 +95,7 @@ enum ExitStatus: Int32, CaseIterable {
         case .revoked: self = .revoked
         case .versionMismatch: self = .versionMismatch
         case .rateLimited: self = .rateLimited
+        case .unknownPeer: self = .unknownPeer
         case .timeout: self = .timeout
         case .notFound, .methodNotAllowed, .unsupportedVersion, .internalError, .unknown: self = .failure
         }

@@ -24,6 +24,8 @@ struct Handoffctl: ParsableCommand {
             Current.self,
             ResignCurrent.self,
             Watch.self,
+            Peers.self,
+            Continue.self,
             Account.self,
             Devices.self,
             Status.self,

@@ -5,7 +5,7 @@ import Testing
 @testable import handoffctl
 
 /// The command-line value syntaxes, without a process or a daemon.
-@Suite struct ArgumentParsingTests {
+@Suite(.timeLimit(.minutes(3))) struct ArgumentParsingTests {
     @Test func typedInfoValues() throws {
         let file = { (path: String) throws -> Data in
             #expect(path == "draft.txt")

@@ -5,7 +5,7 @@ import HandoffTestSupport
 import Testing
 
 /// The built executables as a user meets them.
-@Suite struct BinaryTests {
+@Suite(.timeLimit(.minutes(3))) struct BinaryTests {
     /// The CLI must start fast and must not pull in the daemon's C libraries.
     @Test func handoffctlLinksNeitherOpenSSLNorDNSSD() async throws {
         let ldd = try await Subprocess.run("/usr/bin/ldd", [CLI.handoffctl])

@@ -7,7 +7,7 @@ import Testing
 
 /// SIGKILL at any instant must never leave state the daemon cannot read: every file is replaced
 /// atomically (temp file, fsync, rename).
-@Suite struct CrashSafetyTests {
+@Suite(.timeLimit(.minutes(3))) struct CrashSafetyTests {
     @Test func killingTheDaemonDuringWritesNeverLeavesUnreadableState() async throws {
         let dir = try TempDirectory.make()
         defer { TempDirectory.remove(dir) }

@@ -5,7 +5,7 @@ import HandoffTestSupport
 import Testing
 
 /// handoffctl as a user runs it: the real binary, against a real daemon on temp paths.
-@Suite struct HandoffctlTests {
+@Suite(.timeLimit(.minutes(3))) struct HandoffctlTests {
     @Test(arguments: ["", "become-current", "current", "resign-current", "watch", "status"])
     func helpSnapshots(subcommand: String) async throws {
         let r = try await CLI.run(nil, subcommand.isEmpty ? ["--help"] : [subcommand, "--help"])

@@ -7,7 +7,7 @@ import HandoffTestSupport
 import Testing
 
 /// Accounts between real daemons in this process, talking TLS over loopback.
-@Suite struct AccountTests {
+@Suite(.timeLimit(.minutes(3))) struct AccountTests {
     /// Starts an invite on `inviter` and returns its code and the subscription that reports the outcome.
     static func invite(_ inviter: TestDaemon) async throws -> (code: String, updates: NDJSONSubscription<InviteUpdate>) {
         let updates = try await inviter.client.invite()

@@ -4,7 +4,7 @@ import Testing
 
 @testable import HandoffDaemon
 
-@Suite struct ConfigTests {
+@Suite(.timeLimit(.minutes(3))) struct ConfigTests {
     func parse(_ text: String) throws(ConfigFile.ParseError) -> ConfigFile {
         try ConfigFile(path: "/etc/handoff/handoffd.toml", text: text)
     }

@@ -8,7 +8,7 @@ import Testing
 @testable import HandoffClient
 
 /// The local API against a real daemon in this process, over its real Unix socket.
-@Suite struct LocalAPITests {
+@Suite(.timeLimit(.minutes(3))) struct LocalAPITests {
     static let everyValue: [String: ActivityValue] = [
         "string": .string("héllo"), "int": .int(.min), "double": .double(-0.0), "nan": .double(.nan),
         "bool": .bool(true), "data": .data(Data([0, 255, 7])), "date": .date(Timestamp(rfc3339: "2026-11-22T10:00:00.5Z")!),

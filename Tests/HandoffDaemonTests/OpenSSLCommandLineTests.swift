@@ -6,7 +6,7 @@ import HandoffTestSupport
 import Testing
 
 /// What anyone with a shell can do against the peer port, with the stock `openssl s_client`.
-@Suite struct OpenSSLCommandLineTests {
+@Suite(.timeLimit(.minutes(3))) struct OpenSSLCommandLineTests {
     struct Files {
         let directory: String
         func path(_ name: String) -> String { directory + "/" + name }

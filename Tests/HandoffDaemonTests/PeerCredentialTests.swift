@@ -7,7 +7,7 @@ import Testing
 /// Only the daemon's user (and root) may use it. Two layers keep others out: the socket's file mode
 /// (0600 inside a 0700 directory), and the kernel's SO_PEERCRED answer checked on every request.
 /// To test the second layer we open the first on purpose.
-@Suite struct PeerCredentialTests {
+@Suite(.timeLimit(.minutes(3))) struct PeerCredentialTests {
     static let nobody = "65534"
 
     func asNobody(_ arguments: [String]) async throws -> ProcessResult {

@@ -4,7 +4,7 @@ import HandoffTestSupport
 import Testing
 
 /// What a peer that never authenticates can cost: a bounded time and a bounded number of sockets.
-@Suite struct PeerListenerLimitTests {
+@Suite(.timeLimit(.minutes(3))) struct PeerListenerLimitTests {
     /// A TCP connection that says nothing; reports when the other side closes it.
     final class SilentConnection: @unchecked Sendable {
         let fd: Int32

@@ -1,3 +1,4 @@
+import Foundation
 import HandoffModel
 import HandoffPeer
 import HandoffTLS
@@ -5,14 +6,29 @@ import Testing
 
 @testable import HandoffDaemon
 
-@Suite struct PeerProtocolTests {
+@Suite(.timeLimit(.minutes(3))) struct PeerProtocolTests {
     static let id = DeviceID(digest: Array(repeating: 5, count: 32))
 
     @Test func everyMessageRoundTrips() throws {
         let state = SignedAccountState(stateBytes: [1, 2, 3], signature: Array(repeating: 9, count: 64))
         let messages: [PeerMessage] = [
             .hello(PeerHello(deviceID: Self.id, deviceName: "desk", accountStateVersion: 7)),
-            .accountState(state),
+            .accountState(state, accountSecret: Array(repeating: 4, count: 32)),
+            .activityNotice(ActivityNotice(sequence: 99, activity: nil)),
+            .activityNotice(
+                ActivityNotice(
+                    sequence: 100,
+                    activity: ActivitySummary(
+                        id: UUID(), type: "com.example.edit", title: "Report", updatedAt: Timestamp(secondsSinceEpoch: 1_800_000_000),
+                        expirationDate: Timestamp(secondsSinceEpoch: 1_800_000_600), supportsContinuationStreams: true
+                    )
+                )
+            ),
+            .getActivity(requestID: 7, seenID: UUID()),
+            .getActivity(requestID: 8, seenID: nil),
+            .activity(requestID: 9, encoded: [1, 2, 3]),
+            .activityUnavailable(requestID: 10, ActivityUnavailable(.changed, currentID: UUID(), message: "now something else")),
+            .activityUnavailable(requestID: 11, ActivityUnavailable(.none, message: "nothing")),
             .joinRequest(JoinRequest(deviceName: "laptop", publicKey: Array(repeating: 1, count: 32))),
             .joinAccepted(JoinAccepted(deviceCertificate: [1], rootCertificate: [2], accountState: state, accountSecret: Array(repeating: 3, count: 32))),
             .joinRefused(JoinRefusal(.expired, "too late")),
@@ -32,7 +48,7 @@ import Testing
     @Test func randomPayloadsNeverCrashTheDecoder() {
         var rng = SystemRandomNumberGenerator()
         for _ in 0..<20_000 {
-            let kind = UInt8.random(in: 0...8, using: &rng)
+            let kind = UInt8.random(in: 0...12, using: &rng)
             let payload = (0..<Int.random(in: 0..<64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             _ = try? PeerMessage(kind: kind, payload: payload)
         }

@@ -3,7 +3,7 @@ import Testing
 
 @testable import HandoffModel
 
-@Suite struct AccountModelTests {
+@Suite(.timeLimit(.minutes(3))) struct AccountModelTests {
     @Test func base32MatchesRFC4648() {
         #expect(Base32.encode(Array("foobar".utf8)) == "mzxw6ytboi")
         #expect(Base32.decode("mzxw6ytboi") == Array("foobar".utf8))

@@ -3,7 +3,7 @@ import Testing
 
 @testable import HandoffModel
 
-@Suite struct ActivityEncodingTests {
+@Suite(.timeLimit(.minutes(3))) struct ActivityEncodingTests {
     @Test func fullActivityRoundTripsThroughBinary() throws {
         let bytes = ActivityEncoding.encode(Fixtures.full)
         let decoded = try ActivityEncoding.decode(bytes)

@@ -3,7 +3,7 @@ import Testing
 
 @testable import HandoffModel
 
-@Suite struct ActivityValidationTests {
+@Suite(.timeLimit(.minutes(3))) struct ActivityValidationTests {
     func content(
         type: String = "com.example.editor.edit",
         title: String = "Report",

@@ -8,7 +8,7 @@ import Testing
 ///
 /// `make test` runs 100 000 cases; `make fuzz` runs millions (HANDOFF_FUZZ_CASES) in a release build
 /// and then the libFuzzer target. A failure prints the seed and case number to replay it.
-@Suite struct DecoderFuzzTests {
+@Suite(.timeLimit(.minutes(3))) struct DecoderFuzzTests {
     static let cases: Int = {
         if let s = ProcessInfo.processInfo.environment["HANDOFF_FUZZ_CASES"], let n = Int(s) { return n }
         return 100_000

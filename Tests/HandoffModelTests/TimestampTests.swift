@@ -2,7 +2,7 @@ import Testing
 
 @testable import HandoffModel
 
-@Suite struct TimestampTests {
+@Suite(.timeLimit(.minutes(3))) struct TimestampTests {
     @Test func knownInstantsFormatAndParse() throws {
         let cases: [(String, Int64)] = [
             ("1970-01-01T00:00:00Z", 0),

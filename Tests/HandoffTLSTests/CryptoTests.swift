@@ -16,7 +16,7 @@ func bytes(_ hex: String) -> [UInt8] {
     return out
 }
 
-@Suite struct CryptoTests {
+@Suite(.timeLimit(.minutes(3))) struct CryptoTests {
     /// RFC 5869, test case 1.
     @Test func hkdfMatchesRFC5869() {
         let okm = Crypto.hkdf(

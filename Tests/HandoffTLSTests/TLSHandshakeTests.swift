@@ -85,7 +85,7 @@ func clientsFirstRead(_ client: TLSConnection, _ server: TLSConnection) -> TLSCo
     return client.read().0
 }
 
-@Suite struct TLSHandshakeTests {
+@Suite(.timeLimit(.minutes(3))) struct TLSHandshakeTests {
     @Test func aValidPairIsAcceptedBothWays() throws {
         let account = try TestAccount()
         let a = try account.device()

@@ -2,6 +2,7 @@ import Foundation
 import HandoffAPI
 import HandoffClient
 import HandoffDaemon
+import HandoffDiscovery
 import HandoffModel
 import Logging
 
@@ -20,9 +21,11 @@ public final class TestDaemon: Sendable {
     /// Starts a daemon and returns once its socket accepts connections. Pass `directory` to reuse
     /// the state of a previous daemon (restart tests).
     /// Peers are accepted on 127.0.0.1 at a free port (`peerAddress`).
+    /// Discovery runs on `network` (in memory): daemons started on the same one find each other.
     public static func start(
         directory: String? = nil,
         limits: ActivityLimits = ActivityLimits(),
+        network: DiscoveryNetwork = DiscoveryNetwork(),
         configure: (inout DaemonConfiguration) -> Void = { _ in }
     ) async throws -> TestDaemon {
         let dir = try directory ?? TempDirectory.make()
@@ -33,6 +36,7 @@ public final class TestDaemon: Sendable {
             peerPort: 0,
             peerBindAddresses: ["127.0.0.1"]
         )
+        configuration.discovery = InMemoryDiscovery(network: network)
         configure(&configuration)
         let daemon = try HandoffDaemon(configuration: configuration, logger: TestLogger.make("handoffd"))
         let task = Task { try await daemon.run(handleSignals: false) }

@@ -28,6 +28,8 @@ struct Status: ParsableCommand {
             Terminal.out("  account:   none (handoffctl account create, or account join CODE)")
         }
         Terminal.out("  port:      \(status.peerPort)")
+        Terminal.out("  discovery: \(Peers.describe(status.discovery))")
+        Terminal.out("  peers:     \(status.reachablePeers) reachable\(status.strangers > 0 ? "; \(status.strangers) other handoff device\(status.strangers == 1 ? "" : "s") on this network" : "")")
         Terminal.out("  current:   \(status.currentActivity.map(HumanFormat.summary) ?? "none")")
         Terminal.out("  limit:     \(status.maximumActivityBytes) bytes per activity")
     }

@@ -36,6 +36,11 @@ struct Watch: ParsableCommand {
             return "\(at)  current   \(safe(a.type)) \(displayQuoted(a.title)) \(a.id.lowercasedString)"
         case .currentActivityResigned(let id, let reason):
             return "\(at)  \(reason == .expired ? "expired " : "resigned")  \(id.lowercasedString)"
+        case .peerChanged(let peer):
+            let what = peer.activity.map { "\(safe($0.type)) \(displayQuoted($0.title))" } ?? "no activity"
+            return "\(at)  peer      \(safe(peer.name)) \(peer.reachable ? "reachable" : "unreachable")  \(what)"
+        case .peerGone(let id):
+            return "\(at)  gone      \(id.short)…"
         case .unknown:
             return nil
         }

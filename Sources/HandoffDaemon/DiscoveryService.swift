@@ -1,0 +1,207 @@
+import HandoffAPI
+import HandoffDiscovery
+import HandoffModel
+import HandoffTLS
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Advertising and browsing (SPEC §4).
+///
+/// We advertise `_handoff._tcp` under a random instance name with a sealed TXT record; both the
+/// name and the tag's salt are new at every start and every day. What we browse is opened with the
+/// account's keys: our devices go to the directory (and get a session), anything else is only
+/// counted. Nothing is dialled on the strength of an advert that does not open.
+final class DiscoveryService: Service {
+    static let rotationInterval: Duration = .seconds(24 * 3600)
+
+    private let backend: any DiscoveryBackend
+    private let browseDomains: [String]
+    private let staticPeers: [String]
+    private let store: AccountStore
+    private let presence: Presence
+    private let directory: PeerDirectory
+    private let links: MemberLinks
+    private let invites: InviteBook
+    private let port: @Sendable () -> Int
+    private let logger: Logger
+
+    private struct Identity {
+        var instanceName = InstanceNames.random()
+        var salt = Crypto.randomBytes(8)
+    }
+
+    private struct State {
+        var backend: DiscoveryState = .starting
+        var identity = Identity()
+        var publishedName: String?
+        var advertising = false
+        /// Every handoff service seen, ours or not: joiners look for an inviter's join tag here.
+        var sightings: [ServiceInstance: Sighting] = [:]
+    }
+
+    private let state = Mutex(State())
+    private let triggers: AsyncStream<Void>.Continuation
+    private let triggerStream: AsyncStream<Void>
+    let ready = ReadinessSignal()
+
+    init(
+        backend: any DiscoveryBackend, browseDomains: [String], staticPeers: [String], store: AccountStore, presence: Presence,
+        directory: PeerDirectory, links: MemberLinks, invites: InviteBook, port: @escaping @Sendable () -> Int, logger: Logger
+    ) {
+        self.backend = backend
+        self.browseDomains = browseDomains
+        self.staticPeers = staticPeers
+        self.store = store
+        self.presence = presence
+        self.directory = directory
+        self.links = links
+        self.invites = invites
+        self.port = port
+        self.logger = logger
+        (triggerStream, triggers) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Our advert should change (activity, account, invite): publish again soon.
+    func republish() {
+        triggers.yield()
+    }
+
+    /// The account changed (created, joined, newer state, new secret): what we saw may read
+    /// differently now — a stranger may turn out to be ours, or ours a stranger.
+    func accountChanged() {
+        republish()
+        let seen = state.withLock { Array($0.sightings.values) }
+        Task { for sighting in seen { await self.examine(sighting) } }
+    }
+
+    var status: DiscoveryStatus {
+        state.withLock { s in
+            let (name, detail, retryAt): (DiscoveryStatus.State, String?, Timestamp?) =
+                switch s.backend {
+                case .starting: (.starting, nil, nil)
+                case .running: (.running, s.advertising ? nil : "browsing only: no account to advertise yet", nil)
+                case .unavailable(let reason, let at): (.unavailable, reason, at)
+                }
+            return DiscoveryStatus(state: name, detail: detail, retryAt: retryAt, instanceName: s.publishedName, staticPeers: staticPeers)
+        }
+    }
+
+    func run() async throws {
+        let events = await backend.start(browseDomains: browseDomains)
+        republish()
+        // On shutdown: stop the loops, withdraw the advert (peers see a goodbye), stop browsing.
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                group.addTask {
+                    for await event in events { await self.handle(event) }
+                }
+                group.addTask {
+                    for await _ in self.triggerStream { await self.publish() }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: Self.rotationInterval)
+                        guard !Task.isCancelled else { return }
+                        self.state.withLock { $0.identity = Identity() }
+                        await self.publish()
+                    }
+                }
+            }
+        }
+        await backend.withdraw()
+        await backend.stop()
+    }
+
+    // MARK: Publishing
+
+    private func publish() async {
+        guard let hello = await store.hello(), let keys = await store.advertKeys.first, !(await store.isRevokedSelf) else {
+            state.withLock { $0.advertising = false }
+            await backend.withdraw()
+            return
+        }
+        let notice = presence.notice
+        let advert = Advert(deviceID: hello.deviceID, sequence: notice.sequence, activity: notice.activity)
+        let identity = state.withLock { $0.identity }
+        let joinTag = invites.newestPending().map { AdvertSeal.joinTag(code: $0) }
+        do {
+            let txt = try AdvertSeal.txt(advert, keys: keys, salt: identity.salt, joinTag: joinTag)
+            state.withLock { $0.advertising = true }
+            await backend.publish(instanceName: identity.instanceName, port: port(), txt: txt)
+        } catch {
+            logger.error("the advert does not fit in a TXT record", metadata: ["bytes": "\(AdvertSeal.maximumTXTBytes)"])
+        }
+    }
+
+    // MARK: Browsing
+
+    private func handle(_ event: DiscoveryEvent) async {
+        switch event {
+        case .state(let s):
+            let wasUnavailable = state.withLock { st -> Bool in
+                defer { st.backend = s }
+                if case .unavailable = st.backend { return true }
+                return false
+            }
+            switch s {
+            case .running:
+                ready.succeed()
+                if wasUnavailable { logger.notice("avahi is back; advertising and browsing again") }
+            case .unavailable(let reason, let retryAt):
+                ready.succeed()  // the daemon runs without it, and says so
+                logger.warning("discovery unavailable", metadata: ["reason": "\(reason)", "retry": "\(retryAt)"])
+            case .starting:
+                break
+            }
+        case .published(let name):
+            state.withLock { $0.publishedName = name }
+            logger.debug("advertising", metadata: ["instance": "\(name)"])
+        case .seen(let sighting):
+            state.withLock { $0.sightings[sighting.instance] = sighting }
+            await examine(sighting)
+        case .gone(let instance):
+            state.withLock { $0.sightings[instance] = nil }
+            await directory.lost(instance)
+        }
+    }
+
+    private func examine(_ sighting: Sighting) async {
+        guard AdvertSeal.isHandoff(sighting.txt) else {
+            await directory.stranger(sighting.instance)
+            return
+        }
+        let keys = await store.advertKeys
+        guard let advert = AdvertSeal.open(sighting.txt, keys: keys) else {
+            await directory.stranger(sighting.instance)
+            return
+        }
+        guard let me = await store.hello()?.deviceID, advert.deviceID != me else { return }
+        guard let state = await store.currentState, !state.isRevoked(advert.deviceID) else {
+            await directory.stranger(sighting.instance)
+            return
+        }
+        // Sealed with our key but not in our list yet: a device that joined after our last
+        // exchange. Its session (TLS-verified) will bring us the newer account state.
+        let name = state.device(advert.deviceID)?.name ?? advert.deviceID.short
+        await directory.sighted(advert, name: name, sighting: sighting)
+        await links.consider(advert.deviceID)
+    }
+
+    /// For `account join` without `--peer`: the address of the device advertising `code`'s join
+    /// tag, waiting up to `timeout` for it to appear.
+    func findInviter(code: InviteCode, timeout: Duration) async -> PeerAddress? {
+        let wanted = AdvertSeal.joinTag(code: code)
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let match = state.withLock { s in
+                s.sightings.values.first { AdvertSeal.joinTag(of: $0.txt) == wanted && !$0.addresses.isEmpty }
+            }
+            if let match, let address = match.addresses.sorted(by: { !$0.contains(":") && $1.contains(":") }).first {
+                return PeerAddress(host: address, port: match.port)
+            }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return nil
+    }
+}

@@ -1,0 +1,385 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import HandoffModel
+import HandoffPeer
+import HandoffTLS
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// An open, authenticated session with another device of the account.
+final class MemberSession: Sendable {
+    let peerID: DeviceID
+    let peerName: String
+    let initiatedByUs: Bool
+    let remote: String
+    private let outbound: NIOAsyncChannelOutboundWriter<PeerMessage>
+    private let channel: any Channel
+    private let pending = Mutex<[UInt32: CheckedContinuation<PeerMessage, any Error>]>([:])
+    private let nextID = Mutex<UInt32>(1)
+
+    init(peerID: DeviceID, peerName: String, initiatedByUs: Bool, remote: String, outbound: NIOAsyncChannelOutboundWriter<PeerMessage>, channel: any Channel) {
+        self.peerID = peerID
+        self.peerName = peerName
+        self.initiatedByUs = initiatedByUs
+        self.remote = remote
+        self.outbound = outbound
+        self.channel = channel
+    }
+
+    func send(_ message: PeerMessage) async throws {
+        try await outbound.write(message)
+    }
+
+    /// Sends a request built around a fresh id and waits (at most `timeout`) for its answer.
+    func request(_ make: (UInt32) -> PeerMessage, timeout: Duration = .seconds(5)) async throws -> PeerMessage {
+        let id = nextID.withLock { n in
+            defer { n &+= 1 }
+            return n
+        }
+        let message = make(id)
+        return try await withCheckedThrowingContinuation { continuation in
+            pending.withLock { $0[id] = continuation }
+            Task {
+                do {
+                    try await outbound.write(message)
+                } catch {
+                    self.settle(id, .failure(error))
+                }
+            }
+            Task {
+                try? await Task.sleep(for: timeout)
+                self.settle(id, .failure(PeerRequestTimeout()))
+            }
+        }
+    }
+
+    /// Delivers an answer (or a failure) to whoever waits for request `id`; later ones are ignored.
+    func settle(_ id: UInt32, _ result: Result<PeerMessage, any Error>) {
+        pending.withLock { $0.removeValue(forKey: id) }?.resume(with: result)
+    }
+
+    func failAll(_ error: any Error) {
+        let waiting = pending.withLock { p -> [CheckedContinuation<PeerMessage, any Error>] in
+            defer { p.removeAll() }
+            return Array(p.values)
+        }
+        waiting.forEach { $0.resume(throwing: error) }
+    }
+
+    func close() {
+        channel.close(promise: nil)
+    }
+}
+
+struct PeerRequestTimeout: Error, CustomStringConvertible {
+    var description: String { "the other device did not answer in time" }
+}
+
+/// The sessions with the account's other devices (the fast path): at most one per device. They
+/// carry activity notices both ways as changes happen, answer `continue`, and spread account
+/// state. When a session ends, the device shows as unreachable at once; TCP keepalive notices a
+/// silent peer without waking us (docs/discovery.md).
+actor MemberLinks {
+    private var sessions: [DeviceID: MemberSession] = [:]
+    private var dialing: Set<DeviceID> = []
+    private var retryDelay: [DeviceID: Duration] = [:]
+    private var ourID: DeviceID?
+    let store: AccountStore
+    let security: PeerSecurity
+    let directory: PeerDirectory
+    let registry: ActivityRegistry
+    let presence: Presence
+    let logger: Logger
+    /// Background work (dials, sessions we started) runs in the service's task group.
+    private let jobs: AsyncStream<@Sendable () async -> Void>.Continuation
+    let jobStream: AsyncStream<@Sendable () async -> Void>
+
+    init(store: AccountStore, security: PeerSecurity, directory: PeerDirectory, registry: ActivityRegistry, presence: Presence, logger: Logger) {
+        self.store = store
+        self.security = security
+        self.directory = directory
+        self.registry = registry
+        self.presence = presence
+        self.logger = logger
+        (jobStream, jobs) = AsyncStream.makeStream(of: (@Sendable () async -> Void).self)
+    }
+
+    nonisolated func spawn(_ job: @escaping @Sendable () async -> Void) {
+        jobs.yield(job)
+    }
+
+    func session(for id: DeviceID) -> MemberSession? { sessions[id] }
+    var connectedIDs: [DeviceID] { Array(sessions.keys) }
+
+    // MARK: Registering sessions
+
+    /// One session per device. When two race (both sides dialled), both ends keep the one
+    /// dialled by the device with the smaller id; a newer session in the same direction replaces
+    /// an older one (a reconnection).
+    private func register(_ session: MemberSession) -> Bool {
+        let me = security.contexts?.deviceID
+        ourID = me
+        if let existing = sessions[session.peerID] {
+            let preferOurs = (me.map { $0 < session.peerID } ?? true)  // the smaller id dials
+            let keepExisting = existing.initiatedByUs != session.initiatedByUs && existing.initiatedByUs == preferOurs
+            if keepExisting { return false }
+            existing.close()
+        }
+        sessions[session.peerID] = session
+        retryDelay[session.peerID] = nil
+        return true
+    }
+
+    private func unregister(_ session: MemberSession) {
+        if sessions[session.peerID] === session { sessions[session.peerID] = nil }
+    }
+
+    /// Sends `message` to every session (activity notices, a newer account state).
+    func broadcast(_ message: PeerMessage) {
+        for session in sessions.values {
+            let s = session
+            spawn { try? await s.send(message) }
+        }
+    }
+
+    /// Ends the sessions of devices that have been removed from the account.
+    func dropRevoked(_ revoked: Set<DeviceID>) async {
+        for (id, session) in sessions where revoked.contains(id) {
+            session.close()
+            sessions[id] = nil
+            await directory.forget(id)
+        }
+    }
+
+    // MARK: Serving a session (either side)
+
+    /// Runs an established session until it ends. Called inside the connection's
+    /// `executeThenClose`, after the greeting.
+    nonisolated func serve(
+        _ greeting: MemberGreeting.Outcome,
+        link: PeerLink,
+        initiatedByUs: Bool,
+        messages: inout NIOAsyncChannelInboundStream<PeerMessage>.AsyncIterator,
+        outbound: NIOAsyncChannelOutboundWriter<PeerMessage>,
+        established: (@Sendable (MemberSession) -> Void)? = nil
+    ) async {
+        let session = MemberSession(
+            peerID: greeting.peer.deviceID, peerName: greeting.peer.deviceName, initiatedByUs: initiatedByUs, remote: link.remote,
+            outbound: outbound, channel: link.channel.channel
+        )
+        guard await register(session) else {
+            logger.debug("dropped a duplicate session", metadata: ["peer": "\(session.peerID.short)"])
+            return
+        }
+        if greeting.learnedNewerState { await applyRevocations() }
+        established?(session)
+        await directory.sessionUp(session.peerID, name: session.peerName)
+        logger.info("device connected", metadata: ["peer": "\(session.peerID.short)", "remote": "\(link.remote)", "dialled": "\(initiatedByUs)"])
+        do {
+            try await outbound.write(.activityNotice(presence.notice))
+            while let message = try await messages.next() {
+                try await handle(message, on: session)
+            }
+        } catch {
+            logger.debug("session ended", metadata: ["peer": "\(session.peerID.short)", "error": "\(error)"])
+        }
+        session.failAll(PeerSessionError.closed)
+        await unregister(session)
+        await directory.sessionDown(session.peerID)
+        logger.info("device disconnected", metadata: ["peer": "\(session.peerID.short)"])
+        await sessionEnded(session.peerID)
+    }
+
+    private nonisolated func handle(_ message: PeerMessage, on session: MemberSession) async throws {
+        switch message {
+        case .activityNotice(let notice):
+            await directory.notice(session.peerID, notice)
+        case .getActivity(let id, let seen):
+            try await session.send(await ActivityAnswer.answer(id, seen: seen, registry: registry))
+        case .activity(let id, _), .activityUnavailable(let id, _):
+            session.settle(id, .success(message))
+        case .accountState(let signed, let secret):
+            if await store.adopt(signed, accountSecret: secret) == .updated { await applyRevocations() }
+        case .failure(let f):
+            throw PeerSessionError.peerFailed(f)
+        case .hello, .joinRequest, .joinAccepted, .joinRefused:
+            try await session.send(.failure(PeerFailure(.unexpectedMessage, "unexpected \(message.kindName)")))
+            throw PeerSessionError.unexpected(message.kindName)
+        }
+    }
+
+    /// After learning a newer account state: drop removed devices, and pass the news on.
+    func applyRevocations() async {
+        guard let state = await store.currentState else { return }
+        await dropRevoked(Set(state.revoked.map(\.id)))
+        if let (signed, secret) = await store.stateToShare() {
+            broadcast(.accountState(signed, accountSecret: secret))
+        }
+    }
+
+    // MARK: Dialling
+
+    /// Connects to `address`, greets, and keeps the session running in the background; returns
+    /// once it is established.
+    func connect(_ address: PeerAddress, expecting expected: DeviceID? = nil) async throws(LocalAPIError) -> MemberSession {
+        guard let contexts = security.contexts else {
+            throw LocalAPIError(.noAccount, "this device has no account yet; create one (handoffctl account create) or join one (handoffctl account join CODE)")
+        }
+        let (link, peer) = try await PeerDialer.connect(address, context: contexts.client, expectedPeer: expected)
+        guard case .member(let peerID) = peer else {
+            try? await link.channel.channel.close()
+            throw LocalAPIError(.refused, "\(address) is not a device of this account")
+        }
+        let outcome = Once<Result<MemberSession, LocalAPIError>>()
+        spawn { [self] in
+            do {
+                try await link.channel.executeThenClose { inbound, outbound in
+                    var messages = inbound.makeAsyncIterator()
+                    let greeting = try await MemberGreeting.asClient(peerID: peerID, link: link, inbound: &messages, outbound: outbound, store: store)
+                    await self.serve(greeting, link: link, initiatedByUs: true, messages: &messages, outbound: outbound) { session in
+                        outcome.settle(.success(session))
+                    }
+                }
+            } catch {
+                outcome.settle(.failure(PeerDialer.describe(error, address: address)))
+            }
+            outcome.settle(.failure(LocalAPIError(.unreachable, "\(address) closed the connection")))
+        }
+        // If shutdown begins first, the job may never run: cancellation must end this wait.
+        return try await withTaskCancellationHandler {
+            await outcome.value
+        } onCancel: {
+            outcome.settle(.failure(LocalAPIError(.unreachable, "handoffd is stopping")))
+        }.get()
+    }
+
+    /// A member was seen on the network: make sure there is a session. The device with the
+    /// smaller id dials at once; the other waits a little for it, then dials itself (in case only
+    /// it can reach the other). Failures back off, 1 s doubling to a minute, while it stays seen.
+    func consider(_ id: DeviceID) {
+        guard sessions[id] == nil, !dialing.contains(id), let me = security.contexts?.deviceID, id != me else { return }
+        dialing.insert(id)
+        let delay = retryDelay[id] ?? (me < id ? .zero : .seconds(3))
+        spawn { [self] in
+            if delay > .zero { try? await Task.sleep(for: delay) }
+            await self.dialNow(id)
+        }
+    }
+
+    private func dialNow(_ id: DeviceID) async {
+        defer { dialing.remove(id) }
+        guard sessions[id] == nil, await directory.isSighted(id) else { return }
+        for target in await directory.dialTargets(id) {
+            do {
+                _ = try await connect(target, expecting: id)
+                return
+            } catch {
+                logger.debug("cannot reach a device", metadata: ["peer": "\(id.short)", "address": "\(target)", "error": "\(error)"])
+            }
+        }
+        let next = min((retryDelay[id] ?? .seconds(1)) * 2, .seconds(60))
+        retryDelay[id] = next
+        dialing.remove(id)
+        if await directory.isSighted(id) { consider(id) }
+    }
+
+    /// A session ended; if the device is still seen, try again (it may have restarted).
+    func sessionEnded(_ id: DeviceID) async {
+        if await directory.isSighted(id) { consider(id) }
+    }
+
+    /// Keeps a session with a configured static peer, reconnecting with backoff.
+    nonisolated func maintainStatic(_ address: PeerAddress) {
+        spawn { [self] in
+            var delay: Duration = .seconds(1)
+            while !Task.isCancelled {
+                do {
+                    let session = try await self.connect(address)
+                    await self.directory.staticPeer(session.peerID, name: session.peerName, address: address.description)
+                    delay = .seconds(1)
+                    await self.waitUntilClosed(session)
+                } catch {
+                    logger.debug("static peer unreachable", metadata: ["address": "\(address)", "error": "\(error)"])
+                }
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(60))
+            }
+        }
+    }
+
+    private func waitUntilClosed(_ session: MemberSession) async {
+        while sessions[session.peerID] === session, !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+}
+
+/// `MemberLinks` runs its background work (dials, sessions it started) inside the daemon's
+/// service group, and ends it all on shutdown.
+struct MemberLinksService: Service {
+    let links: MemberLinks
+    let staticPeers: [PeerAddress]
+
+    func run() async throws {
+        for peer in staticPeers { links.maintainStatic(peer) }
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                for await job in links.jobStream {
+                    group.addTask { await job() }
+                }
+            }
+        }
+    }
+}
+
+/// How a device answers "send me your current activity".
+enum ActivityAnswer {
+    static func answer(_ requestID: UInt32, seen: UUID?, registry: ActivityRegistry, now: Timestamp = .now()) async -> PeerMessage {
+        guard let current = await registry.currentActivity() else {
+            return .activityUnavailable(requestID: requestID, ActivityUnavailable(.none, message: "there is no current activity"))
+        }
+        if let seen, seen != current.id {
+            return .activityUnavailable(
+                requestID: requestID,
+                ActivityUnavailable(.changed, currentID: current.id, message: "the current activity is now \(current.type) \(displayQuoted(current.title))")
+            )
+        }
+        if current.isExpired(at: now) {
+            return .activityUnavailable(requestID: requestID, ActivityUnavailable(.expired, currentID: current.id, message: "the activity expired"))
+        }
+        return .activity(requestID: requestID, encoded: ActivityEncoding.encode(current))
+    }
+}
+
+/// A value set once, awaited by anyone.
+final class Once<Value: Sendable>: Sendable {
+    private let state = Mutex<(value: Value?, waiters: [CheckedContinuation<Value, Never>])>((nil, []))
+
+    func settle(_ value: Value) {
+        let waiters = state.withLock { s -> [CheckedContinuation<Value, Never>] in
+            guard s.value == nil else { return [] }
+            s.value = value
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        waiters.forEach { $0.resume(returning: value) }
+    }
+
+    var value: Value {
+        get async {
+            await withCheckedContinuation { c in
+                let ready = state.withLock { s -> Value? in
+                    if s.value == nil { s.waiters.append(c) }
+                    return s.value
+                }
+                if let ready { c.resume(returning: ready) }
+            }
+        }
+    }
+}

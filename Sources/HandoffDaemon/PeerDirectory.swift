@@ -1,0 +1,193 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import HandoffDiscovery
+import HandoffModel
+import HandoffPeer
+
+/// Everything we know about the account's other devices, merged from their sealed adverts
+/// (DNS-SD), their sessions (the fast path) and the static peers of the configuration. This is
+/// what `handoffctl peers` shows, and where `continue` finds a device's addresses.
+///
+/// A device's activity is the one with the highest sequence number, whichever way it came:
+/// adverts can arrive late and out of order (FACTS.md), notices arrive at once.
+actor PeerDirectory {
+    struct Sighted {
+        var source: DiscoverySource
+        var port: Int
+        var addresses: [String]
+        var at: Timestamp
+    }
+
+    struct Entry {
+        var id: DeviceID
+        var name: String
+        var sightings: [ServiceInstance: Sighted] = [:]
+        var staticAddresses: Set<String> = []
+        var sequence: UInt64 = 0
+        var activity: ActivitySummary?
+        var sessions = 0
+        var lastSeen: Timestamp?
+        var lastAdvert: Timestamp?
+        var unreachableSince: Timestamp?
+
+        var isKnownSomehow: Bool { !sightings.isEmpty || sessions > 0 || !staticAddresses.isEmpty }
+
+        func info(now: Timestamp) -> PeerInfo {
+            var via = Set(sightings.values.map(\.source.rawValue))
+            if !staticAddresses.isEmpty { via.insert(DiscoverySource.staticPeer.rawValue) }
+            var addresses: [String] = []
+            for s in sightings.values {
+                for a in s.addresses {
+                    let text = PeerAddress(host: a, port: s.port).description
+                    if !addresses.contains(text) { addresses.append(text) }
+                }
+            }
+            addresses += staticAddresses.sorted().filter { !addresses.contains($0) }
+            let current = activity.flatMap { a -> ActivitySummary? in
+                if let expiry = a.expirationDate, expiry <= now { return nil }
+                return a
+            }
+            return PeerInfo(
+                id: id, name: name, reachable: sessions > 0, foundVia: via.sorted(), addresses: addresses, activity: current,
+                lastSeen: lastSeen, lastAdvert: lastAdvert, unreachableSince: sessions > 0 ? nil : unreachableSince
+            )
+        }
+    }
+
+    private var entries: [DeviceID: Entry] = [:]
+    private var owners: [ServiceInstance: DeviceID] = [:]
+    private var strangerInstances: Set<ServiceInstance> = []
+    private let events: EventHub
+
+    init(events: EventHub) {
+        self.events = events
+    }
+
+    // MARK: What discovery reports
+
+    /// A sealed advert of one of our devices.
+    func sighted(_ advert: Advert, name: String, sighting: Sighting, now: Timestamp = .now()) {
+        strangerInstances.remove(sighting.instance)
+        if let previous = owners[sighting.instance], previous != advert.deviceID {
+            update(previous) { $0.sightings[sighting.instance] = nil }
+        }
+        owners[sighting.instance] = advert.deviceID
+        update(advert.deviceID, name: name) { e in
+            e.sightings[sighting.instance] = Sighted(source: sighting.source, port: sighting.port, addresses: sighting.addresses, at: now)
+            e.lastAdvert = now
+            e.lastSeen = now
+            Self.apply(sequence: advert.sequence, activity: advert.activity, to: &e)
+        }
+    }
+
+    /// A handoff service that is not ours: counted, never shown, never contacted.
+    func stranger(_ instance: ServiceInstance) {
+        if let owner = owners.removeValue(forKey: instance) {
+            update(owner) { $0.sightings[instance] = nil }
+        }
+        strangerInstances.insert(instance)
+    }
+
+    func lost(_ instance: ServiceInstance) {
+        strangerInstances.remove(instance)
+        guard let owner = owners.removeValue(forKey: instance) else { return }
+        update(owner) { $0.sightings[instance] = nil }
+    }
+
+    // MARK: What sessions report
+
+    func sessionUp(_ id: DeviceID, name: String, now: Timestamp = .now()) {
+        update(id, name: name) { e in
+            e.sessions += 1
+            e.lastSeen = now
+            e.unreachableSince = nil
+        }
+    }
+
+    func sessionDown(_ id: DeviceID, now: Timestamp = .now()) {
+        update(id) { e in
+            e.sessions = max(0, e.sessions - 1)
+            if e.sessions == 0 { e.unreachableSince = now }
+        }
+    }
+
+    func notice(_ id: DeviceID, _ notice: ActivityNotice, now: Timestamp = .now()) {
+        update(id) { e in
+            e.lastSeen = now
+            Self.apply(sequence: notice.sequence, activity: notice.activity, to: &e)
+        }
+    }
+
+    func staticPeer(_ id: DeviceID, name: String, address: String) {
+        update(id, name: name) { $0.staticAddresses.insert(address) }
+    }
+
+    /// A device was removed from the account: it disappears.
+    func forget(_ id: DeviceID) {
+        guard entries.removeValue(forKey: id) != nil else { return }
+        owners = owners.filter { $0.value != id }
+        events.publish(LocalEvent(at: .now(), .peerGone(id)))
+    }
+
+    private static func apply(sequence: UInt64, activity: ActivitySummary?, to e: inout Entry) {
+        guard sequence > e.sequence else { return }  // an older announcement, arriving late
+        e.sequence = sequence
+        e.activity = activity
+    }
+
+    /// Applies `change` and tells subscribers if what `peers` would show changed.
+    private func update(_ id: DeviceID, name: String? = nil, _ change: (inout Entry) -> Void) {
+        let now = Timestamp.now()
+        let existed = entries[id] != nil
+        var entry = entries[id] ?? Entry(id: id, name: name ?? id.short)
+        let before = existed ? entry.info(now: now) : nil
+        if let name { entry.name = name }
+        change(&entry)
+        guard entry.isKnownSomehow else {
+            entries[id] = nil
+            if existed { events.publish(LocalEvent(at: now, .peerGone(id))) }
+            return
+        }
+        entries[id] = entry
+        let after = entry.info(now: now)
+        if before != after { events.publish(LocalEvent(at: now, .peerChanged(after))) }
+    }
+
+    // MARK: Reading
+
+    func all(now: Timestamp = .now()) -> [PeerInfo] {
+        entries.values.map { $0.info(now: now) }.sorted { $0.name == $1.name ? $0.id < $1.id : $0.name < $1.name }
+    }
+
+    var strangers: Int { strangerInstances.count }
+    var reachableCount: Int { entries.values.filter { $0.sessions > 0 }.count }
+
+    func info(_ id: DeviceID) -> PeerInfo? { entries[id]?.info(now: .now()) }
+
+    /// The activity id we last saw for `id`: `continue` asks for exactly that one.
+    func seenActivityID(_ id: DeviceID) -> UUID? { entries[id]?.info(now: .now()).activity?.id }
+
+    /// Addresses to dial `id` at: advertised ones first (IPv4 before IPv6), then static ones.
+    func dialTargets(_ id: DeviceID) -> [PeerAddress] {
+        guard let e = entries[id] else { return [] }
+        var out: [PeerAddress] = []
+        for s in e.sightings.values.sorted(by: { $0.at > $1.at }) {
+            for a in s.addresses.sorted(by: { !$0.contains(":") && $1.contains(":") }) {
+                let target = PeerAddress(host: a, port: s.port)
+                if !out.contains(target) { out.append(target) }
+            }
+        }
+        for text in e.staticAddresses.sorted() {
+            if let target = try? PeerAddress(parsing: text, defaultPort: DaemonConfiguration.defaultPeerPort), !out.contains(target) {
+                out.append(target)
+            }
+        }
+        return out
+    }
+
+    func isSighted(_ id: DeviceID) -> Bool { !(entries[id]?.sightings.isEmpty ?? true) }
+}

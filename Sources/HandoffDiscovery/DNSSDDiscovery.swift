@@ -1,0 +1,337 @@
+import Dispatch
+import HandoffModel
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// DNS-SD through Avahi's dns_sd compat layer, shaped by what it really does (FACTS.md):
+///
+/// - browse → resolve once → `DNSServiceQueryRecord` on the TXT for changes (a long-running
+///   resolve delivers TXT changes late, skips some, and reorders them);
+/// - browse results arrive once per interface and protocol: counted, not repeated;
+/// - resolve gives no address: getaddrinfo (nss-mdns) first, an A-record query as fallback;
+/// - our TXT changes go through `TXTThrottle` (≥ 1 s apart, after the register callback);
+/// - when avahi goes away every ref dies silently: on -65537 everything is released, we say so,
+///   retry with backoff, and register and browse again when it is back.
+public actor DNSSDDiscovery: DiscoveryBackend {
+    public static let serviceType = "_handoff._tcp"
+    static let maximumRetryDelay: Duration = .seconds(30)
+
+    private struct Known {
+        var interfaces: [UInt32: Int] = [:]
+        var source: DiscoverySource
+        var resolveID: Int?
+        var txtQueryID: Int?
+        var addressQueryID: Int?
+        var host: String?
+        var port: Int?
+        var txt: TXTRecord?
+        var addresses: [String] = []
+    }
+
+    private struct Registration {
+        var id: Int
+        var name: String
+        var port: Int
+        var throttle: TXTThrottle
+    }
+
+    private var engine: DNSSDEngine?
+    private var continuation: AsyncStream<DiscoveryEvent>.Continuation?
+    private var browseDomains: [String] = []
+    private var nextID = 1
+    private var browseIDs: Set<Int> = []
+    private var known: [ServiceInstance: Known] = [:]
+    private var owners: [Int: ServiceInstance] = [:]
+    private var registration: Registration?
+    private var desired: (name: String, port: Int, txt: TXTRecord)?
+    private var state = DiscoveryState.starting
+    private var retryDelay: Duration = .seconds(1)
+    private var pump: Task<Void, Never>?
+    private var retry: Task<Void, Never>?
+    private var wake: Task<Void, Never>?
+
+    public init() {}
+
+    public func start(browseDomains: [String]) -> AsyncStream<DiscoveryEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: DiscoveryEvent.self)
+        self.continuation = continuation
+        self.browseDomains = ["local."] + browseDomains.filter { $0 != "local." && $0 != "local" }
+        let engine = DNSSDEngine()
+        self.engine = engine
+        pump = Task { [weak self] in
+            for await event in engine.events { await self?.handle(event) }
+        }
+        setUp()
+        return stream
+    }
+
+    public func publish(instanceName: String, port: Int, txt: TXTRecord) {
+        desired = (instanceName, port, txt)
+        guard engine != nil, isUp else { return }  // registered once avahi is back
+        register()
+    }
+
+    public func withdraw() {
+        desired = nil
+        if let registration { engine?.send(.cancel(registration.id)) }
+        registration = nil
+    }
+
+    public func stop() {
+        retry?.cancel()
+        wake?.cancel()
+        engine?.shutdown()
+        engine = nil
+        pump?.cancel()
+        continuation?.finish()
+    }
+
+    private var isUp: Bool {
+        if case .unavailable = state { return false }
+        return true
+    }
+
+    // MARK: Setting up and tearing down
+
+    private func setUp() {
+        guard let engine else { return }
+        for domain in browseDomains {
+            let id = newID()
+            browseIDs.insert(id)
+            engine.send(.browse(id, type: Self.serviceType, domain: domain))
+        }
+        if desired != nil { register() }
+    }
+
+    private func register() {
+        guard let engine, let desired, let rdata = desired.txt.rdata else { return }
+        if var current = registration, current.name == desired.name, current.port == desired.port {
+            perform(current.throttle.want(rdata, now: .now), registration: &current)
+            registration = current
+            return
+        }
+        if let old = registration { engine.send(.cancel(old.id)) }
+        let id = newID()
+        registration = Registration(id: id, name: desired.name, port: desired.port, throttle: TXTThrottle(initial: rdata))
+        engine.send(.register(id, name: desired.name, type: Self.serviceType, port: UInt16(desired.port), txt: rdata))
+    }
+
+    /// avahi went away: every ref is dead. Release them all, forget what we saw, and retry.
+    private func daemonGone() {
+        guard isUp else { return }
+        engine?.send(.cancelAll)
+        browseIDs = []
+        owners = [:]
+        registration = nil
+        wake?.cancel()
+        for instance in known.keys { continuation?.yield(.gone(instance)) }
+        known = [:]
+        let delay = retryDelay
+        retryDelay = min(retryDelay * 2, Self.maximumRetryDelay)
+        let retryAt = Timestamp.now().adding(microseconds: Int64(delay.components.seconds) * 1_000_000)
+        state = .unavailable(reason: "avahi-daemon is not running", retryAt: retryAt)
+        continuation?.yield(.state(state))
+        retry = Task { [weak self] in
+            try? await Task.sleep(for: delay)
+            guard !Task.isCancelled else { return }
+            await self?.tryAgain()
+        }
+    }
+
+    private func tryAgain() {
+        state = .starting
+        setUp()
+    }
+
+    private func newID() -> Int {
+        defer { nextID += 1 }
+        return nextID
+    }
+
+    // MARK: Events
+
+    private func handle(_ event: DNSSDEngine.Event) {
+        switch event {
+        case .started(let id):
+            if browseIDs.contains(id), state != .running {
+                state = .running
+                retryDelay = .seconds(1)
+                continuation?.yield(.state(.running))
+            }
+        case .failed(let id, let code):
+            if code == DNSSDEngine.daemonGone {
+                daemonGone()
+            } else if let instance = owners.removeValue(forKey: id) {
+                // A resolve or query of one instance failed; it will be tried again when it is next browsed.
+                known[instance]?.resolveID = nil
+            } else if let registration, registration.id == id, code == -65548 {
+                // Name conflict on this host: take another random name (reported by .published).
+                desired?.name = InstanceNames.random()
+                self.registration = nil
+                register()
+            }
+        case .registered(let id, let name):
+            guard var current = registration, current.id == id else { return }
+            perform(current.throttle.didRegister(now: .now), registration: &current)
+            registration = current
+            continuation?.yield(.published(instanceName: name))
+        case .browsed(_, let added, let name, _, let domain, let interface):
+            browsed(ServiceInstance(name: name, domain: domain), added: added, interface: interface)
+        case .resolved(let id, let fullname, let host, let port, let txt, let interface):
+            resolved(id: id, fullname: fullname, host: host, port: Int(port), txt: TXTRecord(rdata: txt), interface: interface)
+        case .record(let id, let added, let rdata, _):
+            record(id: id, added: added, rdata: rdata)
+        }
+    }
+
+    private func browsed(_ instance: ServiceInstance, added: Bool, interface: UInt32) {
+        guard let engine else { return }
+        if let registration, instance.name == registration.name { return }  // ourselves
+        if added {
+            if known[instance] == nil {
+                known[instance] = Known(source: instance.domain == "local." ? .mdns : .wideArea)
+            }
+            known[instance]!.interfaces[interface, default: 0] += 1
+            if known[instance]!.resolveID == nil, known[instance]!.host == nil {
+                let id = newID()
+                owners[id] = instance
+                known[instance]!.resolveID = id
+                engine.send(.resolve(id, name: instance.name, type: Self.serviceType, domain: instance.domain, interface: interface))
+            }
+            return
+        }
+        guard var entry = known[instance] else { return }
+        let left = (entry.interfaces[interface] ?? 1) - 1
+        entry.interfaces[interface] = left > 0 ? left : nil
+        guard entry.interfaces.isEmpty else {
+            known[instance] = entry
+            return
+        }
+        for id in [entry.resolveID, entry.txtQueryID, entry.addressQueryID].compactMap({ $0 }) {
+            engine.send(.cancel(id))
+            owners[id] = nil
+        }
+        known[instance] = nil
+        continuation?.yield(.gone(instance))
+    }
+
+    private func resolved(id: Int, fullname: String, host: String, port: Int, txt: TXTRecord, interface: UInt32) {
+        guard let engine, let instance = owners.removeValue(forKey: id), var entry = known[instance] else { return }
+        entry.resolveID = nil
+        entry.host = host
+        entry.port = port
+        entry.txt = txt
+        let query = newID()
+        owners[query] = instance
+        entry.txtQueryID = query
+        known[instance] = entry
+        engine.send(.query(query, fullname: fullname, recordType: 16, interface: interface))
+        report(instance)
+        lookUpAddresses(instance, host: host, interface: interface)
+    }
+
+    private func record(id: Int, added: Bool, rdata: [UInt8]) {
+        guard added, let instance = owners[id], var entry = known[instance] else { return }
+        if id == entry.txtQueryID {
+            let txt = TXTRecord(rdata: rdata)
+            guard txt != entry.txt else { return }
+            entry.txt = txt
+            known[instance] = entry
+            report(instance)
+        } else if id == entry.addressQueryID, rdata.count == 4 {
+            let address = rdata.map(String.init).joined(separator: ".")
+            guard !entry.addresses.contains(address) else { return }
+            entry.addresses.append(address)
+            known[instance] = entry
+            report(instance)
+        }
+    }
+
+    private func report(_ instance: ServiceInstance) {
+        guard let entry = known[instance], let host = entry.host, let port = entry.port, let txt = entry.txt else { return }
+        continuation?.yield(
+            .seen(Sighting(instance: instance, txt: txt, host: host, port: port, addresses: entry.addresses, source: entry.source))
+        )
+    }
+
+    /// getaddrinfo through nss-mdns (~1 ms right after a resolve), off the actor: it blocks, for
+    /// up to 5 s when the name is missing. Without an answer, ask avahi for the A record.
+    private func lookUpAddresses(_ instance: ServiceInstance, host: String, interface: UInt32) {
+        Task { [weak self] in
+            let addresses = await HostLookup.addresses(of: host)
+            await self?.addressesFound(instance, host: host, addresses: addresses, interface: interface)
+        }
+    }
+
+    private func addressesFound(_ instance: ServiceInstance, host: String, addresses: [String], interface: UInt32) {
+        guard let engine, var entry = known[instance], entry.host == host else { return }
+        if addresses.isEmpty {
+            let id = newID()
+            owners[id] = instance
+            entry.addressQueryID = id
+            known[instance] = entry
+            engine.send(.query(id, fullname: host, recordType: 1, interface: interface))
+            return
+        }
+        entry.addresses = addresses
+        known[instance] = entry
+        report(instance)
+    }
+
+    // MARK: Throttled TXT updates
+
+    private func perform(_ actions: [TXTThrottle.Action], registration current: inout Registration) {
+        for action in actions {
+            switch action {
+            case .send(let rdata):
+                engine?.send(.updateTXT(current.id, txt: rdata))
+            case .wake(let instant):
+                wake?.cancel()
+                wake = Task { [weak self] in
+                    try? await Task.sleep(until: instant, clock: .continuous)
+                    guard !Task.isCancelled else { return }
+                    await self?.throttleWoke()
+                }
+            }
+        }
+    }
+
+    private func throttleWoke() {
+        guard var current = registration else { return }
+        perform(current.throttle.wake(now: .now), registration: &current)
+        registration = current
+    }
+}
+
+/// Blocking name lookups, kept off the cooperative pool.
+enum HostLookup {
+    static func addresses(of host: String) async -> [String] {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: lookUp(host))
+            }
+        }
+    }
+
+    static func lookUp(_ host: String) -> [String] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &result) == 0, let first = result else { return [] }
+        defer { freeaddrinfo(result) }
+        var out: [String] = []
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let entry = cursor {
+            defer { cursor = entry.pointee.ai_next }
+            var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            guard getnameinfo(entry.pointee.ai_addr, entry.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0
+            else { continue }
+            let text = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            if !out.contains(text) { out.append(text) }
+        }
+        return out
+    }
+}

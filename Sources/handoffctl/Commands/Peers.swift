@@ -1,0 +1,64 @@
+import ArgumentParser
+import HandoffAPI
+import HandoffClient
+import HandoffModel
+
+struct Peers: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List your other devices that are reachable now, and what each is doing.",
+        discussion: "Devices seen but unreachable are listed after them. handoff devices that are not yours are only counted."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @ParentCommand var root: Handoffctl
+
+    @Flag(help: "Print the local API's peer list.")
+    var json = false
+
+    func run() throws {
+        let response = try global.client(root).peers()
+        if json { return try Terminal.json(response) }
+        let now = Timestamp.now()
+        let reachable = response.peers.filter(\.reachable)
+        let unreachable = response.peers.filter { !$0.reachable }
+        if reachable.isEmpty {
+            Terminal.out("no other device of your account is reachable")
+        }
+        for p in reachable {
+            Terminal.out("\(safe(p.name))  \(p.id.short)…  via \(p.foundVia.joined(separator: ", "))  \(p.addresses.first ?? "")")
+            if let a = p.activity {
+                Terminal.out("    \(safe(a.type))  \(displayQuoted(a.title))  \(Peers.age(from: a.updatedAt, to: now)) ago")
+            } else {
+                Terminal.out("    no current activity")
+            }
+        }
+        for p in unreachable {
+            let since = p.unreachableSince.map { " for \(Peers.age(from: $0, to: now))" } ?? ""
+            Terminal.out("\(safe(p.name))  \(p.id.short)…  unreachable\(since)")
+        }
+        if response.strangers > 0 {
+            Terminal.diagnostic("handoffctl: \(response.strangers) other handoff device\(response.strangers == 1 ? "" : "s") on this network\n")
+        }
+        if response.discovery.state == .unavailable {
+            Terminal.diagnostic("handoffctl: discovery is down: \(Peers.describe(response.discovery))\n")
+        }
+    }
+
+    static func age(from then: Timestamp, to now: Timestamp) -> String {
+        let seconds = max(0, then.microseconds(until: now) / 1_000_000)
+        if seconds < 60 { return "\(seconds)s" }
+        if seconds < 3600 { return "\(seconds / 60)m" }
+        if seconds < 86_400 { return "\(seconds / 3600)h" }
+        return "\(seconds / 86_400)d"
+    }
+
+    static func describe(_ d: DiscoveryStatus) -> String {
+        switch d.state {
+        case .running: d.detail.map { "running (\($0))" } ?? "running"
+        case .starting: "starting"
+        case .off: "off"
+        case .unavailable:
+            "unavailable: \(d.detail ?? "?")\(d.retryAt.map { "; retrying at \($0.rfc3339)" } ?? "") (start it: systemctl start avahi-daemon)"
+        }
+    }
+}

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Simulated hosts for end-to-end tests and benchmarks (FACTS.md, "Simulated hosts"):
+# each host is a network namespace on a private bridge, with its own persistent mount and UTS
+# namespaces holding its own D-Bus system bus and avahi-daemon. Link-local addresses and no
+# default route: nothing leaves the machine. Needs root.
+#
+#   rig.sh up RIG HOST...      create the bridge and hosts (RIG: a short unique name, e.g. hof12345)
+#   rig.sh exec RIG HOST CMD…  run CMD inside HOST (network, mounts, host name)
+#   rig.sh avahi RIG HOST stop|start|restart
+#   rig.sh addr RIG HOST       print HOST's address
+#   rig.sh down RIG            stop everything and remove every namespace and file of RIG
+set -euo pipefail
+
+die() { echo "rig: $*" >&2; exit 1; }
+[[ $(id -u) -eq 0 ]] || die "must run as root (network namespaces, mounts)"
+for tool in ip unshare nsenter dbus-daemon avahi-daemon; do
+  command -v "$tool" >/dev/null || die "$tool is missing (scripts/install-deps.sh test)"
+done
+
+cmd=${1:-}; rig=${2:-}
+[[ -n $cmd && -n $rig ]] || die "usage: rig.sh up|exec|avahi|addr|down RIG ..."
+[[ $rig =~ ^[a-z0-9]{1,9}$ ]] || die "RIG must be 1-9 lower-case letters or digits (interface names are short)"
+shift 2
+root=/run/handoff-rig/$rig
+bridge_ns=$rig-br
+
+host_index() { cat "$root/$1/index"; }
+
+in_host() {
+  local host=$1; shift
+  nsenter --net="/run/netns/$rig-$host" --mount="$root/$host/mnt" --uts="$root/$host/uts" --wd="$PWD" "$@"
+}
+
+start_avahi() {
+  local host=$1 dir=$root/$1
+  : >"$dir/avahi.log"
+  in_host "$host" sh -c 'mkdir -p /run/avahi-daemon && chown avahi:avahi /run/avahi-daemon 2>/dev/null; exec avahi-daemon -f "$1" --no-chroot --no-rlimits' _ "$dir/avahi.conf" \
+    >>"$dir/avahi.log" 2>&1 &
+  echo $! >"$dir/avahi.pid"
+  for _ in $(seq 100); do
+    grep -q "Server startup complete" "$dir/avahi.log" && return 0
+    kill -0 "$(cat "$dir/avahi.pid")" 2>/dev/null || break
+    sleep 0.05
+  done
+  cat "$dir/avahi.log" >&2
+  die "avahi-daemon on $host did not start"
+}
+
+stop_pid() {
+  local file=$1
+  [[ -f $file ]] || return 0
+  local pid; pid=$(cat "$file")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.02; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$file"
+}
+
+case $cmd in
+up)
+  [[ $# -ge 1 ]] || die "up needs at least one host"
+  [[ ! -e $root ]] || die "rig $rig exists already (rig.sh down $rig)"
+  mkdir -p "$root"
+  # The files that pin mount/UTS namespaces must live on a private mount.
+  mount --bind "$root" "$root"
+  mount --make-private "$root"
+  ip netns add "$bridge_ns"
+  ip -n "$bridge_ns" link add br0 type bridge
+  ip -n "$bridge_ns" link set br0 type bridge mcast_snooping 0
+  ip -n "$bridge_ns" link set br0 up
+  ip -n "$bridge_ns" link set lo up
+  index=0
+  for host in "$@"; do
+    [[ $host =~ ^[a-z][a-z0-9]{0,7}$ ]] || die "host names are 1-8 lower-case letters/digits: $host"
+    index=$((index + 1))
+    dir=$root/$host
+    mkdir -p "$dir"
+    echo "$index" >"$dir/index"
+    ip netns add "$rig-$host"
+    ip link add "v$rig$index" type veth peer name eth0 netns "$rig-$host"
+    ip link set "v$rig$index" netns "$bridge_ns"
+    ip -n "$bridge_ns" link set "v$rig$index" master br0 up
+    ip -n "$rig-$host" link set lo up
+    ip -n "$rig-$host" addr add "169.254.77.$index/24" dev eth0
+    ip -n "$rig-$host" link set eth0 up multicast on
+    touch "$dir/mnt" "$dir/uts"
+    # A persistent mount namespace (private /run/dbus, /run/avahi-daemon, a /sys of this netns)
+    # and UTS namespace (its own host name).
+    nsenter --net="/run/netns/$rig-$host" unshare --mount="$dir/mnt" --uts="$dir/uts" --propagation private \
+      sh -c 'mount -t tmpfs tmpfs /run/dbus 2>/dev/null || { mkdir -p /run/dbus && mount -t tmpfs tmpfs /run/dbus; }
+             mkdir -p /run/avahi-daemon && mount -t tmpfs tmpfs /run/avahi-daemon
+             umount -l /sys 2>/dev/null; mount -t sysfs sysfs /sys
+             hostname "$1"' _ "$host"
+    cat >"$dir/avahi.conf" <<EOF
+[server]
+host-name=$host
+use-ipv4=yes
+use-ipv6=no
+allow-interfaces=eth0
+enable-dbus=yes
+disallow-other-stacks=yes
+[wide-area]
+enable-wide-area=no
+[publish]
+publish-workstation=no
+publish-hinfo=no
+[reflector]
+enable-reflector=no
+EOF
+    in_host "$host" dbus-daemon --system --nofork --nopidfile >"$dir/dbus.log" 2>&1 &
+    echo $! >"$dir/dbus.pid"
+    for _ in $(seq 100); do in_host "$host" test -S /run/dbus/system_bus_socket && break; sleep 0.02; done
+    start_avahi "$host"
+  done
+  ;;
+exec)
+  host=${1:?host}; shift
+  in_host "$host" "$@"
+  ;;
+avahi)
+  host=${1:?host}; action=${2:?stop|start|restart}
+  case $action in
+  stop) stop_pid "$root/$host/avahi.pid" ;;
+  start) start_avahi "$host" ;;
+  restart) stop_pid "$root/$host/avahi.pid"; start_avahi "$host" ;;
+  *) die "avahi stop|start|restart" ;;
+  esac
+  ;;
+addr)
+  echo "169.254.77.$(host_index "${1:?host}")"
+  ;;
+down)
+  [[ -d $root ]] || exit 0
+  for dir in "$root"/*/; do
+    [[ -f $dir/index ]] || continue
+    host=$(basename "$dir")
+    stop_pid "$dir/avahi.pid"
+    stop_pid "$dir/dbus.pid"
+    umount "$dir/mnt" 2>/dev/null || umount -l "$dir/mnt" 2>/dev/null || true
+    umount "$dir/uts" 2>/dev/null || umount -l "$dir/uts" 2>/dev/null || true
+    ip netns del "$rig-$host" 2>/dev/null || true
+  done
+  ip netns del "$bridge_ns" 2>/dev/null || true
+  umount "$root" 2>/dev/null || umount -l "$root" 2>/dev/null || true
+  rm -rf "$root"
+  ;;
+*)
+  die "unknown command $cmd"
+  ;;
+esac
