@@ -105,6 +105,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "HandoffEndToEndTests",
+            dependencies: ["HandoffTestSupport", "HandoffAPI", "HandoffModel"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "HandoffCLITests",
             dependencies: ["handoffctl", "HandoffTestSupport", "HandoffDaemon", "HandoffAPI", "HandoffModel"],
             exclude: ["Snapshots"],

@@ -5,10 +5,12 @@
 # default route: nothing leaves the machine. Needs root.
 #
 #   rig.sh up RIG HOST...      create the bridge and hosts (RIG: a short unique name, e.g. hof12345)
-#   rig.sh exec RIG HOST CMD…  run CMD inside HOST (network, mounts, host name)
+#   rig.sh exec RIG HOST CMD…  run CMD inside HOST (network, mounts, host name); it keeps this
+#                              script's pid, so `rig.sh exec … &` then `$!` is CMD's pid
 #   rig.sh avahi RIG HOST stop|start|restart
 #   rig.sh addr RIG HOST       print HOST's address
 #   rig.sh down RIG            stop everything and remove every namespace and file of RIG
+#   rig.sh sweep               take down rigs whose creator (HANDOFF_RIG_OWNER pid at `up`) is gone
 set -euo pipefail
 
 die() { echo "rig: $*" >&2; exit 1; }
@@ -18,7 +20,20 @@ for tool in ip unshare nsenter dbus-daemon avahi-daemon; do
 done
 
 cmd=${1:-}; rig=${2:-}
-[[ -n $cmd && -n $rig ]] || die "usage: rig.sh up|exec|avahi|addr|down RIG ..."
+if [[ $cmd == sweep ]]; then
+  # A test run that crashed never took its rigs down; namespaces outlive processes.
+  for dir in /run/handoff-rig/*/; do
+    [[ -d $dir ]] || continue
+    owner=$(cat "$dir/owner" 2>/dev/null || echo 0)
+    # Gone, or a zombie (kill -0 would still succeed on one).
+    state=$(ps -o stat= -p "$owner" 2>/dev/null || true)
+    if [[ $owner -gt 0 && ( -z $state || $state == Z* ) ]]; then
+      "$0" down "$(basename "$dir")"
+    fi
+  done
+  exit 0
+fi
+[[ -n $cmd && -n $rig ]] || die "usage: rig.sh up|exec|avahi|addr|down|sweep RIG ..."
 [[ $rig =~ ^[a-z0-9]{1,9}$ ]] || die "RIG must be 1-9 lower-case letters or digits (interface names are short)"
 shift 2
 root=/run/handoff-rig/$rig
@@ -31,10 +46,17 @@ in_host() {
   nsenter --net="/run/netns/$rig-$host" --mount="$root/$host/mnt" --uts="$root/$host/uts" --wd="$PWD" "$@"
 }
 
+# Like in_host, but replacing this shell: the caller's $! is then the command's own pid.
+exec_in_host() {
+  local host=$1; shift
+  exec nsenter --net="/run/netns/$rig-$host" --mount="$root/$host/mnt" --uts="$root/$host/uts" --wd="$PWD" "$@"
+}
+
 start_avahi() {
   local host=$1 dir=$root/$1
   : >"$dir/avahi.log"
-  in_host "$host" sh -c 'mkdir -p /run/avahi-daemon && chown avahi:avahi /run/avahi-daemon 2>/dev/null; exec avahi-daemon -f "$1" --no-chroot --no-rlimits' _ "$dir/avahi.conf" \
+  # exec all the way down, so that $! is avahi-daemon's own pid.
+  (exec_in_host "$host" sh -c 'mkdir -p /run/avahi-daemon && chown avahi:avahi /run/avahi-daemon 2>/dev/null; exec avahi-daemon -f "$1" --no-chroot --no-rlimits' _ "$dir/avahi.conf") \
     >>"$dir/avahi.log" 2>&1 &
   echo $! >"$dir/avahi.pid"
   for _ in $(seq 100); do
@@ -63,6 +85,7 @@ up)
   [[ $# -ge 1 ]] || die "up needs at least one host"
   [[ ! -e $root ]] || die "rig $rig exists already (rig.sh down $rig)"
   mkdir -p "$root"
+  echo "${HANDOFF_RIG_OWNER:-0}" >"$root/owner"
   # The files that pin mount/UTS namespaces must live on a private mount.
   mount --bind "$root" "$root"
   mount --make-private "$root"
@@ -109,7 +132,7 @@ publish-hinfo=no
 [reflector]
 enable-reflector=no
 EOF
-    in_host "$host" dbus-daemon --system --nofork --nopidfile >"$dir/dbus.log" 2>&1 &
+    (exec_in_host "$host" dbus-daemon --system --nofork --nopidfile) >"$dir/dbus.log" 2>&1 &
     echo $! >"$dir/dbus.pid"
     for _ in $(seq 100); do in_host "$host" test -S /run/dbus/system_bus_socket && break; sleep 0.02; done
     start_avahi "$host"
@@ -117,7 +140,7 @@ EOF
   ;;
 exec)
   host=${1:?host}; shift
-  in_host "$host" "$@"
+  exec_in_host "$host" "$@"
   ;;
 avahi)
   host=${1:?host}; action=${2:?stop|start|restart}
@@ -133,6 +156,14 @@ addr)
   ;;
 down)
   [[ -d $root ]] || exit 0
+  # Whatever still runs inside the rig (daemons under test, captures) goes first.
+  for ns in $(ip netns list | awk '{print $1}' | grep "^$rig-"); do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
+  done
+  sleep 0.2
+  for ns in $(ip netns list | awk '{print $1}' | grep "^$rig-"); do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+  done
   for dir in "$root"/*/; do
     [[ -f $dir/index ]] || continue
     host=$(basename "$dir")

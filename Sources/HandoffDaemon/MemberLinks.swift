@@ -179,7 +179,7 @@ actor MemberLinks {
         }
         if greeting.learnedNewerState { await applyRevocations() }
         established?(session)
-        await directory.sessionUp(session.peerID, name: session.peerName)
+        await directory.sessionUp(session.peerID, name: session.peerName, address: link.remote)
         logger.info("device connected", metadata: ["peer": "\(session.peerID.short)", "remote": "\(link.remote)", "dialled": "\(initiatedByUs)"])
         do {
             try await outbound.write(.activityNotice(presence.notice))
@@ -227,18 +227,22 @@ actor MemberLinks {
 
     /// Connects to `address`, greets, and keeps the session running in the background; returns
     /// once it is established.
+    ///
+    /// The whole connection — dial included — runs as one background job, so that a channel is
+    /// never left open without an owner (if the job never runs, no channel was made).
     func connect(_ address: PeerAddress, expecting expected: DeviceID? = nil) async throws(LocalAPIError) -> MemberSession {
         guard let contexts = security.contexts else {
             throw LocalAPIError(.noAccount, "this device has no account yet; create one (handoffctl account create) or join one (handoffctl account join CODE)")
         }
-        let (link, peer) = try await PeerDialer.connect(address, context: contexts.client, expectedPeer: expected)
-        guard case .member(let peerID) = peer else {
-            try? await link.channel.channel.close()
-            throw LocalAPIError(.refused, "\(address) is not a device of this account")
-        }
         let outcome = Once<Result<MemberSession, LocalAPIError>>()
         spawn { [self] in
             do {
+                let (link, peer) = try await PeerDialer.connect(address, context: contexts.client, expectedPeer: expected)
+                guard case .member(let peerID) = peer else {
+                    await link.discard()
+                    outcome.settle(.failure(LocalAPIError(.refused, "\(address) is not a device of this account")))
+                    return
+                }
                 try await link.channel.executeThenClose { inbound, outbound in
                     var messages = inbound.makeAsyncIterator()
                     let greeting = try await MemberGreeting.asClient(peerID: peerID, link: link, inbound: &messages, outbound: outbound, store: store)
@@ -273,18 +277,22 @@ actor MemberLinks {
     }
 
     private func dialNow(_ id: DeviceID) async {
-        defer { dialing.remove(id) }
-        guard sessions[id] == nil, await directory.isSighted(id) else { return }
+        guard sessions[id] == nil, await directory.isSighted(id) else {
+            dialing.remove(id)
+            return
+        }
         for target in await directory.dialTargets(id) {
             do {
                 _ = try await connect(target, expecting: id)
+                dialing.remove(id)
                 return
             } catch {
                 logger.debug("cannot reach a device", metadata: ["peer": "\(id.short)", "address": "\(target)", "error": "\(error)"])
             }
         }
-        let next = min((retryDelay[id] ?? .seconds(1)) * 2, .seconds(60))
-        retryDelay[id] = next
+        // Not reachable (or not resolved yet): try again later while it stays seen. The mark is
+        // cleared before `consider` sets it again for the retry, never after.
+        retryDelay[id] = min((retryDelay[id] ?? .milliseconds(500)) * 2, .seconds(60))
         dialing.remove(id)
         if await directory.isSighted(id) { consider(id) }
     }

@@ -31,7 +31,7 @@ enum PeerDialer {
             let done = try await link.completedHandshake()
             return (link, done.peer)
         } catch {
-            try? await link.channel.channel.close()
+            await link.discard()
             throw describe(error, address: address)
         }
     }

@@ -17,6 +17,9 @@ import HandoffPeer
 actor PeerDirectory {
     struct Sighted {
         var source: DiscoverySource
+        /// The SRV target (`alpha.local.`): resolved afresh at each dial, so a changed address
+        /// is followed without anyone restarting.
+        var host: String
         var port: Int
         var addresses: [String]
         var at: Timestamp
@@ -30,6 +33,8 @@ actor PeerDirectory {
         var sequence: UInt64 = 0
         var activity: ActivitySummary?
         var sessions = 0
+        /// The peer's IP on the open session: where it really is now.
+        var sessionAddress: String?
         var lastSeen: Timestamp?
         var lastAdvert: Timestamp?
         var unreachableSince: Timestamp?
@@ -40,10 +45,16 @@ actor PeerDirectory {
             var via = Set(sightings.values.map(\.source.rawValue))
             if !staticAddresses.isEmpty { via.insert(DiscoverySource.staticPeer.rawValue) }
             var addresses: [String] = []
-            for s in sightings.values {
-                for a in s.addresses {
-                    let text = PeerAddress(host: a, port: s.port).description
-                    if !addresses.contains(text) { addresses.append(text) }
+            let advertisedPort = sightings.values.first?.port ?? DaemonConfiguration.defaultPeerPort
+            if sessions > 0, let live = sessionAddress {
+                // Where it is now; cached resolutions may be stale after it moved.
+                addresses.append(PeerAddress(host: live, port: advertisedPort).description)
+            } else {
+                for s in sightings.values {
+                    for a in s.addresses {
+                        let text = PeerAddress(host: a, port: s.port).description
+                        if !addresses.contains(text) { addresses.append(text) }
+                    }
                 }
             }
             addresses += staticAddresses.sorted().filter { !addresses.contains($0) }
@@ -77,7 +88,9 @@ actor PeerDirectory {
         }
         owners[sighting.instance] = advert.deviceID
         update(advert.deviceID, name: name) { e in
-            e.sightings[sighting.instance] = Sighted(source: sighting.source, port: sighting.port, addresses: sighting.addresses, at: now)
+            e.sightings[sighting.instance] = Sighted(
+                source: sighting.source, host: sighting.host, port: sighting.port, addresses: sighting.addresses, at: now
+            )
             e.lastAdvert = now
             e.lastSeen = now
             Self.apply(sequence: advert.sequence, activity: advert.activity, to: &e)
@@ -100,9 +113,10 @@ actor PeerDirectory {
 
     // MARK: What sessions report
 
-    func sessionUp(_ id: DeviceID, name: String, now: Timestamp = .now()) {
+    func sessionUp(_ id: DeviceID, name: String, address: String?, now: Timestamp = .now()) {
         update(id, name: name) { e in
             e.sessions += 1
+            if let address, address != "unknown" { e.sessionAddress = address }
             e.lastSeen = now
             e.unreachableSince = nil
         }
@@ -171,11 +185,14 @@ actor PeerDirectory {
     /// The activity id we last saw for `id`: `continue` asks for exactly that one.
     func seenActivityID(_ id: DeviceID) -> UUID? { entries[id]?.info(now: .now()).activity?.id }
 
-    /// Addresses to dial `id` at: advertised ones first (IPv4 before IPv6), then static ones.
+    /// Where to dial `id`: each advert's host name (looked up now), its addresses as last
+    /// resolved (IPv4 before IPv6), then static ones.
     func dialTargets(_ id: DeviceID) -> [PeerAddress] {
         guard let e = entries[id] else { return [] }
         var out: [PeerAddress] = []
         for s in e.sightings.values.sorted(by: { $0.at > $1.at }) {
+            let name = PeerAddress(host: s.host.hasSuffix(".") ? String(s.host.dropLast()) : s.host, port: s.port)
+            if !name.host.isEmpty, !out.contains(name) { out.append(name) }
             for a in s.addresses.sorted(by: { !$0.contains(":") && $1.contains(":") }) {
                 let target = PeerAddress(host: a, port: s.port)
                 if !out.contains(target) { out.append(target) }

@@ -128,7 +128,7 @@ final class PeerListener: Service {
                 if e.code == .joinCodeRejected { admission.joinFailed(link.remote) }
                 logger.notice("refused a connection", metadata: ["remote": "\(link.remote)", "reason": "\(e.code.rawValue)", "detail": "\(e.message)"])
             }
-            try? await link.channel.channel.close()
+            await link.discard()
             return
         }
         do {
@@ -138,7 +138,7 @@ final class PeerListener: Service {
             case .joiner(let identity):
                 try await ServerSessions.serveJoiner(pskIdentity: identity, link: link, store: store, logger: logger)
             case .inviter:
-                try? await link.channel.channel.close()
+                await link.discard()
             }
         } catch {
             logger.debug("device session ended", metadata: ["remote": "\(link.remote)", "error": "\(error)"])

@@ -18,7 +18,15 @@ struct PeerLink: Sendable {
     let channel: PeerChannel
     let handshake: EventLoopFuture<TLSHandshakeCompleted>
     let limit: FrameLimit
-    let remote: String
+    let remoteAddress: RemoteAddress
+
+    /// The peer's IP, recorded when the connection became active (it stays known after close).
+    var remote: String { remoteAddress.value ?? channel.channel.remoteAddress.map(PeerPipeline.describe) ?? "unknown" }
+
+    /// Closes a link that will not be used, the way NIO requires (its writer finished).
+    func discard() async {
+        try? await channel.executeThenClose { _, _ in }
+    }
 
     /// The handshake's outcome. Waiting on a future ignores task cancellation, so cancelling
     /// (daemon shutdown, a caller giving up) closes the channel, which ends the wait.
@@ -29,6 +37,16 @@ struct PeerLink: Sendable {
         } onCancel: {
             channel.close(promise: nil)
         }
+    }
+}
+
+/// Where the peer connected from; set by `HandshakeGate` once the channel is active.
+final class RemoteAddress: Sendable {
+    private let text = Mutex<String?>(nil)
+    var value: String? { text.withLock { $0 } }
+    func record(_ address: SocketAddress?) {
+        guard let address else { return }
+        text.withLock { $0 = $0 ?? PeerPipeline.describe(address) }
     }
 }
 
@@ -74,10 +92,21 @@ final class HandshakeGate: ChannelInboundHandler {
     typealias InboundOut = ByteBuffer
 
     private let promise: EventLoopPromise<TLSHandshakeCompleted>
+    private let remote: RemoteAddress
     private var settled = false
 
-    init(promise: EventLoopPromise<TLSHandshakeCompleted>) {
+    init(promise: EventLoopPromise<TLSHandshakeCompleted>, remote: RemoteAddress) {
         self.promise = promise
+        self.remote = remote
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { remote.record(context.channel.remoteAddress) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        remote.record(context.channel.remoteAddress)
+        context.fireChannelActive()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -148,14 +177,15 @@ enum PeerPipeline {
     ) throws -> PeerLink {
         let promise = channel.eventLoop.makePromise(of: TLSHandshakeCompleted.self)
         let limit = FrameLimit()
+        let remote = RemoteAddress()
+        remote.record(channel.remoteAddress)
         let sync = channel.pipeline.syncOperations
         try sync.addHandler(TLSHandler(connection: connection, handshakeTimeout: handshakeTimeout))
-        try sync.addHandler(HandshakeGate(promise: promise))
+        try sync.addHandler(HandshakeGate(promise: promise, remote: remote))
         try sync.addHandler(ByteToMessageHandler(LimitedFrameDecoder(limit: limit)))
         try sync.addHandler(MessageToByteHandler(PeerFrameEncoder()))
         let wrapped = try PeerChannel(wrappingChannelSynchronously: channel)
-        let remote = channel.remoteAddress.map(PeerPipeline.describe) ?? "unknown"
-        return PeerLink(channel: wrapped, handshake: promise.futureResult, limit: limit, remote: remote)
+        return PeerLink(channel: wrapped, handshake: promise.futureResult, limit: limit, remoteAddress: remote)
     }
 
     /// `192.0.2.1` or `fe80::1`: the address only, for rate limits and logs.

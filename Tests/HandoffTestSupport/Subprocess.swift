@@ -26,7 +26,12 @@ public enum Subprocess {
         environment: [String: String]? = nil
     ) async throws -> ProcessResult {
         let process = try RunningProcess(executable, arguments, stdin: stdin, environment: environment)
-        let status = await process.exitStatus()
+        // A test that hits its time limit is cancelled: its programs must not outlive it.
+        let status = await withTaskCancellationHandler {
+            await process.exitStatus()
+        } onCancel: {
+            kill(process.pid, SIGKILL)
+        }
         return ProcessResult(status: status, stdout: process.stdout, stderr: process.stderr)
     }
 

@@ -1,0 +1,279 @@
+import Foundation
+import HandoffAPI
+import HandoffModel
+import HandoffTestSupport
+import Testing
+
+/// Real handoffd and handoffctl on three simulated hosts (network namespaces on a bridge, each
+/// with its own D-Bus and avahi-daemon): real multicast DNS-SD, real TLS, real CLI. Alpha and bravo
+/// share an account; charlie has its own.
+@Suite(.timeLimit(.minutes(5))) struct EndToEndTests {
+    func peers(_ rig: Rig, _ host: String) async throws -> PeersResponse {
+        try await rig.ctlJSON(host, PeersResponse.self, ["peers"])
+    }
+
+    /// Creates the account on alpha and joins bravo to it — without --peer: bravo finds alpha's
+    /// invite on the network. Returns the two device ids.
+    func pair(_ rig: Rig, accountName: String = "Ana's devices", names: (String, String) = ("desk", "laptop")) async throws -> (DeviceID, DeviceID) {
+        let alpha = try await rig.ctlJSON("alpha", AccountInfo.self, ["account", "create", "--name", accountName, "--device-name", names.0])
+        let invite = try rig.daemon("alpha").map { _ in try RunningProcessForInvite(rig) }!
+        let code = try await invite.code()
+        let join = try await rig.ctl("bravo", ["account", "join", code, "--device-name", names.1, "--json"])
+        #expect(join.status == 0, "join: \(join)")
+        let bravo = try LocalAPIJSON.decoder().decode(AccountInfo.self, from: Data(join.stdout.utf8))
+        try await invite.finished()
+        return (alpha.deviceID, bravo.deviceID)
+    }
+
+    @Test func continueAcrossHosts() async throws {
+        if let reason = Rig.unavailableReason {
+            Issue.record(Comment(rawValue: reason))
+            return
+        }
+        let rig = try await Rig.up(["alpha", "bravo", "charlie"])
+        do {
+            try await rig.startDaemon("alpha")
+            try await rig.startDaemon("bravo")
+            // Charlie starts with Avahi down: handoffd runs anyway and says so.
+            try await rig.avahi("charlie", "stop")
+            try await rig.startDaemon("charlie")
+            let charlieStatus = try await rig.ctlJSON("charlie", DaemonStatus.self, ["status"])
+            #expect(charlieStatus.discovery.state == .unavailable, "\(charlieStatus.discovery)")
+            let human = try await rig.ctl("charlie", ["status"])
+            #expect(human.stdout.contains("avahi-daemon is not running"), "\(human.stdout)")
+            _ = try await rig.ctl("charlie", ["account", "create", "--name", "someone else", "--device-name", "eve"])
+
+            let (alphaID, bravoID) = try await pair(rig)
+
+            // Alpha and bravo see each other.
+            try await Rig.waitFor("bravo to see alpha") { try await peers(rig, "bravo").peers.contains { $0.id == alphaID && $0.reachable } }
+            try await Rig.waitFor("alpha to see bravo") { try await peers(rig, "alpha").peers.contains { $0.id == bravoID && $0.reachable } }
+            let fromBravo = try await peers(rig, "bravo").peers.first { $0.id == alphaID }!
+            #expect(fromBravo.name == "desk")
+            #expect(fromBravo.foundVia.contains("mdns"))
+
+            // become-current on alpha appears in bravo's peers.
+            let draft = rig.directory + "/draft.txt"
+            try Data("It was a dark and stormy night.\n".utf8).write(to: URL(fileURLWithPath: draft))
+            let become = try await rig.ctl(
+                "alpha",
+                [
+                    "become-current", "--type", "com.example.editor.edit", "--title", "Quarterly report", "--info", "page:int=3",
+                    "--info", "draft:data=@\(draft)", "--webpage-url", "https://example.com/r",
+                ]
+            )
+            #expect(become.status == 0, "\(become)")
+            let id = become.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            try await Rig.waitFor("alpha's activity on bravo") {
+                try await peers(rig, "bravo").peers.first { $0.id == alphaID }?.activity?.id.lowercasedString == id
+            }
+
+            // continue alpha on bravo returns exactly alpha's activity.
+            let original = try await rig.ctl("alpha", ["current", "--json"])
+            let continued = try await rig.ctl("bravo", ["continue", "desk", "--json"])
+            #expect(continued.status == 0, "\(continued)")
+            #expect(continued.stdout == original.stdout, "byte for byte the same JSON")
+
+            // Charlie sees neither type nor title, and cannot continue.
+            try await Rig.avahiBack(rig, "charlie")
+            try await Rig.waitFor("charlie to count the others") { try await peers(rig, "charlie").strangers == 2 }
+            let fromCharlie = try await rig.ctl("charlie", ["peers", "--json"])
+            #expect(!fromCharlie.stdout.contains("Quarterly"))
+            #expect(!fromCharlie.stdout.contains("com.example.editor"))
+            #expect(try await peers(rig, "charlie").peers.isEmpty)
+            #expect(try await rig.ctl("charlie", ["continue", "desk"]).status == 35)
+            let alphaAddress = try await rig.address("alpha") + ":47810"
+            let refused = try await rig.ctl("charlie", ["continue", alphaAddress])
+            #expect(refused.status == 31, "\(refused)")
+            #expect(!refused.stdout.contains("Quarterly") && !refused.stderr.contains("Quarterly"))
+
+            // resign on alpha: gone on bravo.
+            _ = try await rig.ctl("alpha", ["resign-current"])
+            try await Rig.waitFor("the resignation on bravo") { try await peers(rig, "bravo").peers.first { $0.id == alphaID }?.activity == nil }
+            #expect(try await rig.ctl("bravo", ["continue", "desk"]).status == 16)
+
+            // Avahi restarted on alpha: alpha is back on bravo's list with a new advert.
+            let restartedAt = Timestamp.now()
+            try await rig.avahi("alpha", "restart")
+            try await Rig.waitFor("alpha's discovery to run again", seconds: 20) {
+                try await rig.ctlJSON("alpha", DaemonStatus.self, ["status"]).discovery.state == .running
+            }
+            try await Rig.waitFor("a fresh advert from alpha on bravo", seconds: 20) {
+                let a = try await peers(rig, "bravo").peers.first { $0.id == alphaID }
+                return (a?.lastAdvert ?? restartedAt) > restartedAt && a?.foundVia.contains("mdns") == true
+            }
+
+            // Alpha killed with SIGKILL: bravo shows it unreachable within 10 s.
+            let killed = ContinuousClock.now
+            _ = try await rig.daemon("alpha")?.stop(signal: SIGKILL)
+            let took = try await Rig.waitFor("bravo to see alpha unreachable", seconds: 10) {
+                try await peers(rig, "bravo").peers.first { $0.id == alphaID }?.reachable == false
+            }
+            #expect(ContinuousClock.now - killed < .seconds(10), "shown unreachable after \(took)")
+            #expect(try await rig.ctl("bravo", ["continue", "desk"]).status == 30)
+        } catch {
+            Issue.record(error)
+        }
+        await rig.down()
+    }
+
+    @Test func strangersLearnNothingAndNothingStaysTheSame() async throws {
+        if let reason = Rig.unavailableReason {
+            Issue.record(Comment(rawValue: reason))
+            return
+        }
+        let rig = try await Rig.up(["alpha", "bravo", "charlie"])
+        let pcap = rig.directory + "/bridge.pcap"
+        let capture = try rig.captureBridge(to: pcap)
+        let secrets = ["Zoe Quill", "zoedesk", "zoelaptop", "org.quillsoft", "Chapter Nine", "handoffuser"]
+        do {
+            for host in rig.hosts { try await rig.startDaemon(host) }
+            let (alphaID, _) = try await pair(rig, accountName: "Zoe Quill's devices", names: ("zoedesk", "zoelaptop"))
+            _ = try await rig.ctl(
+                "alpha",
+                ["become-current", "--type", "org.quillsoft.manuscript.edit", "--title", "Chapter Nine Draft", "--info", "author=handoffuser"]
+            )
+            try await Rig.waitFor("the activity on bravo") {
+                try await peers(rig, "bravo").peers.first { $0.id == alphaID }?.activity?.title == "Chapter Nine Draft"
+            }
+            // Let the sealed advert carrying it go out over mDNS too (Avahi's 1 s pace).
+            try await Task.sleep(for: .seconds(3))
+
+            let before = try await Browse.records(rig, from: "charlie")
+            let alphaAddress = try await rig.address("alpha")
+            let alphaBefore = try #require(before.first { $0.address == alphaAddress }, "charlie sees alpha's service: \(before)")
+            for record in before {
+                for secret in secrets + ["alpha", "bravo", "charlie"] {
+                    #expect(!record.instance.localizedCaseInsensitiveContains(secret), "instance name \(record.instance) names \(secret)")
+                    #expect(!record.txt.localizedCaseInsensitiveContains(secret), "TXT \(record.txt) shows \(secret)")
+                }
+                let keys = Set(record.keys)
+                #expect(keys.contains("v") && keys.contains("t") && keys.contains("s0"), "\(record.txt)")
+                #expect(keys.isSubset(of: ["v", "t", "j"] + (0..<8).map { "s\($0)" }), "only version, tag and sealed advert: \(record.txt)")
+            }
+
+            // A rotation (here: a restart) changes everything of ours that a stranger can see.
+            _ = try await rig.daemon("alpha")?.stop()
+            try await rig.startDaemon("alpha")
+            var after: [Browse.Record] = []
+            try await Rig.waitFor("alpha's new advert", seconds: 20) {
+                after = try await Browse.records(rig, from: "charlie").filter { $0.address == alphaAddress }
+                return after.contains { $0.instance != alphaBefore.instance }
+            }
+            let alphaAfter = after.first { $0.instance != alphaBefore.instance }!
+            #expect(alphaAfter.field("t") != alphaBefore.field("t"), "the account tag rotates")
+            #expect(alphaAfter.field("s0") != alphaBefore.field("s0"))
+        } catch {
+            Issue.record(error)
+        }
+        _ = try? await capture.stop(signal: SIGINT)
+        let captured = (try? Data(contentsOf: URL(fileURLWithPath: pcap))) ?? Data()
+        #expect(captured.count > 10_000, "the capture saw the traffic (\(captured.count) bytes)")
+        // The control: mDNS is plaintext, so Avahi's own names are there to be found.
+        #expect(captured.range(of: Data("_handoff".utf8)) != nil, "the capture holds the mDNS traffic")
+        #expect(captured.range(of: Data("alpha".utf8)) != nil, "the capture holds Avahi's host records")
+        for secret in secrets {
+            #expect(captured.range(of: Data(secret.utf8)) == nil, "the capture of the bridge contains \(secret)")
+        }
+        await rig.down()
+    }
+}
+
+extension EndToEndTests {
+    @Test func aChangedAddressIsFollowedWithoutRestart() async throws {
+        if let reason = Rig.unavailableReason {
+            Issue.record(Comment(rawValue: reason))
+            return
+        }
+        let rig = try await Rig.up(["alpha", "bravo"])
+        do {
+            try await rig.startDaemon("alpha")
+            try await rig.startDaemon("bravo")
+            let (_, bravoID) = try await pair(rig)
+            try await Rig.waitFor("alpha to reach bravo") { try await peers(rig, "alpha").peers.contains { $0.id == bravoID && $0.reachable } }
+
+            // Bravo moves to another address, as after a DHCP lease change or a Wi-Fi hop: the old
+            // one goes, then the new one comes (deleting a primary address takes secondaries along).
+            let old = try await rig.address("bravo")
+            let new = "169.254.77.42"
+            #expect(try await rig.run("bravo", ["ip", "addr", "del", "\(old)/24", "dev", "eth0"]).status == 0)
+            #expect(try await rig.run("bravo", ["ip", "addr", "add", "\(new)/24", "dev", "eth0"]).status == 0)
+            let moved = ContinuousClock.now
+            try await Rig.waitFor("alpha to reach bravo at its new address", seconds: 40) {
+                let b = try await peers(rig, "alpha").peers.first { $0.id == bravoID }
+                return b?.reachable == true && b?.addresses.contains { $0.hasPrefix(new) } == true
+            }
+            let put = try await rig.ctl("bravo", ["become-current", "--type", "com.example.moved", "--title", "after the move"])
+            let id = put.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            try await Rig.waitFor("bravo's activity on alpha") {
+                try await peers(rig, "alpha").peers.first { $0.id == bravoID }?.activity?.id.lowercasedString == id
+            }
+            #expect(try await rig.ctl("alpha", ["continue", "laptop", "--json"]).status == 0)
+            print("followed the address change in \(ContinuousClock.now - moved)")
+        } catch {
+            Issue.record(error)
+        }
+        await rig.down()
+    }
+}
+
+/// `handoffctl account invite` running on alpha: its code, then its end.
+struct RunningProcessForInvite {
+    let process: RunningProcess
+
+    init(_ rig: Rig) throws {
+        process = try RunningProcess(
+            Rig.script, ["exec", rig.name, "alpha", "/usr/bin/env"] + rig.environment("alpha").map { "\($0)=\($1)" } + [Subprocess.product("handoffctl"), "account", "invite"]
+        )
+    }
+
+    func code() async throws -> String {
+        try await process.wait(for: "the invite code") { !$0.stdout.isEmpty }
+        return String(process.stdout.split(separator: "\n").first ?? "")
+    }
+
+    func finished() async throws {
+        try await process.wait(for: "the invite to report the join") { $0.stdout.contains("joined ") }
+        #expect(await process.exitStatus() == 0)
+    }
+}
+
+/// What `avahi-browse -rpt _handoff._tcp` shows a host.
+enum Browse {
+    struct Record: CustomStringConvertible {
+        var instance: String
+        var address: String
+        var txt: String
+
+        var entries: [String] {
+            txt.split(separator: "\" \"").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+        }
+
+        var keys: [String] { entries.map { String($0.prefix { $0 != "=" }) } }
+
+        func field(_ key: String) -> String? {
+            entries.first { $0.hasPrefix(key + "=") }
+        }
+
+        var description: String { "\(instance) \(address) \(txt)" }
+    }
+
+    static func records(_ rig: Rig, from host: String) async throws -> [Record] {
+        // -r waits for every resolve; one of a service that just vanished may never finish.
+        let r = try await rig.run(host, ["timeout", "10", "avahi-browse", "-rpt", "_handoff._tcp"])
+        return r.stdout.split(separator: "\n").compactMap { line in
+            let f = line.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
+            guard f.count >= 10, f[0] == "=" else { return nil }
+            return Record(instance: f[3], address: f[7], txt: f[9...].joined(separator: ";"))
+        }
+    }
+}
+
+extension Rig {
+    static func avahiBack(_ rig: Rig, _ host: String) async throws {
+        try await rig.avahi(host, "start")
+        try await Rig.waitFor("discovery back on \(host)", seconds: 40) {
+            try await rig.ctlJSON(host, DaemonStatus.self, ["status"]).discovery.state == .running
+        }
+    }
+}
