@@ -19,6 +19,8 @@ public struct DaemonSettings: Sendable, Equatable {
     public var listen = ["0.0.0.0", "::"]
     public var maxActivityBytes = ActivityLimits.defaultMaximumEncodedSize
     public var logLevel = "info"
+    public var peers: [String] = []
+    public var browseDomains: [String] = []
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -81,6 +83,26 @@ public struct DaemonSettings: Sendable, Equatable {
                     throw fail("log_level must be one of \(DaemonSettings.logLevels.map { "\"\($0)\"" }.joined(separator: ", "))")
                 }
                 logLevel = v
+            case "peers":
+                guard case .array(let items) = entry.value else { throw fail("peers must be an array of \"host:port\" strings") }
+                var list: [String] = []
+                for item in items {
+                    guard case .string(let text) = item, (try? PeerAddress(parsing: text, defaultPort: port)) != nil else {
+                        throw fail("peers holds something that is not \"host:port\" (e.g. \"192.168.1.20:47810\")")
+                    }
+                    list.append(text)
+                }
+                peers = list
+            case "browse_domains":
+                guard case .array(let items) = entry.value else { throw fail("browse_domains must be an array of domain names") }
+                var list: [String] = []
+                for item in items {
+                    guard case .string(let domain) = item, !domain.isEmpty, !domain.contains(" ") else {
+                        throw fail("browse_domains holds something that is not a domain name (e.g. \"example.com.\")")
+                    }
+                    list.append(domain)
+                }
+                browseDomains = list
             default:
                 throw fail("unknown key \(entry.key) (every key is listed in config/handoffd.toml)")
             }

@@ -65,19 +65,20 @@ final class LocalAPIServer: Service {
         logger.info("local API listening", metadata: ["socket": "\(socketPath)"])
         ready.succeed()
 
-        // On shutdown: stop accepting, and end open requests (event streams last forever otherwise).
-        do {
-            try await cancelWhenGracefulShutdown {
+        // On shutdown: close the listening socket (the accept stream then ends after handing over
+        // what it holds — a connection dropped from it would never be closed), and end open
+        // requests (event streams last forever otherwise).
+        try await withGracefulShutdownHandler {
+            try await server.executeThenClose { connections in
                 try await withThrowingDiscardingTaskGroup { group in
-                    try await server.executeThenClose { connections in
-                        for try await connection in connections {
-                            group.addTask { await self.serve(connection) }
-                        }
+                    for try await connection in connections {
+                        group.addTask { await self.serve(connection) }
                     }
+                    group.cancelAll()
                 }
             }
-        } catch is CancellationError where Task.isShuttingDownGracefully {
-            // The shutdown we asked for, not a failure.
+        } onGracefulShutdown: {
+            server.channel.close(promise: nil)
         }
         logger.info("local API closed", metadata: ["socket": "\(socketPath)"])
     }

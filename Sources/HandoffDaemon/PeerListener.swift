@@ -62,24 +62,26 @@ final class PeerListener: Service {
         logger.info("listening for devices", metadata: ["port": "\(port)"])
         reportPort(port)
         bound.succeed()
-        do {
-            try await cancelWhenGracefulShutdown {
-                try await withThrowingDiscardingTaskGroup { group in
-                    for server in listening {
-                        group.addTask {
-                            try await server.executeThenClose { links in
-                                try await withThrowingDiscardingTaskGroup { connections in
-                                    for try await link in links {
-                                        connections.addTask { await self.serve(link) }
-                                    }
+        // On shutdown, close the listening sockets: each accept stream then ends by itself after
+        // handing over what it holds (a connection dropped from it would never be closed), and
+        // the sessions are cancelled.
+        try await withGracefulShutdownHandler {
+            try await withThrowingDiscardingTaskGroup { group in
+                for server in listening {
+                    group.addTask {
+                        try await server.executeThenClose { links in
+                            try await withThrowingDiscardingTaskGroup { connections in
+                                for try await link in links {
+                                    connections.addTask { await self.serve(link) }
                                 }
+                                connections.cancelAll()
                             }
                         }
                     }
                 }
             }
-        } catch is CancellationError where Task.isShuttingDownGracefully {
-            // The shutdown we asked for.
+        } onGracefulShutdown: {
+            for server in listening { server.channel.close(promise: nil) }
         }
     }
 

@@ -45,6 +45,9 @@ struct HandoffdCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (config: log_level).")
     var logLevel: String?
 
+    @Option(name: .customLong("peer"), help: ArgumentHelp("A device to keep a session with without multicast; repeatable (config: peers).", valueName: "host:port"))
+    var peers: [String] = []
+
     func validate() throws {
         if let logLevel, !DaemonSettings.logLevels.contains(logLevel) {
             throw ValidationError("--log-level must be one of \(DaemonSettings.logLevels.joined(separator: ", "))")
@@ -74,6 +77,7 @@ struct HandoffdCommand: AsyncParsableCommand {
         if !listen.isEmpty { settings.listen = listen }
         if let maximumActivityBytes { settings.maxActivityBytes = maximumActivityBytes }
         if let logLevel { settings.logLevel = logLevel }
+        if !peers.isEmpty { settings.peers = peers }
         return settings
     }
 
@@ -86,13 +90,15 @@ struct HandoffdCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "handoffd")
-        let configuration = DaemonConfiguration(
+        var configuration = DaemonConfiguration(
             socketPath: socket,
             stateDirectory: stateDirectory,
             limits: ActivityLimits(maximumEncodedSize: settings.maxActivityBytes),
             peerPort: settings.port,
             peerBindAddresses: settings.listen
         )
+        configuration.staticPeers = settings.peers
+        configuration.browseDomains = settings.browseDomains
         do {
             let daemon = try HandoffDaemon(configuration: configuration, logger: logger)
             try await daemon.run()
