@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 300
 BIN_DEBUG     = .build/debug
 BIN_RELEASE   = .build/release
 
-.PHONY: all build release run test test-unit fuzz deps-build deps-run deps-test clean help
+.PHONY: all build release run test fuzz bench deps-build deps-run deps-test clean help
 
 all: build
 
@@ -17,6 +17,7 @@ help:
 	@echo "make test     install missing packages, build, run every test"
 	@echo "make build    debug build;  make release: release build"
 	@echo "make fuzz     long fuzzing of the activity decoder (FUZZ_SECONDS=$(FUZZ_SECONDS))"
+	@echo "make bench    the benchmarks of docs/benchmarks.md (root: simulated hosts)"
 
 deps-build:
 	@scripts/install-deps.sh build
@@ -48,6 +49,11 @@ fuzz: deps-build
 	swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name HandoffFuzz \
 	    Sources/HandoffModel/*.swift fuzz/ActivityDecoderFuzzer.swift -o .build/fuzz/activity-decoder
 	.build/fuzz/activity-decoder -max_total_time=$(FUZZ_SECONDS) -max_len=4096 fuzz-corpus fuzz/corpus
+
+# Tables for docs/benchmarks.md: release builds on two simulated hosts (root).
+bench: deps-test
+	python3 bench/propagation
+	python3 bench/continue
 
 clean:
 	rm -rf .build
