@@ -26,12 +26,20 @@ enum ContinueFlow {
         } catch {
             throw LocalAPIError(.unreachable, "the connection to \(name) ended before it answered")
         }
+        let activity = try interpret(answer, seenID: seenID, peerName: name, maximumActivityBytes: maximumActivityBytes)
+        return ContinueResponse(peerID: session.peerID, peerName: name, activity: activity)
+    }
+
+    /// What the other device's answer means: the activity, or the precise reason there is none.
+    static func interpret(_ answer: PeerMessage, seenID: UUID?, peerName name: String, maximumActivityBytes: Int, now: Timestamp = .now())
+        throws(LocalAPIError) -> Activity
+    {
         switch answer {
         case .activity(_, let encoded):
             let activity: Activity
             do {
                 activity = try ActivityEncoding.decode(encoded, maximumSize: maximumActivityBytes)
-                try activity.content.validate(now: .now())
+                try activity.content.validate(now: now)
             } catch {
                 if error.code == .expired { throw LocalAPIError(.expired, "\(name)'s activity expired") }
                 throw LocalAPIError(error.code == .unsupportedVersion ? .versionMismatch : .refused, "\(name) sent an activity this device cannot accept: \(error.message)")
@@ -39,7 +47,7 @@ enum ContinueFlow {
             if let seenID, activity.id != seenID {
                 throw LocalAPIError(.activityChanged, "\(name)'s activity changed since you looked; run handoffctl peers, then continue again")
             }
-            return ContinueResponse(peerID: session.peerID, peerName: name, activity: activity)
+            return activity
         case .activityUnavailable(_, let why):
             switch why.reason {
             case .none: throw LocalAPIError(.noCurrentActivity, "\(name) has no current activity")
