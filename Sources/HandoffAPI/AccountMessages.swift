@@ -98,17 +98,8 @@ public struct DeviceInfo: Codable, Sendable, Equatable {
     }
 }
 
-public struct RevokedDeviceInfo: Codable, Sendable, Equatable {
-    public var id: DeviceID
-    public var name: String
-    public var revokedAt: Timestamp
-
-    public init(id: DeviceID, name: String, revokedAt: Timestamp) {
-        self.id = id
-        self.name = name
-        self.revokedAt = revokedAt
-    }
-}
+/// A removed device, as the signed account state records it.
+public typealias RevokedDeviceInfo = AccountState.Revocation
 
 /// `GET /v1/devices`.
 public struct DevicesResponse: Codable, Sendable, Equatable {

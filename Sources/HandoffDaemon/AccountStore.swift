@@ -94,7 +94,7 @@ actor AccountStore {
         return DevicesResponse(
             stateVersion: m.state.version,
             devices: m.state.devices.map { DeviceInfo(id: $0.id, name: $0.name, addedAt: $0.addedAt, isThisDevice: $0.id == m.deviceID) },
-            revoked: m.state.revoked.map { RevokedDeviceInfo(id: $0.id, name: $0.name, revokedAt: $0.revokedAt) }
+            revoked: m.state.revoked
         )
     }
 

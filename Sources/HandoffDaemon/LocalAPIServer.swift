@@ -214,39 +214,13 @@ final class LocalAPIServer: Service {
     }
 }
 
-/// A one-time outcome that any number of tasks can wait for: the daemon became ready, or it failed
-/// before it could.
+/// The daemon (or one of its services) became ready, or failed before it could; anyone may wait.
 final class ReadinessSignal: Sendable {
-    private struct State {
-        var outcome: Result<Void, DaemonError>?
-        var waiters: [CheckedContinuation<Void, any Error>] = []
-    }
+    private let outcome = Once<Result<Void, DaemonError>>()
 
-    private let state = Mutex(State())
-
-    func succeed() { settle(.success(())) }
-    func fail(_ error: DaemonError) { settle(.failure(error)) }
-
-    /// The first outcome wins; later ones are ignored.
-    private func settle(_ outcome: Result<Void, DaemonError>) {
-        let waiters = state.withLock { s -> [CheckedContinuation<Void, any Error>] in
-            guard s.outcome == nil else { return [] }
-            s.outcome = outcome
-            defer { s.waiters = [] }
-            return s.waiters
-        }
-        for w in waiters { w.resume(with: outcome.mapError { $0 as any Error }) }
-    }
-
-    func wait() async throws {
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-            let outcome = state.withLock { s -> Result<Void, DaemonError>? in
-                if s.outcome == nil { s.waiters.append(c) }
-                return s.outcome
-            }
-            if let outcome { c.resume(with: outcome.mapError { $0 as any Error }) }
-        }
-    }
+    func succeed() { outcome.settle(.success(())) }
+    func fail(_ error: DaemonError) { outcome.settle(.failure(error)) }
+    func wait() async throws { try await outcome.value.get() }
 }
 
 /// A blocking connect() to a Unix socket, to tell a live daemon from a dead one's socket file.

@@ -28,9 +28,7 @@ enum MemberGreeting {
         guard let mine = await store.hello() else { throw PeerSessionError.noAccount }
         try await outbound.write(.hello(mine))
         let theirs = try await expectHello(from: peerID, link: link, inbound: &inbound)
-        link.limit.raise(to: FrameLimit.member)
-        let learned = try await exchangeStates(mine: mine, theirs: theirs, link: link, inbound: &inbound, outbound: outbound, store: store)
-        return Outcome(peer: theirs, learnedNewerState: learned)
+        return try await afterHellos(mine: mine, theirs: theirs, link: link, inbound: &inbound, outbound: outbound, store: store)
     }
 
     static func asClient(
@@ -43,6 +41,18 @@ enum MemberGreeting {
         let theirs = try await expectHello(from: peerID, link: link, inbound: &inbound)
         guard let mine = await store.hello() else { throw PeerSessionError.noAccount }
         try await outbound.write(.hello(mine))
+        return try await afterHellos(mine: mine, theirs: theirs, link: link, inbound: &inbound, outbound: outbound, store: store)
+    }
+
+    /// Once both have spoken: larger frames are allowed, and the older account state is updated.
+    private static func afterHellos(
+        mine: PeerHello,
+        theirs: PeerHello,
+        link: PeerLink,
+        inbound: inout NIOAsyncChannelInboundStream<PeerMessage>.AsyncIterator,
+        outbound: NIOAsyncChannelOutboundWriter<PeerMessage>,
+        store: AccountStore
+    ) async throws -> Outcome {
         link.limit.raise(to: FrameLimit.member)
         let learned = try await exchangeStates(mine: mine, theirs: theirs, link: link, inbound: &inbound, outbound: outbound, store: store)
         return Outcome(peer: theirs, learnedNewerState: learned)

@@ -17,20 +17,11 @@ import Testing
 
     @Test(arguments: [SIGTERM, SIGINT])
     func handoffdStopsGracefullyAndKeepsTheActivity(signal: Int32) async throws {
-        let dir = try TempDirectory.make()
-        defer { TempDirectory.remove(dir) }
-        let env = ProcessInfo.processInfo.environment.merging(
-            ["XDG_RUNTIME_DIR": dir + "/run", "XDG_STATE_HOME": dir + "/state"],
-            uniquingKeysWith: { $1 }
-        )
-        let socket = dir + "/run/handoff/handoffd.sock"
-        func startDaemon() async throws -> RunningProcess {
-            let p = try RunningProcess(Subprocess.product("handoffd"), ["--port", "0", "--listen", "127.0.0.1"], environment: env)
-            try await p.wait(for: "handoffd to listen") { _ in FileManager.default.fileExists(atPath: socket) }
-            return p
-        }
-
-        let first = try await startDaemon()
+        let home = try DaemonHome()
+        defer { home.remove() }
+        let env = home.environment
+        let socket = home.socketPath
+        let first = try await home.start()
         let become = try await Subprocess.run(
             CLI.handoffctl, ["become-current", "--type", "com.example.editor.edit", "--title", "Survivor"], environment: env
         )
@@ -39,7 +30,7 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: socket), "the socket is removed")
         #expect(first.stderr.contains("handoffd stopped"))
 
-        let second = try await startDaemon()
+        let second = try await home.start()
         let current = try await Subprocess.run(CLI.handoffctl, ["current", "--json"], environment: env)
         let activity = try LocalAPIJSON.decoder().decode(Activity.self, from: Data(current.stdout.utf8))
         #expect(activity.id.lowercasedString == become.stdout.trimmingCharacters(in: .whitespacesAndNewlines))

@@ -9,18 +9,14 @@ import Testing
 /// atomically (temp file, fsync, rename).
 @Suite(.timeLimit(.minutes(3))) struct CrashSafetyTests {
     @Test func killingTheDaemonDuringWritesNeverLeavesUnreadableState() async throws {
-        let dir = try TempDirectory.make()
-        defer { TempDirectory.remove(dir) }
-        let env = ProcessInfo.processInfo.environment.merging(
-            ["XDG_RUNTIME_DIR": dir + "/run", "XDG_STATE_HOME": dir + "/state"],
-            uniquingKeysWith: { $1 }
-        )
-        let socket = dir + "/run/handoff/handoffd.sock"
-        let stateDirectory = dir + "/state/handoff"
-        let client = HandoffClient(socketPath: socket, timeoutSeconds: 5)
+        let home = try DaemonHome()
+        defer { home.remove() }
+        let stateDirectory = home.stateDirectory
+        let client = HandoffClient(socketPath: home.socketPath, timeoutSeconds: 5)
+        // Ready when it answers (the socket file alone may still be a dead daemon's).
         func start() async throws -> RunningProcess {
-            let p = try RunningProcess(Subprocess.product("handoffd"), ["--port", "0", "--listen", "127.0.0.1"], environment: env)
-            try await p.wait(for: "handoffd to listen") { _ in (try? client.status()) != nil }
+            let p = try await home.start()
+            try await p.wait(for: "handoffd to answer") { _ in (try? client.status()) != nil }
             return p
         }
 

@@ -149,3 +149,32 @@ final class DispatchSemaphoreBox: @unchecked Sendable {
         }
     }
 }
+
+/// A home for a real `handoffd` process on temp paths (XDG runtime and state directories), for
+/// tests of the binary itself: start it, restart it, kill it.
+public struct DaemonHome: Sendable {
+    public let directory: String
+    public let environment: [String: String]
+    public var socketPath: String { directory + "/run/handoff/handoffd.sock" }
+    public var stateDirectory: String { directory + "/state/handoff" }
+
+    public init() throws {
+        directory = try TempDirectory.make()
+        environment = ProcessInfo.processInfo.environment.merging(
+            ["XDG_RUNTIME_DIR": directory + "/run", "XDG_STATE_HOME": directory + "/state"],
+            uniquingKeysWith: { $1 }
+        )
+    }
+
+    /// Starts handoffd (peers on loopback at a free port) and returns once its socket exists.
+    public func start() async throws -> RunningProcess {
+        let process = try RunningProcess(Subprocess.product("handoffd"), ["--port", "0", "--listen", "127.0.0.1"], environment: environment)
+        let socket = socketPath
+        try await process.wait(for: "handoffd to listen") { _ in FileManager.default.fileExists(atPath: socket) }
+        return process
+    }
+
+    public func remove() {
+        TempDirectory.remove(directory)
+    }
+}
