@@ -32,10 +32,12 @@ build: deps-build
 release: deps-build
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
 
-# Runs the daemon in the foreground on the user's default paths; Ctrl-C stops it.
+# Runs the daemon in the foreground on the user's default paths; Ctrl-C stops it. On first use it
+# creates an account — or, with JOIN=CODE (from `handoffctl account invite` on another device),
+# joins that one instead.
 run: deps-run build
 	@scripts/ensure-avahi.sh
-	exec $(BIN_DEBUG)/handoffd
+	exec $(BIN_DEBUG)/handoffd $(if $(JOIN),--join $(JOIN),--create-account)
 
 test: deps-test
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)

@@ -33,6 +33,14 @@ public struct DaemonConfiguration: Sendable {
     public var browseDomains: [String] = []
     /// `host:port` of devices to keep a session with when multicast does not reach them.
     public var staticPeers: [String] = []
+    /// On start, when this device has no account yet: create one, or join with a code.
+    public var firstUse: FirstUse = .nothing
+
+    public enum FirstUse: Sendable {
+        case nothing
+        case createAccount
+        case join(code: String, peer: String?)
+    }
 
     public init(
         socketPath: String = HandoffPaths.defaultSocketPath(),
@@ -181,11 +189,12 @@ public final class HandoffDaemon: Sendable {
                 logger: logger
             )
         )
-        let readiness = Task { [ready, discovery] in
+        let readiness = Task { [ready, discovery, self] in
             do {
                 try await apiReady.wait()
                 try await listener.bound.wait()
                 try await discovery.ready.wait()
+                await self.applyFirstUse()
                 ready.succeed()
             } catch let e as DaemonError {
                 ready.fail(e)
@@ -205,6 +214,33 @@ public final class HandoffDaemon: Sendable {
         }
         ready.fail(DaemonError(.io, "handoffd stopped before it was ready"))
         logger.info("handoffd stopped")
+    }
+
+    /// `make run`'s first use: an account is created (or joined) if there is none.
+    private func applyFirstUse() async {
+        guard await !accounts.isMember else { return }
+        switch configuration.firstUse {
+        case .nothing:
+            return
+        case .createAccount:
+            do {
+                let info = try await accounts.create(CreateAccountRequest())
+                logger.notice("created an account on first use", metadata: ["account": "\(info.accountID.short)"])
+            } catch {
+                logger.error("cannot create an account", metadata: ["error": "\(error)"])
+            }
+        case .join(let code, let peer):
+            let discovery = self.discovery
+            do {
+                let info = try await AccountJoiner.join(
+                    JoinAccountRequest(code: code, peer: peer), store: accounts, defaultPort: peerPort, logger: logger,
+                    findInviter: { code in await discovery.findInviter(code: code, timeout: .seconds(30)) }
+                )
+                logger.notice("joined an account", metadata: ["account": "\(info.accountID.short)"])
+            } catch {
+                logger.error("cannot join the account", metadata: ["error": "\(error.message)"])
+            }
+        }
     }
 
     /// Returns once the local API and the peer port accept connections and discovery has

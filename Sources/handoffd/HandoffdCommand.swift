@@ -48,12 +48,24 @@ struct HandoffdCommand: AsyncParsableCommand {
     @Option(name: .customLong("peer"), help: ArgumentHelp("A device to keep a session with without multicast; repeatable (config: peers).", valueName: "host:port"))
     var peers: [String] = []
 
+    @Flag(name: .customLong("create-account"), help: "If this device has no account yet, create one (what `make run` does on first use).")
+    var createAccount = false
+
+    @Option(name: .customLong("join"), help: ArgumentHelp("If this device has no account yet, join the one inviting with CODE.", valueName: "code"))
+    var joinCode: String?
+
+    @Option(name: .customLong("join-peer"), help: ArgumentHelp("Where the inviting device is, for --join.", valueName: "host:port"))
+    var joinPeer: String?
+
     func validate() throws {
         if let logLevel, !DaemonSettings.logLevels.contains(logLevel) {
             throw ValidationError("--log-level must be one of \(DaemonSettings.logLevels.joined(separator: ", "))")
         }
         if let maximumActivityBytes, maximumActivityBytes < 1024 {
             throw ValidationError("--max-activity-bytes must be at least 1024")
+        }
+        if createAccount, joinCode != nil {
+            throw ValidationError("--create-account and --join exclude each other")
         }
         if let port, !(0...65535).contains(port) {
             throw ValidationError("--port must be from 1 to 65535 (0 picks a free port)")
@@ -99,6 +111,11 @@ struct HandoffdCommand: AsyncParsableCommand {
         )
         configuration.staticPeers = settings.peers
         configuration.browseDomains = settings.browseDomains
+        if let joinCode {
+            configuration.firstUse = .join(code: joinCode, peer: joinPeer)
+        } else if createAccount {
+            configuration.firstUse = .createAccount
+        }
         do {
             let daemon = try HandoffDaemon(configuration: configuration, logger: logger)
             try await daemon.run()

@@ -37,4 +37,32 @@ import Testing
         #expect(activity.title == "Survivor")
         #expect(try await second.stop() == 0)
     }
+
+    /// `make run`: the first start creates an account, later ones keep it; or it joins with a code.
+    @Test func firstUseCreatesOrJoinsAnAccountOnce() async throws {
+        let first = try DaemonHome()
+        defer { first.remove() }
+        let a = try await first.start(["--create-account"])
+        let ctl = { (home: DaemonHome, args: [String]) in try await Subprocess.run(CLI.handoffctl, args, environment: home.environment) }
+        try await a.wait(for: "the account") { _ in FileManager.default.fileExists(atPath: first.stateDirectory + "/account") }
+        let created = try LocalAPIJSON.decoder().decode(AccountInfo.self, from: Data(try await ctl(first, ["account", "show", "--json"]).stdout.utf8))
+        #expect(try await a.stop() == 0)
+        let again = try await first.start(["--create-account"])
+        let kept = try LocalAPIJSON.decoder().decode(AccountInfo.self, from: Data(try await ctl(first, ["account", "show", "--json"]).stdout.utf8))
+        #expect(kept.accountID == created.accountID, "not created twice")
+
+        let status = try LocalAPIJSON.decoder().decode(DaemonStatus.self, from: Data(try await ctl(first, ["status", "--json"]).stdout.utf8))
+        let invite = try RunningProcess(CLI.handoffctl, ["account", "invite"], environment: first.environment)
+        try await invite.wait(for: "the code") { !$0.stdout.isEmpty }
+        let code = String(invite.stdout.split(separator: "\n").first ?? "")
+        let second = try DaemonHome()
+        defer { second.remove() }
+        let b = try await second.start(["--join", code, "--join-peer", "127.0.0.1:\(status.peerPort)"])
+        try await b.wait(for: "the join") { _ in FileManager.default.fileExists(atPath: second.stateDirectory + "/account") }
+        let joined = try LocalAPIJSON.decoder().decode(AccountInfo.self, from: Data(try await ctl(second, ["account", "show", "--json"]).stdout.utf8))
+        #expect(joined.accountID == created.accountID)
+        #expect(await invite.exitStatus() == 0)
+        _ = try await b.stop()
+        _ = try await again.stop()
+    }
 }

@@ -167,8 +167,10 @@ public struct DaemonHome: Sendable {
     }
 
     /// Starts handoffd (peers on loopback at a free port) and returns once its socket exists.
-    public func start() async throws -> RunningProcess {
-        let process = try RunningProcess(Subprocess.product("handoffd"), ["--port", "0", "--listen", "127.0.0.1"], environment: environment)
+    public func start(_ arguments: [String] = []) async throws -> RunningProcess {
+        let process = try RunningProcess(
+            Subprocess.product("handoffd"), ["--port", "0", "--listen", "127.0.0.1"] + arguments, environment: environment
+        )
         let socket = socketPath
         try await process.wait(for: "handoffd to listen") { _ in FileManager.default.fileExists(atPath: socket) }
         return process
