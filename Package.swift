@@ -51,6 +51,9 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Starting programs the POSIX way; shared by the daemon, handoffctl and the tests.
+        .target(name: "HandoffSystem", dependencies: ["CHandoffLinux"], swiftSettings: strict),
+
         // The local-API client used by handoffctl and apps: links neither OpenSSL nor dns_sd.
         .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel"], swiftSettings: strict),
 
@@ -58,7 +61,7 @@ let package = Package(
         .target(
             name: "HandoffDaemon",
             dependencies: [
-                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "CHandoffLinux",
+                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem", "CHandoffLinux",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -80,7 +83,7 @@ let package = Package(
         .executableTarget(
             name: "handoffctl",
             dependencies: [
-                "HandoffClient", "HandoffAPI", "HandoffModel",
+                "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -90,7 +93,7 @@ let package = Package(
         .target(
             name: "HandoffTestSupport",
             dependencies: [
-                "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffDiscovery",
+                "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffDiscovery", "HandoffSystem",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/HandoffTestSupport",

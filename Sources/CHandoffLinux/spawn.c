@@ -7,3 +7,11 @@
 int handoff_spawn_file_actions_closefrom(posix_spawn_file_actions_t *actions, int lowfd) {
     return posix_spawn_file_actions_addclosefrom_np(actions, lowfd);
 }
+
+int handoff_spawn_file_actions_chdir(posix_spawn_file_actions_t *actions, const char *path) {
+    return posix_spawn_file_actions_addchdir_np(actions, path);
+}
+
+int handoff_spawn_setsid_flag(void) {
+    return POSIX_SPAWN_SETSID;
+}

@@ -57,6 +57,19 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     case versionMismatch = "version_mismatch"
     case timeout = "timeout"
 
+    // Continuations and streams
+    /// No app on this device declares the activity's type, and it has no web page.
+    case noHandler = "no_handler"
+    /// The app (or browser) could not be started, or failed at once.
+    case handlerFailed = "handler_failed"
+    /// No such continuation (or stream) on this device; they last until handoffd restarts.
+    case unknownContinuation = "unknown_continuation"
+    case unknownStream = "unknown_stream"
+    /// The activity does not offer continuation streams.
+    case streamsUnsupported = "streams_unsupported"
+    /// The originating device or app did not take the stream.
+    case streamRefused = "stream_refused"
+
     case internalError = "internal_error"
     /// A code this client does not know (sent by a newer daemon).
     case unknown = "unknown"
@@ -92,7 +105,9 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
         case .invalidType, .invalidTitle, .invalidWebpageURL, .invalidValue, .missingRequiredKey, .expired,
             .unsupportedVersion:
             422
-        case .noAccount, .unknownDevice, .unknownPeer: 404
+        case .noAccount, .unknownDevice, .unknownPeer, .unknownContinuation, .unknownStream, .noHandler: 404
+        case .streamsUnsupported, .streamRefused: 409
+        case .handlerFailed: 500
         case .accountExists, .inviteUsed, .ambiguousDevice: 409
         case .invalidCode, .badPeerAddress: 400
         case .codeRejected, .refused, .revoked, .notAccountAdmin: 403

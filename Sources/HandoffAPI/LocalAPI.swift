@@ -29,6 +29,22 @@ public enum LocalAPIRoute {
     public static let `continue` = "/v1/continue"
     /// GET: `DevicesResponse`. `DELETE /v1/devices/ID` (or a unique prefix): remove a device.
     public static let devices = "/v1/devices"
+    /// POST `AttachRequest`: NDJSON of `AttachEvent` while the activity stays current.
+    public static let attach = "/v1/activity/current/attach"
+    /// `POST /v1/continuations/ID/streams` with `Upgrade: handoff-stream`: open a continuation
+    /// stream to the device the activity came from.
+    public static let continuations = "/v1/continuations"
+    /// GET: `StreamsResponse`; `GET /v1/streams/ID`: `StreamInfo`; `POST /v1/streams/ID` with
+    /// `Upgrade: handoff-stream`: the originating app takes a requested stream.
+    public static let streams = "/v1/streams"
+
+    public static func continuationStreams(_ continuationID: UUID) -> String {
+        continuations + "/" + continuationID.lowercasedString + "/streams"
+    }
+
+    public static func stream(_ id: UUID) -> String {
+        streams + "/" + id.lowercasedString
+    }
 }
 
 /// JSON as the API writes it: keys sorted (stable for diffs and snapshots), slashes unescaped

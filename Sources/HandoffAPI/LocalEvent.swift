@@ -25,6 +25,18 @@ public struct LocalEvent: Codable, Sendable, Equatable {
         case peerChanged(PeerInfo)
         /// A device is no longer seen at all (it withdrew its advert and its session ended).
         case peerGone(DeviceID)
+        /// (Resuming) `continue` fetched an activity and is about to hand it to an app. Exactly
+        /// one `continued` or `continueFailed` with the same continuation id follows.
+        case willContinue(continuationID: UUID, type: String, peer: PeerRef)
+        case continued(continuationID: UUID, activity: Activity, peer: PeerRef, delivered: DeliveryOutcome)
+        case continueFailed(continuationID: UUID, type: String, peer: PeerRef, code: APIErrorCode, reason: String)
+        /// (Originating) another device asked for the activity, which is marked needsSave: the
+        /// app that made it current should update it now.
+        case willSave(activityID: UUID, peer: PeerRef)
+        /// (Originating) another device handed the activity to an app.
+        case wasContinued(activityID: UUID, peer: PeerRef)
+        /// A continuation stream opened, or ended (completed or failed), on either side.
+        case streamChanged(StreamInfo)
         case unknown(name: String)
 
         public var name: String {
@@ -33,8 +45,25 @@ public struct LocalEvent: Codable, Sendable, Equatable {
             case .currentActivityResigned: "currentActivityResigned"
             case .peerChanged: "peerChanged"
             case .peerGone: "peerGone"
+            case .willContinue: "willContinue"
+            case .continued: "continued"
+            case .continueFailed: "continueFailed"
+            case .willSave: "willSave"
+            case .wasContinued: "wasContinued"
+            case .streamChanged: "streamChanged"
             case .unknown(let name): name
             }
+        }
+    }
+
+    /// Another device, as events name it.
+    public struct PeerRef: Codable, Sendable, Equatable {
+        public var id: DeviceID
+        public var name: String
+
+        public init(id: DeviceID, name: String) {
+            self.id = id
+            self.name = name
         }
     }
 
@@ -46,7 +75,9 @@ public struct LocalEvent: Codable, Sendable, Equatable {
         self.body = body
     }
 
-    enum CodingKeys: String, CodingKey { case event, at, activity, activityID, reason, peer, peerID }
+    enum CodingKeys: String, CodingKey {
+        case event, at, activity, activityID, reason, peer, peerID, continuationID, type, delivered, code, stream
+    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -64,6 +95,28 @@ public struct LocalEvent: Codable, Sendable, Equatable {
             body = .peerChanged(try c.decode(PeerInfo.self, forKey: .peer))
         case "peerGone":
             body = .peerGone(try c.decode(DeviceID.self, forKey: .peerID))
+        case "willContinue":
+            body = .willContinue(
+                continuationID: try c.decode(UUID.self, forKey: .continuationID), type: try c.decode(String.self, forKey: .type),
+                peer: try c.decode(PeerRef.self, forKey: .peer)
+            )
+        case "continued":
+            body = .continued(
+                continuationID: try c.decode(UUID.self, forKey: .continuationID), activity: try c.decode(Activity.self, forKey: .activity),
+                peer: try c.decode(PeerRef.self, forKey: .peer), delivered: try c.decode(DeliveryOutcome.self, forKey: .delivered)
+            )
+        case "continueFailed":
+            body = .continueFailed(
+                continuationID: try c.decode(UUID.self, forKey: .continuationID), type: try c.decode(String.self, forKey: .type),
+                peer: try c.decode(PeerRef.self, forKey: .peer), code: try c.decode(APIErrorCode.self, forKey: .code),
+                reason: try c.decode(String.self, forKey: .reason)
+            )
+        case "willSave":
+            body = .willSave(activityID: try c.decode(UUID.self, forKey: .activityID), peer: try c.decode(PeerRef.self, forKey: .peer))
+        case "wasContinued":
+            body = .wasContinued(activityID: try c.decode(UUID.self, forKey: .activityID), peer: try c.decode(PeerRef.self, forKey: .peer))
+        case "streamChanged":
+            body = .streamChanged(try c.decode(StreamInfo.self, forKey: .stream))
         default:
             body = .unknown(name: name)
         }
@@ -83,6 +136,26 @@ public struct LocalEvent: Codable, Sendable, Equatable {
             try c.encode(peer, forKey: .peer)
         case .peerGone(let id):
             try c.encode(id, forKey: .peerID)
+        case .willContinue(let continuation, let type, let peer):
+            try c.encode(continuation.lowercasedString, forKey: .continuationID)
+            try c.encode(type, forKey: .type)
+            try c.encode(peer, forKey: .peer)
+        case .continued(let continuation, let activity, let peer, let delivered):
+            try c.encode(continuation.lowercasedString, forKey: .continuationID)
+            try c.encode(activity, forKey: .activity)
+            try c.encode(peer, forKey: .peer)
+            try c.encode(delivered, forKey: .delivered)
+        case .continueFailed(let continuation, let type, let peer, let code, let reason):
+            try c.encode(continuation.lowercasedString, forKey: .continuationID)
+            try c.encode(type, forKey: .type)
+            try c.encode(peer, forKey: .peer)
+            try c.encode(code, forKey: .code)
+            try c.encode(reason, forKey: .reason)
+        case .willSave(let id, let peer), .wasContinued(let id, let peer):
+            try c.encode(id.lowercasedString, forKey: .activityID)
+            try c.encode(peer, forKey: .peer)
+        case .streamChanged(let info):
+            try c.encode(info, forKey: .stream)
         case .unknown:
             break
         }

@@ -81,25 +81,3 @@ public struct PeersResponse: Codable, Sendable, Equatable {
         self.discovery = discovery
     }
 }
-
-/// `POST /v1/continue`.
-public struct ContinueRequest: Codable, Sendable, Equatable {
-    /// A device name, a unique start of its id, or `host:port`.
-    public var peer: String
-
-    public init(peer: String) {
-        self.peer = peer
-    }
-}
-
-public struct ContinueResponse: Codable, Sendable, Equatable {
-    public var peerID: DeviceID
-    public var peerName: String
-    public var activity: Activity
-
-    public init(peerID: DeviceID, peerName: String, activity: Activity) {
-        self.peerID = peerID
-        self.peerName = peerName
-        self.activity = activity
-    }
-}

@@ -1,4 +1,9 @@
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import HandoffAPI
 
 /// The same calls for async code. The socket I/O is blocking, so it runs on its own dispatch
@@ -63,6 +68,47 @@ extension HandoffClient {
 
     public func continueActivity(_ request: ContinueRequest) async throws(HandoffClientError) -> ContinueResponse {
         try await offloaded { () throws(HandoffClientError) in try self.continueActivity(request) }
+    }
+}
+
+extension HandoffClient {
+    public func attach(_ request: AttachRequest) async throws(HandoffClientError) -> NDJSONSubscription<AttachEvent> {
+        try await offloaded { () throws(HandoffClientError) in try self.attach(request) }
+    }
+
+    public func openStream(continuationID: UUID) async throws(HandoffClientError) -> StreamPipe {
+        try await offloaded { () throws(HandoffClientError) in try self.openStream(continuationID: continuationID) }
+    }
+
+    public func takeStream(_ id: UUID) async throws(HandoffClientError) -> StreamPipe {
+        try await offloaded { () throws(HandoffClientError) in try self.takeStream(id) }
+    }
+
+    public func stream(_ id: UUID, waitForOutcome: Bool = false) async throws(HandoffClientError) -> StreamInfo {
+        try await offloaded { () throws(HandoffClientError) in try self.stream(id, waitForOutcome: waitForOutcome) }
+    }
+
+    public func streams() async throws(HandoffClientError) -> StreamsResponse {
+        try await offloaded { () throws(HandoffClientError) in try self.streams() }
+    }
+}
+
+extension StreamPipe {
+    /// Everything until the other app finishes, waiting on a dispatch queue.
+    public func readToEnd(limit: Int = 1 << 30) async throws(HandoffClientError) -> [UInt8] {
+        try await offloaded { () throws(HandoffClientError) in
+            var all: [UInt8] = []
+            while all.count <= limit {
+                let chunk = try self.read(maximum: 256 * 1024)
+                if chunk.isEmpty { break }
+                all += chunk
+            }
+            return all
+        }
+    }
+
+    public func write(_ bytes: [UInt8]) async throws(HandoffClientError) {
+        try await offloaded { () throws(HandoffClientError) in try self.write(bytes) }
     }
 }
 

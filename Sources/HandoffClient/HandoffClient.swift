@@ -91,6 +91,51 @@ public struct HandoffClient: Sendable {
         try call("POST", LocalAPIRoute.continue, body: try encode(request))
     }
 
+    // MARK: Originating apps and continuation streams
+
+    /// Stays attached to the current activity (`request.activityID`): `willSave`, `wasContinued`
+    /// and, with `serveStreams`, `streamRequested` arrive as they happen; the subscription ends
+    /// when the activity is no longer current. Closing it detaches.
+    public func attach(_ request: AttachRequest) throws(HandoffClientError) -> NDJSONSubscription<AttachEvent> {
+        try subscribe("POST", LocalAPIRoute.attach, body: try encode(request))
+    }
+
+    /// (Resuming) Opens a continuation stream to the app the continuation came from.
+    public func openStream(continuationID: UUID) throws(HandoffClientError) -> StreamPipe {
+        try upgrade(LocalAPIRoute.continuationStreams(continuationID))
+    }
+
+    /// (Originating) Takes a stream announced by `streamRequested`.
+    public func takeStream(_ id: UUID) throws(HandoffClientError) -> StreamPipe {
+        try upgrade(LocalAPIRoute.stream(id))
+    }
+
+    /// A stream's state and byte counts; with `waitForOutcome`, once it completed or failed (or
+    /// after 10 seconds, whatever it is then).
+    public func stream(_ id: UUID, waitForOutcome: Bool = false) throws(HandoffClientError) -> StreamInfo {
+        try call("GET", LocalAPIRoute.stream(id) + (waitForOutcome ? "?wait=1" : ""), timeoutSeconds: max(timeoutSeconds, 15))
+    }
+
+    public func streams() throws(HandoffClientError) -> StreamsResponse {
+        try call("GET", LocalAPIRoute.streams)
+    }
+
+    private func upgrade(_ path: String) throws(HandoffClientError) -> StreamPipe {
+        // Opening reaches the other device, which may take a TLS handshake or two.
+        let connection = try UnixHTTPConnection(socketPath: socketPath, timeoutSeconds: max(timeoutSeconds, 30))
+        try connection.send(method: "POST", path: path, body: nil, upgrade: StreamUpgrade.protocolName)
+        // Byte by byte: the stream's first bytes may follow the 101 at once, and belong to the app.
+        let (status, headers) = try connection.readHeadExactly()
+        guard status == 101 else {
+            let body = (try? connection.readRemainingBody(headers: headers)) ?? []
+            throw HandoffClient.apiError(status: status, body: body)
+        }
+        guard let idText = headers.first(where: { $0.0 == StreamUpgrade.streamIDHeader })?.1, let id = UUID(uuidString: idText) else {
+            throw HandoffClientError(.protocolError, "handoffd switched to a stream without naming it; are handoffctl and handoffd the same version?")
+        }
+        return StreamPipe(id: id, connection: connection)
+    }
+
     // MARK: Plumbing
 
     private func encode(_ value: some Encodable) throws(HandoffClientError) -> [UInt8] {
@@ -101,9 +146,11 @@ public struct HandoffClient: Sendable {
         }
     }
 
-    private func subscribe<Element: Decodable>(_ method: String, _ path: String) throws(HandoffClientError) -> NDJSONSubscription<Element> {
+    private func subscribe<Element: Decodable>(_ method: String, _ path: String, body: [UInt8]? = nil)
+        throws(HandoffClientError) -> NDJSONSubscription<Element>
+    {
         let connection = try UnixHTTPConnection(socketPath: socketPath, timeoutSeconds: nil)
-        try connection.send(method: method, path: path, body: nil)
+        try connection.send(method: method, path: path, body: body)
         let (status, headers) = try connection.readHead()
         guard status == 200 else {
             let body = (try? connection.readRemainingBody(headers: headers)) ?? []

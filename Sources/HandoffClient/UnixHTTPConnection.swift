@@ -79,8 +79,13 @@ final class UnixHTTPConnection {
         }
     }
 
-    func send(method: String, path: String, body: [UInt8]?) throws(HandoffClientError) {
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: handoffd\r\nUser-Agent: handoff/\(HandoffVersion.current)\r\nConnection: close\r\n"
+    func send(method: String, path: String, body: [UInt8]?, upgrade: String? = nil) throws(HandoffClientError) {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: handoffd\r\nUser-Agent: handoff/\(HandoffVersion.current)\r\n"
+        if let upgrade {
+            head += "Connection: Upgrade\r\nUpgrade: \(upgrade)\r\n"
+        } else {
+            head += "Connection: close\r\n"
+        }
         if let body {
             head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n"
         }
@@ -103,6 +108,42 @@ final class UnixHTTPConnection {
             headers.append((line[..<colon].lowercased(), line[line.index(after: colon)...].trimmingSpaces()))
         }
         return (status, headers)
+    }
+
+    /// Reads the head one byte at a time, so that nothing after it is taken from the socket (a
+    /// stream's bytes, for the program the socket is handed to).
+    func readHeadExactly() throws(HandoffClientError) -> (status: Int, headers: [(String, String)]) {
+        precondition(bufferStart == buffer.count, "bytes already buffered")
+        var head: [UInt8] = []
+        var byte: UInt8 = 0
+        while !(head.count >= 4 && head.suffix(4).elementsEqual([0x0D, 0x0A, 0x0D, 0x0A])) {
+            guard head.count < 64 * 1024 else { throw HandoffClientError(.protocolError, "handoffd sent an over-long answer head") }
+            let n = recv(fd, &byte, 1, 0)
+            if n == 1 {
+                head.append(byte)
+            } else if n == 0 {
+                throw HandoffClientError(.protocolError, "handoffd closed the connection mid-answer")
+            } else if errno != EINTR {
+                throw errno == EAGAIN || errno == EWOULDBLOCK
+                    ? HandoffClientError(.timeout, "handoffd did not answer in time")
+                    : HandoffClientError(.protocolError, "lost the connection to handoffd: \(String(cString: strerror(errno)))")
+            }
+        }
+        buffer = head
+        bufferStart = 0
+        let result = try readHead()
+        buffer = []
+        bufferStart = 0
+        return result
+    }
+
+    /// Gives the socket to a `StreamPipe`: no timeouts from here on (a stream lasts as long as it lasts).
+    func detachDescriptor() -> Int32 {
+        var none = timeval(tv_sec: 0, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
+        let copy = dup(fd)
+        return copy
     }
 
     func readResponse(maximumBody: Int = 64 * 1024 * 1024) throws(HandoffClientError) -> Response {

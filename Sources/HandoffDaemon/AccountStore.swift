@@ -14,6 +14,8 @@ final class PeerSecurity: Sendable {
     struct Contexts: Sendable {
         let server: TLSContext
         let client: TLSContext
+        /// For continuation streams (their own ALPN).
+        let streamClient: TLSContext
         let trust: TrustPolicy
         let deviceID: DeviceID
     }
@@ -101,6 +103,11 @@ actor AccountStore {
     func hello() -> PeerHello? {
         guard let m = material else { return nil }
         return PeerHello(deviceID: m.deviceID, deviceName: m.deviceName, accountStateVersion: m.state.version)
+    }
+
+    /// A device of the account as events name it (its id's start when the state does not list it).
+    func peerRef(_ id: DeviceID) -> LocalEvent.PeerRef {
+        LocalEvent.PeerRef(id: id, name: material?.state.devices.first { $0.id == id }?.name ?? id.short)
     }
 
     var signedState: SignedAccountState? { material?.signedState }
@@ -320,6 +327,7 @@ actor AccountStore {
                     PeerSecurity.Contexts(
                         server: try .memberServer(identity: next.identity, trust: trust, joins: invites),
                         client: try .memberClient(identity: next.identity, trust: trust),
+                        streamClient: try .memberClient(identity: next.identity, trust: trust, alpn: HandoffALPN.stream),
                         trust: trust,
                         deviceID: next.deviceID
                     )

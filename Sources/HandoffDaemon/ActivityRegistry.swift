@@ -25,6 +25,8 @@ public actor ActivityRegistry {
     private var deviceID: String?
     /// Told of every change (the daemon announces it to peers).
     private var observer: (@Sendable (Activity?) async -> Void)?
+    /// Waiting for the next change (a needsSave activity being saved).
+    private var changeWaiters: [UUID: Once<Void>] = [:]
 
     /// Loads the saved activity, dropping it if it expired while the daemon was down.
     public init(
@@ -76,6 +78,27 @@ public actor ActivityRegistry {
 
     public func currentActivity() -> Activity? { current }
 
+    /// Returns at the next change of the current activity (updated, replaced or withdrawn), or
+    /// after `timeout`.
+    func waitForChange(within timeout: Duration) async {
+        let key = UUID()
+        let once = Once<Void>()
+        changeWaiters[key] = once
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            once.settle(())
+        }
+        await once.value
+        timer.cancel()
+        changeWaiters[key] = nil
+    }
+
+    private func changed() {
+        let waiters = changeWaiters.values
+        changeWaiters = [:]
+        waiters.forEach { $0.settle(()) }
+    }
+
     public func currentResponse() throws(LocalAPIError) -> CurrentActivityResponse {
         guard let current else {
             throw LocalAPIError(.noCurrentActivity, "there is no current activity (start one with: handoffctl become-current)")
@@ -122,6 +145,7 @@ public actor ActivityRegistry {
         current = activity
         scheduleExpiry()
         events.publish(LocalEvent(at: now, .currentActivityChanged(activity)))
+        changed()
         await observer?(activity)
         logger.info(
             "activity became current",
@@ -148,6 +172,7 @@ public actor ActivityRegistry {
         expiryTask?.cancel()
         expiryTask = nil
         events.publish(LocalEvent(at: now, .currentActivityResigned(activityID: resigned.id, reason: reason)))
+        changed()
         await observer?(nil)
         logger.info("activity withdrawn", metadata: ["activity": "\(resigned.id.lowercasedString)", "reason": "\(reason.rawValue)"])
         return resigned

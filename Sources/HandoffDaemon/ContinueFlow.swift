@@ -7,27 +7,75 @@ import HandoffAPI
 import HandoffModel
 import HandoffPeer
 
-/// `continue PEER`: fetch another device's current activity — the one we saw, or we say it changed.
+/// `continue PEER` (SPEC §5): fetch another device's current activity — the one we saw, or we say
+/// it changed — then hand it to an app here (or return it to the caller), with the lifecycle
+/// events `willContinue`, then exactly one of `continued` or `continueFailed`.
+///
+/// `willContinue` is published as soon as the activity's type is known: at once when the device
+/// was seen advertising it, else once it arrived. A failure before that (a `HOST:PORT` that does not
+/// answer) publishes nothing: no continuation of any type began.
 enum ContinueFlow {
-    static func fetch(
-        _ request: ContinueRequest, store: AccountStore, directory: PeerDirectory, links: MemberLinks, defaultPort: Int,
-        maximumActivityBytes: Int
-    ) async throws(LocalAPIError) -> ContinueResponse {
-        guard let state = await store.currentState, let me = await store.hello()?.deviceID else {
+    static func run(_ request: ContinueRequest, services: DaemonServices) async throws(LocalAPIError) -> ContinueResponse {
+        guard let state = await services.accounts.currentState, let me = await services.accounts.hello()?.deviceID else {
             throw LocalAPIError(.noAccount, "this device has no account yet; create one (handoffctl account create) or join one (handoffctl account join CODE)")
         }
-        let (session, seenID) = try await reach(request.peer, state: state, me: me, directory: directory, links: links, defaultPort: defaultPort)
-        let name = session.peerName
-        let answer: PeerMessage
-        do {
-            answer = try await session.request { PeerMessage.getActivity(requestID: $0, seenID: seenID) }
-        } catch is PeerRequestTimeout {
-            throw LocalAPIError(.timeout, "\(name) did not answer in time")
-        } catch {
-            throw LocalAPIError(.unreachable, "the connection to \(name) ended before it answered")
+        let continuationID = UUID()
+        let events = services.events
+        var announced: (type: String, peer: LocalEvent.PeerRef)?
+        func announce(_ type: String, _ peer: LocalEvent.PeerRef) {
+            guard announced == nil else { return }
+            announced = (type, peer)
+            events.publish(LocalEvent(at: .now(), .willContinue(continuationID: continuationID, type: type, peer: peer)))
         }
-        let activity = try interpret(answer, seenID: seenID, peerName: name, maximumActivityBytes: maximumActivityBytes)
-        return ContinueResponse(peerID: session.peerID, peerName: name, activity: activity)
+        do throws(LocalAPIError) {
+            let target = try await resolve(request.peer, state: state, me: me, services: services)
+            if let device = target.device, let seen = target.seen { announce(seen.type, device) }
+            var session = try await connect(target, services: services)
+            var answer: PeerMessage?
+            // A session can end under us (both devices dialled at once and one connection gave
+            // way, or the other side restarted): one fresh connection is worth a try.
+            for attempt in 1...2 where answer == nil {
+                do {
+                    answer = try await session.request { PeerMessage.getActivity(requestID: $0, seenID: target.seen?.id) }
+                } catch is PeerRequestTimeout {
+                    throw LocalAPIError(.timeout, "\(session.peerName) did not answer in time")
+                } catch {
+                    guard attempt == 1 else { throw LocalAPIError(.unreachable, "the connection to \(session.peerName) ended before it answered") }
+                    session = try await connect(target, services: services)
+                }
+            }
+            let peer = LocalEvent.PeerRef(id: session.peerID, name: session.peerName)
+            guard let answer else { throw LocalAPIError(.unreachable, "\(peer.name) did not answer") }
+            let activity = try interpret(answer, seenID: target.seen?.id, peerName: peer.name, maximumActivityBytes: services.maximumActivityBytes)
+            announce(activity.type, peer)
+            services.book.record(
+                StreamBook.Continuation(
+                    id: continuationID, peer: peer, activityID: activity.id,
+                    supportsStreams: activity.content.supportsContinuationStreams, address: target.address
+                )
+            )
+            let delivered: DeliveryOutcome
+            switch request.delivery {
+            case .returnToCaller:
+                delivered = DeliveryOutcome(kind: .caller, handler: "caller", command: [])
+            case .dispatch:
+                delivered = try await services.launcher.deliver(activity, continuationID: continuationID, from: peer, session: request.environment)
+            }
+            events.publish(LocalEvent(at: .now(), .continued(continuationID: continuationID, activity: activity, peer: peer, delivered: delivered)))
+            // The originating app hears wasContinued; the continuation stands whether or not it does.
+            try? await session.send(.activityContinued(activityID: activity.id))
+            return ContinueResponse(
+                peerID: peer.id, peerName: peer.name, activity: activity, continuationID: continuationID,
+                delivered: request.delivery == .dispatch ? delivered : nil
+            )
+        } catch {
+            if let (type, peer) = announced {
+                events.publish(
+                    LocalEvent(at: .now(), .continueFailed(continuationID: continuationID, type: type, peer: peer, code: error.code, reason: error.message))
+                )
+            }
+            throw error
+        }
     }
 
     /// What the other device's answer means: the activity, or the precise reason there is none.
@@ -59,13 +107,17 @@ enum ContinueFlow {
         }
     }
 
-    /// The session to ask, and the activity id we saw there (none when given an address).
-    private static func reach(
-        _ text: String, state: AccountState, me: DeviceID, directory: PeerDirectory, links: MemberLinks, defaultPort: Int
-    ) async throws(LocalAPIError) -> (MemberSession, UUID?) {
+    /// Who `continue` was asked to reach: a device of the account (with the activity we saw it
+    /// advertise, if any), or an address.
+    struct Target {
+        var device: LocalEvent.PeerRef?
+        var seen: ActivitySummary?
+        var address: PeerAddress?
+    }
+
+    private static func resolve(_ text: String, state: AccountState, me: DeviceID, services: DaemonServices) async throws(LocalAPIError) -> Target {
         if looksLikeAddress(text) {
-            let address = try PeerAddress(parsing: text, defaultPort: defaultPort)
-            return (try await links.connect(address), nil)
+            return Target(address: try PeerAddress(parsing: text, defaultPort: services.peerPort()))
         }
         let lower = text.lowercased()
         let candidates = state.devices.filter { $0.id != me && ($0.name.lowercased() == lower || (lower.count >= 4 && $0.id.text.hasPrefix(lower))) }
@@ -75,22 +127,28 @@ enum ContinueFlow {
         guard candidates.count == 1 else {
             throw LocalAPIError(.unknownPeer, "\(displayQuoted(text)) matches \(candidates.count) devices; give more of the id")
         }
-        let seen = await directory.seenActivityID(device.id)
-        if let session = await links.session(for: device.id) { return (session, seen) }
-        let targets = await directory.dialTargets(device.id)
+        return Target(device: LocalEvent.PeerRef(id: device.id, name: device.name), seen: await services.directory.info(device.id)?.activity)
+    }
+
+    /// The session to ask: the one open with the device, or a new one.
+    private static func connect(_ target: Target, services: DaemonServices) async throws(LocalAPIError) -> MemberSession {
+        let links = services.links
+        guard let device = target.device else { return try await links.connect(target.address!) }
+        if let session = await links.session(for: device.id) { return session }
+        let targets = await services.directory.dialTargets(device.id)
         guard !targets.isEmpty else {
             throw LocalAPIError(.unreachable, "\(device.name) has not been seen on the network; is handoffd running there? (or give HOST:PORT)")
         }
         var lastError = LocalAPIError(.unreachable, "\(device.name) cannot be reached")
-        for target in targets {
+        for address in targets {
             let result: Result<MemberSession, LocalAPIError>
             do {
-                result = .success(try await links.connect(target, expecting: device.id))
+                result = .success(try await links.connect(address, expecting: device.id))
             } catch {
                 result = .failure(error)
             }
             switch result {
-            case .success(let session): return (session, seen)
+            case .success(let session): return session
             case .failure(let e):
                 lastError = e
                 if e.code == .revoked || e.code == .refused { throw e }

@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import HandoffAPI
 import HandoffDiscovery
 import HandoffModel
@@ -35,6 +40,13 @@ public struct DaemonConfiguration: Sendable {
     public var staticPeers: [String] = []
     /// On start, when this device has no account yet: create one, or join with a code.
     public var firstUse: FirstUse = .nothing
+    /// Activity type → command line (`.desktop` Exec syntax), ahead of installed `.desktop` files.
+    public var handlers: [String: String] = [:]
+    /// What opens a continued activity's web page when no app handles its type.
+    public var browser: String = "xdg-open"
+    /// The environment handlers and the browser start with (and where `.desktop` files are looked
+    /// for); nil means handoffd's own.
+    public var handlerEnvironment: [String: String]? = nil
 
     public enum FirstUse: Sendable {
         case nothing
@@ -71,6 +83,10 @@ public final class HandoffDaemon: Sendable {
     let directory: PeerDirectory
     let links: MemberLinks
     let discovery: DiscoveryService
+    let attachments: Attachments
+    let book: StreamBook
+    let launcher: Launcher
+    let streams: ContinuationStreams
     private let staticPeers: [PeerAddress]
     private let logger: Logger
     private let startedAt: Timestamp
@@ -115,8 +131,19 @@ public final class HandoffDaemon: Sendable {
         self.accounts = accounts
         let directory = PeerDirectory(events: events)
         self.directory = directory
-        let links = MemberLinks(store: accounts, security: security, directory: directory, registry: registry, presence: presence, logger: logger)
+        let attachments = Attachments(events: events)
+        self.attachments = attachments
+        let book = StreamBook(events: events)
+        self.book = book
+        self.launcher = try Self.makeLauncher(configuration, logger: logger)
+        let links = MemberLinks(
+            store: accounts, security: security, directory: directory, registry: registry, presence: presence,
+            attachments: attachments, book: book, logger: logger
+        )
         self.links = links
+        self.streams = ContinuationStreams(
+            book: book, registry: registry, attachments: attachments, store: accounts, security: security, directory: directory, logger: logger
+        )
         let boundPeerPort = self.boundPeerPort
         let configuredPort = configuration.peerPort
         self.discovery = DiscoveryService(
@@ -129,6 +156,33 @@ public final class HandoffDaemon: Sendable {
             links: links,
             invites: invites,
             port: { boundPeerPort.value ?? configuredPort },
+            logger: logger
+        )
+    }
+
+    private static func makeLauncher(_ configuration: DaemonConfiguration, logger: Logger) throws(DaemonError) -> Launcher {
+        var configured: [String: ExecLine] = [:]
+        for (type, text) in configuration.handlers {
+            do {
+                configured[type] = try ExecLine(parsing: text)
+            } catch {
+                throw DaemonError(.configuration, "the handler for \(type) (\(text)): \(error.description)")
+            }
+        }
+        let browser: ExecLine
+        do {
+            browser = try ExecLine(parsing: configuration.browser)
+        } catch {
+            throw DaemonError(.configuration, "the browser command (\(configuration.browser)): \(error.description)")
+        }
+        let environment = configuration.handlerEnvironment ?? ProcessInfo.processInfo.environment
+        let socketDirectory = configuration.socketPath.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        return Launcher(
+            catalog: HandlerCatalog(configured: configured, dataDirectories: HandlerCatalog.dataDirectories(environment: environment)),
+            browser: browser,
+            directory: (socketDirectory.isEmpty ? "." : socketDirectory) + "/continuations",
+            socketPath: configuration.socketPath,
+            environment: environment,
             logger: logger
         )
     }
@@ -146,6 +200,10 @@ public final class HandoffDaemon: Sendable {
             directory: directory,
             links: links,
             discovery: discovery,
+            launcher: launcher,
+            book: book,
+            attachments: attachments,
+            streams: streams,
             statusProvider: { [self] in await self.status() },
             peerPort: { [self] in self.peerPort },
             maximumActivityBytes: configuration.limits.maximumEncodedSize,
@@ -169,12 +227,14 @@ public final class HandoffDaemon: Sendable {
             security: security,
             admission: admission,
             links: links,
+            streams: streams,
             logger: logger,
             handshakeTimeout: .milliseconds(Int64(configuration.handshakeTimeoutSeconds * 1000)),
             reportPort: { [boundPeerPort] port in boundPeerPort.set(port) }
         )
         let state = StateLifecycle(
-            registry: registry, accounts: accounts, events: events, presence: presence, links: links, discovery: discovery, invites: invites
+            registry: registry, accounts: accounts, events: events, presence: presence, links: links, discovery: discovery, invites: invites,
+            attachments: attachments, book: book
         )
         let serviceGroup = ServiceGroup(
             configuration: ServiceGroupConfiguration(
@@ -285,10 +345,16 @@ struct StateLifecycle: Service {
     let links: MemberLinks
     let discovery: DiscoveryService
     let invites: InviteBook
+    let attachments: Attachments
+    let book: StreamBook
 
     func run() async throws {
-        let (presence, links, discovery) = (self.presence, self.links, self.discovery)
+        let (presence, links, discovery, attachments, book) = (self.presence, self.links, self.discovery, self.attachments, self.book)
         await registry.observe { activity in
+            // Apps attached to an activity that is no longer current hear that it ended; devices
+            // that continued it can no longer open its streams.
+            attachments.currentChanged(to: activity?.id, reason: activity == nil ? "the activity was withdrawn or expired" : "another activity became current")
+            book.keepGrants(for: activity?.id)
             // Peers with a session hear at once; the advert follows as fast as Avahi allows.
             let notice = presence.update(activity)
             await links.broadcast(.activityNotice(notice))
@@ -301,6 +367,7 @@ struct StateLifecycle: Service {
         await accounts.start()
         try? await gracefulShutdown()
         await registry.stop()
+        attachments.finishAll()
         events.finishAll()
     }
 }

@@ -81,12 +81,7 @@ extension LocalAPIRouter {
     func continueActivity(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
         let ask = try body(ContinueRequest.self, of: request)
-        return .ok(
-            try await ContinueFlow.fetch(
-                ask, store: services.accounts, directory: services.directory, links: services.links, defaultPort: services.peerPort(),
-                maximumActivityBytes: services.maximumActivityBytes
-            )
-        )
+        return .ok(try await ContinueFlow.run(ask, services: services))
     }
 
     func devices(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {

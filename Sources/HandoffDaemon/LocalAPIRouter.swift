@@ -19,6 +19,10 @@ struct LocalAPIRequest: Sendable {
     var peer: PeerCredentials
 
     var path: Substring { head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "" }
+    var query: Substring {
+        let parts = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        return parts.count > 1 ? parts[1] : ""
+    }
 }
 
 enum LocalAPIResponse: Sendable {
@@ -64,6 +68,10 @@ struct DaemonServices: Sendable {
     let directory: PeerDirectory
     let links: MemberLinks
     let discovery: DiscoveryService
+    let launcher: Launcher
+    let book: StreamBook
+    let attachments: Attachments
+    let streams: ContinuationStreams
     let statusProvider: @Sendable () async -> DaemonStatus
     let peerPort: @Sendable () -> Int
     let maximumActivityBytes: Int
@@ -98,6 +106,11 @@ struct LocalAPIRouter: Sendable {
             case (LocalAPIRoute.devices[...], .GET): return try await devices(request)
             case (LocalAPIRoute.peers[...], .GET): return try await peers(request)
             case (LocalAPIRoute.continue[...], .POST): return try await continueActivity(request)
+            case (LocalAPIRoute.attach[...], .POST): return try await attach(request)
+            case (LocalAPIRoute.streams[...], .GET): return try listStreams(request)
+            case (let path, .GET) where path.hasPrefix(LocalAPIRoute.streams + "/"): return try await getStream(request)
+            case (let path, .POST) where path.hasPrefix(LocalAPIRoute.streams + "/"): return try streamNeedsUpgrade(request)
+            case (let path, .POST) where path.hasPrefix(LocalAPIRoute.continuations + "/"): return try streamNeedsUpgrade(request)
             case (let path, .DELETE) where path.hasPrefix(LocalAPIRoute.devices + "/"): return try await removeDevice(request)
             default: return try unrouted(request)
             }
@@ -127,6 +140,8 @@ struct LocalAPIRouter: Sendable {
         LocalAPIRoute.devices: "GET",
         LocalAPIRoute.peers: "GET",
         LocalAPIRoute.continue: "POST",
+        LocalAPIRoute.attach: "POST",
+        LocalAPIRoute.streams: "GET",
     ]
 
     /// The JSON body of a request, or a 400 that says where it is wrong.

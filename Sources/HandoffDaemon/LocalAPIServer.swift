@@ -21,7 +21,20 @@ import Glibc
 /// peer credentials, reads requests with size limits, and writes responses. What a request means
 /// is `LocalAPIRouter`'s business.
 final class LocalAPIServer: Service {
-    typealias Connection = (channel: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, peer: PeerCredentials)
+    typealias HTTPChannel = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+
+    /// What a connection became after its first request head: HTTP (perhaps answering a refused
+    /// upgrade first), or a continuation stream's byte pipe.
+    enum Negotiated: Sendable {
+        case http(HTTPChannel, refusedUpgrade: LocalAPIError?)
+        case stream
+    }
+
+    struct Connection: Sendable {
+        let channel: any Channel
+        let peer: PeerCredentials
+        let negotiated: EventLoopFuture<Negotiated>
+    }
 
     private let socketPath: String
     private let router: LocalAPIRouter
@@ -43,15 +56,30 @@ final class LocalAPIServer: Service {
 
         let server: NIOAsyncChannel<Connection, Never>
         do {
+            let router = self.router
+            let logger = self.logger
             server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .serverChannelOption(.backlog, value: 128)
+                // A stream's app shuts down its sending side when it is done sending, and keeps reading.
+                .childChannelOption(.allowRemoteHalfClosure, value: true)
                 .bind(unixDomainSocketPath: socketPath) { channel in
                     PeerCredentials.of(channel).flatMapThrowing { peer in
-                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                        let wrapped = try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
-                            wrappingChannelSynchronously: channel
+                        let upgrade = StreamUpgrader(router: router, peer: peer, logger: logger)
+                        let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(
+                            configuration: NIOUpgradableHTTPServerPipelineConfiguration(
+                                upgradeConfiguration: NIOTypedHTTPServerUpgradeConfiguration(
+                                    upgraders: [upgrade],
+                                    notUpgradingCompletionHandler: { channel in
+                                        channel.eventLoop.makeCompletedFuture {
+                                            let wrapped = try HTTPChannel(wrappingChannelSynchronously: channel)
+                                            return .http(wrapped, refusedUpgrade: upgrade.refusal)
+                                        }
+                                    }
+                                )
+                            )
                         )
-                        return (wrapped, peer)
+                        channel.closeFuture.whenComplete { _ in upgrade.connectionClosed() }
+                        return Connection(channel: channel, peer: peer, negotiated: negotiated)
                     }
                 }
         } catch {
@@ -105,22 +133,47 @@ final class LocalAPIServer: Service {
     // MARK: Connections
 
     private func serve(_ connection: Connection) async {
+        let channel = connection.channel
         do {
-            try await connection.channel.executeThenClose { inbound, outbound in
-                var parts = inbound.makeAsyncIterator()
-                while let request = try await self.readRequest(&parts, peer: connection.peer, outbound: outbound) {
-                    let response = await self.router.handle(request)
-                    let keepAlive = try await self.write(
-                        response,
-                        for: request,
-                        outbound: outbound,
-                        closed: connection.channel.channel.closeFuture
-                    )
-                    if !keepAlive { break }
+            // Waiting on a future ignores cancellation: closing the channel ends the wait.
+            let negotiated = try await withTaskCancellationHandler {
+                try await connection.negotiated.get()
+            } onCancel: {
+                channel.close(promise: nil)
+            }
+            switch negotiated {
+            case .stream:
+                // The splice owns the connection now; it closes it when the stream ends.
+                try await withTaskCancellationHandler {
+                    try await channel.closeFuture.get()
+                } onCancel: {
+                    channel.close(promise: nil)
                 }
+            case .http(let http, let refusal):
+                try await serveHTTP(http, peer: connection.peer, refusedUpgrade: refusal)
             }
         } catch {
+            channel.close(promise: nil)
             logger.debug("local API connection ended", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func serveHTTP(_ http: HTTPChannel, peer: PeerCredentials, refusedUpgrade: LocalAPIError?) async throws {
+        try await http.executeThenClose { inbound, outbound in
+            var parts = inbound.makeAsyncIterator()
+            if let refusedUpgrade {
+                // NIO's upgrade handler does not pass on a request it did not upgrade: it was read
+                // whole, and is answered with why there is no stream.
+                _ = try await self.write(.error(refusedUpgrade), keepAlive: false, outbound: outbound, closed: nil)
+                return
+            }
+            while let request = try await self.readRequest(&parts, peer: peer, outbound: outbound) {
+                let response = await self.router.handle(request)
+                let keepAlive = try await self.write(
+                    response, keepAlive: request.head.isKeepAlive, outbound: outbound, closed: http.channel.closeFuture
+                )
+                if !keepAlive { break }
+            }
         }
     }
 
@@ -156,7 +209,7 @@ final class LocalAPIServer: Service {
                         .requestTooLarge,
                         "the request body is larger than \(maximumRequestBody) bytes; activities are small — move bulk data into a continuation stream"
                     )
-                    _ = try await write(.error(refusal), for: request, outbound: outbound, closed: nil, forceClose: true)
+                    _ = try await write(.error(refusal), keepAlive: false, outbound: outbound, closed: nil)
                     return nil
                 }
                 return request
@@ -168,12 +221,10 @@ final class LocalAPIServer: Service {
     /// Writes `response`; returns whether the connection may carry another request.
     private func write(
         _ response: LocalAPIResponse,
-        for request: LocalAPIRequest,
+        keepAlive: Bool,
         outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
-        closed: EventLoopFuture<Void>?,
-        forceClose: Bool = false
+        closed: EventLoopFuture<Void>?
     ) async throws -> Bool {
-        let keepAlive = request.head.isKeepAlive && !forceClose
         var headers = HTTPHeaders()
         switch response {
         case .json(let status, let body), .jsonWithHeaders(let status, let body, _):
@@ -211,6 +262,91 @@ final class LocalAPIServer: Service {
             }
             return false
         }
+    }
+}
+
+/// `Upgrade: handoff-stream` on a connection's first request: the stream is opened (or taken)
+/// while the client waits, then `101 Switching Protocols` and the connection is spliced to the
+/// other device. A refusal is kept for the HTTP handling that follows, which answers it.
+final class StreamUpgrader: NIOTypedHTTPServerProtocolUpgrader, Sendable {
+    typealias UpgradeResult = LocalAPIServer.Negotiated
+
+    private enum Stage {
+        case waiting
+        case prepared(ContinuationStreams.Prepared)
+        case refused(LocalAPIError)
+        case spliced
+        case closed
+    }
+
+    let supportedProtocol = StreamUpgrade.protocolName
+    let requiredUpgradeHeaders: [String] = []
+    private let router: LocalAPIRouter
+    private let peer: PeerCredentials
+    private let logger: Logger
+    private let stage = Mutex(Stage.waiting)
+
+    init(router: LocalAPIRouter, peer: PeerCredentials, logger: Logger) {
+        self.router = router
+        self.peer = peer
+        self.logger = logger
+    }
+
+    var refusal: LocalAPIError? {
+        stage.withLock { s in
+            if case .refused(let e) = s { return e }
+            return nil
+        }
+    }
+
+    func buildUpgradeResponse(channel: any Channel, upgradeRequest: HTTPRequestHead, initialResponseHeaders: HTTPHeaders) -> EventLoopFuture<HTTPHeaders> {
+        let promise = channel.eventLoop.makePromise(of: HTTPHeaders.self)
+        let (router, peer) = (self.router, self.peer)
+        promise.completeWithTask { [self] in
+            let prepared: ContinuationStreams.Prepared
+            do {
+                prepared = try await router.prepareStream(upgradeRequest, peer: peer)
+            } catch let error as LocalAPIError {
+                stage.withLock { $0 = .refused(error) }
+                throw error
+            }
+            let kept = stage.withLock { s -> Bool in
+                guard case .waiting = s else { return false }
+                s = .prepared(prepared)
+                return true
+            }
+            // The app hung up while the stream was being opened.
+            guard kept else {
+                prepared.abandon()
+                throw ChannelError.ioOnClosedChannel
+            }
+            var headers = initialResponseHeaders
+            headers.add(name: StreamUpgrade.streamIDHeader, value: prepared.record.id.lowercasedString)
+            return headers
+        }
+        return promise.futureResult
+    }
+
+    func upgrade(channel: any Channel, upgradeRequest: HTTPRequestHead) -> EventLoopFuture<LocalAPIServer.Negotiated> {
+        let prepared = stage.withLock { s -> ContinuationStreams.Prepared? in
+            guard case .prepared(let p) = s else { return nil }
+            s = .spliced
+            return p
+        }
+        guard let prepared else { return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
+        // Synchronously: bytes the app sent right after its request are handed on as soon as this returns.
+        prepared.splice(to: channel, logger: logger)
+        return channel.eventLoop.makeSucceededFuture(.stream)
+    }
+
+    /// A stream opened for a connection that closed before it became the pipe is given up.
+    func connectionClosed() {
+        let orphan = stage.withLock { s -> ContinuationStreams.Prepared? in
+            defer { if case .spliced = s {} else { s = .closed } }
+            if case .prepared(let p) = s { return p }
+            return nil
+        }
+        orphan?.abandon()
     }
 }
 

@@ -95,12 +95,19 @@ actor MemberLinks {
     let directory: PeerDirectory
     let registry: ActivityRegistry
     let presence: Presence
+    let attachments: Attachments
+    let book: StreamBook
     let logger: Logger
     /// Background work (dials, sessions we started) runs in the service's task group.
     private let jobs: AsyncStream<@Sendable () async -> Void>.Continuation
     let jobStream: AsyncStream<@Sendable () async -> Void>
 
-    init(store: AccountStore, security: PeerSecurity, directory: PeerDirectory, registry: ActivityRegistry, presence: Presence, logger: Logger) {
+    init(
+        store: AccountStore, security: PeerSecurity, directory: PeerDirectory, registry: ActivityRegistry, presence: Presence,
+        attachments: Attachments, book: StreamBook, logger: Logger
+    ) {
+        self.attachments = attachments
+        self.book = book
         self.store = store
         self.security = security
         self.directory = directory
@@ -201,14 +208,28 @@ actor MemberLinks {
         case .activityNotice(let notice):
             await directory.notice(session.peerID, notice)
         case .getActivity(let id, let seen):
-            try await session.send(await ActivityAnswer.answer(id, seen: seen, registry: registry))
+            // Its own task: saving a needsSave activity may take a second, and the session must
+            // not stall meanwhile.
+            let peer = LocalEvent.PeerRef(id: session.peerID, name: session.peerName)
+            let (registry, attachments, book) = (self.registry, self.attachments, self.book)
+            spawn {
+                let (answer, activity) = await ActivityAnswer.answerAndActivity(id, seen: seen, registry: registry) { activity in
+                    attachments.willSave(activity.id, peer: peer)
+                }
+                if let activity { book.grant(peer.id, activityID: activity.id) }
+                try? await session.send(answer)
+            }
+        case .activityContinued(let activityID):
+            attachments.wasContinued(activityID, peer: LocalEvent.PeerRef(id: session.peerID, name: session.peerName))
+        case .unknown(let kind):
+            logger.debug("skipped a message of unknown type", metadata: ["peer": "\(session.peerID.short)", "type": "\(kind)"])
         case .activity(let id, _), .activityUnavailable(let id, _):
             session.settle(id, .success(message))
         case .accountState(let signed, let secret):
             if await store.adopt(signed, accountSecret: secret) == .updated { await applyRevocations() }
         case .failure(let f):
             throw PeerSessionError.peerFailed(f)
-        case .hello, .joinRequest, .joinAccepted, .joinRefused:
+        case .hello, .joinRequest, .joinAccepted, .joinRefused, .openStream, .streamAccepted, .streamRefused:
             try await session.send(.failure(PeerFailure(.unexpectedMessage, "unexpected \(message.kindName)")))
             throw PeerSessionError.unexpected(message.kindName)
         }
@@ -348,10 +369,39 @@ struct MemberLinksService: Service {
 
 /// How a device answers "send me your current activity".
 enum ActivityAnswer {
-    static func answer(_ requestID: UInt32, seen: UUID?, registry: ActivityRegistry, now: Timestamp = .now()) async -> PeerMessage {
+    /// How long an app asked to save (needsSave) has before the last state is sent (SPEC §2).
+    static let saveWindow: Duration = .seconds(1)
+
+    /// The current activity, or why there is none to give. With `askToSave`, a needsSave activity
+    /// is first saved by its app: when that asks one (it returns true), the answer waits for the
+    /// update, at most `saveWindow`.
+    static func answer(
+        _ requestID: UInt32, seen: UUID?, registry: ActivityRegistry, askToSave: (@Sendable (Activity) -> Bool)? = nil, now: Timestamp = .now()
+    ) async -> PeerMessage {
+        await answerAndActivity(requestID, seen: seen, registry: registry, askToSave: askToSave, now: now).message
+    }
+
+    /// The answer, and the activity it carries (if it carries one).
+    static func answerAndActivity(
+        _ requestID: UInt32, seen: UUID?, registry: ActivityRegistry, askToSave: (@Sendable (Activity) -> Bool)? = nil, now: Timestamp = .now()
+    ) async -> (message: PeerMessage, activity: Activity?) {
         guard let current = await registry.currentActivity() else {
-            return .activityUnavailable(requestID: requestID, ActivityUnavailable(.none, message: "there is no current activity"))
+            return (.activityUnavailable(requestID: requestID, ActivityUnavailable(.none, message: "there is no current activity")), nil)
         }
+        if let refusal = refusal(requestID, for: current, seen: seen, now: now) { return (refusal, nil) }
+        guard current.content.needsSave, let askToSave, askToSave(current) else {
+            return (.activity(requestID: requestID, encoded: ActivityEncoding.encode(current)), current)
+        }
+        await registry.waitForChange(within: saveWindow)
+        guard let saved = await registry.currentActivity() else {
+            return (.activityUnavailable(requestID: requestID, ActivityUnavailable(.none, message: "the activity was withdrawn")), nil)
+        }
+        // Saving updates the activity; an app that started another one instead changed it.
+        if let refusal = refusal(requestID, for: saved, seen: current.id, now: .now()) { return (refusal, nil) }
+        return (.activity(requestID: requestID, encoded: ActivityEncoding.encode(saved)), saved)
+    }
+
+    private static func refusal(_ requestID: UInt32, for current: Activity, seen: UUID?, now: Timestamp) -> PeerMessage? {
         if let seen, seen != current.id {
             return .activityUnavailable(
                 requestID: requestID,
@@ -361,7 +411,7 @@ enum ActivityAnswer {
         if current.isExpired(at: now) {
             return .activityUnavailable(requestID: requestID, ActivityUnavailable(.expired, currentID: current.id, message: "the activity expired"))
         }
-        return .activity(requestID: requestID, encoded: ActivityEncoding.encode(current))
+        return nil
     }
 }
 

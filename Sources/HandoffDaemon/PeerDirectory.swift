@@ -182,9 +182,6 @@ actor PeerDirectory {
 
     func info(_ id: DeviceID) -> PeerInfo? { entries[id]?.info(now: .now()) }
 
-    /// The activity id we last saw for `id`: `continue` asks for exactly that one.
-    func seenActivityID(_ id: DeviceID) -> UUID? { entries[id]?.info(now: .now()).activity?.id }
-
     /// Where to dial `id`: each advert's host name (looked up now), its addresses as last
     /// resolved (IPv4 before IPv6), then static ones.
     func dialTargets(_ id: DeviceID) -> [PeerAddress] {

@@ -19,6 +19,7 @@ final class PeerListener: Service {
     private let security: PeerSecurity
     private let admission: AdmissionControl
     private let links: MemberLinks
+    private let streams: ContinuationStreams
     private let logger: Logger
     private let reportPort: @Sendable (Int) -> Void
     private let handshakeTimeout: TimeAmount
@@ -26,9 +27,10 @@ final class PeerListener: Service {
 
     init(
         port: Int, bindAddresses: [String], store: AccountStore, security: PeerSecurity, admission: AdmissionControl, links: MemberLinks,
-        logger: Logger, handshakeTimeout: TimeAmount, reportPort: @escaping @Sendable (Int) -> Void
+        streams: ContinuationStreams, logger: Logger, handshakeTimeout: TimeAmount, reportPort: @escaping @Sendable (Int) -> Void
     ) {
         self.links = links
+        self.streams = streams
         self.reportPort = reportPort
         self.handshakeTimeout = handshakeTimeout
         self.port = port
@@ -40,7 +42,7 @@ final class PeerListener: Service {
     }
 
     func run() async throws {
-        var servers: [NIOAsyncChannel<PeerLink, Never>] = []
+        var servers: [NIOAsyncChannel<PendingConnection, Never>] = []
         var port = self.port
         for address in bindAddresses {
             do {
@@ -69,10 +71,10 @@ final class PeerListener: Service {
             try await withThrowingDiscardingTaskGroup { group in
                 for server in listening {
                     group.addTask {
-                        try await server.executeThenClose { links in
+                        try await server.executeThenClose { pending in
                             try await withThrowingDiscardingTaskGroup { connections in
-                                for try await link in links {
-                                    connections.addTask { await self.serve(link) }
+                                for try await connection in pending {
+                                    connections.addTask { await self.serve(connection) }
                                 }
                                 connections.cancelAll()
                             }
@@ -85,7 +87,14 @@ final class PeerListener: Service {
         }
     }
 
-    private func bind(_ host: String, port: Int) async throws -> NIOAsyncChannel<PeerLink, Never> {
+    /// An accepted connection until its TLS handshake says what it is.
+    struct PendingConnection: Sendable {
+        let channel: any Channel
+        let outcome: EventLoopFuture<AcceptedConnection>
+        let remote: RemoteAddress
+    }
+
+    private func bind(_ host: String, port: Int) async throws -> NIOAsyncChannel<PendingConnection, Never> {
         let admission = self.admission
         let security = self.security
         let handshakeTimeout = self.handshakeTimeout
@@ -108,9 +117,17 @@ final class PeerListener: Service {
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     do {
-                        return try PeerPipeline.configure(
-                            channel, connection: try TLSConnection(context: contexts.server), handshakeTimeout: handshakeTimeout
-                        )
+                        let handshake = channel.eventLoop.makePromise(of: TLSHandshakeCompleted.self)
+                        let tls = TLSHandler(connection: try TLSConnection(context: contexts.server), handshakeTimeout: handshakeTimeout)
+                        let remote = RemoteAddress()
+                        try channel.pipeline.syncOperations.addHandler(tls)
+                        try channel.pipeline.syncOperations.addHandler(HandshakeGate(promise: handshake, remote: remote))
+                        // Runs as the gate hears of the handshake, before the next byte is read.
+                        let boundTLS = NIOLoopBound(tls, eventLoop: channel.eventLoop)
+                        let outcome = handshake.futureResult.flatMapThrowing { done in
+                            try ProtocolSwitch.install(after: done, on: channel, tls: boundTLS.value, remote: remote)
+                        }
+                        return PendingConnection(channel: channel, outcome: outcome, remote: remote)
                     } catch {
                         admission.settled()
                         throw error
@@ -119,19 +136,35 @@ final class PeerListener: Service {
             }
     }
 
-    private func serve(_ link: PeerLink) async {
-        let handshake: TLSHandshakeCompleted
+    private func serve(_ pending: PendingConnection) async {
+        let accepted: AcceptedConnection
+        let channel = pending.channel
         do {
-            handshake = try await link.completedHandshake()
+            // Waiting on a future ignores cancellation: closing the channel ends the wait.
+            accepted = try await withTaskCancellationHandler {
+                try await pending.outcome.get()
+            } onCancel: {
+                channel.close(promise: nil)
+            }
             admission.settled()
         } catch {
             admission.settled()
+            let remote = pending.remote.value ?? "unknown"
             if let e = error as? TLSError {
-                if e.code == .joinCodeRejected { admission.joinFailed(link.remote) }
-                logger.notice("refused a connection", metadata: ["remote": "\(link.remote)", "reason": "\(e.code.rawValue)", "detail": "\(e.message)"])
+                if e.code == .joinCodeRejected { admission.joinFailed(remote) }
+                logger.notice("refused a connection", metadata: ["remote": "\(remote)", "reason": "\(e.code.rawValue)", "detail": "\(e.message)"])
             }
-            await link.discard()
+            channel.close(promise: nil)
             return
+        }
+        let link: PeerLink
+        let handshake: TLSHandshakeCompleted
+        switch accepted {
+        case .stream(let connection):
+            await streams.serveIncoming(connection)
+            return
+        case .session(let l, let h):
+            (link, handshake) = (l, h)
         }
         do {
             switch handshake.peer {

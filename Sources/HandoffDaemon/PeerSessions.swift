@@ -167,6 +167,11 @@ extension PeerMessage {
         case .getActivity: "activity request"
         case .activity: "activity"
         case .activityUnavailable: "activity refusal"
+        case .activityContinued: "continuation notice"
+        case .openStream: "stream request"
+        case .streamAccepted: "stream acceptance"
+        case .streamRefused: "stream refusal"
+        case .unknown(let kind): "message of unknown type \(kind)"
         }
     }
 }

@@ -13,17 +13,8 @@ public final class PeerFrameDecoder: ByteToMessageDecoder {
     }
 
     public func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        guard buffer.readableBytes >= 5,
-            let kind = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self),
-            let length = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt32.self)
-        else { return .needMoreData }
-        guard Int(length) <= maximumPayload else {
-            throw PeerMessageError(description: "a \(length)-byte message is over the \(maximumPayload)-byte limit")
-        }
-        guard buffer.readableBytes >= 5 + Int(length) else { return .needMoreData }
-        buffer.moveReaderIndex(forwardBy: 5)
-        let payload = buffer.readBytes(length: Int(length)) ?? []
-        context.fireChannelRead(wrapInboundOut(try PeerMessage(kind: kind, payload: payload)))
+        guard let message = try PeerFrame.read(from: &buffer, maximumPayload: maximumPayload) else { return .needMoreData }
+        context.fireChannelRead(wrapInboundOut(message))
         return .continue
     }
 }
@@ -34,7 +25,30 @@ public final class PeerFrameEncoder: MessageToByteEncoder {
     public init() {}
 
     public func encode(data: PeerMessage, out: inout ByteBuffer) throws {
-        let (kind, payload) = data.encodedPayload()
+        PeerFrame.write(data, to: &out)
+    }
+}
+
+/// One frame in and out of a buffer, for the codecs above and for stream connections, which read
+/// exactly one frame each way before their bytes become the stream's.
+public enum PeerFrame {
+    /// The next whole message at the buffer's reader index (consumed), or nil until one arrived.
+    public static func read(from buffer: inout ByteBuffer, maximumPayload: Int) throws(PeerMessageError) -> PeerMessage? {
+        guard buffer.readableBytes >= 5,
+            let kind = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self),
+            let length = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt32.self)
+        else { return nil }
+        guard Int(length) <= maximumPayload else {
+            throw PeerMessageError(description: "a \(length)-byte message is over the \(maximumPayload)-byte limit")
+        }
+        guard buffer.readableBytes >= 5 + Int(length) else { return nil }
+        buffer.moveReaderIndex(forwardBy: 5)
+        let payload = buffer.readBytes(length: Int(length)) ?? []
+        return try PeerMessage(kind: kind, payload: payload)
+    }
+
+    public static func write(_ message: PeerMessage, to out: inout ByteBuffer) {
+        let (kind, payload) = message.encodedPayload()
         out.writeInteger(kind)
         out.writeInteger(UInt32(payload.count))
         out.writeBytes(payload)

@@ -30,13 +30,32 @@ public enum PeerMessage: Sendable, Equatable {
     /// The answer: the activity in its binary encoding (docs/activity-encoding.md).
     case activity(requestID: UInt32, encoded: [UInt8])
     case activityUnavailable(requestID: UInt32, ActivityUnavailable)
+    /// Resumer → originator: the activity was handed to an app here (the originating app hears
+    /// `wasContinued`).
+    case activityContinued(activityID: UUID)
+    /// First message on a stream connection (ALPN `handoff-stream/1`), client → originator: a
+    /// continuation stream for the activity the client continued.
+    case openStream(activityID: UUID)
+    /// The originator's answer: after this frame, both directions carry the stream's raw bytes.
+    case streamAccepted(streamID: UUID)
+    case streamRefused(StreamRefusal)
+    /// A message type this version does not know (a newer peer's); sessions skip it.
+    case unknown(kind: UInt8)
 
     enum Kind: UInt8 {
         case hello = 1, accountState = 2, joinRequest = 3, joinAccepted = 4, joinRefused = 5, failure = 6
         case activityNotice = 7, getActivity = 8, activity = 9, activityUnavailable = 10
+        case activityContinued = 11, openStream = 12, streamAccepted = 13, streamRefused = 14
     }
 
-    var kind: Kind {
+    var kindByte: UInt8 {
+        switch self {
+        case .unknown(let kind): kind
+        default: kind!.rawValue
+        }
+    }
+
+    var kind: Kind? {
         switch self {
         case .hello: .hello
         case .accountState: .accountState
@@ -48,9 +67,39 @@ public enum PeerMessage: Sendable, Equatable {
         case .getActivity: .getActivity
         case .activity: .activity
         case .activityUnavailable: .activityUnavailable
+        case .activityContinued: .activityContinued
+        case .openStream: .openStream
+        case .streamAccepted: .streamAccepted
+        case .streamRefused: .streamRefused
+        case .unknown: nil
         }
     }
 }
+
+/// Why a device says no, in a reason code (unknown codes read as `internalError`) and words.
+public struct Refusal<Reason: RawRepresentable & Sendable & Equatable>: Sendable, Equatable where Reason.RawValue == UInt8 {
+    public var reason: Reason
+    public var message: String
+
+    public init(_ reason: Reason, _ message: String) {
+        self.reason = reason
+        self.message = message
+    }
+}
+
+public enum StreamRefusalReason: UInt8, Sendable {
+    /// The activity is no longer the originator's current one.
+    case activityChanged = 1
+    /// The activity does not offer continuation streams.
+    case unsupported = 2
+    /// This device has not continued that activity.
+    case notContinued = 3
+    /// No originating app serves streams, or it did not take this one in time.
+    case noServer = 4
+    case internalError = 5
+}
+
+public typealias StreamRefusal = Refusal<StreamRefusalReason>
 
 /// The fast-path announcement: same sequence numbering and summary as the sealed advert.
 public struct ActivityNotice: Sendable, Equatable {
@@ -125,22 +174,14 @@ public struct JoinAccepted: Sendable, Equatable {
     }
 }
 
-public struct JoinRefusal: Sendable, Equatable {
-    public enum Reason: UInt8, Sendable {
-        case expired = 1
-        case alreadyUsed = 2
-        case invalidRequest = 3
-        case internalError = 4
-    }
-
-    public var reason: Reason
-    public var message: String
-
-    public init(_ reason: Reason, _ message: String) {
-        self.reason = reason
-        self.message = message
-    }
+public enum JoinRefusalReason: UInt8, Sendable {
+    case expired = 1
+    case alreadyUsed = 2
+    case invalidRequest = 3
+    case internalError = 4
 }
+
+public typealias JoinRefusal = Refusal<JoinRefusalReason>
 
 public struct PeerFailure: Sendable, Equatable {
     public enum Code: UInt16, Sendable {
@@ -229,12 +270,22 @@ extension PeerMessage {
                 w.byte(0)
             }
             w.lengthPrefixed(Array(u.message.utf8))
+        case .activityContinued(let id), .openStream(let id), .streamAccepted(let id):
+            w.raw(withUnsafeBytes(of: id.uuid) { Array($0) })
+        case .streamRefused(let refusal):
+            w.byte(refusal.reason.rawValue)
+            w.lengthPrefixed(Array(refusal.message.utf8))
+        case .unknown:
+            break
         }
-        return (kind.rawValue, w.bytes)
+        return (kindByte, w.bytes)
     }
 
     public init(kind: UInt8, payload: [UInt8]) throws(PeerMessageError) {
-        guard let k = Kind(rawValue: kind) else { throw PeerMessageError(description: "unknown message type \(kind)") }
+        guard let k = Kind(rawValue: kind) else {
+            self = .unknown(kind: kind)
+            return
+        }
         var r = ByteReader(payload)
         do {
             switch k {
@@ -266,7 +317,7 @@ extension PeerMessage {
                 self = .joinAccepted(JoinAccepted(deviceCertificate: cert, rootCertificate: root, accountState: state, accountSecret: secret))
             case .joinRefused:
                 let raw = try r.byte()
-                self = .joinRefused(JoinRefusal(JoinRefusal.Reason(rawValue: raw) ?? .internalError, try r.utf8String()))
+                self = .joinRefused(JoinRefusal(JoinRefusalReason(rawValue: raw) ?? .internalError, try r.utf8String()))
             case .failure:
                 let raw = try r.uint16BE()
                 self = .failure(PeerFailure(PeerFailure.Code(rawValue: raw) ?? .unknown, try r.utf8String()))
@@ -288,6 +339,15 @@ extension PeerMessage {
                 }
                 let current = try r.byte() == 1 ? try PeerMessage.uuid(&r) : nil
                 self = .activityUnavailable(requestID: id, ActivityUnavailable(reason, currentID: current, message: try r.utf8String()))
+            case .activityContinued:
+                self = .activityContinued(activityID: try PeerMessage.uuid(&r))
+            case .openStream:
+                self = .openStream(activityID: try PeerMessage.uuid(&r))
+            case .streamAccepted:
+                self = .streamAccepted(streamID: try PeerMessage.uuid(&r))
+            case .streamRefused:
+                let raw = try r.byte()
+                self = .streamRefused(StreamRefusal(StreamRefusalReason(rawValue: raw) ?? .internalError, try r.utf8String()))
             }
         } catch let e as PeerMessageError {
             throw e

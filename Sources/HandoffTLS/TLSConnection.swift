@@ -149,7 +149,7 @@ public final class TLSConnection {
         case (.client, false) where context.joinPSK != nil:
             return fail(TLSError(.joinCodeRejected, "the other device did not accept the join code"))
         case (_, false):
-            guard alpn == HandoffALPN.member else {
+            guard let alpn, HandoffALPN.certified.contains(alpn) else {
                 return fail(TLSError(.applicationProtocol, "the peer does not speak \(HandoffALPN.member)"))
             }
             guard let verifiedPeer, SSL_get_verify_result(ssl) == Int(X509_V_OK) else {
@@ -266,6 +266,9 @@ public final class TLSConnection {
         case SSL_ERROR_ZERO_RETURN:
             return .closed
         case SSL_ERROR_WANT_READ, SSL_ERROR_SYSCALL:
+            return .failed(TLSError(.truncated, "the connection ended without a TLS close_notify", detail: OpenSSLErrors.text(OpenSSLErrors.drain())))
+        case SSL_ERROR_SSL where peerSentEOF:
+            // OpenSSL 3 reports a TCP end without close_notify as "unexpected eof while reading".
             return .failed(TLSError(.truncated, "the connection ended without a TLS close_notify", detail: OpenSSLErrors.text(OpenSSLErrors.drain())))
         default:
             let entries = OpenSSLErrors.drain()

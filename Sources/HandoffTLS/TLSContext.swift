@@ -113,20 +113,21 @@ public final class TLSContext: @unchecked Sendable {
             trust: trust,
             joinLookup: joins,
             joinPSK: nil,
-            alpn: [HandoffALPN.member, HandoffALPN.join],
+            alpn: [HandoffALPN.member, HandoffALPN.stream, HandoffALPN.join],
             ciphersuites: "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384"
         )
     }
 
-    /// Dialling another device of the account.
-    public static func memberClient(identity: DeviceIdentity, trust: TrustPolicy) throws(TLSError) -> TLSContext {
+    /// Dialling another device of the account: a session (`HandoffALPN.member`), or a
+    /// continuation stream (`HandoffALPN.stream`).
+    public static func memberClient(identity: DeviceIdentity, trust: TrustPolicy, alpn: String = HandoffALPN.member) throws(TLSError) -> TLSContext {
         try TLSContext(
             role: .client,
             identity: identity,
             trust: trust,
             joinLookup: nil,
             joinPSK: nil,
-            alpn: [HandoffALPN.member],
+            alpn: [alpn],
             ciphersuites: "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384"
         )
     }
@@ -183,7 +184,7 @@ public final class TLSContext: @unchecked Sendable {
                 let length = Int(offered[i])
                 guard i + 1 + length <= offered.count else { break }
                 let name = String(decoding: offered[(i + 1)..<(i + 1 + length)], as: UTF8.self)
-                if name == HandoffALPN.member || name == HandoffALPN.join {
+                if HandoffALPN.certified.contains(name) || name == HandoffALPN.join {
                     out.pointee = input + i + 1
                     outLength.pointee = UInt8(length)
                     return SSL_TLSEXT_ERR_OK

@@ -14,7 +14,12 @@ public struct TLSHandshakeCompleted: Sendable {
 /// - A handshake that does not finish within `handshakeTimeout` fails with `.handshakeTimeout`.
 /// - Failures are fired as `TLSError` through `errorCaught`, after any alert OpenSSL queued has
 ///   been flushed, and the channel is closed.
-/// - Closing sends close_notify first.
+/// - Closing sends close_notify first; `TLSHandler.Abort` closes without it (the peer then sees
+///   a truncated stream, not an orderly end).
+/// - With `allowHalfClosure` (continuation streams): `close(mode: .output)` sends close_notify and
+///   shuts down our sending side only; the peer's close_notify arrives as `ChannelEvent.inputClosed`
+///   and we may go on sending. The channel needs NIO's `allowRemoteHalfClosure`, so that the TCP
+///   end-of-file after it can be told from a connection cut short.
 public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
     public typealias InboundIn = ByteBuffer
     public typealias InboundOut = ByteBuffer
@@ -23,18 +28,31 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private enum State { case idle, handshaking, active, closing, closed }
 
+    /// An outbound user event: close at once without close_notify, so that the peer cannot take
+    /// what it received for the whole stream.
+    public struct Abort: Sendable {
+        public init() {}
+    }
+
     private let connection: TLSConnection
     private let handshakeTimeout: TimeAmount
+    /// Settable until the handshake completes (a listener learns from ALPN that a connection is a stream).
+    public var allowHalfClosure: Bool
     private var state = State.idle
+    /// The peer's close_notify arrived (half-closure).
+    private var inputEnded = false
+    /// We sent close_notify (half-closure).
+    private var outputEnded = false
     private var timeout: Scheduled<Void>?
     private var heldWrites: [(ByteBuffer, EventLoopPromise<Void>?)] = []
     private var unflushedPromises: [EventLoopPromise<Void>] = []
     /// Plaintext is handed up in chunks of at most this size (16 KiB TLS records are gathered).
     private let readChunk = 64 * 1024
 
-    public init(connection: TLSConnection, handshakeTimeout: TimeAmount = .seconds(10)) {
+    public init(connection: TLSConnection, handshakeTimeout: TimeAmount = .seconds(10), allowHalfClosure: Bool = false) {
         self.connection = connection
         self.handshakeTimeout = handshakeTimeout
+        self.allowHalfClosure = allowHalfClosure
     }
 
     // MARK: Lifecycle
@@ -83,6 +101,24 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    /// The TCP end-of-file (seen only with `allowRemoteHalfClosure`): fine after close_notify,
+    /// a truncation before it.
+    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard let e = event as? ChannelEvent, e == .inputClosed else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        connection.receiveEOF()
+        switch state {
+        case .handshaking:
+            fail(context: context, TLSError(.truncated, "the connection ended during the TLS handshake"))
+        case .active, .closing:
+            if !inputEnded { deliverPlaintext(context: context) }
+        case .idle, .closed:
+            break
+        }
+    }
+
     public func channelReadComplete(context: ChannelHandlerContext) {
         flushCiphertext(context: context)
         context.fireChannelReadComplete()
@@ -109,7 +145,7 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func deliverPlaintext(context: ChannelHandlerContext) {
-        while state == .active || state == .closing {
+        while (state == .active || state == .closing) && !inputEnded {
             var chunk = context.channel.allocator.buffer(capacity: readChunk)
             var status = TLSConnection.ReadStatus.needMoreData
             while chunk.writableBytes >= 16 * 1024 {
@@ -126,8 +162,13 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
             case .data: continue  // the chunk filled up: there may be more
             case .needMoreData: return
             case .closed:
-                // close_notify: answer with ours and close.
-                close(context: context, mode: .all, promise: nil)
+                if allowHalfClosure {
+                    inputEnded = true
+                    context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+                } else {
+                    // close_notify: answer with ours and close.
+                    close(context: context, mode: .all, promise: nil)
+                }
                 return
             case .failed(let error):
                 fail(context: context, error)
@@ -143,6 +184,8 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch state {
         case .idle, .handshaking:
             heldWrites.append((buffer, promise))
+        case .active where outputEnded:
+            promise?.fail(ChannelError.outputClosed)
         case .active:
             encrypt(buffer, promise: promise, context: context)
         case .closing, .closed:
@@ -165,10 +208,11 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Sends whatever ciphertext the engine produced, completing the plaintext writes it carries.
-    private func flushCiphertext(context: ChannelHandlerContext) {
+    private func flushCiphertext(context: ChannelHandlerContext, written: EventLoopPromise<Void>? = nil) {
         let pending = connection.pendingCiphertext
-        let promises = unflushedPromises
+        var promises = unflushedPromises
         unflushedPromises = []
+        if let written { promises.append(written) }
         guard pending > 0 else {
             promises.forEach { $0.succeed() }
             return
@@ -182,13 +226,43 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.writeAndFlush(wrapOutboundOut(out), promise: write)
     }
 
+    /// Sends close_notify, and closes (`mode`) once it is written: a close right away could drop it
+    /// from NIO's pending writes when the socket is busy.
+    private func closeAfterCloseNotify(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        connection.shutdown()
+        let written = context.eventLoop.makePromise(of: Void.self)
+        flushCiphertext(context: context, written: written)
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        written.futureResult.whenComplete { _ in
+            loopBound.value.close(mode: mode, promise: promise)
+        }
+    }
+
+    public func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        guard event is Abort else {
+            context.triggerUserOutboundEvent(event, promise: promise)
+            return
+        }
+        if state != .closed { state = .closing }
+        timeout?.cancel()
+        failHeldWrites(ChannelError.ioOnClosedChannel)
+        context.close(promise: promise)
+    }
+
     public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        if mode == .output {
+            guard state == .active, allowHalfClosure, !outputEnded else {
+                promise?.fail(ChannelError.operationUnsupported)
+                return
+            }
+            outputEnded = true
+            closeAfterCloseNotify(context: context, mode: .output, promise: promise)
+            return
+        }
         switch state {
         case .active:
             state = .closing
-            connection.shutdown()
-            flushCiphertext(context: context)
-            context.close(mode: mode, promise: promise)
+            closeAfterCloseNotify(context: context, mode: mode, promise: promise)
         case .idle, .handshaking:
             state = .closing
             failHeldWrites(ChannelError.ioOnClosedChannel)

@@ -70,8 +70,14 @@ public enum TLSPeer: Sendable, Equatable {
     case inviter
 }
 
-/// Application protocols (ALPN) that tell member sessions from joins before any byte is exchanged.
+/// Application protocols (ALPN) that tell member sessions, continuation streams and joins apart
+/// before any byte is exchanged.
 public enum HandoffALPN {
     public static let member = "handoff/1"
+    /// A continuation stream: a member connection of its own, raw bytes after one frame each way.
+    public static let stream = "handoff-stream/1"
     public static let join = "handoff-join/1"
+
+    /// Protocols authenticated by account certificates.
+    static let certified: Set<String> = [member, stream]
 }

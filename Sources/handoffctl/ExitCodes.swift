@@ -32,6 +32,12 @@ enum ExitStatus: Int32, CaseIterable {
     case versionMismatch = 33
     case rateLimited = 34
     case unknownPeer = 35
+    case noHandler = 36
+    case handlerFailed = 37
+    case streamsUnsupported = 38
+    case streamRefused = 39
+    case streamFailed = 40
+    case unknownStream = 41
     /// ArgumentParser's own status for unknown flags and missing arguments (EX_USAGE).
     case usage = 64
 
@@ -65,6 +71,12 @@ enum ExitStatus: Int32, CaseIterable {
         case .versionMismatch: "the other device speaks another protocol version"
         case .rateLimited: "too many attempts; wait and try again"
         case .unknownPeer: "no device of the account has that name or id"
+        case .noHandler: "no application here handles the activity's type (and it has no web page)"
+        case .handlerFailed: "the application or browser for the activity could not be started"
+        case .streamsUnsupported: "the activity does not offer continuation streams"
+        case .streamRefused: "the other device refused the stream (no app serves it, or it was not continued)"
+        case .streamFailed: "the continuation stream broke before it ended"
+        case .unknownStream: "no such stream or continuation on this device (they last until handoffd restarts)"
         case .usage: "wrong command-line usage"
         }
     }
@@ -97,6 +109,11 @@ enum ExitStatus: Int32, CaseIterable {
         case .rateLimited: self = .rateLimited
         case .unknownPeer: self = .unknownPeer
         case .timeout: self = .timeout
+        case .noHandler: self = .noHandler
+        case .handlerFailed: self = .handlerFailed
+        case .streamsUnsupported: self = .streamsUnsupported
+        case .streamRefused: self = .streamRefused
+        case .unknownStream, .unknownContinuation: self = .unknownStream
         case .notFound, .methodNotAllowed, .unsupportedVersion, .internalError, .unknown: self = .failure
         }
     }

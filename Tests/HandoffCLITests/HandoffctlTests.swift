@@ -6,7 +6,7 @@ import Testing
 
 /// handoffctl as a user runs it: the real binary, against a real daemon on temp paths.
 @Suite(.timeLimit(.minutes(3))) struct HandoffctlTests {
-    @Test(arguments: ["", "become-current", "current", "resign-current", "watch", "status"])
+    @Test(arguments: ["", "become-current", "current", "resign-current", "watch", "status", "continue"])
     func helpSnapshots(subcommand: String) async throws {
         let r = try await CLI.run(nil, subcommand.isEmpty ? ["--help"] : [subcommand, "--help"])
         #expect(r.status == 0)

@@ -80,7 +80,8 @@ import Testing
     }
 
     @Test func codesThatAreMistypedWrongUsedOrExpiredAreRefusedClearly() async throws {
-        let a = try await TestDaemon.start { $0.inviteLifetimeSeconds = 1 }
+        // Long enough for three joins on a loaded machine, short enough to watch one expire.
+        let a = try await TestDaemon.start { $0.inviteLifetimeSeconds = 4 }
         _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
         let b = try await TestDaemon.start()
         let c = try await TestDaemon.start()

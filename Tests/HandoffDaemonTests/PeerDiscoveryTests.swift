@@ -136,15 +136,4 @@ import Testing
         await expect(.noCurrentActivity) { _ = try await b.client.continueActivity(ContinueRequest(peer: "desk")) }
         for d in [a, b] { try await d.finish() }
     }
-
-    func expect(_ code: APIErrorCode, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
-        do {
-            try await body()
-            Issue.record("succeeded, expected \(code)", sourceLocation: sourceLocation)
-        } catch let e as HandoffClientError {
-            #expect(e.code == .api(code), "\(e)", sourceLocation: sourceLocation)
-        } catch {
-            Issue.record("\(error)", sourceLocation: sourceLocation)
-        }
-    }
 }

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import HandoffDaemon
+import HandoffSystem
 
 /// The outcome of running a program to completion.
 public struct ProcessResult: Sendable, CustomStringConvertible {

@@ -37,6 +37,10 @@ public final class TestDaemon: Sendable {
             peerBindAddresses: ["127.0.0.1"]
         )
         configuration.discovery = InMemoryDiscovery(network: network)
+        // Apps are looked for only where a test puts them, never in this machine's own.
+        configuration.handlerEnvironment = [
+            "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": dir, "XDG_DATA_HOME": dir + "/share", "XDG_DATA_DIRS": dir + "/system-share",
+        ]
         configure(&configuration)
         let daemon = try HandoffDaemon(configuration: configuration, logger: TestLogger.make("handoffd"))
         let task = Task { try await daemon.run(handleSignals: false) }

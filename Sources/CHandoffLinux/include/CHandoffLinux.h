@@ -29,4 +29,12 @@ int handoff_get_peer_credentials(int fd, handoff_ucred *out);
 /// close-on-exec) must never leak into the programs it starts.
 int handoff_spawn_file_actions_closefrom(posix_spawn_file_actions_t *actions, int lowfd);
 
+/// posix_spawn_file_actions_addchdir_np (glibc 2.29+, _GNU_SOURCE only): handlers start in the
+/// user's home, not wherever the daemon happens to run.
+int handoff_spawn_file_actions_chdir(posix_spawn_file_actions_t *actions, const char *path);
+
+/// POSIX_SPAWN_SETSID (glibc 2.26+, _GNU_SOURCE only): a handler or browser runs in its own session,
+/// so a signal aimed at the daemon's process group does not reach the user's applications.
+int handoff_spawn_setsid_flag(void);
+
 #endif

@@ -3,6 +3,10 @@ import HandoffAPI
 import HandoffClient
 import HandoffModel
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 struct BecomeCurrent: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "become-current",
@@ -19,6 +23,13 @@ struct BecomeCurrent: ParsableCommand {
                   --webpage-url https://example.com/r
               handoffctl become-current --type org.example.reader.read \\
                   --info-json state.json --expires-in 1h
+
+            Staying attached (--wait, implied by the options after it): prints willSave, \
+            wasContinued and stream requests as they happen, until the activity is replaced or \
+            withdrawn (exit 0). --save-exec CMD answers willSave: CMD prints the userInfo to send \
+            (the --info-json format), which updates the activity first. --stream-file F and \
+            --stream-exec CMD serve continuation streams: each device that continues gets F, or a \
+            run of `sh -c CMD` with the stream on its standard input and output.
             """
     )
 
@@ -55,8 +66,38 @@ struct BecomeCurrent: ParsableCommand {
     @Flag(name: .customLong("supports-streams"), help: "The originator will serve continuation streams.")
     var supportsStreams = false
 
-    @Flag(help: "Print the API's answer as JSON instead of the activity id.")
+    @Flag(name: .customLong("needs-save"), help: "Ask this app for its latest state (willSave) before another device gets it.")
+    var needsSave = false
+
+    @Flag(help: "Stay attached and print what happens to the activity, until it is replaced or withdrawn.")
+    var wait = false
+
+    @Flag(name: .customLong("resign-on-exit"), help: "Withdraw the activity when this command ends (implies --wait).")
+    var resignOnExit = false
+
+    @Option(name: .customLong("save-exec"), help: ArgumentHelp("At willSave, run this; its output is the userInfo to send (implies --needs-save).", valueName: "command"))
+    var saveExec: String?
+
+    @Option(name: .customLong("stream-file"), help: ArgumentHelp("Serve this file on each continuation stream (implies --supports-streams).", valueName: "file"))
+    var streamFile: String?
+
+    @Option(name: .customLong("stream-exec"), help: ArgumentHelp("Serve each continuation stream with `sh -c` this command.", valueName: "command"))
+    var streamExec: String?
+
+    @Flag(help: "Print the API's answer as JSON instead of the activity id (with --wait, then each event as a JSON line).")
     var json = false
+
+    var staysAttached: Bool { wait || resignOnExit || saveExec != nil || streamFile != nil || streamExec != nil }
+    var servesStreams: Bool { streamFile != nil || streamExec != nil }
+
+    func validate() throws {
+        if streamFile != nil, streamExec != nil {
+            throw ValidationError("--stream-file and --stream-exec cannot be used together")
+        }
+        if let streamFile, access(streamFile, R_OK) != 0 {
+            throw ValidationError("--stream-file \(streamFile): \(String(cString: strerror(errno)))")
+        }
+    }
 
     func run() throws {
         let now = Timestamp.now()
@@ -67,13 +108,17 @@ struct BecomeCurrent: ParsableCommand {
         } catch {
             throw CLIError(ExitStatus(APIErrorCode(error.code)), error.message)
         }
-        let response = try global.client(root).becomeCurrent(PutCurrentActivityRequest(content: content))
+        let client = global.client(root)
+        let response = try client.becomeCurrent(PutCurrentActivityRequest(content: content))
         for warning in response.warnings { Terminal.warning(warning) }
         if json {
-            try Terminal.json(response)
+            try Terminal.json(response, pretty: !staysAttached)
         } else {
             Terminal.out(response.activity.id.lowercasedString)
         }
+        guard staysAttached else { return }
+        Terminal.flush()
+        try AttachedActivity(command: self, client: client, activity: response.activity).run()
     }
 
     func makeContent(now: Timestamp) throws -> ActivityContent {
@@ -99,7 +144,8 @@ struct BecomeCurrent: ParsableCommand {
             targetContentIdentifier: targetContentIdentifier,
             persistentIdentifier: persistentIdentifier,
             expirationDate: expiry,
-            supportsContinuationStreams: supportsStreams
+            supportsContinuationStreams: supportsStreams || servesStreams,
+            needsSave: needsSave || saveExec != nil
         )
     }
 }

@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import ArgumentParser
 import HandoffAPI
 import HandoffClient
@@ -10,6 +15,14 @@ struct Continue: ParsableCommand {
             PEER is a device name, a unique start of its id (see handoffctl peers), or HOST:PORT. \
             The activity asked for is the one this device saw; if it changed meanwhile, that is \
             an error (status 17) rather than a surprise.
+
+            The activity goes to the app installed for its type (a .desktop file with \
+            X-Handoff-ActivityTypes, or [handlers] in handoffd.toml), else its web page to the \
+            browser. With --json, or a --stream option, handoffctl takes it itself instead.
+
+            Continuation streams (when the other app offers them): --stream-to F receives the \
+            stream into F (which appears only once all of it arrived) or - for standard output; \
+            --stream-exec CMD runs CMD with the stream on its standard input and output.
             """
     )
 
@@ -19,13 +32,55 @@ struct Continue: ParsableCommand {
     @Argument(help: "The device to continue from.")
     var peer: String
 
-    @Flag(help: "Print the activity as the local API's JSON.")
+    @Flag(help: "Print the activity as the local API's JSON (and start no app).")
     var json = false
 
+    @Option(name: .customLong("stream-to"), help: ArgumentHelp("Receive a continuation stream into a file, or - for stdout.", valueName: "file|-"))
+    var streamTo: String?
+
+    @Option(name: .customLong("stream-exec"), help: ArgumentHelp("Run a shell command on a continuation stream.", valueName: "command"))
+    var streamExec: String?
+
+    func validate() throws {
+        if streamTo != nil, streamExec != nil {
+            throw ValidationError("--stream-to and --stream-exec cannot be used together")
+        }
+    }
+
     func run() throws {
-        let response = try global.client(root).continueActivity(ContinueRequest(peer: peer))
-        if json { return try Terminal.json(response.activity) }
-        Terminal.diagnostic("handoffctl: from \(safe(response.peerName)) (\(response.peerID.short)…):\n")
+        let client = global.client(root)
+        let streaming = streamTo != nil || streamExec != nil
+        let request = ContinueRequest(
+            peer: peer,
+            delivery: json || streaming ? .returnToCaller : .dispatch,
+            environment: SessionEnvironment.pick(ProcessInfo.processInfo.environment)
+        )
+        let response = try client.continueActivity(request)
+        if json {
+            try Terminal.json(response.activity)
+        } else if !streaming {
+            describe(response)
+        }
+        guard streaming else { return }
+        let stream = try client.openStream(continuationID: response.continuationID)
+        let info: StreamInfo
+        if let streamTo {
+            info = try StreamTransfer.receive(stream, into: streamTo, client: client)
+        } else {
+            info = try StreamTransfer.exec(streamExec!, on: stream, client: client)
+        }
+        Terminal.diagnostic("handoffctl: stream from \(safe(response.peerName)) done: received \(info.bytesReceived) bytes, sent \(info.bytesSent)\n")
+    }
+
+    private func describe(_ response: ContinueResponse) {
+        switch response.delivered {
+        case let d? where d.kind == .handler:
+            Terminal.diagnostic("handoffctl: from \(safe(response.peerName)) (\(response.peerID.short)…), opened with \(safe(d.handler))\(d.pid.map { " (pid \($0))" } ?? ""):\n")
+        case let d? where d.kind == .browser:
+            Terminal.diagnostic("handoffctl: from \(safe(response.peerName)) (\(response.peerID.short)…), opened in the browser (\(safe(d.handler))):\n")
+        default:
+            Terminal.diagnostic("handoffctl: from \(safe(response.peerName)) (\(response.peerID.short)…):\n")
+        }
         HumanFormat.activity(response.activity).forEach(Terminal.out)
     }
 }

@@ -41,6 +41,19 @@ struct Watch: ParsableCommand {
             return "\(at)  peer      \(safe(peer.name)) \(peer.reachable ? "reachable" : "unreachable")  \(what)"
         case .peerGone(let id):
             return "\(at)  gone      \(id.short)…"
+        case .willContinue(let cid, let type, let peer):
+            return "\(at)  continuing \(safe(type)) from \(safe(peer.name))  \(cid.lowercasedString)"
+        case .continued(let cid, let activity, let peer, let delivered):
+            return "\(at)  continued \(safe(activity.type)) from \(safe(peer.name)) → \(safe(delivered.handler))  \(cid.lowercasedString)"
+        case .continueFailed(let cid, let type, let peer, let code, let reason):
+            return "\(at)  failed    \(safe(type)) from \(safe(peer.name)): \(safe(reason)) (\(code.rawValue))  \(cid.lowercasedString)"
+        case .willSave(let id, let peer):
+            return "\(at)  willSave  for \(safe(peer.name))  \(id.lowercasedString)"
+        case .wasContinued(let id, let peer):
+            return "\(at)  continued by \(safe(peer.name))  \(id.lowercasedString)"
+        case .streamChanged(let stream):
+            let error = stream.error.map { ": \(safe($0))" } ?? ""
+            return "\(at)  stream    \(stream.state.rawValue) \(stream.role.rawValue) \(safe(stream.peerName)) sent \(stream.bytesSent) received \(stream.bytesReceived)\(error)  \(stream.id.lowercasedString)"
         case .unknown:
             return nil
         }

@@ -1,0 +1,319 @@
+import HandoffTLS
+import Logging
+import NIOCore
+import Synchronization
+
+/// Joins the two halves of a continuation stream: an app's local-API connection that became a byte
+/// pipe, and the TLS connection to the other device. Bytes flow both ways; a half-close is passed
+/// on after the bytes before it; each end reads again only once the other end could take what it
+/// read (back-pressure from app to app, so memory stays flat however much flows); and the stream
+/// gets exactly one outcome.
+///
+/// Orderly end: when one side's input ends, the other side's output is closed after everything
+/// before it was written (an app sees end-of-file; the other device gets close_notify). When the
+/// second direction ends, its bytes are flushed and both connections close. Anything else — an
+/// error, a connection closing with bytes still owed to it, a TLS stream cut short — fails the
+/// stream: the app's connection closes and the other device's is cut without close_notify, so
+/// neither end can take a partial stream for a whole one.
+final class StreamSplice: Sendable {
+    enum Side: Sendable, CustomStringConvertible {
+        case local, peer
+
+        var other: Side { self == .local ? .peer : .local }
+        var description: String { self == .local ? "app" : "device" }
+    }
+
+    /// A direction, named by the side its bytes come from.
+    private enum Direction {
+        case open
+        /// Its source ended; the other side's output is being closed.
+        case ending
+        /// Everything arrived and the other side's output is closed.
+        case ended
+    }
+
+    private struct State {
+        var ends: [(Side, NIOLoopBound<StreamGlue>)] = []
+        var from: [Direction] = [.open, .open]  // [local, peer]
+        var finished = false
+    }
+
+    let record: StreamRecord
+    let local: any Channel
+    let peer: any Channel
+    let peerName: String
+    private let logger: Logger
+    private let state = Mutex(State())
+
+    init(record: StreamRecord, local: any Channel, peer: any Channel, peerName: String, logger: Logger) {
+        self.record = record
+        self.local = local
+        self.peer = peer
+        self.peerName = peerName
+        self.logger = logger
+    }
+
+    private static func index(_ side: Side) -> Int { side == .local ? 0 : 1 }
+
+    /// Adds the glue to both channels. The peer channel's pending bytes (those that came with or
+    /// after the answer frame) reach the glue once `release` (run on the peer's event loop, after
+    /// the glue is in place) hands them over.
+    func start(release: @escaping @Sendable () -> Void) {
+        let splice = self
+        let joinLocal: @Sendable () -> Void = {
+            do {
+                try splice.local.pipeline.syncOperations.addHandler(StreamGlue(side: .local, splice: splice))
+            } catch {
+                splice.fail("cannot join the app's connection: \(error)")
+            }
+        }
+        // On the local loop already (the HTTP upgrade): at once, before the bytes that followed
+        // the request are replayed.
+        if local.eventLoop.inEventLoop {
+            joinLocal()
+        } else {
+            local.eventLoop.execute(joinLocal)
+        }
+        peer.eventLoop.execute {
+            do {
+                try splice.peer.pipeline.syncOperations.addHandler(StreamGlue(side: .peer, splice: splice))
+                release()
+            } catch {
+                splice.fail("cannot join the connection to \(splice.peerName): \(error)")
+            }
+        }
+    }
+
+    /// A glue handler is in place; once both are, each starts reading.
+    func attach(_ glue: NIOLoopBound<StreamGlue>, side: Side) {
+        let ends = state.withLock { s -> [(Side, NIOLoopBound<StreamGlue>)] in
+            s.ends.append((side, glue))
+            return s.ends
+        }
+        guard ends.count == 2 else { return }
+        record.opened()
+        for (side, end) in ends {
+            let partner = ends.first { $0.0 == side.other }!.1
+            end.eventLoop.execute { end.value.start(partner: partner) }
+        }
+    }
+
+    func inputEnded(_ side: Side) {
+        state.withLock { s in
+            if s.from[Self.index(side)] == .open { s.from[Self.index(side)] = .ending }
+        }
+    }
+
+    /// Everything from `side` reached the other side, and its output was closed.
+    func delivered(from side: Side) {
+        let complete = state.withLock { s -> Bool in
+            s.from[Self.index(side)] = .ended
+            guard !s.finished, s.from.allSatisfy({ $0 == .ended }) else { return false }
+            s.finished = true
+            return true
+        }
+        guard complete else { return }
+        record.complete()
+        let info = record.info
+        logger.info(
+            "continuation stream completed",
+            metadata: ["stream": "\(record.id.lowercasedString)", "sent": "\(info.bytesSent)", "received": "\(info.bytesReceived)"]
+        )
+        local.close(promise: nil)
+        peer.close(promise: nil)
+    }
+
+    /// A connection closed. Fine once both inputs ended (closing the output that ends the stream
+    /// may close the whole connection; whether its last writes made it is that close's outcome);
+    /// a failure while either direction still flows.
+    func inactive(_ side: Side) {
+        let fine = state.withLock { s in
+            s.finished || s.from.allSatisfy { $0 != .open }
+        }
+        guard !fine else { return }
+        switch side {
+        case .local: fail("the app's end of the stream closed before the stream ended")
+        case .peer: fail("\(peerName) closed the stream before it ended")
+        }
+    }
+
+    func fail(_ reason: String) {
+        let first = state.withLock { s -> Bool in
+            defer { s.finished = true }
+            return !s.finished
+        }
+        guard first else { return }
+        record.fail(reason)
+        logger.notice("continuation stream failed", metadata: ["stream": "\(record.id.lowercasedString)", "reason": "\(reason)"])
+        local.close(promise: nil)
+        // Without close_notify: the other device must see a broken stream, not a short one.
+        peer.triggerUserOutboundEvent(TLSHandler.Abort(), promise: nil)
+    }
+
+    func describe(_ error: any Error, on side: Side) -> String {
+        switch (side, error) {
+        case (.peer, let e as TLSError): "the connection to \(peerName) broke: \(e.message)"
+        case (.peer, let e as IOError): "the connection to \(peerName) broke: \(e.description)"
+        case (.peer, _): "the connection to \(peerName) failed: \(error)"
+        case (.local, _): "the app's connection failed: \(error)"
+        }
+    }
+}
+
+/// One end of a `StreamSplice`, last in its channel's pipeline. It reads only when asked (auto-read
+/// off), hands what it read to the other end in one batch per read burst, and writes what the
+/// other end hands it.
+final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let side: StreamSplice.Side
+    private let splice: StreamSplice
+    private var context: ChannelHandlerContext?
+    private var partner: NIOLoopBound<StreamGlue>?
+    /// Read but not handed over yet (a burst in progress, or the partner not ready).
+    private var batch: [ByteBuffer] = []
+    private var inputEnded = false
+    private var toldPartnerInputEnded = false
+    /// The other end to wake when our channel can take more.
+    private var wakeOnWritable: (any Channel)?
+    /// The other side's input ended, so our output is closed (or closing) after its last bytes.
+    private var outputClosed = false
+
+    init(side: StreamSplice.Side, splice: StreamSplice) {
+        self.side = side
+        self.splice = splice
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        context.channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in }
+        guard context.channel.isActive else {
+            splice.inactive(side)
+            return
+        }
+        splice.attach(NIOLoopBound(self, eventLoop: context.eventLoop), side: side)
+    }
+
+    /// Both ends are in place: hand over what arrived meanwhile, and read.
+    func start(partner: NIOLoopBound<StreamGlue>) {
+        self.partner = partner
+        handOver()
+        context?.read()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = unwrapInboundIn(data)
+        switch side {
+        case .local: splice.record.sent(buffer.readableBytes)
+        case .peer: splice.record.received(buffer.readableBytes)
+        }
+        batch.append(buffer)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        handOver()
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard let e = event as? ChannelEvent, e == .inputClosed else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        inputEnded = true
+        splice.inputEnded(side)
+        handOver()
+    }
+
+    /// Passes the batch (and the end of input, after it) to the other end, on its event loop.
+    private func handOver() {
+        guard let partner, let channel = context?.channel else { return }
+        let chunks = batch
+        batch = []
+        let endNow = inputEnded && !toldPartnerInputEnded
+        if endNow { toldPartnerInputEnded = true }
+        guard !chunks.isEmpty || endNow else {
+            // The burst gave nothing to pass on (a TLS record still incomplete): nobody else will
+            // ask for the next read.
+            if !inputEnded { context?.read() }
+            return
+        }
+        partner.eventLoop.execute {
+            let other = partner.value
+            other.write(chunks, wake: channel)
+            if endNow { other.closeOutput() }
+        }
+    }
+
+    /// Writes what the other end read; asks it to read again as soon as we can take more.
+    private func write(_ chunks: [ByteBuffer], wake reader: any Channel) {
+        guard let context else { return }
+        if !chunks.isEmpty {
+            for chunk in chunks { context.write(wrapOutboundOut(chunk), promise: nil) }
+            context.flush()
+        }
+        if context.channel.isWritable {
+            reader.read()
+        } else {
+            wakeOnWritable = reader
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, let reader = wakeOnWritable {
+            wakeOnWritable = nil
+            reader.read()
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// The other side's input ended: after what was written, end ours. While our own input still
+    /// flows that is a half-close; otherwise both directions are done, and the stream completes
+    /// once our writes are out (the splice then closes both connections).
+    private func closeOutput() {
+        guard let context else { return }
+        outputClosed = true
+        let source = side.other
+        let splice = self.splice
+        let done = context.eventLoop.makePromise(of: Void.self)
+        done.futureResult.whenComplete { result in
+            switch result {
+            case .success: splice.delivered(from: source)
+            case .failure(let error): splice.fail(splice.describe(error, on: source.other))
+            }
+        }
+        // When our own input is over too, NIO turns a half-close into a full close, which would
+        // drop writes still pending: an empty write first completes only after them. (The TLS
+        // handler waits for its own close_notify to be written before closing.)
+        let flushed = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)), promise: flushed)
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        flushed.futureResult.whenComplete { result in
+            switch result {
+            case .success: loopBound.value.close(mode: .output, promise: done)
+            case .failure(let error): done.fail(error)
+            }
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        splice.fail(splice.describe(error, on: side))
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        // End-of-file after our own output was closed: NIO closes the whole connection instead
+        // of reporting the input's end. It is the same orderly end; errors came as errorCaught.
+        if !inputEnded, outputClosed {
+            inputEnded = true
+            splice.inputEnded(side)
+            handOver()
+        }
+        splice.inactive(side)
+        context.fireChannelInactive()
+    }
+}
+
+@available(*, unavailable)
+extension StreamGlue: Sendable {}

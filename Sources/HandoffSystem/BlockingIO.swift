@@ -1,0 +1,112 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A plain POSIX thread for blocking work: copying bytes between descriptors for as long as a
+/// stream lasts. (Swift's cooperative pool must never block; handoffctl has no event loop.)
+public final class BlockingThread: @unchecked Sendable {
+    private final class Body {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
+
+    private var thread = pthread_t()
+    private var joined = false
+
+    public init(_ body: @escaping @Sendable () -> Void) {
+        let context = Unmanaged.passRetained(Body(body)).toOpaque()
+        let rc = pthread_create(&thread, nil, { raw in
+            let body = Unmanaged<Body>.fromOpaque(raw!).takeRetainedValue()
+            body.run()
+            return nil
+        }, context)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+    }
+
+    /// Waits for the body to return (once).
+    public func join() {
+        guard !joined else { return }
+        joined = true
+        pthread_join(thread, nil)
+    }
+}
+
+/// Copying bytes between descriptors until end-of-file, in big chunks.
+public enum BytePump {
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        /// Whether reading (else writing) failed.
+        public var reading: Bool
+        public var errno: Int32
+        public var description: String { "\(reading ? "reading" : "writing") failed: \(String(cString: strerror(errno)))" }
+    }
+
+    public static let chunkSize = 256 * 1024
+
+    /// Copies `source` to `destination` until `source` ends; returns the bytes copied.
+    /// `progress` sees each chunk's size as it is written.
+    public static func copy(from source: Int32, to destination: Int32, progress: (Int) -> Void = { _ in }) -> Result<Int64, Failure> {
+        var buffer = [UInt8](repeating: 0, count: chunkSize)
+        var total: Int64 = 0
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(source, $0.baseAddress, $0.count) }
+            if n == 0 { return .success(total) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return .failure(Failure(reading: true, errno: errno))
+            }
+            if let e = buffer.withUnsafeBytes({ writeAll(destination, UnsafeRawBufferPointer(rebasing: $0[0..<n])) }) {
+                return .failure(Failure(reading: false, errno: e))
+            }
+            total += Int64(n)
+            progress(n)
+        }
+    }
+
+    /// Writes every byte (sockets without SIGPIPE); the errno on failure.
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
+        var offset = 0
+        while offset < bytes.count {
+            let n = send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == ENOTSOCK {
+                    let w = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                    if w < 0 {
+                        if errno == EINTR { continue }
+                        return errno
+                    }
+                    offset += w
+                    continue
+                }
+                return errno
+            }
+            offset += n
+        }
+        return nil
+    }
+
+    /// Reads and drops everything until end-of-file (or an error).
+    public static func drain(_ fd: Int32) {
+        var buffer = [UInt8](repeating: 0, count: chunkSize)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n > 0 || (n < 0 && errno == EINTR) { continue }
+            return
+        }
+    }
+
+    /// Sends a whole file into a socket with sendfile(2).
+    public static func sendFile(_ file: Int32, to socket: Int32, progress: (Int) -> Void = { _ in }) -> Result<Int64, Failure> {
+        var total: Int64 = 0
+        while true {
+            let n = Glibc.sendfile(socket, file, nil, 1 << 30)
+            if n == 0 { return .success(total) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return .failure(Failure(reading: false, errno: errno))
+            }
+            total += Int64(n)
+            progress(n)
+        }
+    }
+}
