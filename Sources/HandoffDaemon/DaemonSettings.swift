@@ -21,6 +21,10 @@ public struct DaemonSettings: Sendable, Equatable {
     public var logLevel = "info"
     public var peers: [String] = []
     public var browseDomains: [String] = []
+    /// What opens a continued activity's web page when no app here handles its type.
+    public var browser = "xdg-open"
+    /// Activity type → command line, ahead of the apps' `.desktop` files.
+    public var handlers: [String: String] = [:]
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -103,6 +107,30 @@ public struct DaemonSettings: Sendable, Equatable {
                     list.append(domain)
                 }
                 browseDomains = list
+            case "browser":
+                guard case .string(let text) = entry.value else { throw fail("browser must be a \"command line\" (e.g. \"firefox --new-tab\")") }
+                do {
+                    _ = try ExecLine(parsing: text)
+                } catch {
+                    throw fail("browser: \(error.description)")
+                }
+                browser = text
+            case let key where key.hasPrefix("handlers."):
+                let type = String(key.dropFirst("handlers.".count))
+                do {
+                    try ActivityContent.validateType(type)
+                } catch {
+                    throw fail("[handlers] \(type) is not an activity type: \(error.message)")
+                }
+                guard case .string(let text) = entry.value else {
+                    throw fail("[handlers] \"\(type)\" must be a \"command line\" (%f is the activity's file)")
+                }
+                do {
+                    _ = try ExecLine(parsing: text)
+                } catch {
+                    throw fail("[handlers] \"\(type)\": \(error.description)")
+                }
+                handlers[type] = text
             default:
                 throw fail("unknown key \(entry.key) (every key is listed in config/handoffd.toml)")
             }

@@ -48,6 +48,9 @@ struct HandoffdCommand: AsyncParsableCommand {
     @Option(name: .customLong("peer"), help: ArgumentHelp("A device to keep a session with without multicast; repeatable (config: peers).", valueName: "host:port"))
     var peers: [String] = []
 
+    @Option(help: ArgumentHelp("What opens a continued web page when no app handles it (config: browser).", valueName: "command"))
+    var browser: String?
+
     @Flag(name: .customLong("create-account"), help: "If this device has no account yet, create one (what `make run` does on first use).")
     var createAccount = false
 
@@ -90,6 +93,7 @@ struct HandoffdCommand: AsyncParsableCommand {
         if let maximumActivityBytes { settings.maxActivityBytes = maximumActivityBytes }
         if let logLevel { settings.logLevel = logLevel }
         if !peers.isEmpty { settings.peers = peers }
+        if let browser { settings.browser = browser }
         return settings
     }
 
@@ -111,6 +115,8 @@ struct HandoffdCommand: AsyncParsableCommand {
         )
         configuration.staticPeers = settings.peers
         configuration.browseDomains = settings.browseDomains
+        configuration.browser = settings.browser
+        configuration.handlers = settings.handlers
         if let joinCode {
             configuration.firstUse = .join(code: joinCode, peer: joinPeer)
         } else if createAccount {

@@ -68,6 +68,9 @@ import Testing
         ("max_activity_bytes = 10", "from 1024"),
         ("log_level = \"loud\"", "log_level must be one of"),
         ("prot = 1", "unknown key prot"),
+        ("browser = 42", "browser must be a \"command line\""),
+        ("browser = \"\\\"firefox\"", "a quoted argument is not closed"),
+        ("browser = \"%u\"", "there is no program to run"),
     ])
     func badValuesAndUnknownKeysAreRefused(text: String, reason: String) throws {
         var settings = DaemonSettings()
@@ -77,6 +80,24 @@ import Testing
         } catch {
             #expect(error.line == 2)
             #expect(error.reason.contains(reason), "\(error)")
+        }
+    }
+
+    @Test func handlersAreActivityTypesWithCommandLines() throws {
+        var settings = DaemonSettings()
+        try settings.apply(try parse("[handlers]\n\"org.example.edit\" = \"editor --open %f\"\n"))
+        #expect(settings.handlers == ["org.example.edit": "editor --open %f"])
+        for (text, reason) in [
+            ("[handlers]\n\"not a type\" = \"editor %f\"", "is not an activity type"),
+            ("[handlers]\n\"org.example.edit\" = 3", "must be a \"command line\""),
+            ("[handlers]\n\"org.example.edit\" = \"\\\"editor\"", "a quoted argument is not closed"),
+        ] {
+            do {
+                try settings.apply(try parse(text))
+                Issue.record("accepted \(text)")
+            } catch {
+                #expect(error.line == 2 && error.reason.contains(reason), "\(error)")
+            }
         }
     }
 
@@ -100,12 +121,15 @@ import Testing
         var settings = DaemonSettings()
         try settings.apply(try ConfigFile(path: example, text: text))
         #expect(settings == DaemonSettings(), "the example, as shipped (all commented), sets nothing")
-        // Uncommented, every documented key is accepted and is at its default.
+        // Uncommented, every documented key is accepted and is at its default; [handlers] has an
+        // example entry (there is no default handler).
         let uncommented = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
-            line.hasPrefix("# ") && line.contains(" = ") ? String(line.dropFirst(2)) : String(line)
+            line.hasPrefix("# ") && (line.contains(" = ") || line.hasPrefix("# [")) ? String(line.dropFirst(2)) : String(line)
         }.joined(separator: "\n")
         var all = DaemonSettings()
         try all.apply(try ConfigFile(path: example, text: uncommented))
+        #expect(all.handlers == ["org.example.editor.edit": "/usr/bin/example-editor --continue %f"])
+        all.handlers = [:]
         #expect(all == DaemonSettings())
     }
 }

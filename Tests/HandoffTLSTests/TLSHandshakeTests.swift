@@ -115,6 +115,46 @@ func clientsFirstRead(_ client: TLSConnection, _ server: TLSConnection) -> TLSCo
         #expect(server.read().0 == .closed)
     }
 
+    @Test func continuationStreamsHalfCloseEachWayAndNoticeTruncation() throws {
+        let account = try TestAccount()
+        let a = try account.device()
+        let b = try account.device()
+        let server = try TLSConnection(context: .memberServer(identity: a, trust: account.trust))
+        let client = try TLSConnection(context: .memberClient(identity: b, trust: account.trust, alpn: HandoffALPN.stream), expectedPeer: a.id)
+        #expect(pump(client, server).server == .complete(.member(b.id)))
+        #expect(server.alpn == HandoffALPN.stream)
+
+        // The resumer finishes sending; the originator reads the end, and still sends after it.
+        try client.write(Array("request".utf8))
+        client.shutdown()
+        server.receive(client.takeCiphertext())
+        #expect(server.read() == (.data(7), Array("request".utf8)))
+        #expect(server.read().0 == .closed)
+        let reply = Crypto.randomBytes(300_000)
+        try server.write(reply)
+        client.receive(server.takeCiphertext())
+        var received: [UInt8] = []
+        while case (.data, let chunk) = client.read() { received += chunk }
+        #expect(received == reply)
+        server.shutdown()
+        client.receive(server.takeCiphertext())
+        #expect(client.read().0 == .closed)
+
+        // A connection that ends without close_notify is a truncated stream, not a short one.
+        let server2 = try TLSConnection(context: .memberServer(identity: a, trust: account.trust))
+        let client2 = try TLSConnection(context: .memberClient(identity: b, trust: account.trust, alpn: HandoffALPN.stream), expectedPeer: a.id)
+        _ = pump(client2, server2)
+        try server2.write(Array(repeating: 1, count: 1000))
+        client2.receive(server2.takeCiphertext())
+        _ = client2.read()
+        client2.receiveEOF()
+        guard case .failed(let error) = client2.read().0 else {
+            Issue.record("a truncated stream read as something else")
+            return
+        }
+        #expect(error.code == .truncated)
+    }
+
     @Test func noClientCertificateIsRefused() throws {
         let account = try TestAccount()
         let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
