@@ -134,25 +134,30 @@ enum ContinueFlow {
     private static func connect(_ target: Target, services: DaemonServices) async throws(LocalAPIError) -> MemberSession {
         let links = services.links
         guard let device = target.device else { return try await links.connect(target.address!) }
-        if let session = await links.session(for: device.id) { return session }
-        let targets = await services.directory.dialTargets(device.id)
-        guard !targets.isEmpty else {
-            throw LocalAPIError(.unreachable, "\(device.name) has not been seen on the network; is handoffd running there? (or give HOST:PORT)")
-        }
         var lastError = LocalAPIError(.unreachable, "\(device.name) cannot be reached")
-        for address in targets {
-            let result: Result<MemberSession, LocalAPIError>
-            do {
-                result = .success(try await links.connect(address, expecting: device.id))
-            } catch {
-                result = .failure(error)
+        // Two rounds: when both devices dial each other at once, one of the two connections is
+        // closed, and the session to use is the other one, there a moment later.
+        for round in 1...2 {
+            if let session = await links.session(for: device.id) { return session }
+            let targets = await services.directory.dialTargets(device.id)
+            guard !targets.isEmpty else {
+                throw LocalAPIError(.unreachable, "\(device.name) has not been seen on the network; is handoffd running there? (or give HOST:PORT)")
             }
-            switch result {
-            case .success(let session): return session
-            case .failure(let e):
-                lastError = e
-                if e.code == .revoked || e.code == .refused { throw e }
+            for address in targets {
+                let result: Result<MemberSession, LocalAPIError>
+                do {
+                    result = .success(try await links.connect(address, expecting: device.id))
+                } catch {
+                    result = .failure(error)
+                }
+                switch result {
+                case .success(let session): return session
+                case .failure(let e):
+                    lastError = e
+                    if e.code == .revoked || e.code == .refused { throw e }
+                }
             }
+            if round == 1 { try? await Task.sleep(for: .milliseconds(200)) }
         }
         throw lastError
     }

@@ -222,6 +222,23 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler {
             context.fireUserInboundEventTriggered(event)
             return
         }
+        guard side == .local else {
+            endInput()
+            return
+        }
+        // The app's end-of-file means "done sending" only if it did not hang up altogether: an
+        // app that closed (or died) loses the connection within this same event, and then
+        // passing its end on would make a cut-short stream look whole on the other device.
+        // So the end goes on one tick later, if the connection is still there.
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let glue = loopBound.value
+            if glue.context?.channel.isActive == true { glue.endInput() }
+        }
+    }
+
+    private func endInput() {
+        guard !inputEnded else { return }
         inputEnded = true
         splice.inputEnded(side)
         handOver()
@@ -303,13 +320,10 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        // End-of-file after our own output was closed: NIO closes the whole connection instead
-        // of reporting the input's end. It is the same orderly end; errors came as errorCaught.
-        if !inputEnded, outputClosed {
-            inputEnded = true
-            splice.inputEnded(side)
-            handOver()
-        }
+        // The app hanging up after everything owed to it was written is an orderly end (and
+        // NIO closes the whole connection at an end-of-file once our output is closed). Not so
+        // from the other device: only close_notify ends that input.
+        if side == .local, outputClosed { endInput() }
         splice.inactive(side)
         context.fireChannelInactive()
     }

@@ -85,6 +85,10 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         failHeldWrites(ChannelError.ioOnClosedChannel)
         if wasHandshaking {
             context.fireErrorCaught(TLSError(.truncated, "the connection ended during the TLS handshake"))
+        } else if allowHalfClosure, !inputEnded {
+            // A stream whose connection closed before the peer's close_notify is cut short, even
+            // when NIO saw no end-of-file of its own (it closes outright once both halves are shut).
+            context.fireErrorCaught(TLSError(.truncated, "the connection ended without a TLS close_notify"))
         }
         context.fireChannelInactive()
     }

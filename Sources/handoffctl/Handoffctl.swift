@@ -26,6 +26,7 @@ struct Handoffctl: ParsableCommand {
             Watch.self,
             Peers.self,
             Continue.self,
+            Streams.self,
             Account.self,
             Devices.self,
             Status.self,

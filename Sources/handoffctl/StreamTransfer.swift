@@ -18,11 +18,13 @@ import Glibc
 enum StreamTransfer {
     /// `continue --stream-to F|-`: receives until the other app finishes. A file appears under its
     /// name only if the stream completed: it is written beside it under a temporary name first.
+    ///
+    /// Nothing goes the other way, but our side ends only once everything arrived: if the sending
+    /// app hangs up early, our side still being open is what tells handoffd it was cut short.
     static func receive(_ stream: StreamPipe, into destination: String, client: HandoffClient) throws -> StreamInfo {
-        // Nothing goes the other way.
-        stream.finishWriting()
         if destination == "-" {
             let copied = BytePump.copy(from: stream.fileDescriptor, to: 1)
+            stream.finishWriting()
             let info = try outcome(of: stream, client: client)
             if case .failure(let failure) = copied, !failure.reading {
                 throw CLIError(.streamFailed, "cannot write the stream to standard output: \(String(cString: strerror(failure.errno)))")
@@ -36,6 +38,7 @@ enum StreamTransfer {
             if !kept { unlink(temporary) }
         }
         let copied = BytePump.copy(from: stream.fileDescriptor, to: fd)
+        stream.finishWriting()
         if case .failure(let failure) = copied, !failure.reading {
             stream.close()
             _ = try? client.stream(stream.id, waitForOutcome: true)

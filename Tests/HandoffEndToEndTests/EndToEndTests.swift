@@ -222,9 +222,7 @@ struct RunningProcessForInvite {
     let process: RunningProcess
 
     init(_ rig: Rig) throws {
-        process = try RunningProcess(
-            Rig.script, ["exec", rig.name, "alpha", "/usr/bin/env"] + rig.environment("alpha").map { "\($0)=\($1)" } + [Subprocess.product("handoffctl"), "account", "invite"]
-        )
+        process = try RunningProcess(Rig.script, rig.execArguments("alpha", ["account", "invite"]))
     }
 
     func code() async throws -> String {

@@ -61,6 +61,11 @@ public final class Rig: @unchecked Sendable {
         try await Subprocess.run(Rig.script, ["exec", name, host, "/usr/bin/env"] + environment(host).map { "\($0)=\($1)" } + command)
     }
 
+    /// rig.sh's arguments to run `handoffctl ARGUMENTS` inside `host` (for a `RunningProcess`).
+    public func execArguments(_ host: String, _ arguments: [String]) -> [String] {
+        ["exec", name, host, "/usr/bin/env"] + environment(host).map { "\($0)=\($1)" } + [Subprocess.product("handoffctl")] + arguments
+    }
+
     public func ctl(_ host: String, _ arguments: [String]) async throws -> ProcessResult {
         try await run(host, [Subprocess.product("handoffctl")] + arguments)
     }

@@ -1,0 +1,239 @@
+import Foundation
+import HandoffAPI
+import HandoffModel
+import HandoffTestSupport
+import Testing
+
+/// Continuations reaching apps and continuation streams, with the real binaries on two simulated
+/// hosts: alpha originates, bravo resumes.
+@Suite(.timeLimit(.minutes(5))) struct ContinuationEndToEndTests {
+    @Test func appsStreamsAndFaultsAcrossHosts() async throws {
+        if let reason = Rig.unavailableReason {
+            Issue.record(Comment(rawValue: reason))
+            return
+        }
+        let rig = try await Rig.up(["alpha", "bravo"])
+        do {
+            try await run(rig)
+        } catch {
+            Issue.record(error)
+        }
+        await rig.down()
+    }
+
+    func run(_ rig: Rig) async throws {
+        let bravoHome = rig.directory + "/bravo"
+        // Bravo's apps: an editor installed the XDG way, and a browser command in the config.
+        try write(bravoHome + "/.local/share/applications/org.example.Editor.desktop", """
+            [Desktop Entry]
+            Type=Application
+            Name=Example Editor
+            Exec=\(bravoHome)/editor.sh %f
+            X-Handoff-ActivityTypes=org.example.Editor.edit;
+            """)
+        try write(bravoHome + "/editor.sh", """
+            #!/bin/sh
+            cp "$1" \(bravoHome)/received.tmp && echo "$HANDOFF_CONTINUATION_ID" > \(bravoHome)/continuation-id && mv \(bravoHome)/received.tmp \(bravoHome)/received.json
+            """, executable: true)
+        try write(bravoHome + "/browser.sh", "#!/bin/sh\nprintf '%s\\n' \"$@\" > \(bravoHome)/browser.tmp && mv \(bravoHome)/browser.tmp \(bravoHome)/browser-args\n", executable: true)
+        try write(bravoHome + "/config/handoff/handoffd.toml", "browser = \"\(bravoHome)/browser.sh --new-window\"\n")
+
+        try await rig.startDaemon("alpha")
+        try await rig.startDaemon("bravo")
+        let (alphaID, _) = try await EndToEndTests().pair(rig)
+        try await Rig.waitFor("bravo to see alpha") { try await peers(rig).contains { $0.id == alphaID && $0.reachable } }
+        let watch = try RunningProcess(Rig.script, rig.execArguments("bravo", ["watch", "--json"]))
+
+        // 1. An installed app receives the activity, with the continuation id.
+        let editing = try await becomeCurrent(rig, ["--type", "org.example.Editor.edit", "--title", "Report", "--info", "page:int=3"])
+        let original = try await rig.ctl("alpha", ["current", "--json"]).stdout
+        let continued = try await rig.ctl("bravo", ["continue", "desk"])
+        #expect(continued.status == 0, "\(continued)")
+        #expect(continued.stderr.contains("opened with org.example.Editor.desktop"), "\(continued.stderr)")
+        try await Rig.waitFor("the editor to get the activity") { FileManager.default.fileExists(atPath: bravoHome + "/received.json") }
+        let received = try LocalAPIJSON.decoder().decode(Activity.self, from: Data(contentsOf: URL(fileURLWithPath: bravoHome + "/received.json")))
+        #expect(received == (try LocalAPIJSON.decoder().decode(Activity.self, from: Data(original.utf8))))
+        #expect(received.id.lowercasedString == editing)
+
+        // 2. No app for the type: the web page goes to the configured browser.
+        _ = try await becomeCurrent(rig, ["--type", "org.example.Reader.read", "--title", "Page", "--webpage-url", "https://example.com/a?b=c"])
+        #expect(try await rig.ctl("bravo", ["continue", "desk"]).status == 0)
+        try await Rig.waitFor("the browser command") { FileManager.default.fileExists(atPath: bravoHome + "/browser-args") }
+        #expect(try String(contentsOfFile: bravoHome + "/browser-args", encoding: .utf8) == "--new-window\nhttps://example.com/a?b=c\n")
+
+        // 3. Neither: a clear failure with its own status.
+        _ = try await becomeCurrent(rig, ["--type", "org.example.Nobody.edit", "--title", "Orphan"])
+        let orphan = try await rig.ctl("bravo", ["continue", "desk"])
+        #expect(orphan.status == 36 && orphan.stderr.contains("no application handles org.example.Nobody.edit"), "\(orphan)")
+
+        // Exactly one lifecycle event after willContinue, per continuation.
+        try await Rig.waitFor("three continuations on the event stream") { lifecycle(watch.stdout).count == 6 }
+        let events = lifecycle(watch.stdout)
+        #expect(events.map(\.0) == ["willContinue", "continued", "willContinue", "continued", "willContinue", "continueFailed"], "\(events)")
+        #expect(Set(events.map(\.1)).count == 3, "one continuation id per continuation")
+        _ = try await watch.stop()
+
+        // 4. needsSave: the state the app gives at willSave is what bravo receives; wasContinued reaches it.
+        let saver = try RunningProcess(
+            Rig.script,
+            rig.execArguments("alpha", [
+                "become-current", "--type", "org.example.Editor.edit", "--title", "Draft", "--info", "text=old",
+                "--save-exec", #"printf '{"text": {"string": "saved at willSave"}}'"#,
+            ])
+        )
+        try await saver.wait(for: "become-current --save-exec to attach") { $0.stderr.contains("attached") }
+        try await waitUntilBravoSees(rig, title: "Draft")
+        let saved = try await rig.ctlJSON("bravo", Activity.self, ["continue", "desk"])
+        #expect(saved.content.userInfo["text"] == .string("saved at willSave"))
+        try await saver.wait(for: "wasContinued on alpha") { $0.stdout.contains("wasContinued") && $0.stdout.contains("laptop") }
+        #expect(saver.stdout.contains("willSave"))
+        _ = try await saver.stop()
+
+        // 5. A 1 GiB stream arrives byte-identical, the daemons' memory flat.
+        let big = rig.directory + "/big.bin"
+        #expect(try await rig.run("alpha", ["/bin/sh", "-c", "head -c 1073741824 /dev/urandom > \(big)"]).status == 0)
+        let server = try RunningProcess(
+            Rig.script, rig.execArguments("alpha", ["become-current", "--type", "org.example.Big", "--title", "Big", "--stream-file", big])
+        )
+        try await server.wait(for: "the stream server to attach") { $0.stderr.contains("attached") }
+        try await waitUntilBravoSees(rig, title: "Big")
+        let daemons = [try await daemonPID(rig, "alpha"), try await daemonPID(rig, "bravo")]
+        let before = daemons.map(rssKiB)
+        let sampler = RSSSampler(daemons)
+        let copy = rig.directory + "/copy.bin"
+        let receiving = try await rig.ctl("bravo", ["continue", "desk", "--stream-to", copy])
+        let peak = sampler.stop()
+        #expect(receiving.status == 0, "\(receiving)")
+        let sums = try await rig.run("alpha", ["/usr/bin/sha256sum", big, copy]).stdout.split(separator: "\n").map { $0.prefix(64) }
+        #expect(sums.count == 2 && sums[0] == sums[1], "checksums: \(sums)")
+        for (index, host) in ["alpha", "bravo"].enumerated() {
+            let growth = (peak[index] - before[index]) / 1024
+            #expect(growth <= 16, "handoffd on \(host) grew by \(growth) MB during 1 GiB")
+        }
+        try await server.wait(for: "the server to report the stream") { $0.stderr.contains("done: sent 1073741824 bytes") }
+        _ = try await server.stop()
+        try? FileManager.default.removeItem(atPath: copy)
+
+        // 6. --stream-exec on both ends: an echo round trip.
+        let echo = try RunningProcess(
+            Rig.script, rig.execArguments("alpha", ["become-current", "--type", "org.example.Echo", "--title", "Echo", "--stream-exec", "cat"])
+        )
+        try await echo.wait(for: "the echo server to attach") { $0.stderr.contains("attached") }
+        try await waitUntilBravoSees(rig, title: "Echo")
+        let echoed = rig.directory + "/echoed.txt"
+        let client = try await rig.ctl("bravo", ["continue", "desk", "--stream-exec", "printf 'ping across hosts'; exec >&-; cat > \(echoed)"])
+        #expect(client.status == 0, "\(client)")
+        #expect((try? String(contentsOfFile: echoed, encoding: .utf8)) == "ping across hosts")
+        _ = try await echo.stop()
+
+        // 7. The originating app killed mid-stream, then its handoffd: each time both ends fail
+        //    within 10 s, and nothing looks complete.
+        for (round, victim) in ["the app", "handoffd"].enumerated() {
+            let title = "Big \(round)"
+            let server = try RunningProcess(
+                Rig.script, rig.execArguments("alpha", ["become-current", "--type", "org.example.Big", "--title", title, "--stream-file", big])
+            )
+            try await server.wait(for: "the stream server to attach") { $0.stderr.contains("attached") }
+            try await waitUntilBravoSees(rig, title: title)
+            let partial = rig.directory + "/partial.bin"
+            let receiver = try RunningProcess(Rig.script, rig.execArguments("bravo", ["continue", "desk", "--stream-to", partial]))
+            try await receiver.wait(seconds: 30, for: "bytes to flow") { _ in
+                temporaryFiles(rig.directory, "partial.bin").contains { (try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int) ?? 0 > 32 << 20 }
+            }
+            let killed = ContinuousClock.now
+            if victim == "the app" {
+                _ = try await server.stop(signal: SIGKILL)
+            } else {
+                _ = try await rig.daemon("alpha")?.stop(signal: SIGKILL)
+                #expect(await server.exitStatus() != 0, "\(server.stderr)")
+            }
+            #expect(await receiver.exitStatus() == 40, "\(victim) killed: \(receiver.stderr)")
+            #expect(ContinuousClock.now - killed < .seconds(10), "\(victim) killed")
+            #expect(!FileManager.default.fileExists(atPath: partial), "\(victim) killed")
+            #expect(temporaryFiles(rig.directory, "partial.bin").isEmpty, "\(victim) killed")
+            let streams = try await rig.ctlJSON("bravo", StreamsResponse.self, ["streams"]).streams
+            #expect(streams.last?.state == .failed, "\(victim) killed: \(String(describing: streams.last))")
+        }
+    }
+
+    // MARK: Helpers
+
+    func write(_ path: String, _ text: String, executable: Bool = false) throws {
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        if executable { chmod(path, 0o755) }
+    }
+
+    func peers(_ rig: Rig) async throws -> [PeerInfo] {
+        try await rig.ctlJSON("bravo", PeersResponse.self, ["peers"]).peers
+    }
+
+    /// Makes an activity current on alpha; returns its id once bravo sees it.
+    func becomeCurrent(_ rig: Rig, _ arguments: [String]) async throws -> String {
+        let r = try await rig.ctl("alpha", ["become-current"] + arguments)
+        guard r.status == 0 else { throw TestFailure("become-current: \(r)") }
+        let id = r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        try await Rig.waitFor("bravo to see \(id)") { try await peers(rig).first?.activity?.id.lowercasedString == id }
+        return id
+    }
+
+    func waitUntilBravoSees(_ rig: Rig, title: String) async throws {
+        try await Rig.waitFor("bravo to see \(title)") { try await peers(rig).first?.activity?.title == title }
+    }
+
+    /// (event name, continuation id) of each lifecycle event in `handoffctl watch --json` output.
+    func lifecycle(_ output: String) -> [(String, String)] {
+        output.split(separator: "\n").compactMap { line in
+            guard let event = try? LocalAPIJSON.decoder().decode(LocalEvent.self, from: Data(line.utf8)) else { return nil }
+            switch event.body {
+            case .willContinue(let id, _, _): return ("willContinue", id.lowercasedString)
+            case .continued(let id, _, _, _): return ("continued", id.lowercasedString)
+            case .continueFailed(let id, _, _, _, _): return ("continueFailed", id.lowercasedString)
+            default: return nil
+            }
+        }
+    }
+
+    func daemonPID(_ rig: Rig, _ host: String) async throws -> pid_t {
+        try await rig.ctlJSON(host, DaemonStatus.self, ["status"]).pid
+    }
+
+    /// `--stream-to`'s temporary files for `name` in `directory`.
+    func temporaryFiles(_ directory: String, _ name: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix("." + name + ".handoff-") }.map { directory + "/" + $0 }
+    }
+}
+
+/// Resident memory of a process, in KiB.
+func rssKiB(_ pid: pid_t) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+    else { return 0 }
+    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+}
+
+/// The peak RSS of some processes, sampled every 50 ms until stopped.
+final class RSSSampler: @unchecked Sendable {
+    private let lock = NSLock()
+    private var peaks: [Int]
+    private var running = true
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ pids: [pid_t]) {
+        peaks = pids.map(rssKiB)
+        Thread.detachNewThread { [self] in
+            while lock.withLock({ running }) {
+                let now = pids.map(rssKiB)
+                lock.withLock { peaks = zip(peaks, now).map { max($0, $1) } }
+                usleep(50_000)
+            }
+            done.signal()
+        }
+    }
+
+    func stop() -> [Int] {
+        lock.withLock { running = false }
+        done.wait()
+        return lock.withLock { peaks }
+    }
+}
