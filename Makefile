@@ -56,6 +56,7 @@ fuzz: deps-build
 bench: deps-test
 	python3 bench/propagation
 	python3 bench/continue
+	python3 bench/streams
 
 clean:
 	rm -rf .build

@@ -181,6 +181,8 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler {
     /// The other side's input ended, so our output is closed (or closing) after its last bytes.
     private var outputClosed = false
 
+    static let readSize = 128 * 1024
+
     init(side: StreamSplice.Side, splice: StreamSplice) {
         self.side = side
         self.splice = splice
@@ -188,7 +190,15 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        context.channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in }
+        // Bulk data: big reads (fewer syscalls, and whole TLS records), and room for a few of them
+        // in flight before back-pressure stops the other side. Memory stays bounded per stream.
+        if let options = context.channel.syncOptions {
+            try? options.setOption(.autoRead, value: false)
+            try? options.setOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: StreamGlue.readSize))
+            try? options.setOption(.writeBufferWaterMark, value: .init(low: StreamGlue.readSize, high: 2 * StreamGlue.readSize))
+        } else {
+            context.channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in }
+        }
         guard context.channel.isActive else {
             splice.inactive(side)
             return
