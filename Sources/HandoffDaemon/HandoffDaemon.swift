@@ -7,6 +7,7 @@ import HandoffAPI
 import HandoffDiscovery
 import HandoffModel
 import Logging
+import NIOPosix
 import ServiceLifecycle
 import Synchronization
 
@@ -47,6 +48,8 @@ public struct DaemonConfiguration: Sendable {
     /// The environment handlers and the browser start with (and where `.desktop` files are looked
     /// for); nil means handoffd's own.
     public var handlerEnvironment: [String: String]? = nil
+    /// systemd's notification socket and watchdog (`handoffd` reads them from its environment).
+    public var notifier = SystemdNotifier(socketPath: nil)
 
     public enum FirstUse: Sendable {
         case nothing
@@ -234,7 +237,7 @@ public final class HandoffDaemon: Sendable {
         )
         let state = StateLifecycle(
             registry: registry, accounts: accounts, events: events, presence: presence, links: links, discovery: discovery, invites: invites,
-            attachments: attachments, book: book
+            attachments: attachments, book: book, notifier: configuration.notifier
         )
         let serviceGroup = ServiceGroup(
             configuration: ServiceGroupConfiguration(
@@ -256,11 +259,17 @@ public final class HandoffDaemon: Sendable {
                 try await discovery.ready.wait()
                 await self.applyFirstUse()
                 ready.succeed()
+                self.configuration.notifier.ready(status: await self.statusLine())
             } catch let e as DaemonError {
                 ready.fail(e)
             } catch {}
         }
         defer { readiness.cancel() }
+        let supervision = Task { [ready, self] in
+            guard (try? await ready.wait()) != nil else { return }
+            await self.superviseForSystemd()
+        }
+        defer { supervision.cancel() }
         group.withLock { $0 = serviceGroup }
         logger.info("handoffd starting", metadata: ["version": "\(HandoffVersion.current)", "pid": "\(getpid())"])
         do {
@@ -274,6 +283,42 @@ public final class HandoffDaemon: Sendable {
         }
         ready.fail(DaemonError(.io, "handoffd stopped before it was ready"))
         logger.info("handoffd stopped")
+    }
+
+    /// Under systemd: `WATCHDOG=1` every half `WatchdogSec` while the actors and an event loop
+    /// answer (a wedged daemon gets restarted), and `STATUS=` whenever the summary changes.
+    private func superviseForSystemd() async {
+        let notifier = configuration.notifier
+        guard notifier.isActive else { return }
+        let tick = notifier.watchdogInterval.map { min($0 / 2, .seconds(5)) } ?? .seconds(5)
+        var last = ""
+        while !Task.isCancelled {
+            try? await Task.sleep(for: tick)
+            let line = await statusLine()
+            if notifier.watchdogInterval != nil,
+                (try? await MultiThreadedEventLoopGroup.singleton.next().submit({}).get()) != nil
+            {
+                notifier.watchdog()
+            }
+            if line != last {
+                notifier.status(line)
+                last = line
+            }
+        }
+    }
+
+    /// One line for `systemctl status`: no titles or other content, only the state.
+    func statusLine() async -> String {
+        let s = await status()
+        let discovery: String
+        switch s.discovery.state {
+        case .off: discovery = "no account yet"
+        case .starting: discovery = "discovery starting"
+        case .running: discovery = "discovery running"
+        case .unavailable: discovery = "avahi-daemon unreachable (retrying)"
+        }
+        let peers = s.reachablePeers == 1 ? "1 device reachable" : "\(s.reachablePeers) devices reachable"
+        return "port \(s.peerPort); \(discovery); \(peers); \(s.currentActivity == nil ? "no current activity" : "an activity is current")"
     }
 
     /// `make run`'s first use: an account is created (or joined) if there is none.
@@ -347,6 +392,7 @@ struct StateLifecycle: Service {
     let invites: InviteBook
     let attachments: Attachments
     let book: StreamBook
+    let notifier: SystemdNotifier
 
     func run() async throws {
         let (presence, links, discovery, attachments, book) = (self.presence, self.links, self.discovery, self.attachments, self.book)
@@ -366,6 +412,7 @@ struct StateLifecycle: Service {
         await registry.start()
         await accounts.start()
         try? await gracefulShutdown()
+        notifier.stopping()
         await registry.stop()
         attachments.finishAll()
         events.finishAll()

@@ -117,6 +117,7 @@ struct HandoffdCommand: AsyncParsableCommand {
         configuration.browseDomains = settings.browseDomains
         configuration.browser = settings.browser
         configuration.handlers = settings.handlers
+        configuration.notifier = SystemdNotifier.fromProcessEnvironment()
         if let joinCode {
             configuration.firstUse = .join(code: joinCode, peer: joinPeer)
         } else if createAccount {

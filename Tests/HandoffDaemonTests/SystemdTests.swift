@@ -1,0 +1,135 @@
+import Foundation
+import HandoffAPI
+import HandoffDaemon
+import HandoffModel
+import HandoffTestSupport
+import Testing
+
+/// handoffd as a systemd service: the notification protocol against a fake notify socket, and the
+/// shipped unit files checked by systemd's own tools.
+@Suite(.timeLimit(.minutes(2))) struct SystemdTests {
+    /// A datagram socket standing in for systemd's `$NOTIFY_SOCKET`.
+    final class FakeNotifySocket: @unchecked Sendable {
+        let path: String
+        private let fd: Int32
+
+        init(abstract: Bool = false) throws {
+            let dir = try TempDirectory.make()
+            path = abstract ? "@handoff-test-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))" : dir + "/notify"
+            fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            var bytes = Array(path.utf8)
+            if abstract { bytes[0] = 0 }
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+            let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + (abstract ? 0 : 1))
+            let rc = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+            guard rc == 0 else { throw TestFailure("cannot bind \(path): \(errno)") }
+            var timeout = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        }
+
+        deinit { close(fd) }
+
+        /// The next datagram (blocking, at most 10 s), on a dispatch queue.
+        func next() async throws -> String {
+            let fd = self.fd
+            return try await withCheckedThrowingContinuation { c in
+                DispatchQueue(label: "fake-notify").async {
+                    var buffer = [UInt8](repeating: 0, count: 4096)
+                    let n = recv(fd, &buffer, buffer.count, 0)
+                    if n < 0 { c.resume(throwing: TestFailure("no notification within 10 s")) } else { c.resume(returning: String(decoding: buffer[0..<n], as: UTF8.self)) }
+                }
+            }
+        }
+
+        /// Datagrams until one contains `field`.
+        func waitFor(_ field: String) async throws -> String {
+            while true {
+                let message = try await next()
+                if message.split(separator: "\n").contains(where: { $0.hasPrefix(field) }) { return message }
+            }
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func readyWatchdogStatusAndStopping(abstract: Bool) async throws {
+        let socket = try FakeNotifySocket(abstract: abstract)
+        let daemon = try await TestDaemon.start { $0.notifier = SystemdNotifier(socketPath: socket.path, watchdogInterval: .milliseconds(400)) }
+        let ready = try await socket.waitFor("READY=1")
+        #expect(ready.contains("STATUS=port \(daemon.daemon.peerPort); "), "\(ready)")
+        _ = try await socket.waitFor("WATCHDOG=1")
+        _ = try await socket.waitFor("WATCHDOG=1")
+        _ = try await daemon.client.becomeCurrent(.init(content: .init(type: "com.example.systemd", title: "status")))
+        let status = try await socket.waitFor("STATUS=")
+        #expect(status.contains("an activity is current"), "\(status)")
+        try await daemon.stop()
+        _ = try await socket.waitFor("STOPPING=1")
+        TempDirectory.remove(daemon.directory)
+    }
+
+    @Test func theEnvironmentNamesTheSocketAndTheWatchdogForThisProcessOnly() {
+        let mine = SystemdNotifier(environment: ["NOTIFY_SOCKET": "/run/systemd/notify", "WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "42"], pid: 42)
+        #expect(mine.socketPath == "/run/systemd/notify" && mine.watchdogInterval == .seconds(30))
+        let another = SystemdNotifier(environment: ["NOTIFY_SOCKET": "/run/systemd/notify", "WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "43"], pid: 42)
+        #expect(another.watchdogInterval == nil)
+        #expect(!SystemdNotifier(environment: [:]).isActive)
+        #expect(!SystemdNotifier(socketPath: nil).notify([("READY", "1")]))
+    }
+
+    // MARK: Unit files
+
+    static let unitDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd").standardizedFileURL.path
+
+    /// The shipped unit with the installed paths filled in, as `make install` writes it.
+    static func installedUnit(_ name: String, as installed: String, in dir: String) throws -> String {
+        let text = try String(contentsOfFile: unitDirectory + "/" + name, encoding: .utf8)
+        let path = dir + "/" + installed
+        try text.replacing("@BINDIR@/handoffd", with: Subprocess.product("handoffd")).write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func unitFilesAreWellFormedAndSayWhatTheIssueAsks() throws {
+        for name in ["handoffd.service", "handoffd@.service"] {
+            let text = try String(contentsOfFile: Self.unitDirectory + "/" + name, encoding: .utf8)
+            var section = ""
+            var keys: [String: [String]] = [:]
+            for raw in text.split(separator: "\n") {
+                let line = raw.trimmingCharacters(in: .whitespaces)
+                if line.isEmpty || line.hasPrefix("#") { continue }
+                if line.hasPrefix("[") {
+                    section = line
+                    #expect(["[Unit]", "[Service]", "[Install]"].contains(line), "\(name): section \(line)")
+                    continue
+                }
+                let parts = line.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                #expect(parts.count == 2 && !section.isEmpty, "\(name): \(line)")
+                keys[section + parts[0], default: []].append(String(parts.dropFirst().first ?? ""))
+            }
+            #expect(keys["[Service]Type"] == ["notify"], "\(name)")
+            #expect(keys["[Service]Restart"] == ["on-failure"], "\(name)")
+            #expect(keys["[Service]WatchdogSec"] != nil, "\(name)")
+            #expect(keys["[Service]ExecStart"]?.first?.hasPrefix("@BINDIR@/handoffd") == true, "\(name)")
+            #expect(keys["[Install]WantedBy"] != nil, "\(name)")
+        }
+    }
+
+    @Test func systemdAcceptsTheUnitsAndRatesTheTemplateExposureAtMost2() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") else {
+            Issue.record("systemd-analyze is missing (apt-get install systemd): the unit files cannot be verified")
+            return
+        }
+        let dir = try TempDirectory.make()
+        defer { TempDirectory.remove(dir) }
+        let user = try Self.installedUnit("handoffd.service", as: "handoffd.service", in: dir)
+        let template = try Self.installedUnit("handoffd@.service", as: "handoffd@root.service", in: dir)
+        for unit in [user, template] {
+            let verify = try await Subprocess.run("/usr/bin/systemd-analyze", ["verify", "--man=no", unit])
+            #expect(verify.status == 0 && verify.stderr.isEmpty, "\(unit): \(verify)")
+        }
+        let security = try await Subprocess.run("/usr/bin/systemd-analyze", ["security", "--offline=yes", "--no-pager", template])
+        let line = try #require(security.stdout.split(separator: "\n").first { $0.contains("Overall exposure level") }, "\(security)")
+        let score = try #require(Double(line.split(separator: ":").last?.split(separator: " ").first ?? ""), "\(line)")
+        #expect(score <= 2.0, "\(line)")
+    }
+}
