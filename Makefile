@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 300
 BIN_DEBUG     = .build/debug
 BIN_RELEASE   = .build/release
 
-.PHONY: all build release run test fuzz bench deps-build deps-run deps-test clean help
+.PHONY: all build release run test fuzz bench deps-build deps-run deps-test clean help install install-files uninstall release-static
 
 all: build
 
@@ -18,6 +18,8 @@ help:
 	@echo "make build    debug build;  make release: release build"
 	@echo "make fuzz     long fuzzing of the activity decoder (FUZZ_SECONDS=$(FUZZ_SECONDS))"
 	@echo "make bench    the benchmarks of docs/benchmarks.md (root: simulated hosts)"
+	@echo "make install  release build, then binaries, units, config, man pages, completions, firewall"
+	@echo "              definitions under DESTDIR/PREFIX (PREFIX=$(PREFIX)); make uninstall removes them"
 
 deps-build:
 	@scripts/install-deps.sh build
@@ -41,6 +43,7 @@ run: deps-run build
 
 test: deps-test
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	$(SWIFT) build --product generate-manual
 	$(SWIFT) test --skip-build
 
 # Millions of random and mutated encodings through the decoder: first the seeded generator of the
@@ -57,6 +60,61 @@ bench: deps-test
 	python3 bench/propagation
 	python3 bench/continue
 	python3 bench/streams
+
+# Installation. `make install` builds release binaries with the Swift standard library linked in
+# (they run without the toolchain), then copies; `make install-files INSTALL_FROM=DIR` copies what
+# DIR holds (the tests install a debug build into a DESTDIR). Every file installed is in
+# INSTALLED, which `make uninstall` removes.
+BINDIR       ?= $(PREFIX)/bin
+SYSCONFDIR   ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+DATADIR       = $(PREFIX)/share
+UNITDIR_USER ?= $(PREFIX)/lib/systemd/user
+UNITDIR      ?= $(PREFIX)/lib/systemd/system
+INSTALL_FROM ?= $(BIN_RELEASE)
+MANUAL_TOOL  ?= $(BIN_DEBUG)/generate-manual
+INSTALLED = \
+	$(BINDIR)/handoffd \
+	$(BINDIR)/handoffctl \
+	$(UNITDIR_USER)/handoffd.service \
+	$(UNITDIR)/handoffd@.service \
+	$(DATADIR)/doc/handoff/handoffd.toml \
+	$(DATADIR)/man/man1/handoffctl.1 \
+	$(DATADIR)/man/man8/handoffd.8 \
+	$(DATADIR)/bash-completion/completions/handoffctl \
+	$(DATADIR)/zsh/site-functions/_handoffctl \
+	$(DATADIR)/fish/vendor_completions.d/handoffctl.fish \
+	$(SYSCONFDIR)/ufw/applications.d/handoff \
+	$(PREFIX)/lib/firewalld/services/handoff.xml
+
+install: release-static
+	$(MAKE) install-files
+
+release-static: deps-build
+	$(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --product handoffd
+	$(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --product handoffctl
+	$(SWIFT) build --product generate-manual
+
+install-files:
+	install -D -m 0755 $(INSTALL_FROM)/handoffd $(DESTDIR)$(BINDIR)/handoffd
+	install -D -m 0755 $(INSTALL_FROM)/handoffctl $(DESTDIR)$(BINDIR)/handoffctl
+	install -d $(DESTDIR)$(UNITDIR_USER) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DATADIR)/man/man1 $(DESTDIR)$(DATADIR)/man/man8
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/handoffd.service > $(DESTDIR)$(UNITDIR_USER)/handoffd.service
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/handoffd@.service > $(DESTDIR)$(UNITDIR)/handoffd@.service
+	chmod 0644 $(DESTDIR)$(UNITDIR_USER)/handoffd.service $(DESTDIR)$(UNITDIR)/handoffd@.service
+	install -D -m 0644 config/handoffd.toml $(DESTDIR)$(DATADIR)/doc/handoff/handoffd.toml
+	$(MANUAL_TOOL) $(INSTALL_FROM)/handoffctl --section 1 -o $(DESTDIR)$(DATADIR)/man/man1
+	$(MANUAL_TOOL) $(INSTALL_FROM)/handoffd --section 8 -o $(DESTDIR)$(DATADIR)/man/man8
+	install -d $(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/zsh/site-functions $(DESTDIR)$(DATADIR)/fish/vendor_completions.d
+	$(INSTALL_FROM)/handoffctl --generate-completion-script bash > $(DESTDIR)$(DATADIR)/bash-completion/completions/handoffctl
+	$(INSTALL_FROM)/handoffctl --generate-completion-script zsh > $(DESTDIR)$(DATADIR)/zsh/site-functions/_handoffctl
+	$(INSTALL_FROM)/handoffctl --generate-completion-script fish > $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/handoffctl.fish
+	install -D -m 0644 packaging/ufw/handoff $(DESTDIR)$(SYSCONFDIR)/ufw/applications.d/handoff
+	install -D -m 0644 packaging/firewalld/handoff.xml $(DESTDIR)$(PREFIX)/lib/firewalld/services/handoff.xml
+	@echo "installed under $(DESTDIR)$(PREFIX). Start it: systemctl --user enable --now handoffd"
+	@echo "(or, for a user on a headless machine: systemctl enable --now handoffd@USER). Open the port: ufw allow handoff"
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 
 clean:
 	rm -rf .build

@@ -1,0 +1,59 @@
+import Foundation
+import HandoffTestSupport
+import Testing
+
+/// `make install DESTDIR=… PREFIX=…` puts exactly the files it lists where packagers expect them,
+/// with the installed paths filled in, and `make uninstall` takes them all away. (Run with the
+/// debug build: `make install` proper builds release binaries first.)
+@Suite(.timeLimit(.minutes(2))) struct InstallTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL.path
+
+    @Test func installLandsExactlyTheListedFilesAndUninstallRemovesThem() async throws {
+        let destdir = try TempDirectory.make(prefix: "handoff-install")
+        defer { TempDirectory.remove(destdir) }
+        let binaries = (Subprocess.product("handoffctl") as NSString).deletingLastPathComponent
+        let tool = binaries + "/generate-manual"
+        #expect(FileManager.default.isExecutableFile(atPath: tool), "\(tool) is missing: `make test` builds it (swift build --product generate-manual)")
+        let variables = ["DESTDIR=\(destdir)", "PREFIX=/usr", "INSTALL_FROM=\(binaries)", "MANUAL_TOOL=\(tool)"]
+        let install = try await Subprocess.run("/usr/bin/make", ["-C", Self.root, "--no-print-directory", "install-files"] + variables)
+        #expect(install.status == 0, "\(install)")
+
+        let landed = try files(in: destdir)
+        #expect(
+            landed == [
+                "/etc/ufw/applications.d/handoff",
+                "/usr/bin/handoffctl",
+                "/usr/bin/handoffd",
+                "/usr/lib/firewalld/services/handoff.xml",
+                "/usr/lib/systemd/system/handoffd@.service",
+                "/usr/lib/systemd/user/handoffd.service",
+                "/usr/share/bash-completion/completions/handoffctl",
+                "/usr/share/doc/handoff/handoffd.toml",
+                "/usr/share/fish/vendor_completions.d/handoffctl.fish",
+                "/usr/share/man/man1/handoffctl.1",
+                "/usr/share/man/man8/handoffd.8",
+                "/usr/share/zsh/site-functions/_handoffctl",
+            ]
+        )
+        let unit = try String(contentsOfFile: destdir + "/usr/lib/systemd/system/handoffd@.service", encoding: .utf8)
+        #expect(unit.contains("ExecStart=/usr/bin/handoffd --socket") && !unit.contains("@BINDIR@"))
+        let manual = try String(contentsOfFile: destdir + "/usr/share/man/man8/handoffd.8", encoding: .utf8)
+        #expect(manual.contains(".Dt HANDOFFD 8") && manual.contains("state-dir"))
+        let bash = try String(contentsOfFile: destdir + "/usr/share/bash-completion/completions/handoffctl", encoding: .utf8)
+        #expect(bash.contains("become-current") && bash.contains("--stream-to"))
+        let mode = try FileManager.default.attributesOfItem(atPath: destdir + "/usr/bin/handoffctl")[.posixPermissions] as? Int
+        #expect(mode == 0o755)
+
+        let uninstall = try await Subprocess.run("/usr/bin/make", ["-C", Self.root, "--no-print-directory", "uninstall"] + variables)
+        #expect(uninstall.status == 0, "\(uninstall)")
+        #expect(try files(in: destdir).isEmpty, "left behind")
+    }
+
+    func files(in root: String) throws -> [String] {
+        let all = FileManager.default.enumerator(atPath: root)?.allObjects as? [String] ?? []
+        return all.filter { path in
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isDirectory) && !isDirectory.boolValue
+        }.map { "/" + $0 }.sorted()
+    }
+}
