@@ -164,20 +164,7 @@ public final class HandoffDaemon: Sendable {
     }
 
     private static func makeLauncher(_ configuration: DaemonConfiguration, logger: Logger) throws(DaemonError) -> Launcher {
-        var configured: [String: ExecLine] = [:]
-        for (type, text) in configuration.handlers {
-            do {
-                configured[type] = try ExecLine(parsing: text)
-            } catch {
-                throw DaemonError(.configuration, "the handler for \(type) (\(text)): \(error.description)")
-            }
-        }
-        let browser: ExecLine
-        do {
-            browser = try ExecLine(parsing: configuration.browser)
-        } catch {
-            throw DaemonError(.configuration, "the browser command (\(configuration.browser)): \(error.description)")
-        }
+        let (configured, browser) = try parseHandlers(configuration.handlers, browser: configuration.browser)
         let environment = configuration.handlerEnvironment ?? ProcessInfo.processInfo.environment
         let socketDirectory = configuration.socketPath.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         return Launcher(
@@ -188,6 +175,37 @@ public final class HandoffDaemon: Sendable {
             environment: environment,
             logger: logger
         )
+    }
+
+    private static func parseHandlers(_ handlers: [String: String], browser text: String) throws(DaemonError) -> ([String: ExecLine], ExecLine) {
+        var configured: [String: ExecLine] = [:]
+        for (type, line) in handlers {
+            do {
+                configured[type] = try ExecLine(parsing: line)
+            } catch {
+                throw DaemonError(.configuration, "the handler for \(type) (\(line)): \(error.description)")
+            }
+        }
+        do {
+            return (configured, try ExecLine(parsing: text))
+        } catch {
+            throw DaemonError(.configuration, "the browser command (\(text)): \(error.description)")
+        }
+    }
+
+    /// Applies what a reloaded configuration (SIGHUP) can change while running — the handlers and
+    /// the browser — and returns the names of the settings that only a restart applies.
+    public func reload(_ settings: DaemonSettings) throws(DaemonError) -> [String] {
+        let (configured, browser) = try Self.parseHandlers(settings.handlers, browser: settings.browser)
+        launcher.replace(configured: configured, browser: browser)
+        var needRestart: [String] = []
+        if settings.port != configuration.peerPort, configuration.peerPort != 0 { needRestart.append("port") }
+        if settings.listen != configuration.peerBindAddresses { needRestart.append("listen") }
+        if settings.maxActivityBytes != configuration.limits.maximumEncodedSize { needRestart.append("max_activity_bytes") }
+        if settings.peers != configuration.staticPeers { needRestart.append("peers") }
+        if settings.browseDomains != configuration.browseDomains { needRestart.append("browse_domains") }
+        logger.notice("configuration reloaded", metadata: ["handlers": "\(configured.count)", "restart-needed-for": "\(needRestart.joined(separator: ","))"])
+        return needRestart
     }
 
     /// The port other devices reach this one on (the configured one, or the one picked for 0).

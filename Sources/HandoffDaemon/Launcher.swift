@@ -21,8 +21,8 @@ import Glibc
 /// the continuation id, and the only URL passed on is an http(s) one, as one argument, never
 /// through a shell.
 final class Launcher: Sendable {
-    private let catalog: HandlerCatalog
-    private let browser: ExecLine
+    /// What opens what: replaced as a whole when handoffd.toml is reloaded (SIGHUP).
+    private let choices: Mutex<(catalog: HandlerCatalog, browser: ExecLine)>
     /// `$XDG_RUNTIME_DIR/handoff/continuations`: the activity files handlers read.
     let directory: String
     private let socketPath: String
@@ -38,8 +38,7 @@ final class Launcher: Sendable {
     static let fileLifetimeSeconds: Int64 = 24 * 3600
 
     init(catalog: HandlerCatalog, browser: ExecLine, directory: String, socketPath: String, environment: [String: String], logger: Logger) {
-        self.catalog = catalog
-        self.browser = browser
+        self.choices = Mutex((catalog, browser))
         self.directory = directory
         self.socketPath = socketPath
         self.environment = environment
@@ -51,6 +50,7 @@ final class Launcher: Sendable {
         _ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef, session: [String: String]
     ) async throws(LocalAPIError) -> DeliveryOutcome {
         var env = environment.merging(SessionEnvironment.pick(session)) { _, new in new }
+        let (catalog, browser) = choices.withLock { ($0.catalog, $0.browser) }
         let type = activity.type
         if let handler = catalog.handler(for: type, searchPath: env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") {
             let file = try writeActivityFile(activity, continuationID: continuationID)
@@ -87,6 +87,14 @@ final class Launcher: Sendable {
         }
         logger.info("continuation handed to the browser", metadata: ["type": "\(type)", "browser": "\(browser.arguments[0])"])
         return DeliveryOutcome(kind: .browser, handler: browser.arguments[0], command: command, url: url, pid: pid)
+    }
+
+    /// New handlers and browser (from a reloaded configuration); continuations under way keep theirs.
+    func replace(configured: [String: ExecLine], browser: ExecLine) {
+        choices.withLock { c in
+            c.catalog.configured = configured
+            c.browser = browser
+        }
     }
 
     /// The activity as the local API's JSON, in a file only the user can read.

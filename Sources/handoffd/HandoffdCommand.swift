@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dispatch
 import HandoffAPI
 import HandoffDaemon
 import HandoffModel
@@ -76,17 +77,12 @@ struct HandoffdCommand: AsyncParsableCommand {
     }
 
     /// Defaults, then the configuration files, then flags.
-    func settings() throws -> DaemonSettings {
+    func settings() throws(ConfigFile.ParseError) -> DaemonSettings {
         var settings = DaemonSettings()
-        do {
-            if let config {
-                _ = try settings.load(files: [config], requireAll: true)
-            } else {
-                _ = try settings.load(files: DaemonSettings.defaultFiles())
-            }
-        } catch {
-            FileHandleStderr.write("handoffd: error: \(error)\n")
-            throw ExitCode(2)
+        if let config {
+            _ = try settings.load(files: [config], requireAll: true)
+        } else {
+            _ = try settings.load(files: DaemonSettings.defaultFiles())
         }
         if let port { settings.port = port }
         if !listen.isEmpty { settings.listen = listen }
@@ -97,14 +93,37 @@ struct HandoffdCommand: AsyncParsableCommand {
         return settings
     }
 
-    func run() async throws {
-        let settings = try settings()
-        let level = Logger.Level(rawValue: settings.logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
+    /// SIGHUP: the configuration is read again; what can change while running does (log level,
+    /// handlers, browser), the rest is named as needing a restart. A bad file changes nothing.
+    func reload(_ daemon: HandoffDaemon, level: DaemonLogHandler.Level, logger: Logger) {
+        do {
+            let settings = try settings()
+            level.current = Logger.Level(rawValue: settings.logLevel) ?? .info
+            let needRestart = try daemon.reload(settings)
+            if !needRestart.isEmpty {
+                logger.warning(
+                    "some settings take effect only after a restart",
+                    metadata: ["settings": "\(needRestart.joined(separator: ", "))", "fix": "systemctl --user restart handoffd"]
+                )
+            }
+        } catch let error as ConfigFile.ParseError {
+            logger.error("configuration not reloaded; the running one stays", metadata: ["error": "\(error)"])
+        } catch {
+            logger.error("configuration not reloaded; the running one stays", metadata: ["error": "\(error)"])
         }
+    }
+
+    func run() async throws {
+        let settings: DaemonSettings
+        do {
+            settings = try self.settings()
+        } catch {
+            FileHandleStderr.write("handoffd: error: \(error)\n")
+            throw ExitCode(2)
+        }
+        let level = DaemonLogHandler.Level(Logger.Level(rawValue: settings.logLevel) ?? .info)
+        let format = DaemonLogHandler.detectFormat()
+        LoggingSystem.bootstrap { label in DaemonLogHandler(label: label, format: format, level: level) }
         let logger = Logger(label: "handoffd")
         var configuration = DaemonConfiguration(
             socketPath: socket,
@@ -125,6 +144,11 @@ struct HandoffdCommand: AsyncParsableCommand {
         }
         do {
             let daemon = try HandoffDaemon(configuration: configuration, logger: logger)
+            signal(SIGHUP, SIG_IGN)
+            let hangups = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "handoffd.sighup"))
+            hangups.setEventHandler { reload(daemon, level: level, logger: logger) }
+            hangups.resume()
+            defer { hangups.cancel() }
             try await daemon.run()
         } catch let error as DaemonError {
             FileHandleStderr.write("handoffd: error: \(error)\n")

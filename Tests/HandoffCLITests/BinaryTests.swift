@@ -1,5 +1,6 @@
 import Foundation
 import HandoffAPI
+import HandoffDaemon
 import HandoffModel
 import HandoffTestSupport
 import Testing
@@ -64,5 +65,41 @@ import Testing
         #expect(await invite.exitStatus() == 0)
         _ = try await b.stop()
         _ = try await again.stop()
+    }
+}
+
+/// SIGHUP reloads handoffd.toml: what can change does, the rest is named; a bad file changes nothing.
+@Suite(.timeLimit(.minutes(2))) struct ReloadTests {
+    @Test func sighupReloadsWhatItCanAndNamesWhatNeedsARestart() async throws {
+        let home = try DaemonHome()
+        defer { home.remove() }
+        let config = home.directory + "/handoffd.toml"
+        try "browser = \"/bin/true\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try await home.start(["--config", config])
+
+        try "browser = \"/bin/echo\"\nmax_activity_bytes = 4096\nlog_level = \"debug\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        kill(daemon.pid, SIGHUP)
+        try await daemon.wait(for: "the reload") { $0.stderr.contains("configuration reloaded") }
+        try await daemon.wait(for: "the restart notice") { $0.stderr.contains("take effect only after a restart") }
+        #expect(daemon.stderr.contains("settings=max_activity_bytes"), "\(daemon.stderr)")
+
+        try "browser = \"/bin/echo\nport = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
+        kill(daemon.pid, SIGHUP)
+        try await daemon.wait(for: "the refusal") { $0.stderr.contains("configuration not reloaded") }
+        #expect(daemon.stderr.contains("handoffd.toml:1"), "the file and line: \(daemon.stderr)")
+        #expect(try await Subprocess.run(CLI.handoffctl, ["status"], environment: home.environment).status == 0, "still serving")
+        #expect(try await daemon.stop() == 0)
+    }
+
+    @Test func underSystemdLinesCarryTheirSyslogPriority() {
+        let line = DaemonLogHandler.line(format: .journal, level: .warning, label: "handoffd", message: "something", metadata: ["b": "2", "a": "1"])
+        #expect(line == "<4>something a=1 b=2")
+        let plain = DaemonLogHandler.line(format: .plain, level: .info, label: "handoffd", message: "hi", metadata: [:], now: Timestamp(microsecondsSinceEpoch: 0))
+        #expect(plain == "1970-01-01T00:00:00Z info handoffd: hi")
+        var st = stat()
+        fstat(2, &st)
+        #expect(DaemonLogHandler.detectFormat(journalStream: "\(st.st_dev):\(st.st_ino)") == .journal)
+        #expect(DaemonLogHandler.detectFormat(journalStream: "1:2") == .plain)
+        #expect(DaemonLogHandler.detectFormat(journalStream: nil) == .plain)
     }
 }
