@@ -41,6 +41,7 @@ enum ContinueFlow {
                     throw LocalAPIError(.timeout, "\(session.peerName) did not answer in time")
                 } catch {
                     guard attempt == 1 else { throw LocalAPIError(.unreachable, "the connection to \(session.peerName) ended before it answered") }
+                    try? await Task.sleep(for: .milliseconds(100))
                     session = try await connect(target, services: services)
                 }
             }

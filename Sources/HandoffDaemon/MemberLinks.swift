@@ -32,6 +32,8 @@ final class MemberSession: Sendable {
         self.channel = channel
     }
 
+    var isOpen: Bool { channel.isActive }
+
     func send(_ message: PeerMessage) async throws {
         try await outbound.write(message)
     }
@@ -121,7 +123,9 @@ actor MemberLinks {
         jobs.yield(job)
     }
 
-    func session(for id: DeviceID) -> MemberSession? { sessions[id] }
+    /// The session with `id`, unless its connection is already closing (the loser of two crossed
+    /// dials stays listed until its task ends).
+    func session(for id: DeviceID) -> MemberSession? { sessions[id].flatMap { $0.isOpen ? $0 : nil } }
     var connectedIDs: [DeviceID] { Array(sessions.keys) }
 
     // MARK: Registering sessions

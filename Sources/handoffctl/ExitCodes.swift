@@ -38,6 +38,7 @@ enum ExitStatus: Int32, CaseIterable {
     case streamRefused = 39
     case streamFailed = 40
     case unknownStream = 41
+    case problemsFound = 42
     /// ArgumentParser's own status for unknown flags and missing arguments (EX_USAGE).
     case usage = 64
 
@@ -77,6 +78,7 @@ enum ExitStatus: Int32, CaseIterable {
         case .streamRefused: "the other device refused the stream (no app serves it, or it was not continued)"
         case .streamFailed: "the continuation stream broke before it ended"
         case .unknownStream: "no such stream or continuation on this device (they last until handoffd restarts)"
+        case .problemsFound: "handoffctl doctor found something to fix"
         case .usage: "wrong command-line usage"
         }
     }

@@ -41,6 +41,10 @@ import Testing
             #expect(charlieStatus.discovery.state == .unavailable, "\(charlieStatus.discovery)")
             let human = try await rig.ctl("charlie", ["status"])
             #expect(human.stdout.contains("avahi-daemon is not running"), "\(human.stdout)")
+            let doctor = try await rig.ctl("charlie", ["doctor"])
+            #expect(doctor.status == 42, "\(doctor)")
+            #expect(doctor.stdout.contains("PROBLEM  avahi-daemon is not reachable"), "\(doctor.stdout)")
+            #expect(doctor.stdout.contains("fix: sudo systemctl start avahi-daemon"), "\(doctor.stdout)")
             _ = try await rig.ctl("charlie", ["account", "create", "--name", "someone else", "--device-name", "eve"])
 
             let (alphaID, bravoID) = try await pair(rig)
