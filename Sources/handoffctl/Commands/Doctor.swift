@@ -77,12 +77,9 @@ struct Doctor: ParsableCommand {
 
         switch status.discovery.state {
         case .unavailable:
-            let installed = access("/usr/sbin/avahi-daemon", X_OK) == 0
             checks.append(
-                Check(
-                    name: "avahi", verdict: .problem,
-                    message: "avahi-daemon is not reachable, so this device is neither advertised nor finds the others (\(status.discovery.detail ?? "no detail"))",
-                    fix: installed ? "sudo systemctl start avahi-daemon" : "sudo apt-get install avahi-daemon"
+                avahiProblem(
+                    "avahi-daemon is not reachable, so this device is neither advertised nor finds the others (\(status.discovery.detail ?? "no detail"))"
                 )
             )
         case .running, .starting:
@@ -155,11 +152,13 @@ struct Doctor: ParsableCommand {
         if access("/run/avahi-daemon/socket", F_OK) == 0 {
             return Check(name: "avahi", verdict: .ok, message: "avahi-daemon is running")
         }
+        return avahiProblem("avahi-daemon is not running")
+    }
+
+    /// Avahi is missing or stopped: start it, or install it first.
+    static func avahiProblem(_ message: String) -> Check {
         let installed = access("/usr/sbin/avahi-daemon", X_OK) == 0
-        return Check(
-            name: "avahi", verdict: .problem, message: "avahi-daemon is not running",
-            fix: installed ? "sudo systemctl start avahi-daemon" : "sudo apt-get install avahi-daemon"
-        )
+        return Check(name: "avahi", verdict: .problem, message: message, fix: installed ? "sudo systemctl start avahi-daemon" : "sudo apt-get install avahi-daemon")
     }
 
     /// Host names of the other devices resolve through nss-mdns (else only the advert's A record).
