@@ -22,11 +22,14 @@ public struct PeerInfo: Codable, Sendable, Equatable {
     /// When its latest advert arrived over DNS-SD.
     public var lastAdvert: Timestamp?
     public var unreachableSince: Timestamp?
+    /// How far its clock was ahead of ours (negative: behind) when the session began, in seconds.
+    public var clockOffsetSeconds: Double?
 
     public init(
         id: DeviceID, name: String, reachable: Bool, foundVia: [String], addresses: [String], activity: ActivitySummary?,
-        lastSeen: Timestamp?, lastAdvert: Timestamp?, unreachableSince: Timestamp?
+        lastSeen: Timestamp?, lastAdvert: Timestamp?, unreachableSince: Timestamp?, clockOffsetSeconds: Double? = nil
     ) {
+        self.clockOffsetSeconds = clockOffsetSeconds
         self.id = id
         self.name = name
         self.reachable = reachable

@@ -102,7 +102,7 @@ actor AccountStore {
 
     func hello() -> PeerHello? {
         guard let m = material else { return nil }
-        return PeerHello(deviceID: m.deviceID, deviceName: m.deviceName, accountStateVersion: m.state.version)
+        return PeerHello(deviceID: m.deviceID, deviceName: m.deviceName, accountStateVersion: m.state.version, clock: .now())
     }
 
     /// A device of the account as events name it (its id's start when the state does not list it).

@@ -190,7 +190,7 @@ actor MemberLinks {
         }
         if greeting.learnedNewerState { await applyRevocations() }
         established?(session)
-        await directory.sessionUp(session.peerID, name: session.peerName, address: link.remote)
+        await directory.sessionUp(session.peerID, name: session.peerName, address: link.remote, theirClock: greeting.peer.clock)
         logger.info("device connected", metadata: ["peer": "\(session.peerID.short)", "remote": "\(link.remote)", "dialled": "\(initiatedByUs)"])
         do {
             try await outbound.write(.activityNotice(presence.notice))

@@ -38,6 +38,7 @@ actor PeerDirectory {
         var lastSeen: Timestamp?
         var lastAdvert: Timestamp?
         var unreachableSince: Timestamp?
+        var clockOffsetSeconds: Double?
 
         var isKnownSomehow: Bool { !sightings.isEmpty || sessions > 0 || !staticAddresses.isEmpty }
 
@@ -64,7 +65,8 @@ actor PeerDirectory {
             }
             return PeerInfo(
                 id: id, name: name, reachable: sessions > 0, foundVia: via.sorted(), addresses: addresses, activity: current,
-                lastSeen: lastSeen, lastAdvert: lastAdvert, unreachableSince: sessions > 0 ? nil : unreachableSince
+                lastSeen: lastSeen, lastAdvert: lastAdvert, unreachableSince: sessions > 0 ? nil : unreachableSince,
+                clockOffsetSeconds: clockOffsetSeconds
             )
         }
     }
@@ -113,9 +115,10 @@ actor PeerDirectory {
 
     // MARK: What sessions report
 
-    func sessionUp(_ id: DeviceID, name: String, address: String?, now: Timestamp = .now()) {
+    func sessionUp(_ id: DeviceID, name: String, address: String?, theirClock: Timestamp? = nil, now: Timestamp = .now()) {
         update(id, name: name) { e in
             e.sessions += 1
+            if let theirClock { e.clockOffsetSeconds = Double(theirClock.microsecondsSinceEpoch - now.microsecondsSinceEpoch) / 1_000_000 }
             if let address, address != "unknown" { e.sessionAddress = address }
             e.lastSeen = now
             e.unreachableSince = nil

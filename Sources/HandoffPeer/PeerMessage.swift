@@ -139,12 +139,19 @@ public struct PeerHello: Sendable, Equatable {
     public var deviceID: DeviceID
     public var deviceName: String
     public var accountStateVersion: UInt64
+    /// The sender's clock when it said hello: certificates and expiry dates mean little between
+    /// devices whose clocks disagree, so `doctor` compares. Absent from older peers.
+    public var clock: Timestamp?
 
-    public init(protocolVersion: UInt16 = PeerHello.currentProtocolVersion, deviceID: DeviceID, deviceName: String, accountStateVersion: UInt64) {
+    public init(
+        protocolVersion: UInt16 = PeerHello.currentProtocolVersion, deviceID: DeviceID, deviceName: String, accountStateVersion: UInt64,
+        clock: Timestamp? = nil
+    ) {
         self.protocolVersion = protocolVersion
         self.deviceID = deviceID
         self.deviceName = deviceName
         self.accountStateVersion = accountStateVersion
+        self.clock = clock
     }
 }
 
@@ -228,6 +235,7 @@ extension PeerMessage {
             w.lengthPrefixed(Array(h.deviceID.text.utf8))
             w.lengthPrefixed(Array(h.deviceName.utf8))
             w.varint(h.accountStateVersion)
+            if let clock = h.clock { w.uint64BE(UInt64(bitPattern: clock.microsecondsSinceEpoch)) }
         case .accountState(let s, let secret):
             w.lengthPrefixed(s.encoded())
             w.lengthPrefixed(secret)
@@ -292,7 +300,10 @@ extension PeerMessage {
             case .hello:
                 let version = try r.uint16BE()
                 guard let id = DeviceID(try r.utf8String()) else { throw PeerMessageError(description: "hello: bad device id") }
-                self = .hello(PeerHello(protocolVersion: version, deviceID: id, deviceName: try r.utf8String(), accountStateVersion: try r.varint()))
+                let name = try r.utf8String()
+                let stateVersion = try r.varint()
+                let clock = r.isAtEnd ? nil : Timestamp(microsecondsSinceEpoch: Int64(bitPattern: try r.uint64BE()))
+                self = .hello(PeerHello(protocolVersion: version, deviceID: id, deviceName: name, accountStateVersion: stateVersion, clock: clock))
             case .accountState:
                 let stateBytes = Array(try r.lengthPrefixed())
                 let secret = Array(try r.lengthPrefixed())

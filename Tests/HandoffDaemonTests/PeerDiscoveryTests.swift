@@ -49,6 +49,7 @@ import Testing
         let bSeen = try #require(fromA.peers.first { $0.id == bID })
         #expect(bSeen.name == "laptop")
         #expect(bSeen.foundVia == ["mdns"])
+        #expect(abs(try #require(bSeen.clockOffsetSeconds)) < 5, "the same clock, give or take a handshake")
         #expect(fromA.strangers == 0)
 
         let content = ActivityContent(

@@ -13,6 +13,7 @@ import Testing
         let state = SignedAccountState(stateBytes: [1, 2, 3], signature: Array(repeating: 9, count: 64))
         let messages: [PeerMessage] = [
             .hello(PeerHello(deviceID: Self.id, deviceName: "desk", accountStateVersion: 7)),
+            .hello(PeerHello(deviceID: Self.id, deviceName: "desk", accountStateVersion: 7, clock: Timestamp(microsecondsSinceEpoch: 1_795_000_000_123_456))),
             .accountState(state, accountSecret: Array(repeating: 4, count: 32)),
             .activityNotice(ActivityNotice(sequence: 99, activity: nil)),
             .activityNotice(

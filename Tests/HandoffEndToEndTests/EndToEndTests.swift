@@ -55,6 +55,9 @@ import Testing
             let fromBravo = try await peers(rig, "bravo").peers.first { $0.id == alphaID }!
             #expect(fromBravo.name == "desk")
             #expect(fromBravo.foundVia.contains("mdns"))
+            let healthy = try await rig.ctl("bravo", ["doctor"])
+            #expect(healthy.status == 0, "\(healthy)")
+            #expect(healthy.stdout.contains("multicast DNS works") && healthy.stdout.contains("clocks agree with 1 device"), "\(healthy.stdout)")
 
             // become-current on alpha appears in bravo's peers.
             let draft = rig.directory + "/draft.txt"

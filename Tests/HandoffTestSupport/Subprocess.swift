@@ -78,8 +78,9 @@ public final class RunningProcess: @unchecked Sendable {
         }
     }
 
-    public var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
-    public var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+    /// Output as text; bytes that are not UTF-8 (a peer's binary frames) become U+FFFD, never "".
+    public var stdout: String { String(decoding: FileManager.default.contents(atPath: stdoutPath) ?? Data(), as: UTF8.self) }
+    public var stderr: String { String(decoding: FileManager.default.contents(atPath: stderrPath) ?? Data(), as: UTF8.self) }
     public var isRunning: Bool { exit.value == nil }
 
     /// The exit status (128 + N when killed by signal N, as a shell reports it).

@@ -17,6 +17,7 @@ struct Doctor: ParsableCommand {
         abstract: "Check what handoff needs on this machine, and say how to fix what is wrong.",
         discussion: """
             Checks: handoffd running, Avahi reachable, this device in an account, its certificate, \
+            clocks against the other devices, \
             other devices seen by multicast, the port and the firewall, nss-mdns. Exits 42 when \
             something must be fixed (warnings alone exit 0).
             """
@@ -56,6 +57,8 @@ struct Doctor: ParsableCommand {
             throw CLIError(.problemsFound, "\(checks.filter { $0.verdict == .problem }.count) problem(s) found; see the fixes above")
         }
     }
+
+    static let tolerableSkewSeconds = 30.0
 
     static func examine(_ client: HandoffClient, now: Timestamp) -> [Check] {
         var checks: [Check] = []
@@ -131,6 +134,21 @@ struct Doctor: ParsableCommand {
                     )
                 )
             }
+        }
+
+        let measured = ((try? client.peers())?.peers ?? []).filter { $0.reachable && $0.clockOffsetSeconds != nil }
+        let skewed = measured.filter { abs($0.clockOffsetSeconds!) > Doctor.tolerableSkewSeconds }
+        if !skewed.isEmpty {
+            let list = skewed.map { "\(safe($0.name)) by \(Int($0.clockOffsetSeconds!.rounded())) s" }.joined(separator: ", ")
+            checks.append(
+                Check(
+                    name: "clock", verdict: .warning,
+                    message: "clocks disagree with \(list) (certificates and expiry dates depend on them)",
+                    fix: "sudo timedatectl set-ntp true (on each device)"
+                )
+            )
+        } else if !measured.isEmpty {
+            checks.append(Check(name: "clock", verdict: .ok, message: "clocks agree with \(measured.count) device(s) within \(Int(Doctor.tolerableSkewSeconds)) s"))
         }
 
         checks.append(Check(name: "port", verdict: .ok, message: "accepting devices on TCP port \(status.peerPort)"))
