@@ -114,6 +114,7 @@ struct HandoffdCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        HandoffDaemon.tuneMemoryAllocatorForStreams()
         let settings: DaemonSettings
         do {
             settings = try self.settings()

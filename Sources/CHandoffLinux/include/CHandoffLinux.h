@@ -9,6 +9,7 @@
 #define C_HANDOFF_LINUX_H
 
 #include <spawn.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /// Same size, order and types as glibc's `struct ucred` (pid_t, uid_t, gid_t).
@@ -36,5 +37,11 @@ int handoff_spawn_file_actions_chdir(posix_spawn_file_actions_t *actions, const 
 /// POSIX_SPAWN_SETSID (glibc 2.26+, _GNU_SOURCE only): a handler or browser runs in its own session,
 /// so a signal aimed at the daemon's process group does not reach the user's applications.
 int handoff_spawn_setsid_flag(void);
+
+/// mallopt(M_MMAP_THRESHOLD) and mallopt(M_TRIM_THRESHOLD) (<malloc.h>, not in Swift's Glibc
+/// module). Continuation streams allocate and free a 128 KiB buffer per read: at glibc's defaults
+/// each one is a fresh mmap (or heap growth after a trim) whose pages fault in zeroed, which
+/// halved stream throughput (bench/streams). Returns 1 when both were set.
+int handoff_keep_bulk_buffers(size_t mmap_threshold, size_t trim_threshold);
 
 #endif
