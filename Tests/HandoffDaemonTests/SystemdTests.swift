@@ -133,3 +133,103 @@ import Testing
         #expect(score <= 2.0, "\(line)")
     }
 }
+
+/// What the template unit's sandbox forbids, checked against what handoffd really does: its
+/// system calls (SystemCallFilter), the socket families it opens (RestrictAddressFamilies) and
+/// its memory mappings (MemoryDenyWriteExecute), traced with strace through account creation, a
+/// join, an activity, a 4 MiB continuation stream, a reload and a shutdown. (This machine has no
+/// systemd to run the unit itself.)
+@Suite(.timeLimit(.minutes(3))) struct SandboxTests {
+    @Test func handoffdStaysInsideTheTemplateUnitsSandbox() async throws {
+        for tool in ["/usr/bin/strace", "/usr/bin/systemd-analyze"] where !FileManager.default.isExecutableFile(atPath: tool) {
+            Issue.record("\(tool) is missing (scripts/install-deps.sh test installs it): the sandbox cannot be checked")
+            return
+        }
+        let a = try DaemonHome()
+        let b = try DaemonHome()
+        defer { a.remove(); b.remove() }
+        let trace = a.directory + "/trace"
+        let traced = try await a.start(wrapper: ["/usr/bin/strace", "-f", "-qq", "-o", trace])
+        let daemonB = try await b.start()
+        func ctl(_ home: DaemonHome, _ arguments: [String]) async throws -> ProcessResult {
+            let r = try await Subprocess.run(Subprocess.product("handoffctl"), arguments, environment: home.environment)
+            if r.status != 0 { throw TestFailure("handoffctl \(arguments): \(r)") }
+            return r
+        }
+        _ = try await ctl(a, ["account", "create", "--device-name", "desk"])
+        let statusA = try LocalAPIJSON.decoder().decode(DaemonStatus.self, from: Data(try await ctl(a, ["status", "--json"]).stdout.utf8))
+        let (port, daemonPID) = (statusA.peerPort, statusA.pid)
+        let invite = try RunningProcess(Subprocess.product("handoffctl"), ["account", "invite"], environment: a.environment)
+        try await invite.wait(for: "the code") { !$0.stdout.isEmpty }
+        let code = String(invite.stdout.split(separator: "\n").first ?? "")
+        _ = try await ctl(b, ["account", "join", code, "--peer", "127.0.0.1:\(port)", "--device-name", "laptop"])
+        let file = a.directory + "/payload"
+        try Data((0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }).write(to: URL(fileURLWithPath: file))
+        let server = try RunningProcess(
+            Subprocess.product("handoffctl"), ["become-current", "--type", "org.example.sandbox", "--title", "s", "--stream-file", file],
+            environment: a.environment
+        )
+        try await server.wait(for: "the server to attach") { $0.stderr.contains("attached") }
+        _ = try await ctl(b, ["continue", "127.0.0.1:\(port)", "--stream-to", b.directory + "/copy"])
+        #expect(FileManager.default.contents(atPath: b.directory + "/copy") == FileManager.default.contents(atPath: file))
+        _ = try await server.stop()
+        // Signals go to handoffd itself (strace would detach on SIGTERM); strace ends with it.
+        kill(daemonPID, SIGHUP)
+        try await traced.wait(for: "the reload") { $0.stderr.contains("configuration reloaded") }
+        _ = try await ctl(a, ["status"])
+        kill(daemonPID, SIGTERM)
+        #expect(await traced.exitStatus() == 0, "\(traced.stderr)")
+        _ = try await daemonB.stop()
+
+        let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n")
+        var used: Set<String> = []
+        var families: Set<String> = []
+        var writableExecutable: [String] = []
+        for line in lines {
+            let fields = line.split(separator: " ", maxSplits: 1)
+            guard fields.count == 2, let open = fields[1].firstIndex(of: "(") else { continue }
+            let name = String(fields[1][..<open])
+            guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }), !name.isEmpty else { continue }
+            used.insert(name)
+            if name == "socket", let family = fields[1].dropFirst(name.count + 1).split(separator: ",").first { families.insert(String(family)) }
+            if name == "mmap" || name == "mprotect", fields[1].contains("PROT_WRITE"), fields[1].contains("PROT_EXEC") { writableExecutable.append(String(line)) }
+        }
+        #expect(used.count > 30 && used.contains("sendmsg") || used.contains("sendto"), "the trace holds the daemon's work: \(used.sorted())")
+        let allowed = try await Self.allowedSystemCalls(unit: SystemdTests.unitDirectory + "/handoffd@.service")
+        let forbidden = used.subtracting(allowed)
+        #expect(forbidden.isEmpty, "SystemCallFilter would refuse \(forbidden.sorted())")
+        #expect(families.isSubset(of: ["AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"]), "RestrictAddressFamilies would refuse \(families.sorted())")
+        #expect(writableExecutable.isEmpty, "MemoryDenyWriteExecute would refuse \(writableExecutable)")
+    }
+
+    /// What the unit's `SystemCallFilter=` lines allow: the first is the allow list, `~` lines
+    /// take away, later plain lines add (systemd.exec(5)).
+    static func allowedSystemCalls(unit: String) async throws -> Set<String> {
+        var allowed: Set<String> = []
+        let filters = try String(contentsOfFile: unit, encoding: .utf8).split(separator: "\n").filter { $0.hasPrefix("SystemCallFilter=") }
+        for line in filters {
+            var value = String(line.dropFirst("SystemCallFilter=".count))
+            let removing = value.hasPrefix("~")
+            if removing { value.removeFirst() }
+            var names: Set<String> = []
+            for item in value.split(separator: " ") {
+                if item.hasPrefix("@") { names.formUnion(try await expand(String(item))) } else { names.insert(String(item)) }
+            }
+            if removing { allowed.subtract(names) } else { allowed.formUnion(names) }
+        }
+        #expect(!filters.isEmpty, "the template has a SystemCallFilter")
+        return allowed
+    }
+
+    /// The system calls of a systemd syscall set, nested sets included.
+    static func expand(_ set: String) async throws -> Set<String> {
+        let r = try await Subprocess.run("/usr/bin/systemd-analyze", ["syscall-filter", "--no-pager", set])
+        var out: Set<String> = []
+        for raw in r.stdout.split(separator: "\n").dropFirst() {
+            let item = raw.trimmingCharacters(in: .whitespaces)
+            if item.isEmpty || item.hasPrefix("#") { continue }
+            if item.hasPrefix("@") { out.formUnion(try await expand(item)) } else { out.insert(item) }
+        }
+        return out
+    }
+}

@@ -168,10 +168,10 @@ public struct DaemonHome: Sendable {
     }
 
     /// Starts handoffd (peers on loopback at a free port) and returns once its socket exists.
-    public func start(_ arguments: [String] = []) async throws -> RunningProcess {
-        let process = try RunningProcess(
-            Subprocess.product("handoffd"), ["--port", "0", "--listen", "127.0.0.1"] + arguments, environment: environment
-        )
+    /// `wrapper` runs in front of it (e.g. strace and its options).
+    public func start(_ arguments: [String] = [], wrapper: [String] = []) async throws -> RunningProcess {
+        let command = wrapper + [Subprocess.product("handoffd"), "--port", "0", "--listen", "127.0.0.1"] + arguments
+        let process = try RunningProcess(command[0], Array(command.dropFirst()), environment: environment)
         let socket = socketPath
         try await process.wait(for: "handoffd to listen") { _ in FileManager.default.fileExists(atPath: socket) }
         return process
