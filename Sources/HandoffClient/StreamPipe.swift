@@ -44,10 +44,9 @@ public final class StreamPipe: @unchecked Sendable {
     /// Up to `maximum` bytes; empty at end of stream.
     public func read(maximum: Int) throws(HandoffClientError) -> [UInt8] {
         var chunk = [UInt8](repeating: 0, count: maximum)
-        let n = chunk.withUnsafeMutableBytes { recv(fileDescriptor, $0.baseAddress, $0.count, 0) }
-        if n >= 0 { return Array(chunk[0..<n]) }
-        if errno == EINTR { return try read(maximum: maximum) }
-        throw HandoffClientError(.protocolError, "the stream broke: \(String(cString: strerror(errno)))")
+        let result = chunk.withUnsafeMutableBytes { raw in Result { () throws(HandoffClientError) in try read(into: raw) } }
+        chunk.removeLast(maximum - (try result.get()))
+        return chunk
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer) throws(HandoffClientError) {

@@ -43,10 +43,12 @@ public enum BytePump {
     public static let chunkSize = 256 * 1024
 
     /// Copies `source` to `destination` until `source` ends; returns the bytes copied.
-    /// `progress` sees each chunk's size as it is written.
-    public static func copy(from source: Int32, to destination: Int32, progress: (Int) -> Void = { _ in }) -> Result<Int64, Failure> {
+    public static func copy(from source: Int32, to destination: Int32) -> Result<Int64, Failure> {
         var buffer = [UInt8](repeating: 0, count: chunkSize)
         var total: Int64 = 0
+        // Sockets are written with send (no SIGPIPE from a peer that left); anything else with write.
+        var st = stat()
+        let isSocket = fstat(destination, &st) == 0 && st.st_mode & S_IFMT == S_IFSOCK
         while true {
             let n = buffer.withUnsafeMutableBytes { Glibc.read(source, $0.baseAddress, $0.count) }
             if n == 0 { return .success(total) }
@@ -54,30 +56,21 @@ public enum BytePump {
                 if errno == EINTR { continue }
                 return .failure(Failure(reading: true, errno: errno))
             }
-            if let e = buffer.withUnsafeBytes({ writeAll(destination, UnsafeRawBufferPointer(rebasing: $0[0..<n])) }) {
+            if let e = buffer.withUnsafeBytes({ writeAll(destination, UnsafeRawBufferPointer(rebasing: $0[0..<n]), isSocket: isSocket) }) {
                 return .failure(Failure(reading: false, errno: e))
             }
             total += Int64(n)
-            progress(n)
         }
     }
 
-    /// Writes every byte (sockets without SIGPIPE); the errno on failure.
-    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
+    /// Writes every byte; the errno on failure.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, isSocket: Bool) -> Int32? {
         var offset = 0
         while offset < bytes.count {
-            let n = send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            let pending = bytes.count - offset
+            let n = isSocket ? send(fd, bytes.baseAddress! + offset, pending, Int32(MSG_NOSIGNAL)) : Glibc.write(fd, bytes.baseAddress! + offset, pending)
             if n < 0 {
                 if errno == EINTR { continue }
-                if errno == ENOTSOCK {
-                    let w = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                    if w < 0 {
-                        if errno == EINTR { continue }
-                        return errno
-                    }
-                    offset += w
-                    continue
-                }
                 return errno
             }
             offset += n
@@ -96,7 +89,7 @@ public enum BytePump {
     }
 
     /// Sends a whole file into a socket with sendfile(2).
-    public static func sendFile(_ file: Int32, to socket: Int32, progress: (Int) -> Void = { _ in }) -> Result<Int64, Failure> {
+    public static func sendFile(_ file: Int32, to socket: Int32) -> Result<Int64, Failure> {
         var total: Int64 = 0
         while true {
             let n = Glibc.sendfile(socket, file, nil, 1 << 30)
@@ -106,7 +99,6 @@ public enum BytePump {
                 return .failure(Failure(reading: false, errno: errno))
             }
             total += Int64(n)
-            progress(n)
         }
     }
 }

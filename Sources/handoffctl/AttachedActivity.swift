@@ -115,38 +115,3 @@ private func message(of error: any Error) -> String {
     default: "\(error)"
     }
 }
-
-/// `sh -c COMMAND`, capturing its standard output.
-enum ShellCommand {
-    static let outputLimit = 16 * 1024 * 1024
-
-    static func output(of command: String) throws -> [UInt8] {
-        var out: [Int32] = [-1, -1]
-        guard Glibc.pipe(&out) == 0 else { throw CLIError(.failure, "cannot create a pipe: \(String(cString: strerror(errno)))") }
-        let pid: pid_t
-        do {
-            pid = try ChildProcess.spawn("/bin/sh", arguments: ["-c", command], environment: ProcessInfo.processInfo.environment, stdout: .descriptor(out[1]))
-        } catch {
-            close(out[0])
-            close(out[1])
-            throw CLIError(.failure, "\(error)")
-        }
-        close(out[1])
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(out[0], $0.baseAddress, $0.count) }
-            if n > 0 {
-                bytes += buffer[0..<n]
-                if bytes.count > outputLimit { break }
-            } else if n == 0 || errno != EINTR {
-                break
-            }
-        }
-        close(out[0])
-        let ended = ChildProcess.wait(pid)
-        guard ended == .exited(0) else { throw CLIError(.failure, "\(displayQuoted(command)) \(ended)") }
-        guard bytes.count <= outputLimit else { throw CLIError(.payloadTooLarge, "\(displayQuoted(command)) printed more than 16 MiB") }
-        return bytes
-    }
-}

@@ -78,27 +78,16 @@ enum StreamTransfer {
     /// input and writes to it on its standard output. Through pipes, so that the command closing
     /// its output (or exiting) ends our direction while it still reads.
     static func exec(_ command: String, on stream: StreamPipe, client: HandoffClient) throws -> StreamInfo {
-        var toChild: [Int32] = [-1, -1]
-        var fromChild: [Int32] = [-1, -1]
-        // Not close-on-exec, and no need: the child closes every descriptor but its three.
-        guard Glibc.pipe(&toChild) == 0, Glibc.pipe(&fromChild) == 0 else {
-            throw CLIError(.failure, "cannot create pipes: \(String(cString: strerror(errno)))")
-        }
-        let pid: pid_t
+        let started: ShellCommand.Started
         do {
-            pid = try ChildProcess.spawn(
-                "/bin/sh", arguments: ["-c", command], environment: ProcessInfo.processInfo.environment,
-                stdin: .descriptor(toChild[0]), stdout: .descriptor(fromChild[1])
-            )
+            started = try ShellCommand.start(command, pipeInput: true, pipeOutput: true)
         } catch {
-            [toChild[0], toChild[1], fromChild[0], fromChild[1]].forEach { _ = close($0) }
             stream.close()
-            throw CLIError(.failure, "\(error)")
+            throw error
         }
-        close(toChild[0])
-        close(fromChild[1])
+        let pid = started.pid
         let socket = stream.fileDescriptor
-        let (input, output) = (toChild[1], fromChild[0])
+        let (input, output) = (started.input!, started.output!)
         // Stream → command. A command that stops reading early does not stall the stream: the
         // rest is read and dropped.
         let inbound = BlockingThread {

@@ -120,8 +120,8 @@ struct Doctor: ParsableCommand {
             )
         }
 
+        let peers = status.account == nil ? [] : (try? client.peers())?.peers ?? []
         if status.account != nil, status.discovery.state == .running {
-            let peers = (try? client.peers())?.peers ?? []
             let viaMulticast = peers.filter { $0.foundVia.contains("mdns") }.count
             if viaMulticast > 0 || status.strangers > 0 {
                 checks.append(Check(name: "multicast", verdict: .ok, message: "multicast DNS works: \(viaMulticast + status.strangers) handoff device(s) seen"))
@@ -136,7 +136,7 @@ struct Doctor: ParsableCommand {
             }
         }
 
-        let measured = ((try? client.peers())?.peers ?? []).filter { $0.reachable && $0.clockOffsetSeconds != nil }
+        let measured = peers.filter { $0.reachable && $0.clockOffsetSeconds != nil }
         let skewed = measured.filter { abs($0.clockOffsetSeconds!) > Doctor.tolerableSkewSeconds }
         if !skewed.isEmpty {
             let list = skewed.map { "\(safe($0.name)) by \(Int($0.clockOffsetSeconds!.rounded())) s" }.joined(separator: ", ")
