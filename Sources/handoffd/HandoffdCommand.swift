@@ -114,7 +114,7 @@ struct HandoffdCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        HandoffDaemon.tuneMemoryAllocatorForStreams()
+        HandoffDaemon.tuneProcessForStreams()
         let settings: DaemonSettings
         do {
             settings = try self.settings()
