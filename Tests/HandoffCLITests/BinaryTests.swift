@@ -39,6 +39,20 @@ import Testing
         #expect(try await second.stop() == 0)
     }
 
+    /// handoffd's sockets share one NIO event loop (`HandoffDaemon.tuneProcessForStreams`), so a
+    /// stream splice never crosses threads. The setting is silently ignored if anything touches
+    /// NIO's singleton group first: count the loop threads the running daemon really has.
+    @Test func handoffdRunsOneEventLoop() async throws {
+        let home = try DaemonHome()
+        defer { home.remove() }
+        let daemon = try await home.start()
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/task")
+        let names = tasks.compactMap { try? String(contentsOfFile: "/proc/\(daemon.pid)/task/\($0)/comm", encoding: .utf8) }
+        let loops = names.filter { $0.hasPrefix("NIO-SGLTN-") }
+        #expect(loops.count == 1, "event-loop threads: \(loops) of \(names)")
+        #expect(try await daemon.stop() == 0)
+    }
+
     /// `make run`: the first start creates an account, later ones keep it; or it joins with a code.
     @Test func firstUseCreatesOrJoinsAnAccountOnce() async throws {
         let first = try DaemonHome()
