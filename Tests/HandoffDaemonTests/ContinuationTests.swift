@@ -102,8 +102,10 @@ import Testing
     }
 
     @Test func withNoAppTheWebPageGoesToTheConfiguredBrowser() async throws {
-        let record = try TempDirectory.make() + "/browser-args"
-        let browser = try TempDirectory.make() + "/browser.sh"
+        let directory = try TempDirectory.make()
+        defer { TempDirectory.remove(directory) }
+        let record = directory + "/browser-args"
+        let browser = directory + "/browser.sh"
         try Self.script(browser, "printf '%s\\n' \"$@\" > \(record).tmp && mv \(record).tmp \(record)")
         let content = ActivityContent(type: "org.example.Reader.read", title: "Page", webpageURL: "https://example.com/a?b=c")
         let (a, b, _) = try await Self.paired(content) { $0.browser = "\(browser) --new-tab" }

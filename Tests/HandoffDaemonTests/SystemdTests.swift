@@ -12,10 +12,12 @@ import Testing
     final class FakeNotifySocket: @unchecked Sendable {
         let path: String
         private let fd: Int32
+        /// Where a path socket lives (none for an abstract one).
+        private let directory: String?
 
         init(abstract: Bool = false) throws {
-            let dir = try TempDirectory.make()
-            path = abstract ? "@handoff-test-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))" : dir + "/notify"
+            directory = abstract ? nil : try TempDirectory.make()
+            path = directory.map { $0 + "/notify" } ?? "@handoff-test-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             var address = sockaddr_un()
             address.sun_family = sa_family_t(AF_UNIX)
@@ -29,7 +31,10 @@ import Testing
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         }
 
-        deinit { close(fd) }
+        deinit {
+            close(fd)
+            if let directory { TempDirectory.remove(directory) }
+        }
 
         /// The next datagram (blocking, at most 10 s), on a dispatch queue.
         func next() async throws -> String {
