@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "HandoffSystem", dependencies: ["CHandoffLinux"], swiftSettings: strict),
 
         // The local-API client used by handoffctl and apps: links neither OpenSSL nor dns_sd.
-        .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel"], swiftSettings: strict),
+        .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel", "CHandoffLinux"], swiftSettings: strict),
 
         // The daemon as a library of services.
         .target(

@@ -195,3 +195,54 @@ public enum StreamUpgrade {
     /// The stream's id, in the 101 response.
     public static let streamIDHeader = "handoff-stream-id"
 }
+
+/// The file socket, beside the local API's (`handoffd.sock.files`): a stream whose app end is a
+/// file. The client hands handoffd the open file (SCM_RIGHTS) and handoffd reads or writes it
+/// itself, so the bytes do not pass through the client. Same owner-only rules as the local API.
+///
+/// The client sends one message, a `FileStreamRequest` as one JSON line with exactly one
+/// descriptor attached, and then only reads: `FileStreamReply` lines. The first says the stream
+/// opened (or why not, and the connection closes); the second, when the stream ended, is its
+/// outcome. Closing the connection before that ends the stream as failed.
+public enum FileStreamSocket {
+    public static func path(forAPISocket apiSocket: String) -> String { apiSocket + ".files" }
+    /// The longest request line accepted.
+    public static let maximumRequest = 4096
+}
+
+public struct FileStreamRequest: Codable, Sendable, Equatable {
+    public enum Role: String, Codable, Sendable {
+        /// The file is read and sent; what the other app sends is read and dropped.
+        case send
+        /// What the other app sends is written to the file; nothing is sent. (This end's
+        /// direction stays open until everything arrived: an originator that hangs up early is
+        /// then a broken stream, not a short one.)
+        case receive
+    }
+
+    /// The route the upgrade would use: `/v1/continuations/ID/streams` (resuming) or
+    /// `/v1/streams/ID` (originating, taking an offered stream).
+    public var path: String
+    public var role: Role
+
+    public init(path: String, role: Role) {
+        self.path = path
+        self.role = role
+    }
+}
+
+/// One line handoffd writes on a file-socket connection.
+public struct FileStreamReply: Codable, Sendable, Equatable {
+    public var stream: StreamInfo?
+    public var error: APIErrorBody.Detail?
+
+    public init(stream: StreamInfo) {
+        self.stream = stream
+        self.error = nil
+    }
+
+    public init(error: LocalAPIError) {
+        self.stream = nil
+        self.error = APIErrorBody.Detail(code: error.code, message: error.message)
+    }
+}

@@ -91,6 +91,20 @@ extension HandoffClient {
     public func streams() async throws(HandoffClientError) -> StreamsResponse {
         try await offloaded { () throws(HandoffClientError) in try self.streams() }
     }
+
+    public func openStream(continuationID: UUID, file: Int32, role: FileStreamRequest.Role) async throws(HandoffClientError) -> FileStream {
+        try await offloaded { () throws(HandoffClientError) in try self.openStream(continuationID: continuationID, file: file, role: role) }
+    }
+
+    public func takeStream(_ id: UUID, file: Int32, role: FileStreamRequest.Role) async throws(HandoffClientError) -> FileStream {
+        try await offloaded { () throws(HandoffClientError) in try self.takeStream(id, file: file, role: role) }
+    }
+}
+
+extension FileStream {
+    public func outcome() async throws(HandoffClientError) -> StreamInfo {
+        try await offloaded { () throws(HandoffClientError) in try self.outcome() }
+    }
 }
 
 extension StreamPipe {

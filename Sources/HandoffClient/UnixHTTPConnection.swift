@@ -17,6 +17,21 @@ final class UnixHTTPConnection {
 
     init(socketPath: String, timeoutSeconds: Int?) throws(HandoffClientError) {
         self.socketPath = socketPath
+        let fd = try Self.connect(socketPath)
+        self.fd = fd
+        if let timeoutSeconds {
+            var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        }
+    }
+
+    deinit {
+        close(fd)
+    }
+
+    /// A connected, blocking, close-on-exec Unix socket; errors say what to do about them.
+    static func connect(_ socketPath: String) throws(HandoffClientError) -> Int32 {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let pathBytes = Array(socketPath.utf8)
@@ -57,16 +72,7 @@ final class UnixHTTPConnection {
                 )
             }
         }
-        self.fd = fd
-        if let timeoutSeconds {
-            var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        }
-    }
-
-    deinit {
-        close(fd)
+        return fd
     }
 
     struct Response {

@@ -18,8 +18,9 @@ import NIOCore
 /// - Originating: a device that continued the current activity asks; the attached app that serves
 ///   streams is told, and takes the stream through the local API within `takeDeadline`.
 ///
-/// Either way the local API connection becomes the stream's byte pipe (an HTTP Upgrade), and a
-/// `StreamSplice` joins it to the connection to the other device.
+/// Either way the local API connection becomes the stream's byte pipe (an HTTP Upgrade), or the app
+/// hands over a file on the file socket; a `StreamSplice` joins that to the connection to the
+/// other device.
 struct ContinuationStreams: Sendable {
     /// How long the originator waits for its app to take a stream.
     static let takeDeadline: Duration = .seconds(10)
@@ -42,9 +43,12 @@ struct ContinuationStreams: Sendable {
         /// (Originator) `streamAccepted` is still to be sent.
         let mustAccept: Bool
 
-        /// Joins `local` (the upgraded local-API connection) to the other device.
-        func splice(to local: any Channel, logger: Logger) {
-            let splice = StreamSplice(record: record, local: local, peer: connection.channel, peerName: peerName, logger: logger)
+        /// Joins `local` to the other device: the upgraded local-API connection itself, or the
+        /// file handed over on the file socket (`local` is then that connection).
+        func splice(to local: any Channel, file: StreamFile? = nil, logger: Logger) {
+            let splice = StreamSplice(
+                record: record, local: local, localEnd: file.map { .file($0) } ?? .pipe, peer: connection.channel, peerName: peerName, logger: logger
+            )
             let (connection, accept, id) = (self.connection, mustAccept, record.id)
             splice.start {
                 if accept { connection.answer(.streamAccepted(streamID: id)) }

@@ -63,10 +63,16 @@ extension LocalAPIRouter {
         if head.headers.contains(name: "origin") || head.headers.contains(name: "referer") {
             throw LocalAPIError(.forbiddenOrigin, "requests from web pages (with Origin or Referer) are refused")
         }
-        let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         guard head.method == .POST else {
             throw LocalAPIError(.methodNotAllowed, "streams are opened with POST")
         }
+        return try await prepareStream(path: head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "", peer: peer)
+    }
+
+    /// Opens (resuming) or takes (originating) the stream `path` names, for the upgrade or the
+    /// file socket.
+    func prepareStream(path: Substring, peer: PeerCredentials) async throws(LocalAPIError) -> ContinuationStreams.Prepared {
+        try peer.authorize(daemonUID: daemonUID)
         if path.hasPrefix(LocalAPIRoute.continuations + "/"), path.hasSuffix("/streams") {
             let id = try Self.uuid(after: LocalAPIRoute.continuations + "/", in: path.dropLast("/streams".count), what: "continuation")
             return try await services.streams.open(continuationID: id)

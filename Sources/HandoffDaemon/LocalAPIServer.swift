@@ -91,6 +91,14 @@ final class LocalAPIServer: Service {
             throw DaemonError(.socket, "cannot restrict \(socketPath) to its owner", cause: SystemCallError(call: "chmod", errno: errno))
         }
         logger.info("local API listening", metadata: ["socket": "\(socketPath)"])
+        let files: FileSocketServer
+        do {
+            files = try FileSocketServer(path: FileStreamSocket.path(forAPISocket: socketPath), router: router, logger: logger)
+        } catch {
+            try? await server.channel.close()
+            throw error
+        }
+        defer { files.stop() }
         ready.succeed()
 
         // On shutdown: close the listening socket (the accept stream then ends after handing over

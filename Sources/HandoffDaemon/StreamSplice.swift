@@ -3,8 +3,9 @@ import Logging
 import NIOCore
 import Synchronization
 
-/// Joins the two halves of a continuation stream: an app's local-API connection that became a byte
-/// pipe, and the TLS connection to the other device. Bytes flow both ways; a half-close is passed
+/// Joins the two halves of a continuation stream: the app's end — its local-API connection that
+/// became a byte pipe, or a file handoffctl handed us (`StreamFileEnd`) — and the TLS connection to
+/// the other device. Bytes flow both ways; a half-close is passed
 /// on after the bytes before it; each end reads again only once the other end could take what it
 /// read (back-pressure from app to app, so memory stays flat however much flows); and the stream
 /// gets exactly one outcome.
@@ -32,22 +33,58 @@ final class StreamSplice: Sendable {
         case ended
     }
 
+    /// One end as the other sees it: calls go to it on its own event loop.
+    struct End: Sendable {
+        let bound: NIOLoopBound<any StreamSpliceEnd>
+
+        init(_ end: any StreamSpliceEnd, eventLoop: any EventLoop) {
+            bound = NIOLoopBound(end, eventLoop: eventLoop)
+        }
+
+        var eventLoop: any EventLoop { bound.eventLoop }
+
+        /// Always as a task of its own, never inside the caller's turn.
+        func later(_ body: @escaping @Sendable (any StreamSpliceEnd) -> Void) {
+            let bound = self.bound
+            bound.eventLoop.execute { body(bound.value) }
+        }
+
+        /// At once when already on its loop (as `Channel.read()` does).
+        func readMore() {
+            if bound.eventLoop.inEventLoop {
+                bound.value.readMore()
+            } else {
+                later { $0.readMore() }
+            }
+        }
+    }
+
+    /// What the app's end is.
+    enum LocalEnd: Sendable {
+        /// The local-API connection, now a byte pipe.
+        case pipe
+        /// A file, read or written by handoffd; the connection only waits for the outcome.
+        case file(StreamFile)
+    }
+
     private struct State {
-        var ends: [(Side, NIOLoopBound<StreamGlue>)] = []
+        var ends: [(Side, End)] = []
         var from: [Direction] = [.open, .open]  // [local, peer]
         var finished = false
     }
 
     let record: StreamRecord
     let local: any Channel
+    let localEnd: LocalEnd
     let peer: any Channel
     let peerName: String
     private let logger: Logger
     private let state = Mutex(State())
 
-    init(record: StreamRecord, local: any Channel, peer: any Channel, peerName: String, logger: Logger) {
+    init(record: StreamRecord, local: any Channel, localEnd: LocalEnd = .pipe, peer: any Channel, peerName: String, logger: Logger) {
         self.record = record
         self.local = local
+        self.localEnd = localEnd
         self.peer = peer
         self.peerName = peerName
         self.logger = logger
@@ -62,7 +99,10 @@ final class StreamSplice: Sendable {
         let splice = self
         let joinLocal: @Sendable () -> Void = {
             do {
-                try splice.local.pipeline.syncOperations.addHandler(StreamGlue(side: .local, splice: splice))
+                switch splice.localEnd {
+                case .pipe: try splice.local.pipeline.syncOperations.addHandler(StreamGlue(side: .local, splice: splice))
+                case .file(let file): try splice.local.pipeline.syncOperations.addHandler(StreamFileEnd(file, splice: splice))
+                }
             } catch {
                 splice.fail("cannot join the app's connection: \(error)")
             }
@@ -84,17 +124,17 @@ final class StreamSplice: Sendable {
         }
     }
 
-    /// A glue handler is in place; once both are, each starts reading.
-    func attach(_ glue: NIOLoopBound<StreamGlue>, side: Side) {
-        let ends = state.withLock { s -> [(Side, NIOLoopBound<StreamGlue>)] in
-            s.ends.append((side, glue))
+    /// An end is in place; once both are, each starts reading.
+    func attach(_ end: End, side: Side) {
+        let ends = state.withLock { s -> [(Side, End)] in
+            s.ends.append((side, end))
             return s.ends
         }
         guard ends.count == 2 else { return }
         record.opened()
         for (side, end) in ends {
             let partner = ends.first { $0.0 == side.other }!.1
-            end.eventLoop.execute { end.value.start(partner: partner) }
+            end.later { $0.start(partner: partner) }
         }
     }
 
@@ -160,10 +200,22 @@ final class StreamSplice: Sendable {
     }
 }
 
+/// What one end of a splice does when the other asks; called on the end's own event loop.
+protocol StreamSpliceEnd: AnyObject {
+    /// Both ends are in place: hand over what arrived meanwhile, and start reading.
+    func start(partner: StreamSplice.End)
+    /// Bytes the other end read, to be written; `reader.readMore()` once there is room for more.
+    func write(_ chunks: [ByteBuffer], wake reader: StreamSplice.End)
+    /// The other side's input ended: after what was written, end our output.
+    func closeOutput()
+    /// The other end can take more: read again.
+    func readMore()
+}
+
 /// One end of a `StreamSplice`, last in its channel's pipeline. It reads only when asked (auto-read
 /// off), hands what it read to the other end in one batch per read burst, and writes what the
 /// other end hands it.
-final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler {
+final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler, StreamSpliceEnd {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -171,13 +223,14 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler {
     private let side: StreamSplice.Side
     private let splice: StreamSplice
     private var context: ChannelHandlerContext?
-    private var partner: NIOLoopBound<StreamGlue>?
+    private var me: StreamSplice.End?
+    private var partner: StreamSplice.End?
     /// Read but not handed over yet (a burst in progress, or the partner not ready).
     private var batch: [ByteBuffer] = []
     private var inputEnded = false
     private var toldPartnerInputEnded = false
     /// The other end to wake when our channel can take more.
-    private var wakeOnWritable: (any Channel)?
+    private var wakeOnWritable: StreamSplice.End?
     /// The other side's input ended, so our output is closed (or closing) after its last bytes.
     private var outputClosed = false
 
@@ -203,13 +256,18 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler {
             splice.inactive(side)
             return
         }
-        splice.attach(NIOLoopBound(self, eventLoop: context.eventLoop), side: side)
+        let me = StreamSplice.End(self, eventLoop: context.eventLoop)
+        self.me = me
+        splice.attach(me, side: side)
     }
 
-    /// Both ends are in place: hand over what arrived meanwhile, and read.
-    func start(partner: NIOLoopBound<StreamGlue>) {
+    func start(partner: StreamSplice.End) {
         self.partner = partner
         handOver()
+        context?.read()
+    }
+
+    func readMore() {
         context?.read()
     }
 
@@ -256,7 +314,7 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Passes the batch (and the end of input, after it) to the other end, on its event loop.
     private func handOver() {
-        guard let partner, let channel = context?.channel else { return }
+        guard let partner, let me else { return }
         let chunks = batch
         batch = []
         let endNow = inputEnded && !toldPartnerInputEnded
@@ -267,22 +325,21 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler {
             if !inputEnded { context?.read() }
             return
         }
-        partner.eventLoop.execute {
-            let other = partner.value
-            other.write(chunks, wake: channel)
+        partner.later { other in
+            other.write(chunks, wake: me)
             if endNow { other.closeOutput() }
         }
     }
 
     /// Writes what the other end read; asks it to read again as soon as we can take more.
-    private func write(_ chunks: [ByteBuffer], wake reader: any Channel) {
+    func write(_ chunks: [ByteBuffer], wake reader: StreamSplice.End) {
         guard let context else { return }
         if !chunks.isEmpty {
             for chunk in chunks { context.write(wrapOutboundOut(chunk), promise: nil) }
             context.flush()
         }
         if context.channel.isWritable {
-            reader.read()
+            reader.readMore()
         } else {
             wakeOnWritable = reader
         }
@@ -291,7 +348,7 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler {
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable, let reader = wakeOnWritable {
             wakeOnWritable = nil
-            reader.read()
+            reader.readMore()
         }
         context.fireChannelWritabilityChanged()
     }
@@ -299,7 +356,7 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler {
     /// The other side's input ended: after what was written, end ours. While our own input still
     /// flows that is a half-close; otherwise both directions are done, and the stream completes
     /// once our writes are out (the splice then closes both connections).
-    private func closeOutput() {
+    func closeOutput() {
         guard let context else { return }
         outputClosed = true
         let source = side.other

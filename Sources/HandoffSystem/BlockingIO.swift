@@ -15,12 +15,26 @@ public final class BlockingThread: @unchecked Sendable {
 
     public init(_ body: @escaping @Sendable () -> Void) {
         let context = Unmanaged.passRetained(Body(body)).toOpaque()
-        let rc = pthread_create(&thread, nil, { raw in
-            let body = Unmanaged<Body>.fromOpaque(raw!).takeRetainedValue()
-            body.run()
-            return nil
-        }, context)
+        let rc = pthread_create(&thread, nil, Self.entry, context)
         precondition(rc == 0, "pthread_create failed: \(rc)")
+    }
+
+    /// Runs `body` on a thread nobody waits for: its resources go when it returns.
+    public static func detach(_ body: @escaping @Sendable () -> Void) {
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(Body(body)).toOpaque()
+        let rc = pthread_create(&thread, &attributes, Self.entry, context)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+    }
+
+    private static let entry: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? = { raw in
+        let body = Unmanaged<Body>.fromOpaque(raw!).takeRetainedValue()
+        body.run()
+        return nil
     }
 
     /// Waits for the body to return (once).

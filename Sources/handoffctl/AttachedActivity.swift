@@ -92,12 +92,11 @@ struct AttachedActivity {
 /// One stream, on its own thread: take it, serve it, report how it ended.
 private func serve(_ id: UUID, from peerName: String, client: HandoffClient, command: BecomeCurrent) -> Bool {
     do {
-        let stream = try client.takeStream(id)
         let info: StreamInfo
         if let file = command.streamFile {
-            info = try StreamTransfer.send(file: file, on: stream, client: client)
+            info = try StreamTransfer.send(file: file, streamID: id, client: client)
         } else {
-            info = try StreamTransfer.exec(command.streamExec!, on: stream, client: client)
+            info = try StreamTransfer.exec(command.streamExec!, on: client.takeStream(id), client: client)
         }
         Terminal.diagnostic("handoffctl: stream \(id.lowercasedString) for \(safe(peerName)) done: sent \(info.bytesSent) bytes, received \(info.bytesReceived)\n")
         return true

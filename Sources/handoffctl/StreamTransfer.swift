@@ -12,24 +12,22 @@ import HandoffSystem
 import Glibc
 #endif
 
-/// What handoffctl does with a continuation stream's byte pipe, on either device: receive it into a
-/// file, send a file, or run a command on it. Each ends by asking handoffd for the stream's
-/// outcome: the pipe ending is not proof that everything arrived (a broken stream also ends it).
+/// What handoffctl does with a continuation stream, on either device: receive it into a file, send
+/// a file (both handed to handoffd, which does the I/O), or run a command on its byte pipe. Each
+/// ends with the stream's outcome from handoffd: a pipe ending is not proof that everything
+/// arrived (a broken stream also ends it).
 enum StreamTransfer {
     /// `continue --stream-to F|-`: receives until the other app finishes. A file appears under its
     /// name only if the stream completed: it is written beside it under a temporary name first.
     ///
-    /// Nothing goes the other way, but our side ends only once everything arrived: if the sending
-    /// app hangs up early, our side still being open is what tells handoffd it was cut short.
-    static func receive(_ stream: StreamPipe, into destination: String, client: HandoffClient) throws -> StreamInfo {
+    /// Files (and standard output when it is a file or /dev/null) are handed to handoffd, which
+    /// writes them itself; a pipe or terminal on standard output gets the bytes through us.
+    static func receive(continuationID: UUID, into destination: String, client: HandoffClient) throws -> StreamInfo {
         if destination == "-" {
-            let copied = BytePump.copy(from: stream.fileDescriptor, to: 1)
-            stream.finishWriting()
-            let info = try outcome(of: stream, client: client)
-            if case .failure(let failure) = copied, !failure.reading {
-                throw CLIError(.streamFailed, "cannot write the stream to standard output: \(String(cString: strerror(failure.errno)))")
+            if canHandOver(1) {
+                return try outcome(of: client.openStream(continuationID: continuationID, file: 1, role: .receive))
             }
-            return info
+            return try receive(client.openStream(continuationID: continuationID), toStandardOutputWith: client)
         }
         let (temporary, fd) = try temporaryFile(beside: destination)
         var kept = false
@@ -37,16 +35,10 @@ enum StreamTransfer {
             close(fd)
             if !kept { unlink(temporary) }
         }
-        let copied = BytePump.copy(from: stream.fileDescriptor, to: fd)
-        stream.finishWriting()
-        if case .failure(let failure) = copied, !failure.reading {
-            stream.close()
-            _ = try? client.stream(stream.id, waitForOutcome: true)
-            throw CLIError(.streamFailed, "cannot write \(destination): \(String(cString: strerror(failure.errno))); nothing was kept")
-        }
-        let info = try outcome(of: stream, client: client)
-        guard case .success(let count) = copied, count == info.bytesReceived else {
-            throw CLIError(.streamFailed, "the stream ended short of what handoffd received; \(destination) was not written")
+        let info = try outcome(of: client.openStream(continuationID: continuationID, file: fd, role: .receive))
+        var st = stat()
+        guard fstat(fd, &st) == 0, Int64(st.st_size) == info.bytesReceived else {
+            throw CLIError(.streamFailed, "\(destination) would hold other than the \(info.bytesReceived) bytes handoffd received; it was not written")
         }
         guard fsync(fd) == 0, rename(temporary, destination) == 0 else {
             throw CLIError(.streamFailed, "cannot put the stream in place at \(destination): \(String(cString: strerror(errno)))")
@@ -55,23 +47,55 @@ enum StreamTransfer {
         return info
     }
 
-    /// `become-current --stream-file F`: sends the file, then waits for the other app to finish.
-    static func send(file path: String, on stream: StreamPipe, client: HandoffClient) throws -> StreamInfo {
+    /// Into a pipe or terminal. Nothing goes the other way, but our side ends only once everything
+    /// arrived: if the sending app hangs up early, our side still being open is what tells handoffd
+    /// it was cut short.
+    private static func receive(_ stream: StreamPipe, toStandardOutputWith client: HandoffClient) throws -> StreamInfo {
+        let copied = BytePump.copy(from: stream.fileDescriptor, to: 1)
+        stream.finishWriting()
+        let info = try outcome(of: stream, client: client)
+        if case .failure(let failure) = copied, !failure.reading {
+            throw CLIError(.streamFailed, "cannot write the stream to standard output: \(String(cString: strerror(failure.errno)))")
+        }
+        return info
+    }
+
+    /// `become-current --stream-file F`: sends the file (handoffd reads it itself when it is a
+    /// regular file), then waits for the other app to finish; what it sends back is dropped.
+    static func send(file path: String, streamID: UUID, client: HandoffClient) throws -> StreamInfo {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            stream.close()
-            throw CLIError(.failure, "cannot read \(path): \(String(cString: strerror(errno)))")
+            let reason = String(cString: strerror(errno))
+            // Taken and dropped at once, so that the other device hears now, not at a timeout.
+            (try? client.takeStream(streamID))?.close()
+            throw CLIError(.failure, "cannot read \(path): \(reason)")
         }
         defer { close(fd) }
-        let sent = BytePump.sendFile(fd, to: stream.fileDescriptor)
+        if canHandOver(fd) {
+            return try outcome(of: client.takeStream(streamID, file: fd, role: .send))
+        }
+        let stream = try client.takeStream(streamID)
+        let sent = BytePump.copy(from: fd, to: stream.fileDescriptor)
         stream.finishWriting()
-        // What comes back is not ours to keep; reading it lets the stream end in order.
         BytePump.drain(stream.fileDescriptor)
         let info = try outcome(of: stream, client: client)
         if case .failure(let failure) = sent, info.state != .failed {
             throw CLIError(.streamFailed, "cannot send \(path): \(failure)")
         }
         return info
+    }
+
+    /// What handoffd can read or write itself: a regular file, or /dev/null. (Its reads and writes
+    /// always end; a pipe's or terminal's may wait for ever, so those go through us.)
+    static func canHandOver(_ fd: Int32) -> Bool {
+        var st = stat()
+        var null = stat()
+        guard fstat(fd, &st) == 0 else { return false }
+        switch st.st_mode & S_IFMT {
+        case S_IFREG: return true
+        case S_IFCHR: return stat("/dev/null", &null) == 0 && null.st_rdev == st.st_rdev
+        default: return false
+        }
     }
 
     /// `--stream-exec CMD` on either device: `/bin/sh -c CMD` reads the stream on its standard
@@ -118,6 +142,21 @@ enum StreamTransfer {
         } catch {
             throw CLIError(.streamFailed, "cannot learn how stream \(stream.id.lowercasedString) ended: \(error.message)")
         }
+        return try judge(info)
+    }
+
+    /// Waits for the outcome of a stream handoffd serves from or into a file; a failed stream is an error.
+    static func outcome(of stream: FileStream) throws -> StreamInfo {
+        let info: StreamInfo
+        do {
+            info = try stream.outcome()
+        } catch {
+            throw CLIError(.streamFailed, "cannot learn how stream \(stream.info.id.lowercasedString) ended: \(error.message)")
+        }
+        return try judge(info)
+    }
+
+    private static func judge(_ info: StreamInfo) throws -> StreamInfo {
         switch info.state {
         case .completed:
             return info

@@ -5,6 +5,8 @@
 // local API must know which user is on the other end of every connection (SPEC §6), so we declare
 // a struct with ucred's exact layout here; peer_credentials.c, compiled with _GNU_SOURCE, proves
 // the layout matches at build time. spawn.c does the same for starting child processes cleanly.
+// descriptor_passing.c passes an open file over a Unix socket (SCM_RIGHTS), whose CMSG_* macros
+// Swift cannot import.
 #ifndef C_HANDOFF_LINUX_H
 #define C_HANDOFF_LINUX_H
 
@@ -43,5 +45,15 @@ int handoff_spawn_setsid_flag(void);
 /// each one is a fresh mmap (or heap growth after a trim) whose pages fault in zeroed, which
 /// halved stream throughput (bench/streams). Returns 1 when both were set.
 int handoff_keep_bulk_buffers(size_t mmap_threshold, size_t trim_threshold);
+
+/// sendmsg(2) of `length` bytes with one descriptor attached (SCM_RIGHTS), retrying EINTR, without
+/// SIGPIPE. Returns the bytes sent, or -1 with errno set. handoffctl hands handoffd the file a
+/// continuation stream reads or writes, so the bytes need not pass through handoffctl.
+long handoff_send_with_descriptor(int socket, const void *bytes, size_t length, int descriptor);
+
+/// recvmsg(2) of up to `length` bytes, retrying EINTR; a descriptor that came with them (received
+/// close-on-exec) goes to `*descriptor`, else -1 there; -2 if more than one came (all are closed).
+/// Returns the bytes received (0 at end of file), or -1 with errno set.
+long handoff_receive_with_descriptor(int socket, void *bytes, size_t length, int *descriptor);
 
 #endif

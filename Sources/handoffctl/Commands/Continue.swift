@@ -62,12 +62,11 @@ struct Continue: ParsableCommand {
             describe(response)
         }
         guard streaming else { return }
-        let stream = try client.openStream(continuationID: response.continuationID)
         let info: StreamInfo
         if let streamTo {
-            info = try StreamTransfer.receive(stream, into: streamTo, client: client)
+            info = try StreamTransfer.receive(continuationID: response.continuationID, into: streamTo, client: client)
         } else {
-            info = try StreamTransfer.exec(streamExec!, on: stream, client: client)
+            info = try StreamTransfer.exec(streamExec!, on: client.openStream(continuationID: response.continuationID), client: client)
         }
         Terminal.diagnostic("handoffctl: stream from \(safe(response.peerName)) done: received \(info.bytesReceived) bytes, sent \(info.bytesSent)\n")
     }

@@ -1,0 +1,123 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import CHandoffLinux
+import HandoffAPI
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A continuation stream whose end on this device is a file that handoffd reads or writes itself
+/// (the file socket, `FileStreamSocket`): the file's descriptor is handed over, and this side only
+/// waits for the outcome. Cheaper than a `StreamPipe` for a file: the bytes do not pass through
+/// this process. Regular files and /dev/null only.
+///
+/// Closing it (or exiting) before the outcome came ends the stream as failed.
+public final class FileStream: @unchecked Sendable {
+    /// The stream as it opened.
+    public let info: StreamInfo
+    private let fd: Int32
+    private var pending: [UInt8]
+    private var closed = false
+
+    init(socketPath: String, request: FileStreamRequest, file: Int32, timeoutSeconds: Int) throws(HandoffClientError) {
+        let path = FileStreamSocket.path(forAPISocket: socketPath)
+        let fd = try UnixHTTPConnection.connect(path)
+        self.fd = fd
+        self.pending = []
+        var line: [UInt8]
+        do {
+            line = Array(try LocalAPIJSON.encoder().encode(request))
+        } catch {
+            Glibc.close(fd)
+            throw HandoffClientError(.protocolError, "cannot encode the request: \(error)")
+        }
+        line.append(UInt8(ascii: "\n"))
+        let sent = line.withUnsafeBytes { handoff_send_with_descriptor(fd, $0.baseAddress, $0.count, file) }
+        guard sent == line.count else {
+            let e = errno
+            Glibc.close(fd)
+            throw HandoffClientError(.protocolError, "cannot hand the file to handoffd at \(path): \(String(cString: strerror(e)))")
+        }
+        // Opening reaches the other device, which may take a TLS handshake or two.
+        var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let first: FileStreamReply
+        do throws(HandoffClientError) {
+            first = try Self.nextReply(fd, pending: &pending)
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+        if let failure = first.error {
+            Glibc.close(fd)
+            throw HandoffClientError(.api(failure.code), failure.message)
+        }
+        guard let info = first.stream else {
+            Glibc.close(fd)
+            throw HandoffClientError(.protocolError, "handoffd's answer on the file socket names no stream; are handoffctl and handoffd the same version?")
+        }
+        self.info = info
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Gives up on the stream (if it has not ended yet, it fails).
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        Glibc.close(fd)
+    }
+
+    /// Waits (as long as the stream lasts) for the stream to end; its final state.
+    public func outcome() throws(HandoffClientError) -> StreamInfo {
+        var tv = timeval(tv_sec: 0, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let last = try Self.nextReply(fd, pending: &pending)
+        guard let info = last.stream, info.state.isFinal else {
+            throw HandoffClientError(.protocolError, "handoffd ended the file stream without its outcome; are handoffctl and handoffd the same version?")
+        }
+        return info
+    }
+
+    private static func nextReply(_ fd: Int32, pending: inout [UInt8]) throws(HandoffClientError) -> FileStreamReply {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while !pending.contains(UInt8(ascii: "\n")) {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0, errno == EINTR { continue }
+            if n < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                throw HandoffClientError(.timeout, "handoffd did not answer on the file socket in time")
+            }
+            guard n > 0 else {
+                throw HandoffClientError(.protocolError, "handoffd closed the file stream without an answer (did it stop?)")
+            }
+            pending += chunk[0..<n]
+        }
+        let end = pending.firstIndex(of: UInt8(ascii: "\n"))!
+        let line = Array(pending[..<end])
+        pending.removeFirst(end + 1)
+        do {
+            return try LocalAPIJSON.decoder().decode(FileStreamReply.self, from: Data(line))
+        } catch {
+            throw HandoffClientError(.protocolError, "handoffd's answer on the file socket is not what this client expects; are both the same version?")
+        }
+    }
+}
+
+extension HandoffClient {
+    /// (Resuming) Opens a continuation stream whose end here is `file`, read (`send`) or written
+    /// (`receive`) by handoffd. The descriptor is only lent: it stays the caller's to close.
+    public func openStream(continuationID: UUID, file: Int32, role: FileStreamRequest.Role) throws(HandoffClientError) -> FileStream {
+        try FileStream(socketPath: socketPath, request: FileStreamRequest(path: LocalAPIRoute.continuationStreams(continuationID), role: role), file: file, timeoutSeconds: max(timeoutSeconds, 30))
+    }
+
+    /// (Originating) Takes a stream announced by `streamRequested`, with `file` as its end here.
+    public func takeStream(_ id: UUID, file: Int32, role: FileStreamRequest.Role) throws(HandoffClientError) -> FileStream {
+        try FileStream(socketPath: socketPath, request: FileStreamRequest(path: LocalAPIRoute.stream(id), role: role), file: file, timeoutSeconds: max(timeoutSeconds, 30))
+    }
+}

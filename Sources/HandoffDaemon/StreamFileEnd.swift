@@ -1,0 +1,370 @@
+import Dispatch
+import HandoffAPI
+import HandoffSystem
+import NIOCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A file handoffctl handed over for a stream (on the file socket), and what to do with it. Owns
+/// the descriptor: closed when the last user lets go.
+final class StreamFile: Sendable {
+    let descriptor: Int32
+    let role: FileStreamRequest.Role
+
+    /// Takes `descriptor` if it can serve `role`; closes it and throws otherwise.
+    init(descriptor: Int32, role: FileStreamRequest.Role) throws(LocalAPIError) {
+        self.descriptor = descriptor
+        self.role = role
+        try check()
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    /// Regular files (and /dev/null) only: their reads and writes end, so a thread doing them ends
+    /// too. A pipe or terminal could block it for ever; those go through the stream upgrade.
+    private func check() throws(LocalAPIError) {
+        var st = stat()
+        guard fstat(descriptor, &st) == 0 else {
+            throw LocalAPIError(.badRequest, "the descriptor passed cannot be examined: \(String(cString: strerror(errno)))")
+        }
+        let kind = st.st_mode & S_IFMT
+        guard kind == S_IFREG || (kind == S_IFCHR && st.st_rdev == Self.devNull) else {
+            throw LocalAPIError(
+                .badRequest,
+                "the file socket takes regular files (and /dev/null); stream a pipe, socket or terminal through the local API's upgrade instead"
+            )
+        }
+        let mode = fcntl(descriptor, F_GETFL) & O_ACCMODE
+        switch role {
+        case .send where mode == O_WRONLY:
+            throw LocalAPIError(.badRequest, "the file to send was not opened for reading")
+        case .receive where mode == O_RDONLY:
+            throw LocalAPIError(.badRequest, "the file to receive into was not opened for writing")
+        default:
+            break
+        }
+    }
+
+    private static let devNull: UInt = {
+        var st = stat()
+        return stat("/dev/null", &st) == 0 ? UInt(st.st_rdev) : UInt.max
+    }()
+}
+
+/// The app's end of a stream whose app handed handoffd a file: handoffd reads the file (`send`)
+/// or writes it (`receive`) itself, on a thread of its own (file I/O blocks; the event loop must
+/// not). It sits in the file-socket connection's pipeline, which carries no stream bytes: that
+/// connection closing early fails the stream like an app hanging up, and the stream's outcome is
+/// written on it as its last line before it closes.
+///
+/// Same contract as `StreamGlue` towards the other end: reads are paced by the other end's
+/// `readMore`, writes queue at most `queueLimit` before the other end is left to wait.
+final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    static let chunkSize = 256 * 1024
+    static let queueLimit = 512 * 1024
+
+    private let file: StreamFile
+    private let splice: StreamSplice
+    private var context: ChannelHandlerContext?
+    private var me: StreamSplice.End?
+    private var partner: StreamSplice.End?
+    private var worker: FileWorker?
+    private var inputEnded = false
+    private var closing = false
+
+    init(_ file: StreamFile, splice: StreamSplice) {
+        self.file = file
+        self.splice = splice
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        guard context.channel.isActive else {
+            splice.inactive(.local)
+            return
+        }
+        let me = StreamSplice.End(self, eventLoop: context.eventLoop)
+        self.me = me
+        splice.attach(me, side: .local)
+    }
+
+    func start(partner: StreamSplice.End) {
+        guard let context, !closing else { return }
+        self.partner = partner
+        let worker = FileWorker(file: file, owner: NIOLoopBound(self, eventLoop: context.eventLoop), allocator: context.channel.allocator)
+        self.worker = worker
+        // Reading ahead by one chunk keeps the other end busy while the next is read.
+        if file.role == .send {
+            worker.readMore()
+            worker.readMore()
+        }
+    }
+
+    // MARK: From the file (send)
+
+    func readMore() {
+        worker?.readMore()
+    }
+
+    /// The worker read a chunk, the end of the file, or failed.
+    fileprivate func read(_ result: FileWorker.ReadResult) {
+        guard let partner, let me, !inputEnded, !closing else { return }
+        switch result {
+        case .data(let chunk):
+            splice.record.sent(chunk.readableBytes)
+            partner.later { $0.write([chunk], wake: me) }
+        case .end:
+            inputEnded = true
+            splice.inputEnded(.local)
+            partner.later { $0.closeOutput() }
+        case .failed(let errno):
+            splice.fail("cannot read the file being sent: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    // MARK: To the file (receive)
+
+    func write(_ chunks: [ByteBuffer], wake reader: StreamSplice.End) {
+        guard let worker, !closing else { return }
+        switch file.role {
+        case .send:
+            // What the other app sends is not kept.
+            reader.readMore()
+        case .receive:
+            if worker.write(chunks, wake: reader) { reader.readMore() }
+        }
+    }
+
+    func closeOutput() {
+        guard let worker, !closing else { return }
+        switch file.role {
+        case .send: splice.delivered(from: .peer)
+        case .receive: worker.finishWriting()
+        }
+    }
+
+    /// Everything from the other app is in the file. Only now does our (empty) direction end:
+    /// until then an originator that hangs up early breaks the stream instead of ending it.
+    fileprivate func written(_ failure: Int32?) {
+        guard !closing, let partner else { return }
+        if let failure {
+            splice.fail("cannot write the file: \(String(cString: strerror(failure)))")
+            return
+        }
+        splice.delivered(from: .peer)
+        guard !inputEnded else { return }
+        inputEnded = true
+        splice.inputEnded(.local)
+        partner.later { $0.closeOutput() }
+    }
+
+    // MARK: The connection
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // The client has nothing more to say after its request; whatever it sends is dropped.
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        stop()
+        splice.inactive(.local)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        splice.fail(splice.describe(error, on: .local))
+    }
+
+    /// The splice closes the app's end when the stream is over: the outcome goes out first.
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        guard !closing else {
+            context.close(mode: mode, promise: promise)
+            return
+        }
+        stop()
+        let line = FileStreamReply.line(FileStreamReply(stream: splice.record.info), allocator: context.channel.allocator)
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(line)).whenComplete { _ in
+            loopBound.value.close(mode: mode, promise: promise)
+        }
+    }
+
+    private func stop() {
+        closing = true
+        worker?.stop()
+        worker = nil
+    }
+}
+
+@available(*, unavailable)
+extension StreamFileEnd: Sendable {}
+
+extension FileStreamReply {
+    /// One JSON line, as the file socket carries it.
+    static func line(_ reply: FileStreamReply, allocator: ByteBufferAllocator) -> ByteBuffer {
+        var bytes = (try? LocalAPIJSON.encoder().encode(reply)).map { Array($0) } ?? Array(#"{"error":{"code":"internal","message":"cannot encode the reply"}}"#.utf8)
+        bytes.append(UInt8(ascii: "\n"))
+        return allocator.buffer(bytes: bytes)
+    }
+}
+
+/// The thread that does a `StreamFileEnd`'s file I/O, one job at a time: read a chunk (send), or
+/// write what the other device sent, then report the end (receive). Results go back to the end on
+/// its event loop.
+final class FileWorker: Sendable {
+    enum ReadResult: Sendable {
+        case data(ByteBuffer)
+        case end
+        case failed(Int32)
+    }
+
+    private enum Job: Sendable {
+        case read
+        case write([ByteBuffer], bytes: Int)
+        case finish
+    }
+
+    private struct State {
+        var jobs: [Job] = []
+        var stopped = false
+        /// Bytes handed over for writing and not written yet.
+        var queued = 0
+        /// The other end, waiting for room.
+        var waiting: StreamSplice.End?
+    }
+
+    private let file: StreamFile
+    private let owner: NIOLoopBound<StreamFileEnd>
+    private let allocator: ByteBufferAllocator
+    private let state = Mutex(State())
+    private let jobsReady = DispatchSemaphore(value: 0)
+
+    init(file: StreamFile, owner: NIOLoopBound<StreamFileEnd>, allocator: ByteBufferAllocator) {
+        self.file = file
+        self.owner = owner
+        self.allocator = allocator
+        BlockingThread.detach { [self] in run() }
+    }
+
+    func readMore() {
+        add(.read)
+    }
+
+    /// Queues a batch; false when the queue is full and `reader` is woken once it drained.
+    func write(_ chunks: [ByteBuffer], wake reader: StreamSplice.End) -> Bool {
+        let bytes = chunks.reduce(0) { $0 + $1.readableBytes }
+        let room = state.withLock { s -> Bool in
+            s.jobs.append(.write(chunks, bytes: bytes))
+            s.queued += bytes
+            guard s.queued > StreamFileEnd.queueLimit else { return true }
+            s.waiting = reader
+            return false
+        }
+        jobsReady.signal()
+        return room
+    }
+
+    func finishWriting() {
+        add(.finish)
+    }
+
+    /// Drops what is queued; the thread ends after the job at hand.
+    func stop() {
+        state.withLock { s in
+            s.stopped = true
+            s.jobs = []
+            s.waiting = nil
+        }
+        jobsReady.signal()
+    }
+
+    private func add(_ job: Job) {
+        state.withLock { $0.jobs.append(job) }
+        jobsReady.signal()
+    }
+
+    private func report(_ body: @escaping @Sendable (StreamFileEnd) -> Void) {
+        let owner = self.owner
+        owner.eventLoop.execute { body(owner.value) }
+    }
+
+    private func run() {
+        while true {
+            jobsReady.wait()
+            let job = state.withLock { s -> Job? in
+                guard !s.stopped, !s.jobs.isEmpty else { return nil }
+                return s.jobs.removeFirst()
+            }
+            guard let job else {
+                if state.withLock({ $0.stopped }) { return }
+                continue
+            }
+            switch job {
+            case .read:
+                let result = readChunk()
+                report { $0.read(result) }
+                if case .data = result { continue }
+                return
+            case .write(let chunks, let bytes):
+                if let failure = Self.writeAll(chunks, to: file.descriptor) {
+                    report { $0.written(failure) }
+                    return
+                }
+                let reader = state.withLock { s -> StreamSplice.End? in
+                    s.queued -= bytes
+                    guard s.queued <= StreamFileEnd.queueLimit / 2 else { return nil }
+                    defer { s.waiting = nil }
+                    return s.waiting
+                }
+                reader?.readMore()
+            case .finish:
+                report { $0.written(nil) }
+                return
+            }
+        }
+    }
+
+    private func readChunk() -> ReadResult {
+        var chunk = allocator.buffer(capacity: StreamFileEnd.chunkSize)
+        while true {
+            let (n, error) = chunk.withUnsafeMutableWritableBytes { raw in
+                let n = Glibc.read(file.descriptor, raw.baseAddress, raw.count)
+                return (n, n < 0 ? errno : 0)
+            }
+            if n > 0 {
+                chunk.moveWriterIndex(forwardBy: n)
+                return .data(chunk)
+            }
+            if n == 0 { return .end }
+            if error != EINTR { return .failed(error) }
+        }
+    }
+
+    /// All of `chunks`, in order; the errno on failure.
+    static func writeAll(_ chunks: [ByteBuffer], to fd: Int32) -> Int32? {
+        for chunk in chunks {
+            let failure = chunk.withUnsafeReadableBytes { bytes -> Int32? in
+                var offset = 0
+                while offset < bytes.count {
+                    let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        return errno
+                    }
+                    offset += n
+                }
+                return nil
+            }
+            if let failure { return failure }
+        }
+        return nil
+    }
+}

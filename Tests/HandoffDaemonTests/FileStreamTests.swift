@@ -1,0 +1,155 @@
+import Foundation
+import HandoffAPI
+import HandoffClient
+import HandoffDaemon
+import HandoffModel
+import HandoffTestSupport
+import Testing
+
+/// Continuation streams whose app end is a file handed to handoffd on the file socket (what
+/// `become-current --stream-file` and `continue --stream-to` use): the daemons read and write the
+/// files themselves. Two daemons in this process, A originating, B resuming.
+@Suite(.timeLimit(.minutes(3))) struct FileStreamTests {
+    typealias Setup = ContinuationTests.StreamSetup
+
+    /// B asks for a stream (with `open`, which waits until A's app takes it); A's app is told.
+    static func requested(_ setup: Setup, open: @escaping @Sendable (UUID) async throws -> FileStream) async throws -> (UUID, Task<FileStream, any Error>) {
+        let continuationID = setup.continuationID
+        let opening = Task { try await open(continuationID) }
+        let event = try await ContinuationTests.nextStreamRequest(setup.attachment)
+        guard case .streamRequested(let streamID, _, _) = event.body else { throw TestFailure("expected streamRequested, got \(event)") }
+        return (streamID, opening)
+    }
+
+    static func file(_ path: String, _ flags: Int32) throws -> Int32 {
+        let fd = open(path, flags | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw TestFailure("cannot open \(path): \(String(cString: strerror(errno)))") }
+        return fd
+    }
+
+    @Test func bothDaemonsDoTheFileIOThemselves() async throws {
+        let setup = try await Setup.make()
+        let (a, b) = (setup.a, setup.b)
+        let dir = try TempDirectory.make(prefix: "handoff-files")
+        defer { TempDirectory.remove(dir) }
+        let payload = Data((0..<(5 << 20) + 12345).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ ($0 >> 13)) })
+        try payload.write(to: URL(fileURLWithPath: dir + "/source"))
+        let source = try Self.file(dir + "/source", O_RDONLY)
+        let target = try Self.file(dir + "/target", O_WRONLY | O_CREAT | O_TRUNC)
+        defer {
+            close(source)
+            close(target)
+        }
+
+        let (streamID, opening) = try await Self.requested(setup) { try await b.client.openStream(continuationID: $0, file: target, role: .receive) }
+        let sending = try await a.client.takeStream(streamID, file: source, role: .send)
+        let receiving = try await opening.value
+        #expect(sending.info.id == streamID && receiving.info.id == streamID)
+        let there = try await sending.outcome()
+        let here = try await receiving.outcome()
+        #expect(there.state == .completed && here.state == .completed, "\(there) \(here)")
+        #expect(there.bytesSent == Int64(payload.count) && here.bytesReceived == Int64(payload.count))
+        #expect(here.bytesSent == 0 && there.bytesReceived == 0)
+        #expect(FileManager.default.contents(atPath: dir + "/target") == payload)
+        #expect(try await b.client.stream(streamID).state == .completed)
+        for d in [a, b] { try await d.finish() }
+    }
+
+    /// B receives into `target`, A's app takes the stream as a byte pipe: (stream id, A's app, B's end).
+    static func appToFile(_ setup: Setup, _ target: Int32) async throws -> (UUID, StreamPipe, FileStream) {
+        let b = setup.b
+        let (streamID, opening) = try await requested(setup) { try await b.client.openStream(continuationID: $0, file: target, role: .receive) }
+        return (streamID, try await setup.a.client.takeStream(streamID), try await opening.value)
+    }
+
+    /// A file end that receives keeps its own direction open until everything arrived, so an
+    /// originating app that hangs up early breaks the stream instead of ending it short. And
+    /// handoffctl leaving (killed) while handoffd writes its file fails the stream on both devices.
+    @Test func anAppHangingUpEarlyOrTheClientLeavingFailsTheStream() async throws {
+        let setup = try await Setup.make()
+        let (a, b) = (setup.a, setup.b)
+        let dir = try TempDirectory.make(prefix: "handoff-files")
+        defer { TempDirectory.remove(dir) }
+        let target = try Self.file(dir + "/target", O_WRONLY | O_CREAT | O_TRUNC)
+        defer { close(target) }
+        let payload = Array(repeating: UInt8(42), count: 300_000)
+
+        // In order: the app sends, says it is done, and sees the end of the (empty) other direction.
+        var (streamID, app, receiving) = try await Self.appToFile(setup, target)
+        try await app.write(payload)
+        app.finishWriting()
+        #expect(try await app.readToEnd().isEmpty)
+        #expect(try await receiving.outcome().state == .completed)
+        #expect(try await a.client.stream(streamID, waitForOutcome: true).state == .completed)
+
+        // Cut short: the app closes without saying it is done.
+        (streamID, app, receiving) = try await Self.appToFile(setup, target)
+        try await app.write(payload)
+        app.close()
+        var here = try await receiving.outcome()
+        var there = try await a.client.stream(streamID, waitForOutcome: true)
+        #expect(here.state == .failed && there.state == .failed, "app hung up: \(here) \(there)")
+
+        // The client that handed over the file goes away.
+        (streamID, app, receiving) = try await Self.appToFile(setup, target)
+        try await app.write(payload)
+        receiving.close()
+        here = try await b.client.stream(streamID, waitForOutcome: true)
+        _ = try? await app.readToEnd()
+        there = try await a.client.stream(streamID, waitForOutcome: true)
+        #expect(here.state == .failed && there.state == .failed, "client left: \(here) \(there)")
+        app.close()
+        for d in [a, b] { try await d.finish() }
+    }
+
+    @Test func whatTheFileSocketCannotServeIsRefusedClearly() async throws {
+        let setup = try await Setup.make()
+        let (a, b) = (setup.a, setup.b)
+        let dir = try TempDirectory.make(prefix: "handoff-files")
+        defer { TempDirectory.remove(dir) }
+        let readOnly = try Self.file(dir + "/existing", O_RDONLY | O_CREAT)
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { [readOnly, ends[0], ends[1]].forEach { close($0) } }
+
+        await expect(.badRequest) { _ = try await b.client.openStream(continuationID: setup.continuationID, file: ends[1], role: .receive) }
+        await expect(.badRequest) { _ = try await b.client.openStream(continuationID: setup.continuationID, file: readOnly, role: .receive) }
+        await expect(.unknownContinuation) { _ = try await b.client.openStream(continuationID: UUID(), file: readOnly, role: .send) }
+        await expect(.unknownStream) { _ = try await a.client.takeStream(UUID(), file: readOnly, role: .send) }
+
+        // Without a file, or with a request that is not one: an answer, not silence.
+        let socket = FileStreamSocket.path(forAPISocket: b.socketPath)
+        for line in [#"{"path":"/v1/streams/\#(UUID().uuidString)","role":"send"}"#, "GET / HTTP/1.1", #"{"path":1}"#] {
+            let reply = try Self.rawExchange(socket, line + "\n")
+            #expect(reply.error?.code == .badRequest, "\(line): \(reply)")
+        }
+        var st = stat()
+        #expect(stat(socket, &st) == 0 && st.st_mode & 0o777 == 0o600)
+        for d in [a, b] { try await d.finish() }
+    }
+
+    /// One request without a descriptor, and the one reply line.
+    static func rawExchange(_ path: String, _ request: String) throws -> FileStreamReply {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: Array(path.utf8) + [0])
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { throw TestFailure("cannot connect to \(path)") }
+        _ = Array(request.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var reply: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            reply += chunk[0..<n]
+        }
+        guard let line = reply.split(separator: UInt8(ascii: "\n")).first else { throw TestFailure("no reply") }
+        return try JSONDecoder().decode(FileStreamReply.self, from: Data(line))
+    }
+}
