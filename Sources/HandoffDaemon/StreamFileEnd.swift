@@ -69,7 +69,7 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    static let chunkSize = 256 * 1024
+    static let chunkSize = 128 * 1024
     static let queueLimit = 512 * 1024
 
     private let file: StreamFile
@@ -251,7 +251,7 @@ final class FileWorker: Sendable {
         self.file = file
         self.owner = owner
         self.allocator = allocator
-        BlockingThread.detach { [self] in run() }
+        BlockingThread.detach(name: "handoff-file") { [self] in run() }
     }
 
     func readMore() {

@@ -114,6 +114,20 @@ import Testing
         _ = try await server.stop()
         try? FileManager.default.removeItem(atPath: copy)
 
+        // 5b. Not files: handoffd cannot wait on a pipe for ever, so handoffctl carries the bytes
+        // itself — from a FIFO on alpha, into a pipe (the captured stdout) on bravo.
+        let fifo = rig.directory + "/fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        #expect(try await rig.run("alpha", ["/bin/sh", "-c", "(printf 'from a pipe' > \(fifo)) >/dev/null 2>&1 &"]).status == 0)
+        let piped = try RunningProcess(
+            Rig.script, rig.execArguments("alpha", ["become-current", "--type", "org.example.Pipe", "--title", "Pipe", "--stream-file", fifo])
+        )
+        try await piped.wait(for: "the pipe server to attach") { $0.stderr.contains("attached") }
+        try await waitUntilBravoSees(rig, title: "Pipe")
+        let fromPipe = try await rig.ctl("bravo", ["continue", "desk", "--stream-to", "-"])
+        #expect(fromPipe.status == 0 && fromPipe.stdout == "from a pipe", "\(fromPipe)")
+        _ = try await piped.stop()
+
         // 6. --stream-exec on both ends: an echo round trip.
         let echo = try RunningProcess(
             Rig.script, rig.execArguments("alpha", ["become-current", "--type", "org.example.Echo", "--title", "Echo", "--stream-exec", "cat"])

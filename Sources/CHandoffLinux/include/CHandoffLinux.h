@@ -56,4 +56,9 @@ long handoff_send_with_descriptor(int socket, const void *bytes, size_t length, 
 /// Returns the bytes received (0 at end of file), or -1 with errno set.
 long handoff_receive_with_descriptor(int socket, void *bytes, size_t length, int *descriptor);
 
+/// pthread_setname_np for the calling thread (_GNU_SOURCE only): a thread handoffd starts for file
+/// I/O would otherwise carry its creator's name, an event loop's, in `top -H`, perf and the tests
+/// that count event loops.
+int handoff_name_this_thread(const char *name);
+
 #endif
