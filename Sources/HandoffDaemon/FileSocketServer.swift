@@ -55,12 +55,11 @@ final class FileSocketServer: Sendable {
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
         }
-        // Owner-only from the start: no moment when the socket is open to others.
-        let mask = umask(0o177)
+        // Like the API socket: its directory is 0700 and ours (checked by LocalAPIServer), so no
+        // one else can reach it before the chmod below.
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        umask(mask)
         guard bound == 0, listen(fd, 64) == 0 else {
             let e = errno
             close(fd)
@@ -148,9 +147,11 @@ final class FileSocketServer: Sendable {
             channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .withConnectedSocket(accepted.connection).get()
         } catch {
+            // Only a descriptor that is not a socket fails here. The connection is not closed:
+            // NIO closes it itself when it fails after taking it, and a second close could hit a
+            // descriptor opened since.
             logger.notice("file socket connection not served", metadata: ["error": "\(error)"])
             if accepted.passed >= 0 { close(accepted.passed) }
-            close(accepted.connection)
             return
         }
         do {

@@ -200,7 +200,8 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
     private func stop() {
         closing = true
         worker?.stop()
-        worker = nil
+        // The ends refer to each other and to themselves: let go.
+        (worker, partner, me) = (nil, nil, nil)
     }
 }
 

@@ -127,6 +127,7 @@ final class StreamSplice: Sendable {
     /// An end is in place; once both are, each starts reading.
     func attach(_ end: End, side: Side) {
         let ends = state.withLock { s -> [(Side, End)] in
+            guard !s.finished else { return [] }
             s.ends.append((side, end))
             return s.ends
         }
@@ -150,6 +151,7 @@ final class StreamSplice: Sendable {
             s.from[Self.index(side)] = .ended
             guard !s.finished, s.from.allSatisfy({ $0 == .ended }) else { return false }
             s.finished = true
+            s.ends = []  // each end holds the splice: no cycle may outlive the stream
             return true
         }
         guard complete else { return }
@@ -179,7 +181,10 @@ final class StreamSplice: Sendable {
 
     func fail(_ reason: String) {
         let first = state.withLock { s -> Bool in
-            defer { s.finished = true }
+            defer {
+                s.finished = true
+                s.ends = []
+            }
             return !s.finished
         }
         guard first else { return }
@@ -392,6 +397,8 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler, StreamSpl
         // from the other device: only close_notify ends that input.
         if side == .local, outputClosed { endInput() }
         splice.inactive(side)
+        // The two ends refer to each other (and to themselves, through `me`): let go.
+        (partner, me, wakeOnWritable) = (nil, nil, nil)
         context.fireChannelInactive()
     }
 }
