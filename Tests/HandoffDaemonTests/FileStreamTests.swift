@@ -35,6 +35,9 @@ import Testing
         let payload = Data((0..<(5 << 20) + 12345).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ ($0 >> 13)) })
         try payload.write(to: URL(fileURLWithPath: dir + "/source"))
         let source = try Self.file(dir + "/source", O_RDONLY)
+        // Out of the page cache: handoffd's reads on its event loop would wait, so its thread
+        // reads (then the kernel's read-ahead lets the loop take over).
+        #expect(fsync(source) == 0 && posix_fadvise(source, 0, 0, POSIX_FADV_DONTNEED) == 0)
         let target = try Self.file(dir + "/target", O_WRONLY | O_CREAT | O_TRUNC)
         defer {
             close(source)

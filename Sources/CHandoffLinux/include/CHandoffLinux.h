@@ -56,6 +56,14 @@ long handoff_send_with_descriptor(int socket, const void *bytes, size_t length, 
 /// Returns the bytes received (0 at end of file), or -1 with errno set.
 long handoff_receive_with_descriptor(int socket, void *bytes, size_t length, int *descriptor);
 
+/// read(2) / write(2) at the file's offset that never wait (preadv2/pwritev2 with RWF_NOWAIT,
+/// _GNU_SOURCE only): -1 with EAGAIN where they would (data not in the page cache), EOPNOTSUPP
+/// where the file cannot say. handoffd reads a stream's file on its event loop when the bytes are
+/// in memory (they then go to encryption while still in the CPU's cache, with no thread hand-over)
+/// and leaves the rest to a thread.
+long handoff_read_nowait(int fd, void *bytes, size_t length);
+long handoff_write_nowait(int fd, const void *bytes, size_t length);
+
 /// pthread_setname_np for the calling thread (_GNU_SOURCE only): a thread handoffd starts for file
 /// I/O would otherwise carry its creator's name, an event loop's, in `top -H`, perf and the tests
 /// that count event loops.
