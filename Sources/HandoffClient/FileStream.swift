@@ -25,7 +25,15 @@ public final class FileStream: @unchecked Sendable {
 
     init(socketPath: String, request: FileStreamRequest, file: Int32, timeoutSeconds: Int) throws(HandoffClientError) {
         let path = FileStreamSocket.path(forAPISocket: socketPath)
-        let fd = try UnixHTTPConnection.connect(path)
+        let fd: Int32
+        do {
+            fd = try UnixHTTPConnection.connect(path)
+        } catch where error.code == .daemonNotRunning {
+            throw HandoffClientError(
+                .daemonNotRunning,
+                "handoffd has no file socket at \(path) (it answers on \(socketPath)): it is older than this handoffctl; restart it (systemctl --user restart handoffd)"
+            )
+        }
         self.fd = fd
         self.pending = []
         var line: [UInt8]

@@ -75,7 +75,8 @@ final class FileSocketServer: Sendable {
         let serve: @Sendable (Accepted) -> Void = { accepted in
             Task { await FileSocketServer.serve(accepted, router: router, logger: logger) }
         }
-        acceptor = BlockingThread { FileSocketServer.acceptLoop(fd, logger: logger, serve: serve) }
+        let daemonUID = router.daemonUID
+        acceptor = BlockingThread { FileSocketServer.acceptLoop(fd, daemonUID: daemonUID, serve: serve) }
         logger.info("file socket listening", metadata: ["socket": "\(path)"])
     }
 
@@ -97,20 +98,30 @@ final class FileSocketServer: Sendable {
         var passed: Int32
     }
 
-    private static func acceptLoop(_ listening: Int32, logger: Logger, serve: @Sendable (Accepted) -> Void) {
+    private static func acceptLoop(_ listening: Int32, daemonUID: UInt32, serve: @Sendable (Accepted) -> Void) {
         while true {
             // (accept4 is _GNU_SOURCE only; children are started with every descriptor closed anyway.)
             let connection = accept(listening, nil, nil)
             if connection >= 0 { _ = fcntl(connection, F_SETFD, FD_CLOEXEC) }
             if connection < 0 {
                 switch errno {
-                case EINTR, ECONNABORTED, EMFILE, ENFILE, ENOBUFS, ENOMEM: continue
+                case EINTR, ECONNABORTED: continue
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    // The connection waits in the backlog; trying again at once would spin.
+                    usleep(100_000)
+                    continue
                 default: return  // shut down
                 }
             }
             var credentials = handoff_ucred()
             guard handoff_get_peer_credentials(connection, &credentials) == 0 else {
                 close(connection)
+                continue
+            }
+            let peer = PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
+            // Someone else's request (and file) is not even read: `serve` answers "forbidden".
+            guard (try? peer.authorize(daemonUID: daemonUID)) != nil else {
+                serve(Accepted(connection: connection, peer: peer, request: [], passed: -1))
                 continue
             }
             var timeout = timeval(tv_sec: requestTimeoutSeconds, tv_usec: 0)
@@ -136,7 +147,6 @@ final class FileSocketServer: Sendable {
                 length += n
             }
             request.removeLast(request.count - length)
-            let peer = PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
             serve(Accepted(connection: connection, peer: peer, request: request, passed: passed))
         }
     }

@@ -23,7 +23,10 @@ final class StreamFile: Sendable {
     }
 
     deinit {
-        close(descriptor)
+        // close(2) flushes: on NFS it waits for the written pages, on FUSE for a round trip.
+        // Never on the event loop, where the last reference usually goes.
+        let descriptor = self.descriptor
+        BlockingThread.detach(name: "handoff-close") { _ = close(descriptor) }
     }
 
     /// Regular files (and /dev/null) only: their reads and writes end, so a thread doing them ends
@@ -89,6 +92,8 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
     /// A read is with the worker; reads asked for meanwhile wait for it (one file offset).
     private var workerReading = false
     private var readsWaiting = 0
+    /// What the other end asked before our `start` ran (its start can run first on another loop).
+    private var beforeStart: [(StreamFileEnd) -> Void] = []
 
     init(_ file: StreamFile, splice: StreamSplice) {
         self.file = file
@@ -111,6 +116,9 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
         self.partner = partner
         let worker = FileWorker(file: file, owner: NIOLoopBound(self, eventLoop: context.eventLoop), allocator: context.channel.allocator)
         self.worker = worker
+        let early = beforeStart
+        beforeStart = []
+        early.forEach { $0(self) }
         if file.role == .send { readMore() }
     }
 
@@ -165,7 +173,11 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
     // MARK: To the file (receive)
 
     func write(_ chunks: [ByteBuffer], wake reader: StreamSplice.End) {
-        guard let worker, !closing else { return }
+        guard !closing else { return }
+        guard let worker else {
+            beforeStart.append { $0.write(chunks, wake: reader) }
+            return
+        }
         switch file.role {
         case .send:
             // What the other app sends is not kept.
@@ -175,8 +187,10 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
             // On the loop only while nothing waits for the worker: writes keep their order.
             if tryOnLoop, worker.hasNothingToWrite {
                 while var chunk = rest.first {
-                    let n = chunk.withUnsafeReadableBytes { handoff_write_nowait(file.descriptor, $0.baseAddress, $0.count) }
-                    let error = n < 0 ? errno : 0
+                    let (n, error) = chunk.withUnsafeReadableBytes { raw in
+                        let n = handoff_write_nowait(file.descriptor, raw.baseAddress, raw.count)
+                        return (n, n < 0 ? errno : 0)
+                    }
                     if n == chunk.readableBytes {
                         rest.removeFirst()
                         continue
@@ -186,11 +200,9 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
                         rest[rest.startIndex] = chunk
                         continue
                     }
-                    if error == EOPNOTSUPP { tryOnLoop = false }
-                    guard error == EOPNOTSUPP || error == EAGAIN || error == EINTR else {
-                        splice.fail("cannot write the file: \(String(cString: strerror(error)))")
-                        return
-                    }
+                    // Whatever stopped it (EAGAIN, or the flag itself refused), the worker's plain
+                    // write goes on from here and reports a real failure.
+                    if error == EOPNOTSUPP || error == EINVAL { tryOnLoop = false }
                     break
                 }
                 if rest.isEmpty {
@@ -203,7 +215,11 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
     }
 
     func closeOutput() {
-        guard let worker, !closing else { return }
+        guard !closing else { return }
+        guard let worker else {
+            beforeStart.append { $0.closeOutput() }
+            return
+        }
         switch file.role {
         case .send: splice.delivered(from: .peer)
         case .receive: worker.finishWriting()
@@ -259,7 +275,7 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
         closing = true
         worker?.stop()
         // The ends refer to each other and to themselves: let go.
-        (worker, partner, me) = (nil, nil, nil)
+        (worker, partner, me, beforeStart) = (nil, nil, nil, [])
     }
 }
 
@@ -410,13 +426,11 @@ final class FileWorker: Sendable {
                 chunk.moveWriterIndex(forwardBy: n)
                 return .data(chunk)
             }
+            // Without waiting, only data is an answer: Linux 5.9 and 5.10 may return 0 before the
+            // end of the file, and a failure may be the flag's; the thread's plain read decides.
+            if !wait { return error == EOPNOTSUPP || error == EINVAL ? .unsupported : .wouldBlock }
             if n == 0 { return .end }
-            switch error {
-            case EINTR: continue
-            case EAGAIN where !wait: return .wouldBlock
-            case EOPNOTSUPP where !wait: return .unsupported
-            default: return .failed(error)
-            }
+            if error != EINTR { return .failed(error) }
         }
     }
 

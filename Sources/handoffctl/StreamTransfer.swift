@@ -72,7 +72,15 @@ enum StreamTransfer {
         }
         defer { close(fd) }
         if canHandOver(fd) {
-            return try outcome(of: client.takeStream(streamID, file: fd, role: .send))
+            let stream: FileStream
+            do {
+                stream = try client.takeStream(streamID, file: fd, role: .send)
+            } catch {
+                // Taken and dropped, so that the other device hears now, not at a timeout.
+                (try? client.takeStream(streamID))?.close()
+                throw error
+            }
+            return try outcome(of: stream)
         }
         let stream = try client.takeStream(streamID)
         let sent = BytePump.copy(from: fd, to: stream.fileDescriptor)
