@@ -98,7 +98,7 @@ final class FileSocketServer: Sendable {
         var passed: Int32
     }
 
-    private static func acceptLoop(_ listening: Int32, daemonUID: UInt32, serve: @Sendable (Accepted) -> Void) {
+    private static func acceptLoop(_ listening: Int32, daemonUID: UInt32, serve: @escaping @Sendable (Accepted) -> Void) {
         while true {
             // (accept4 is _GNU_SOURCE only; children are started with every descriptor closed anyway.)
             let connection = accept(listening, nil, nil)
@@ -124,31 +124,41 @@ final class FileSocketServer: Sendable {
                 serve(Accepted(connection: connection, peer: peer, request: [], passed: -1))
                 continue
             }
-            var timeout = timeval(tv_sec: requestTimeoutSeconds, tv_usec: 0)
-            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            var request = [UInt8](repeating: 0, count: FileStreamSocket.maximumRequest)
-            var passed: Int32 = -1
-            var length = 0
-            // The descriptor comes with the request's first bytes; the line may take more reads.
-            while length < request.count, !request[0..<length].contains(UInt8(ascii: "\n")) {
-                var descriptor: Int32 = -1
-                let n = request.withUnsafeMutableBytes { raw in
-                    handoff_receive_with_descriptor(connection, raw.baseAddress! + length, raw.count - length, &descriptor)
-                }
-                if descriptor >= 0, passed == -1 {
-                    passed = descriptor
-                } else if descriptor != -1 {
-                    // More than one: none is kept.
-                    if descriptor >= 0 { close(descriptor) }
-                    if passed >= 0 { close(passed) }
-                    passed = -2
-                }
-                guard n > 0 else { break }
-                length += n
+            // Each request is read on a thread of its own: a client that connects and says
+            // nothing holds up no one else (for at most `requestTimeoutSeconds`, itself).
+            BlockingThread.detach(name: "handoff-request") {
+                let (request, passed) = readRequest(connection)
+                serve(Accepted(connection: connection, peer: peer, request: request, passed: passed))
             }
-            request.removeLast(request.count - length)
-            serve(Accepted(connection: connection, peer: peer, request: request, passed: passed))
         }
+    }
+
+    /// The request line and the descriptor that came with it: -1 none, -2 more than one (none kept).
+    private static func readRequest(_ connection: Int32) -> ([UInt8], Int32) {
+        var timeout = timeval(tv_sec: requestTimeoutSeconds, tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var request = [UInt8](repeating: 0, count: FileStreamSocket.maximumRequest)
+        var passed: Int32 = -1
+        var length = 0
+        // The descriptor comes with the request's first bytes; the line may take more reads.
+        while length < request.count, !request[0..<length].contains(UInt8(ascii: "\n")) {
+            var descriptor: Int32 = -1
+            let n = request.withUnsafeMutableBytes { raw in
+                handoff_receive_with_descriptor(connection, raw.baseAddress! + length, raw.count - length, &descriptor)
+            }
+            if descriptor >= 0, passed == -1 {
+                passed = descriptor
+            } else if descriptor != -1 {
+                // More than one: none is kept.
+                if descriptor >= 0 { close(descriptor) }
+                if passed >= 0 { close(passed) }
+                passed = -2
+            }
+            guard n > 0 else { break }
+            length += n
+        }
+        request.removeLast(request.count - length)
+        return (request, passed)
     }
 
     private static func serve(_ accepted: Accepted, router: LocalAPIRouter, logger: Logger) async {

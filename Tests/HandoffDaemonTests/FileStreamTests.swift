@@ -120,12 +120,17 @@ import Testing
         await expect(.unknownContinuation) { _ = try await b.client.openStream(continuationID: UUID(), file: readOnly, role: .send) }
         await expect(.unknownStream) { _ = try await a.client.takeStream(UUID(), file: readOnly, role: .send) }
 
-        // Without a file, or with a request that is not one: an answer, not silence.
+        // Without a file, or with a request that is not one: an answer, not silence — even while
+        // another client sits connected saying nothing (it has 5 s; nobody waits for it).
         let socket = FileStreamSocket.path(forAPISocket: b.socketPath)
+        let silent = try Self.connected(socket)
+        defer { close(silent) }
+        let started = ContinuousClock.now
         for line in [#"{"path":"/v1/streams/\#(UUID().uuidString)","role":"send"}"#, "GET / HTTP/1.1", #"{"path":1}"#] {
             let reply = try Self.rawExchange(socket, line + "\n")
             #expect(reply.error?.code == .badRequest, "\(line): \(reply)")
         }
+        #expect(ContinuousClock.now - started < .seconds(4), "the silent client held the others up")
         var st = stat()
         #expect(stat(socket, &st) == 0 && st.st_mode & 0o777 == 0o600)
         for d in [a, b] { try await d.finish() }
@@ -133,17 +138,8 @@ import Testing
 
     /// One request without a descriptor, and the one reply line.
     static func rawExchange(_ path: String, _ request: String) throws -> FileStreamReply {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = try connected(path)
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: Array(path.utf8) + [0])
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else { throw TestFailure("cannot connect to \(path)") }
         _ = Array(request.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         var reply: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -154,5 +150,22 @@ import Testing
         }
         guard let line = reply.split(separator: UInt8(ascii: "\n")).first else { throw TestFailure("no reply") }
         return try JSONDecoder().decode(FileStreamReply.self, from: Data(line))
+    }
+
+    static func connected(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: Array(path.utf8) + [0])
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw TestFailure("cannot connect to \(path)")
+        }
+        return fd
     }
 }
