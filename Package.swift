@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "HandoffSystem", dependencies: ["CHandoffLinux"], swiftSettings: strict),
 
         // The local-API client used by handoffctl and apps: links neither OpenSSL nor dns_sd.
-        .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel", "CHandoffLinux"], swiftSettings: strict),
+        .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel", "HandoffSystem", "CHandoffLinux"], swiftSettings: strict),
 
         // The daemon as a library of services.
         .target(
@@ -104,7 +104,7 @@ let package = Package(
         .testTarget(name: "HandoffTLSTests", dependencies: ["HandoffTLS", "HandoffModel"], swiftSettings: strict),
         .testTarget(
             name: "HandoffDaemonTests",
-            dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery"],
+            dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import HandoffAPI
+import HandoffSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -32,24 +33,13 @@ final class UnixHTTPConnection {
 
     /// A connected, blocking, close-on-exec Unix socket; errors say what to do about them.
     static func connect(_ socketPath: String) throws(HandoffClientError) -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(socketPath.utf8)
-        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw HandoffClientError(.daemonNotRunning, "the socket path \(socketPath) is too long for a Unix socket")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: pathBytes)
-            raw[pathBytes.count] = 0
-        }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else {
             throw HandoffClientError(.protocolError, "cannot create a socket: \(String(cString: strerror(errno)))")
         }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
+        guard let rc = UnixSocketAddress.with(socketPath, { Glibc.connect(fd, $0, $1) }) else {
+            close(fd)
+            throw HandoffClientError(.daemonNotRunning, "the socket path \(socketPath) is too long for a Unix socket")
         }
         if rc != 0 {
             let e = errno

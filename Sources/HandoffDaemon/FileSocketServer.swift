@@ -44,21 +44,11 @@ final class FileSocketServer: Sendable {
         guard fd >= 0 else {
             throw DaemonError(.socket, "cannot create the file socket", cause: SystemCallError(call: "socket", errno: errno))
         }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            close(fd)
-            throw DaemonError(.socket, "the file socket path \(path) is too long for a Unix socket; give a shorter --socket")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
         // Like the API socket: its directory is 0700 and ours (checked by LocalAPIServer), so no
         // one else can reach it before the chmod below.
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        guard let bound = UnixSocketAddress.with(path, { bind(fd, $0, $1) }) else {
+            close(fd)
+            throw DaemonError(.socket, "the file socket path \(path) is too long for a Unix socket; give a shorter --socket")
         }
         guard bound == 0, listen(fd, 64) == 0 else {
             let e = errno

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import HandoffAPI
+import HandoffSystem
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -375,19 +376,7 @@ enum UnixSocketProbe {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return .refused }
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return .refused }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
+        guard let rc = UnixSocketAddress.with(path, { Glibc.connect(fd, $0, $1) }) else { return .refused }
         if rc == 0 { return .accepting }
         return errno == ENOENT ? .absent : .refused
     }

@@ -32,12 +32,7 @@ final class StreamFile: Sendable {
     /// Regular files (and /dev/null) only: their reads and writes end, so a thread doing them ends
     /// too. A pipe or terminal could block it for ever; those go through the stream upgrade.
     private func check() throws(LocalAPIError) {
-        var st = stat()
-        guard fstat(descriptor, &st) == 0 else {
-            throw LocalAPIError(.badRequest, "the descriptor passed cannot be examined: \(String(cString: strerror(errno)))")
-        }
-        let kind = st.st_mode & S_IFMT
-        guard kind == S_IFREG || (kind == S_IFCHR && st.st_rdev == Self.devNull) else {
+        guard HandedOverFile.isAccepted(descriptor) else {
             throw LocalAPIError(
                 .badRequest,
                 "the file socket takes regular files (and /dev/null); stream a pipe, socket or terminal through the local API's upgrade instead"
@@ -54,10 +49,6 @@ final class StreamFile: Sendable {
         }
     }
 
-    private static let devNull: UInt = {
-        var st = stat()
-        return stat("/dev/null", &st) == 0 ? UInt(st.st_rdev) : UInt.max
-    }()
 }
 
 /// The app's end of a stream whose app handed handoffd a file: handoffd reads the file (`send`)
@@ -186,29 +177,15 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
             var rest = chunks[...]
             // On the loop only while nothing waits for the worker: writes keep their order.
             if tryOnLoop, worker.hasNothingToWrite {
-                while var chunk = rest.first {
-                    let (n, error) = chunk.withUnsafeReadableBytes { raw in
-                        let n = handoff_write_nowait(file.descriptor, raw.baseAddress, raw.count)
-                        return (n, n < 0 ? errno : 0)
-                    }
-                    if n == chunk.readableBytes {
-                        rest.removeFirst()
-                        continue
-                    }
-                    if n > 0 {
-                        chunk.moveReaderIndex(forwardBy: n)
-                        rest[rest.startIndex] = chunk
-                        continue
-                    }
-                    // Whatever stopped it (EAGAIN, or the flag itself refused), the worker's plain
-                    // write goes on from here and reports a real failure.
-                    if error == EOPNOTSUPP || error == EINVAL { tryOnLoop = false }
-                    break
-                }
+                let error: Int32
+                (rest, error) = FileWorker.write(rest, to: file.descriptor, wait: false)
                 if rest.isEmpty {
                     reader.readMore()
                     return
                 }
+                // Whatever stopped it (EAGAIN, or the flag itself refused), the worker's plain
+                // write goes on from there and reports a real failure.
+                if error == EOPNOTSUPP || error == EINVAL { tryOnLoop = false }
             }
             if worker.write(Array(rest), wake: reader) { reader.readMore() }
         }
@@ -396,7 +373,8 @@ final class FileWorker: Sendable {
                 if case .data = result { continue }
                 return
             case .write(let chunks, let bytes):
-                if let failure = Self.writeAll(chunks, to: file.descriptor) {
+                let (unwritten, failure) = Self.write(chunks[...], to: file.descriptor, wait: true)
+                if !unwritten.isEmpty {
                     report { $0.written(failure) }
                     return
                 }
@@ -434,23 +412,25 @@ final class FileWorker: Sendable {
         }
     }
 
-    /// All of `chunks`, in order; the errno on failure.
-    static func writeAll(_ chunks: [ByteBuffer], to fd: Int32) -> Int32? {
-        for chunk in chunks {
-            let failure = chunk.withUnsafeReadableBytes { bytes -> Int32? in
-                var offset = 0
-                while offset < bytes.count {
-                    let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        return errno
-                    }
-                    offset += n
-                }
-                return nil
+    /// Writes `chunks` in order at the file's offset. Waiting, until all are written or it fails;
+    /// without waiting, until the file would have to wait. What was not written, and the errno that
+    /// stopped it (0 if none).
+    static func write(_ chunks: ArraySlice<ByteBuffer>, to fd: Int32, wait: Bool) -> (ArraySlice<ByteBuffer>, Int32) {
+        var rest = chunks
+        while var chunk = rest.first {
+            let (n, error) = chunk.withUnsafeReadableBytes { raw in
+                let n = wait ? Glibc.write(fd, raw.baseAddress, raw.count) : handoff_write_nowait(fd, raw.baseAddress, raw.count)
+                return (n, n < 0 ? errno : 0)
             }
-            if let failure { return failure }
+            if n == chunk.readableBytes {
+                rest.removeFirst()
+            } else if n > 0 {
+                chunk.moveReaderIndex(forwardBy: n)
+                rest[rest.startIndex] = chunk
+            } else if !(wait && error == EINTR) {
+                return (rest, n == 0 && wait ? EIO : error)
+            }
         }
-        return nil
+        return (rest, 0)
     }
 }

@@ -24,7 +24,7 @@ enum StreamTransfer {
     /// writes them itself; a pipe or terminal on standard output gets the bytes through us.
     static func receive(continuationID: UUID, into destination: String, client: HandoffClient) throws -> StreamInfo {
         if destination == "-" {
-            if canHandOver(1) {
+            if HandedOverFile.isAccepted(1) {
                 return try outcome(of: client.openStream(continuationID: continuationID, file: 1, role: .receive))
             }
             return try receive(client.openStream(continuationID: continuationID), toStandardOutputWith: client)
@@ -71,7 +71,7 @@ enum StreamTransfer {
             throw CLIError(.failure, "cannot read \(path): \(reason)")
         }
         defer { close(fd) }
-        if canHandOver(fd) {
+        if HandedOverFile.isAccepted(fd) {
             let stream: FileStream
             do {
                 stream = try client.takeStream(streamID, file: fd, role: .send)
@@ -91,19 +91,6 @@ enum StreamTransfer {
             throw CLIError(.streamFailed, "cannot send \(path): \(failure)")
         }
         return info
-    }
-
-    /// What handoffd can read or write itself: a regular file, or /dev/null. (Its reads and writes
-    /// always end; a pipe's or terminal's may wait for ever, so those go through us.)
-    static func canHandOver(_ fd: Int32) -> Bool {
-        var st = stat()
-        var null = stat()
-        guard fstat(fd, &st) == 0 else { return false }
-        switch st.st_mode & S_IFMT {
-        case S_IFREG: return true
-        case S_IFCHR: return stat("/dev/null", &null) == 0 && null.st_rdev == st.st_rdev
-        default: return false
-        }
     }
 
     /// `--stream-exec CMD` on either device: `/bin/sh -c CMD` reads the stream on its standard

@@ -3,6 +3,7 @@ import HandoffAPI
 import HandoffClient
 import HandoffDaemon
 import HandoffModel
+import HandoffSystem
 import HandoffTestSupport
 import Testing
 
@@ -154,14 +155,7 @@ import Testing
 
     static func connected(_ path: String) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: Array(path.utf8) + [0])
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let connected = UnixSocketAddress.with(path) { connect(fd, $0, $1) }
         guard connected == 0 else {
             close(fd)
             throw TestFailure("cannot connect to \(path)")
