@@ -96,11 +96,13 @@ final class FileSocketServer: Sendable {
             if connection < 0 {
                 switch errno {
                 case EINTR, ECONNABORTED: continue
-                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
-                    // The connection waits in the backlog; trying again at once would spin.
+                case EINVAL, EBADF:
+                    return  // shut down (`stop`)
+                default:
+                    // EMFILE, ENFILE, ENOBUFS, ENOMEM, or a network error passed on by accept(2):
+                    // the connection waits in the backlog (or is gone); trying again at once would spin.
                     usleep(100_000)
                     continue
-                default: return  // shut down
                 }
             }
             var credentials = handoff_ucred()
@@ -116,10 +118,12 @@ final class FileSocketServer: Sendable {
             }
             // Each request is read on a thread of its own: a client that connects and says
             // nothing holds up no one else (for at most `requestTimeoutSeconds`, itself).
-            BlockingThread.detach(name: "handoff-request") {
+            let started = BlockingThread.detach(name: "handoff-request") {
                 let (request, passed) = readRequest(connection)
                 serve(Accepted(connection: connection, peer: peer, request: request, passed: passed))
             }
+            // At the thread limit: this client is turned away (it sees the connection close).
+            if !started { close(connection) }
         }
     }
 

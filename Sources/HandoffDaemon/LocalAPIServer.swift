@@ -54,43 +54,8 @@ final class LocalAPIServer: Service {
     func run() async throws {
         try PrivateFiles.ensureDirectory(PrivateFiles.parentDirectory(of: socketPath))
         try LocalAPIServer.clearStaleSocket(socketPath)
-
-        let server: NIOAsyncChannel<Connection, Never>
-        do {
-            let router = self.router
-            let logger = self.logger
-            server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .serverChannelOption(.backlog, value: 128)
-                // A stream's app shuts down its sending side when it is done sending, and keeps reading.
-                .childChannelOption(.allowRemoteHalfClosure, value: true)
-                .bind(unixDomainSocketPath: socketPath) { channel in
-                    PeerCredentials.of(channel).flatMapThrowing { peer in
-                        let upgrade = StreamUpgrader(router: router, peer: peer, logger: logger)
-                        let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(
-                            configuration: NIOUpgradableHTTPServerPipelineConfiguration(
-                                upgradeConfiguration: NIOTypedHTTPServerUpgradeConfiguration(
-                                    upgraders: [upgrade],
-                                    notUpgradingCompletionHandler: { channel in
-                                        channel.eventLoop.makeCompletedFuture {
-                                            let wrapped = try HTTPChannel(wrappingChannelSynchronously: channel)
-                                            return .http(wrapped, refusedUpgrade: upgrade.refusal)
-                                        }
-                                    }
-                                )
-                            )
-                        )
-                        channel.closeFuture.whenComplete { _ in upgrade.connectionClosed() }
-                        return Connection(channel: channel, peer: peer, negotiated: negotiated)
-                    }
-                }
-        } catch {
-            throw DaemonError(.socket, "cannot listen on \(socketPath)", cause: error)
-        }
+        let server = try await listen()
         defer { unlink(socketPath) }
-        guard chmod(socketPath, 0o600) == 0 else {
-            try? await server.channel.close()
-            throw DaemonError(.socket, "cannot restrict \(socketPath) to its owner", cause: SystemCallError(call: "chmod", errno: errno))
-        }
         logger.info("local API listening", metadata: ["socket": "\(socketPath)"])
         let files: FileSocketServer
         do {
@@ -102,22 +67,60 @@ final class LocalAPIServer: Service {
         defer { files.stop() }
         ready.succeed()
 
-        // On shutdown: close the listening socket (the accept stream then ends after handing over
-        // what it holds — a connection dropped from it would never be closed), and end open
-        // requests (event streams last forever otherwise).
-        try await withGracefulShutdownHandler {
-            try await server.executeThenClose { connections in
-                try await withThrowingDiscardingTaskGroup { group in
-                    for try await connection in connections {
-                        group.addTask { await self.serve(connection) }
-                    }
-                    group.cancelAll()
-                }
-            }
-        } onGracefulShutdown: {
-            server.channel.close(promise: nil)
+        // Served until shutdown, whatever a connection does; on shutdown open requests end too
+        // (event streams last forever otherwise).
+        let loop = AcceptLoop(what: socketPath, logger: logger) { [self] in
+            unlink(socketPath)  // ours, and no longer served
+            return try await listen()
         }
+        await loop.run(server) { await self.serve($0) }
         logger.info("local API closed", metadata: ["socket": "\(socketPath)"])
+    }
+
+    /// Binds the socket and makes it the owner's only (0600).
+    private func listen() async throws -> NIOAsyncChannel<Connection, Never> {
+        let server: NIOAsyncChannel<Connection, Never>
+        do {
+            let router = self.router
+            let logger = self.logger
+            // No child options or child initializer (see AcceptLoop): each connection is set up
+            // in the closure, guarded.
+            server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.backlog, value: 128)
+                .bind(unixDomainSocketPath: socketPath) { channel in
+                    ConnectionSetup.guarded(channel, peer: "a local client", logger: logger) {
+                        // A stream's app shuts down its sending side when it is done sending, and keeps reading.
+                        channel.setOption(.allowRemoteHalfClosure, value: true).flatMap {
+                            PeerCredentials.of(channel)
+                        }.flatMapThrowing { peer in
+                            let upgrade = StreamUpgrader(router: router, peer: peer, logger: logger)
+                            let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(
+                                configuration: NIOUpgradableHTTPServerPipelineConfiguration(
+                                    upgradeConfiguration: NIOTypedHTTPServerUpgradeConfiguration(
+                                        upgraders: [upgrade],
+                                        notUpgradingCompletionHandler: { channel in
+                                            channel.eventLoop.makeCompletedFuture {
+                                                let wrapped = try HTTPChannel(wrappingChannelSynchronously: channel)
+                                                return .http(wrapped, refusedUpgrade: upgrade.refusal)
+                                            }
+                                        }
+                                    )
+                                )
+                            )
+                            channel.closeFuture.whenComplete { _ in upgrade.connectionClosed() }
+                            return Connection(channel: channel, peer: peer, negotiated: negotiated)
+                        }
+                    }
+                }
+        } catch {
+            throw DaemonError(.socket, "cannot listen on \(socketPath)", cause: error)
+        }
+        guard chmod(socketPath, 0o600) == 0 else {
+            let e = errno
+            try? await server.channel.close()
+            throw DaemonError(.socket, "cannot restrict \(socketPath) to its owner", cause: SystemCallError(call: "chmod", errno: e))
+        }
+        return server
     }
 
     /// A socket file left by a daemon that died is removed; one that still answers means another

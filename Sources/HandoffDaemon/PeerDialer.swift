@@ -18,10 +18,10 @@ enum PeerDialer {
         do {
             link = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(connectTimeout)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
                 .connect(host: address.host, port: address.port) { channel in
-                    PeerPipeline.keepalive(channel).flatMapThrowing {
-                        try PeerPipeline.configure(channel, connection: try TLSConnection(context: context, expectedPeer: expectedPeer))
+                    channel.eventLoop.makeCompletedFuture {
+                        try PeerPipeline.enableKeepalive(channel)
+                        return try PeerPipeline.configure(channel, connection: try TLSConnection(context: context, expectedPeer: expectedPeer))
                     }
                 }
         } catch {
@@ -79,7 +79,7 @@ enum PeerDialer {
         }
     }
 
-    private static func describeConnectError(_ error: any Error) -> String {
+    static func describeConnectError(_ error: any Error) -> String {
         if let e = error as? NIOConnectionError {
             if e.dnsAError != nil || e.dnsAAAAError != nil, e.connectionErrors.isEmpty { return "the name \(e.host) does not resolve" }
             if let first = e.connectionErrors.first { return describeConnectError(first.error) }

@@ -42,48 +42,55 @@ final class PeerListener: Service {
     }
 
     func run() async throws {
-        var servers: [NIOAsyncChannel<PendingConnection, Never>] = []
+        var servers: [(address: String, server: NIOAsyncChannel<PendingConnection, Never>)] = []
         var port = self.port
+        var failures: [(address: String, error: any Error)] = []
         for address in bindAddresses {
             do {
                 let server = try await bind(address, port: port)
                 // With port 0 the first bind picks one; the other addresses use the same.
                 if port == 0 { port = server.channel.localAddress?.port ?? 0 }
-                servers.append(server)
+                servers.append((address, server))
             } catch {
                 // IPv6 may be off on this host; IPv4 alone is fine. Nothing bound at all is not.
                 logger.warning("cannot listen for devices", metadata: ["address": "\(address)", "port": "\(port)", "error": "\(error)"])
+                failures.append((address, error))
             }
         }
         guard !servers.isEmpty else {
-            let error = DaemonError(.socket, "cannot listen on port \(port) for other devices; is another handoffd running, or choose another with --port")
+            let error = Self.describeBindFailure(failures.first?.error, address: failures.first?.address ?? "", port: port)
             bound.fail(error)
             throw error
         }
         let listening = servers
+        let boundPort = port
         logger.info("listening for devices", metadata: ["port": "\(port)"])
         reportPort(port)
         bound.succeed()
-        // On shutdown, close the listening sockets: each accept stream then ends by itself after
-        // handing over what it holds (a connection dropped from it would never be closed), and
-        // the sessions are cancelled.
-        try await withGracefulShutdownHandler {
-            try await withThrowingDiscardingTaskGroup { group in
-                for server in listening {
-                    group.addTask {
-                        try await server.executeThenClose { pending in
-                            try await withThrowingDiscardingTaskGroup { connections in
-                                for try await connection in pending {
-                                    connections.addTask { await self.serve(connection) }
-                                }
-                                connections.cancelAll()
-                            }
-                        }
-                    }
+        // Each address is served by a loop that outlives whatever one connection does; on
+        // shutdown the listening sockets close and the sessions are cancelled.
+        await withDiscardingTaskGroup { group in
+            for (address, server) in listening {
+                let loop = AcceptLoop(what: "\(PeerAddress(host: address, port: boundPort))", logger: logger) {
+                    try await self.bind(address, port: boundPort)
                 }
+                group.addTask { await loop.run(server) { await self.serve($0) } }
             }
-        } onGracefulShutdown: {
-            for server in listening { server.channel.close(promise: nil) }
+        }
+    }
+
+    /// Why the peer port cannot be had, and what to do about it — in words, not errno text.
+    static func describeBindFailure(_ error: (any Error)?, address: String, port: Int) -> DaemonError {
+        let fix = "choose another with --port, or `port =` in handoffd.toml"
+        switch (error as? IOError)?.errnoCode {
+        case EADDRINUSE:
+            return DaemonError(.socket, "port \(port) is already in use by another program (or another handoffd); \(fix)")
+        case EACCES:
+            return DaemonError(.socket, "port \(port) is reserved for root on this system; \(fix) (1024 or above)")
+        case EADDRNOTAVAIL:
+            return DaemonError(.socket, "\(address) is not an address of this computer; fix `listen =` in handoffd.toml, or --listen")
+        default:
+            return DaemonError(.socket, "cannot listen on port \(port) for other devices (\(error.map { "\($0)" } ?? "no address to listen on")); \(fix)")
         }
     }
 
@@ -98,6 +105,9 @@ final class PeerListener: Service {
         let admission = self.admission
         let security = self.security
         let handshakeTimeout = self.handshakeTimeout
+        let logger = self.logger
+        // No child options or child initializer here: their failure would end the listener
+        // (AcceptLoop). Every connection is set up in the closure below, guarded.
         return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 128)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -106,31 +116,38 @@ final class PeerListener: Service {
                 guard host.contains(":") else { return channel.eventLoop.makeSucceededVoidFuture() }
                 return channel.setOption(ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only), value: 1)
             }
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer(PeerPipeline.keepalive)
             .bind(host: host, port: port) { channel in
                 let remote = channel.remoteAddress.map(PeerPipeline.describe) ?? "unknown"
-                // Refused connections are closed at once (a failed initializer alone leaves them open).
-                guard let contexts = security.contexts, admission.admit(remote) == .admitted else {
+                // Refused connections are closed at once (a failed closure alone leaves them open).
+                guard let contexts = security.contexts else {
                     channel.close(promise: nil)
                     return channel.eventLoop.makeFailedFuture(Refused())
                 }
-                return channel.eventLoop.makeCompletedFuture {
-                    do {
-                        let handshake = channel.eventLoop.makePromise(of: TLSHandshakeCompleted.self)
-                        let tls = TLSHandler(connection: try TLSConnection(context: contexts.server), handshakeTimeout: handshakeTimeout)
-                        let remote = RemoteAddress()
-                        try channel.pipeline.syncOperations.addHandler(tls)
-                        try channel.pipeline.syncOperations.addHandler(HandshakeGate(promise: handshake, remote: remote))
-                        // Runs as the gate hears of the handshake, before the next byte is read.
-                        let boundTLS = NIOLoopBound(tls, eventLoop: channel.eventLoop)
-                        let outcome = handshake.futureResult.flatMapThrowing { done in
-                            try ProtocolSwitch.install(after: done, on: channel, tls: boundTLS.value, remote: remote)
+                let verdict = admission.admit(remote)
+                guard verdict == .admitted else {
+                    logger.debug("refused a connection before its handshake", metadata: ["remote": "\(remote)", "reason": "\(verdict)"])
+                    channel.close(promise: nil)
+                    return channel.eventLoop.makeFailedFuture(Refused())
+                }
+                return ConnectionSetup.guarded(channel, peer: remote, logger: logger) {
+                    channel.eventLoop.makeCompletedFuture {
+                        do {
+                            try PeerPipeline.enableKeepalive(channel)
+                            let handshake = channel.eventLoop.makePromise(of: TLSHandshakeCompleted.self)
+                            let tls = TLSHandler(connection: try TLSConnection(context: contexts.server), handshakeTimeout: handshakeTimeout)
+                            let remote = RemoteAddress()
+                            try channel.pipeline.syncOperations.addHandler(tls)
+                            try channel.pipeline.syncOperations.addHandler(HandshakeGate(promise: handshake, remote: remote))
+                            // Runs as the gate hears of the handshake, before the next byte is read.
+                            let boundTLS = NIOLoopBound(tls, eventLoop: channel.eventLoop)
+                            let outcome = handshake.futureResult.flatMapThrowing { done in
+                                try ProtocolSwitch.install(after: done, on: channel, tls: boundTLS.value, remote: remote)
+                            }
+                            return PendingConnection(channel: channel, outcome: outcome, remote: remote)
+                        } catch {
+                            admission.settled()
+                            throw error
                         }
-                        return PendingConnection(channel: channel, outcome: outcome, remote: remote)
-                    } catch {
-                        admission.settled()
-                        throw error
                     }
                 }
             }

@@ -150,23 +150,25 @@ extension LimitedFrameDecoder: Sendable {}
 enum PeerPipeline {
     /// TCP keepalive tuned so that a silent peer (host gone, cable pulled) is noticed within about
     /// 8 s — by the kernel, without waking the daemon: idle 3 s, then 3 probes 1 s apart; data
-    /// unacknowledged for 8 s also ends the connection.
-    static let keepalive: @Sendable (any Channel) -> EventLoopFuture<Void> = { channel in
+    /// unacknowledged for 8 s also ends the connection. On the channel's event loop, before it is
+    /// registered; a failure is that connection's alone (the caller closes it).
+    ///
+    /// Only options an unprivileged process may set: NIO's `.socketOption(.tcp_nodelay)` is
+    /// SOL_SOCKET option 1 (SO_DEBUG), which needs CAP_NET_ADMIN — it made every connection fail
+    /// for a normal user. TCP_NODELAY itself NIO sets on every TCP socket already.
+    static func enableKeepalive(_ channel: any Channel) throws {
+        guard let options = channel.syncOptions else { throw ChannelError.operationUnsupported }
         let tcp = NIOBSDSocket.OptionLevel(rawValue: CInt(IPPROTO_TCP))
-        let options: [(NIOBSDSocket.OptionLevel, CInt, Int)] = [
+        let settings: [(NIOBSDSocket.OptionLevel, CInt, Int)] = [
             (.socket, CInt(SO_KEEPALIVE), 1),
             (tcp, CInt(TCP_KEEPIDLE), 3),
             (tcp, CInt(TCP_KEEPINTVL), 1),
             (tcp, CInt(TCP_KEEPCNT), 3),
             (tcp, CInt(TCP_USER_TIMEOUT), 8000),
         ]
-        var future = channel.eventLoop.makeSucceededVoidFuture()
-        for (level, name, value) in options {
-            future = future.flatMap {
-                channel.setOption(ChannelOptions.Types.SocketOption(level: level, name: NIOBSDSocket.Option(rawValue: name)), value: value)
-            }
+        for (level, name, value) in settings {
+            try options.setOption(ChannelOptions.Types.SocketOption(level: level, name: NIOBSDSocket.Option(rawValue: name)), value: value)
         }
-        return future
     }
 
     /// Installs TLS, the handshake gate and the framing on a fresh channel (on its event loop).

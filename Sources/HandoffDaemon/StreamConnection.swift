@@ -225,10 +225,10 @@ extension PeerDialer {
         do {
             (connection, handshake) = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(connectTimeout)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
                 .channelOption(.allowRemoteHalfClosure, value: true)
                 .connect(host: address.host, port: address.port) { channel in
-                    PeerPipeline.keepalive(channel).flatMapThrowing {
+                    channel.eventLoop.makeCompletedFuture {
+                        try PeerPipeline.enableKeepalive(channel)
                         let promise = channel.eventLoop.makePromise(of: TLSHandshakeCompleted.self)
                         let remote = RemoteAddress()
                         let sync = channel.pipeline.syncOperations
@@ -244,7 +244,7 @@ extension PeerDialer {
                     }
                 }
         } catch {
-            throw LocalAPIError(.unreachable, "cannot reach \(peerName) at \(address): \(error)")
+            throw LocalAPIError(.unreachable, "cannot reach \(peerName) at \(address): \(describeConnectError(error))")
         }
         do {
             _ = try await handshake.get()

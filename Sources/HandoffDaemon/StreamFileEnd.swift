@@ -26,7 +26,7 @@ final class StreamFile: Sendable {
         // close(2) flushes: on NFS it waits for the written pages, on FUSE for a round trip.
         // Never on the event loop, where the last reference usually goes.
         let descriptor = self.descriptor
-        BlockingThread.detach(name: "handoff-close") { _ = close(descriptor) }
+        if !BlockingThread.detach(name: "handoff-close", { _ = close(descriptor) }) { close(descriptor) }
     }
 
     /// Regular files (and /dev/null) only: their reads and writes end, so a thread doing them ends
@@ -105,7 +105,10 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
     func start(partner: StreamSplice.End) {
         guard let context, !closing else { return }
         self.partner = partner
-        let worker = FileWorker(file: file, owner: NIOLoopBound(self, eventLoop: context.eventLoop), allocator: context.channel.allocator)
+        guard let worker = FileWorker(file: file, owner: NIOLoopBound(self, eventLoop: context.eventLoop), allocator: context.channel.allocator) else {
+            splice.fail("handoffd cannot start a thread for the file (too many threads); try again when fewer streams run")
+            return
+        }
         self.worker = worker
         let early = beforeStart
         beforeStart = []
@@ -303,11 +306,12 @@ final class FileWorker: Sendable {
     private let state = Mutex(State())
     private let jobsReady = DispatchSemaphore(value: 0)
 
-    init(file: StreamFile, owner: NIOLoopBound<StreamFileEnd>, allocator: ByteBufferAllocator) {
+    /// Nil when no thread can be started for it.
+    init?(file: StreamFile, owner: NIOLoopBound<StreamFileEnd>, allocator: ByteBufferAllocator) {
         self.file = file
         self.owner = owner
         self.allocator = allocator
-        BlockingThread.detach(name: "handoff-file") { [self] in run() }
+        guard BlockingThread.detach(name: "handoff-file", { [self] in run() }) else { return nil }
     }
 
     func readMore() {

@@ -21,8 +21,11 @@ public final class BlockingThread: @unchecked Sendable {
     }
 
     /// Runs `body` on a thread nobody waits for (its resources go when it returns), named `name`
-    /// (at most 15 bytes) for `top -H` and perf.
-    public static func detach(name: String, _ body: @escaping @Sendable () -> Void) {
+    /// (at most 15 bytes) for `top -H` and perf. Returns false, and `body` never runs, when no
+    /// thread can be made (the process or user is at its thread limit): a daemon must answer that
+    /// for the one request or stream concerned, not die of it.
+    @discardableResult
+    public static func detach(name: String, _ body: @escaping @Sendable () -> Void) -> Bool {
         let body: @Sendable () -> Void = {
             _ = handoff_name_this_thread(name)
             body()
@@ -32,9 +35,12 @@ public final class BlockingThread: @unchecked Sendable {
         defer { pthread_attr_destroy(&attributes) }
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
         var thread = pthread_t()
-        let context = Unmanaged.passRetained(Body(body)).toOpaque()
-        let rc = pthread_create(&thread, &attributes, Self.entry, context)
-        precondition(rc == 0, "pthread_create failed: \(rc)")
+        let context = Unmanaged.passRetained(Body(body))
+        guard pthread_create(&thread, &attributes, Self.entry, context.toOpaque()) == 0 else {
+            context.release()
+            return false
+        }
+        return true
     }
 
     private static let entry: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? = { raw in
