@@ -20,22 +20,21 @@ import Testing
     func handoffdStopsGracefullyAndKeepsTheActivity(signal: Int32) async throws {
         let home = try DaemonHome()
         defer { home.remove() }
-        let env = home.environment
         let socket = home.socketPath
         let first = try await home.start()
-        let become = try await Subprocess.run(
-            CLI.handoffctl, ["become-current", "--type", "com.example.editor.edit", "--title", "Survivor"], environment: env
-        )
+        let become = try await home.ctl(["become-current", "--type", "com.example.editor.edit", "--title", "Survivor"])
         #expect(become.status == 0, "\(become)")
         #expect(try await first.stop(signal: signal) == 0, "graceful exit status: \(first.stderr)")
         #expect(!FileManager.default.fileExists(atPath: socket), "the socket is removed")
         #expect(first.stderr.contains("handoffd stopped"))
 
         let second = try await home.start()
-        let current = try await Subprocess.run(CLI.handoffctl, ["current", "--json"], environment: env)
+        let current = try await home.ctl(["current", "--json"])
         let activity = try LocalAPIJSON.decoder().decode(Activity.self, from: Data(current.stdout.utf8))
         #expect(activity.id.lowercasedString == become.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(activity.title == "Survivor")
+        let status = try LocalAPIJSON.decoder().decode(DaemonStatus.self, from: Data(try await home.ctl(["status", "--json"]).stdout.utf8))
+        #expect(status.uid == home.user.uid && (status.uid != 0 || geteuid() != 0), "handoffd runs as the test user, not root: uid \(status.uid)")
         #expect(try await second.stop() == 0)
     }
 
@@ -58,7 +57,7 @@ import Testing
         let first = try DaemonHome()
         defer { first.remove() }
         let a = try await first.start(["--create-account"])
-        let ctl = { (home: DaemonHome, args: [String]) in try await Subprocess.run(CLI.handoffctl, args, environment: home.environment) }
+        let ctl = { (home: DaemonHome, args: [String]) in try await home.ctl(args) }
         try await a.wait(for: "the account") { _ in FileManager.default.fileExists(atPath: first.stateDirectory + "/account") }
         let created = try LocalAPIJSON.decoder().decode(AccountInfo.self, from: Data(try await ctl(first, ["account", "show", "--json"]).stdout.utf8))
         #expect(try await a.stop() == 0)
@@ -67,7 +66,7 @@ import Testing
         #expect(kept.accountID == created.accountID, "not created twice")
 
         let status = try LocalAPIJSON.decoder().decode(DaemonStatus.self, from: Data(try await ctl(first, ["status", "--json"]).stdout.utf8))
-        let invite = try RunningProcess(CLI.handoffctl, ["account", "invite"], environment: first.environment)
+        let invite = try first.ctlProcess(["account", "invite"])
         try await invite.wait(for: "the code") { !$0.stdout.isEmpty }
         let code = String(invite.stdout.split(separator: "\n").first ?? "")
         let second = try DaemonHome()
@@ -87,8 +86,7 @@ import Testing
     @Test func sighupReloadsWhatItCanAndNamesWhatNeedsARestart() async throws {
         let home = try DaemonHome()
         defer { home.remove() }
-        let config = home.directory + "/handoffd.toml"
-        try "browser = \"/bin/true\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let config = try home.write(Data("browser = \"/bin/true\"\n".utf8), to: "handoffd.toml")
         let daemon = try await home.start(["--config", config])
 
         try "browser = \"/bin/echo\"\nmax_activity_bytes = 4096\nlog_level = \"debug\"\n".write(toFile: config, atomically: true, encoding: .utf8)
@@ -101,7 +99,7 @@ import Testing
         kill(daemon.pid, SIGHUP)
         try await daemon.wait(for: "the refusal") { $0.stderr.contains("configuration not reloaded") }
         #expect(daemon.stderr.contains("handoffd.toml:1"), "the file and line: \(daemon.stderr)")
-        #expect(try await Subprocess.run(CLI.handoffctl, ["status"], environment: home.environment).status == 0, "still serving")
+        #expect(try await home.ctl(["status"]).status == 0, "still serving")
         #expect(try await daemon.stop() == 0)
     }
 

@@ -154,26 +154,23 @@ import Testing
         let b = try DaemonHome()
         defer { a.remove(); b.remove() }
         let trace = a.directory + "/trace"
+        // strace runs as the test user too: the daemon is traced as it is deployed, unprivileged.
         let traced = try await a.start(wrapper: ["/usr/bin/strace", "-f", "-qq", "-o", trace])
         let daemonB = try await b.start()
         func ctl(_ home: DaemonHome, _ arguments: [String]) async throws -> ProcessResult {
-            let r = try await Subprocess.run(Subprocess.product("handoffctl"), arguments, environment: home.environment)
+            let r = try await home.ctl(arguments)
             if r.status != 0 { throw TestFailure("handoffctl \(arguments): \(r)") }
             return r
         }
         _ = try await ctl(a, ["account", "create", "--device-name", "desk"])
         let statusA = try LocalAPIJSON.decoder().decode(DaemonStatus.self, from: Data(try await ctl(a, ["status", "--json"]).stdout.utf8))
         let (port, daemonPID) = (statusA.peerPort, statusA.pid)
-        let invite = try RunningProcess(Subprocess.product("handoffctl"), ["account", "invite"], environment: a.environment)
+        let invite = try a.ctlProcess(["account", "invite"])
         try await invite.wait(for: "the code") { !$0.stdout.isEmpty }
         let code = String(invite.stdout.split(separator: "\n").first ?? "")
         _ = try await ctl(b, ["account", "join", code, "--peer", "127.0.0.1:\(port)", "--device-name", "laptop"])
-        let file = a.directory + "/payload"
-        try Data((0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }).write(to: URL(fileURLWithPath: file))
-        let server = try RunningProcess(
-            Subprocess.product("handoffctl"), ["become-current", "--type", "org.example.sandbox", "--title", "s", "--stream-file", file],
-            environment: a.environment
-        )
+        let file = try a.write(Data((0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }), to: "payload")
+        let server = try a.ctlProcess(["become-current", "--type", "org.example.sandbox", "--title", "s", "--stream-file", file])
         try await server.wait(for: "the server to attach") { $0.stderr.contains("attached") }
         _ = try await ctl(b, ["continue", "127.0.0.1:\(port)", "--stream-to", b.directory + "/copy"])
         #expect(FileManager.default.contents(atPath: b.directory + "/copy") == FileManager.default.contents(atPath: file))

@@ -22,27 +22,27 @@ import Testing
     }
 
     func run(_ rig: Rig) async throws {
-        let bravoHome = rig.directory + "/bravo"
+        let bravoHome = rig.home("bravo")
         // Bravo's apps: an editor installed the XDG way, and a browser command in the config.
-        try write(bravoHome + "/.local/share/applications/org.example.Editor.desktop", """
+        try rig.write(to: bravoHome + "/.local/share/applications/org.example.Editor.desktop", """
             [Desktop Entry]
             Type=Application
             Name=Example Editor
             Exec=\(bravoHome)/editor.sh %f
             X-Handoff-ActivityTypes=org.example.Editor.edit;
             """)
-        try write(bravoHome + "/editor.sh", """
+        try rig.write(to: bravoHome + "/editor.sh", """
             #!/bin/sh
             cp "$1" \(bravoHome)/received.tmp && echo "$HANDOFF_CONTINUATION_ID" > \(bravoHome)/continuation-id && mv \(bravoHome)/received.tmp \(bravoHome)/received.json
             """, executable: true)
-        try write(bravoHome + "/browser.sh", "#!/bin/sh\nprintf '%s\\n' \"$@\" > \(bravoHome)/browser.tmp && mv \(bravoHome)/browser.tmp \(bravoHome)/browser-args\n", executable: true)
-        try write(bravoHome + "/config/handoff/handoffd.toml", "browser = \"\(bravoHome)/browser.sh --new-window\"\n")
+        try rig.write(to: bravoHome + "/browser.sh", "#!/bin/sh\nprintf '%s\\n' \"$@\" > \(bravoHome)/browser.tmp && mv \(bravoHome)/browser.tmp \(bravoHome)/browser-args\n", executable: true)
+        try rig.write(to: bravoHome + "/.config/handoff/handoffd.toml", "browser = \"\(bravoHome)/browser.sh --new-window\"\n")
 
         try await rig.startDaemon("alpha")
         try await rig.startDaemon("bravo")
         let (alphaID, _) = try await EndToEndTests().pair(rig)
         try await Rig.waitFor("bravo to see alpha") { try await peers(rig).contains { $0.id == alphaID && $0.reachable } }
-        let watch = try RunningProcess(Rig.script, rig.execArguments("bravo", ["watch", "--json"]))
+        let watch = try rig.ctlProcess("bravo", ["watch", "--json"])
 
         // 1. An installed app receives the activity, with the continuation id.
         let editing = try await becomeCurrent(rig, ["--type", "org.example.Editor.edit", "--title", "Report", "--info", "page:int=3"])
@@ -74,12 +74,11 @@ import Testing
         _ = try await watch.stop()
 
         // 4. needsSave: the state the app gives at willSave is what bravo receives; wasContinued reaches it.
-        let saver = try RunningProcess(
-            Rig.script,
-            rig.execArguments("alpha", [
+        let saver = try rig.ctlProcess(
+            "alpha", [
                 "become-current", "--type", "org.example.Editor.edit", "--title", "Draft", "--info", "text=old",
                 "--save-exec", #"printf '{"text": {"string": "saved at willSave"}}'"#,
-            ])
+            ]
         )
         try await saver.wait(for: "become-current --save-exec to attach") { $0.stderr.contains("attached") }
         try await waitUntilBravoSees(rig, title: "Draft")
@@ -92,8 +91,8 @@ import Testing
         // 5. A 1 GiB stream arrives byte-identical, the daemons' memory flat.
         let big = rig.directory + "/big.bin"
         #expect(try await rig.run("alpha", ["/bin/sh", "-c", "head -c 1073741824 /dev/urandom > \(big)"]).status == 0)
-        let server = try RunningProcess(
-            Rig.script, rig.execArguments("alpha", ["become-current", "--type", "org.example.Big", "--title", "Big", "--stream-file", big])
+        let server = try rig.ctlProcess(
+            "alpha", ["become-current", "--type", "org.example.Big", "--title", "Big", "--stream-file", big]
         )
         try await server.wait(for: "the stream server to attach") { $0.stderr.contains("attached") }
         try await waitUntilBravoSees(rig, title: "Big")
@@ -117,10 +116,10 @@ import Testing
         // 5b. Not files: handoffd cannot wait on a pipe for ever, so handoffctl carries the bytes
         // itself — from a FIFO on alpha, into a pipe (the captured stdout) on bravo.
         let fifo = rig.directory + "/fifo"
-        #expect(mkfifo(fifo, 0o600) == 0)
+        #expect(try await rig.run("alpha", ["mkfifo", "-m", "0600", fifo]).status == 0)
         #expect(try await rig.run("alpha", ["/bin/sh", "-c", "(printf 'from a pipe' > \(fifo)) >/dev/null 2>&1 &"]).status == 0)
-        let piped = try RunningProcess(
-            Rig.script, rig.execArguments("alpha", ["become-current", "--type", "org.example.Pipe", "--title", "Pipe", "--stream-file", fifo])
+        let piped = try rig.ctlProcess(
+            "alpha", ["become-current", "--type", "org.example.Pipe", "--title", "Pipe", "--stream-file", fifo]
         )
         try await piped.wait(for: "the pipe server to attach") { $0.stderr.contains("attached") }
         try await waitUntilBravoSees(rig, title: "Pipe")
@@ -129,8 +128,8 @@ import Testing
         _ = try await piped.stop()
 
         // 6. --stream-exec on both ends: an echo round trip.
-        let echo = try RunningProcess(
-            Rig.script, rig.execArguments("alpha", ["become-current", "--type", "org.example.Echo", "--title", "Echo", "--stream-exec", "cat"])
+        let echo = try rig.ctlProcess(
+            "alpha", ["become-current", "--type", "org.example.Echo", "--title", "Echo", "--stream-exec", "cat"]
         )
         try await echo.wait(for: "the echo server to attach") { $0.stderr.contains("attached") }
         try await waitUntilBravoSees(rig, title: "Echo")
@@ -144,13 +143,13 @@ import Testing
         //    within 10 s, and nothing looks complete.
         for (round, victim) in ["the app", "handoffd"].enumerated() {
             let title = "Big \(round)"
-            let server = try RunningProcess(
-                Rig.script, rig.execArguments("alpha", ["become-current", "--type", "org.example.Big", "--title", title, "--stream-file", big])
+            let server = try rig.ctlProcess(
+                "alpha", ["become-current", "--type", "org.example.Big", "--title", title, "--stream-file", big]
             )
             try await server.wait(for: "the stream server to attach") { $0.stderr.contains("attached") }
             try await waitUntilBravoSees(rig, title: title)
             let partial = rig.directory + "/partial.bin"
-            let receiver = try RunningProcess(Rig.script, rig.execArguments("bravo", ["continue", "desk", "--stream-to", partial]))
+            let receiver = try rig.ctlProcess("bravo", ["continue", "desk", "--stream-to", partial])
             try await receiver.wait(seconds: 30, for: "bytes to flow") { _ in
                 temporaryFiles(rig.directory, "partial.bin").contains { (try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int) ?? 0 > 32 << 20 }
             }
@@ -171,12 +170,6 @@ import Testing
     }
 
     // MARK: Helpers
-
-    func write(_ path: String, _ text: String, executable: Bool = false) throws {
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-        if executable { chmod(path, 0o755) }
-    }
 
     func peers(_ rig: Rig) async throws -> [PeerInfo] {
         try await rig.ctlJSON("bravo", PeersResponse.self, ["peers"]).peers

@@ -2,14 +2,19 @@ import Foundation
 import HandoffAPI
 
 /// Simulated hosts (scripts/rig.sh): each a network namespace on a private bridge with its own
-/// D-Bus and avahi-daemon. Tests run real handoffd and handoffctl binaries inside them.
+/// D-Bus and avahi-daemon. Tests run real handoffd and handoffctl binaries inside them — as the
+/// test user (`TestUser`), each host with its own home, `$XDG_RUNTIME_DIR` (0700) and the
+/// environment the user unit gives: root only builds the namespaces (and, where a test says so,
+/// changes a host's network or captures its traffic).
 public final class Rig: @unchecked Sendable {
     public static let script = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().appendingPathComponent("../../scripts/rig.sh").standardizedFileURL.path
 
     public let name: String
     public let hosts: [String]
+    /// The rig's files; the test user's. Each host's home is `directory/HOST`.
     public let directory: String
+    public let user: TestUser
     private var daemons: [String: RunningProcess] = [:]
     private let lock = NSLock()
 
@@ -26,7 +31,14 @@ public final class Rig: @unchecked Sendable {
         // Rigs of earlier runs that crashed (their test process is gone) are taken down first.
         _ = try? await Subprocess.run(script, ["sweep", "-"])
         let name = "e" + String((0..<7).map { _ in "abcdefghijklmnopqrstuvwxyz0123456789".randomElement()! })
-        let rig = Rig(name: name, hosts: hosts, directory: try TempDirectory.make(prefix: "handoff-e2e"))
+        let user = try TestUser.current
+        let directory = try TempDirectory.make(prefix: "handoff-e2e")
+        try user.makeDirectory(directory, mode: 0o755)
+        for host in hosts {
+            try user.makeDirectory(directory + "/" + host)
+            try user.makeDirectory(directory + "/" + host + "/run")
+        }
+        let rig = Rig(name: name, hosts: hosts, directory: directory, user: user)
         var env = ProcessInfo.processInfo.environment
         env["HANDOFF_RIG_OWNER"] = String(getpid())
         let result = try await Subprocess.run(script, ["up", name] + hosts, environment: env)
@@ -37,37 +49,65 @@ public final class Rig: @unchecked Sendable {
         return rig
     }
 
-    private init(name: String, hosts: [String], directory: String) {
+    private init(name: String, hosts: [String], directory: String, user: TestUser) {
         self.name = name
         self.hosts = hosts
         self.directory = directory
+        self.user = user
     }
+
+    /// `host`'s home (the test user's).
+    public func home(_ host: String) -> String { directory + "/" + host }
 
     public func address(_ host: String) async throws -> String {
         try await Subprocess.run(Rig.script, ["addr", name, host]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// The environment of `host`'s user: its own home, runtime and state directories.
+    /// The environment of the user on `host`: what the user unit gives handoffd, and a login
+    /// shell handoffctl (`TestUser.environment`).
     public func environment(_ host: String) -> [String: String] {
-        let home = directory + "/" + host
-        return [
-            "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "HOME": home, "XDG_RUNTIME_DIR": home + "/run", "XDG_STATE_HOME": home + "/state", "XDG_CONFIG_HOME": home + "/config",
-        ]
+        user.environment(home: home(host), runtimeDirectory: home(host) + "/run")
     }
 
-    /// Runs a command inside `host`.
+    /// Runs a command inside `host` as the test user.
     public func run(_ host: String, _ command: [String]) async throws -> ProcessResult {
-        try await Subprocess.run(Rig.script, ["exec", name, host, "/usr/bin/env"] + environment(host).map { "\($0)=\($1)" } + command)
+        try await Subprocess.run(Rig.script, ["exec", name, host] + user.command(command, environment: environment(host)))
     }
 
-    /// rig.sh's arguments to run `handoffctl ARGUMENTS` inside `host` (for a `RunningProcess`).
-    public func execArguments(_ host: String, _ arguments: [String]) -> [String] {
-        ["exec", name, host, "/usr/bin/env"] + environment(host).map { "\($0)=\($1)" } + [Subprocess.product("handoffctl")] + arguments
+    /// Runs a command inside `host` as root: only for what a user cannot do on their own
+    /// computer either (changing its addresses, its firewall).
+    public func root(_ host: String, _ command: [String]) async throws -> ProcessResult {
+        try await Subprocess.run(Rig.script, ["exec", name, host] + command)
+    }
+
+    /// rig.sh's arguments to run `handoffctl ARGUMENTS` inside `host` as the test user (for a
+    /// `RunningProcess`).
+    public func execArguments(_ host: String, _ arguments: [String]) throws -> [String] {
+        ["exec", name, host] + user.command([try user.product("handoffctl")] + arguments, environment: environment(host))
     }
 
     public func ctl(_ host: String, _ arguments: [String]) async throws -> ProcessResult {
-        try await run(host, [Subprocess.product("handoffctl")] + arguments)
+        try await run(host, [try user.product("handoffctl")] + arguments)
+    }
+
+    /// Starts `handoffctl ARGUMENTS` inside `host` and leaves it running.
+    public func ctlProcess(_ host: String, _ arguments: [String]) throws -> RunningProcess {
+        try RunningProcess(Rig.script, try execArguments(host, arguments))
+    }
+
+    /// Writes a file of the test user at `path` (under `directory`), making missing directories
+    /// theirs too.
+    public func write(to path: String, _ text: String, executable: Bool = false) throws {
+        var missing: [String] = []
+        var parent = (path as NSString).deletingLastPathComponent
+        while !FileManager.default.fileExists(atPath: parent), parent.hasPrefix(directory) {
+            missing.insert(parent, at: 0)
+            parent = (parent as NSString).deletingLastPathComponent
+        }
+        for dir in missing { try user.makeDirectory(dir, mode: 0o755) }
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        try user.own(path)
+        chmod(path, executable ? 0o755 : 0o644)
     }
 
     /// `handoffctl … --json` decoded.
@@ -80,11 +120,9 @@ public final class Rig: @unchecked Sendable {
     /// Starts handoffd on `host` and waits until it answers.
     @discardableResult
     public func startDaemon(_ host: String, arguments: [String] = []) async throws -> RunningProcess {
-        try FileManager.default.createDirectory(atPath: directory + "/" + host, withIntermediateDirectories: true)
-        let env = environment(host)
         let process = try RunningProcess(
             Rig.script,
-            ["exec", name, host, "/usr/bin/env"] + env.map { "\($0)=\($1)" } + [Subprocess.product("handoffd"), "--log-level", "debug"] + arguments
+            ["exec", name, host] + user.command([try user.product("handoffd"), "--log-level", "debug"] + arguments, environment: environment(host))
         )
         lock.withLock { daemons[host] = process }
         let deadline = ContinuousClock.now + .seconds(15)

@@ -151,30 +151,56 @@ final class DispatchSemaphoreBox: @unchecked Sendable {
     }
 }
 
-/// A home for a real `handoffd` process on temp paths (XDG runtime and state directories), for
-/// tests of the binary itself: start it, restart it, kill it.
+/// A home for a real `handoffd` process, for tests of the binary itself: start it, restart it,
+/// kill it. It runs as the test user (`TestUser`) in that user's own home, with the environment
+/// the user unit gives it: `$XDG_RUNTIME_DIR` (0700) under the home, and state and configuration
+/// in their XDG defaults (`~/.local/state/handoff`, `~/.config/handoff`).
 public struct DaemonHome: Sendable {
     public let directory: String
+    public let user: TestUser
     public let environment: [String: String]
     public var socketPath: String { directory + "/run/handoff/handoffd.sock" }
-    public var stateDirectory: String { directory + "/state/handoff" }
+    public var stateDirectory: String { directory + "/.local/state/handoff" }
 
     public init() throws {
+        user = try TestUser.current
         directory = try TempDirectory.make()
-        environment = ProcessInfo.processInfo.environment.merging(
-            ["XDG_RUNTIME_DIR": directory + "/run", "XDG_STATE_HOME": directory + "/state"],
-            uniquingKeysWith: { $1 }
-        )
+        try user.makeDirectory(directory)
+        try user.makeDirectory(directory + "/run")
+        environment = user.environment(home: directory, runtimeDirectory: directory + "/run")
     }
 
     /// Starts handoffd (peers on loopback at a free port) and returns once its socket exists.
-    /// `wrapper` runs in front of it (e.g. strace and its options).
-    public func start(_ arguments: [String] = [], wrapper: [String] = []) async throws -> RunningProcess {
-        let command = wrapper + [Subprocess.product("handoffd"), "--port", "0", "--listen", "127.0.0.1"] + arguments
-        let process = try RunningProcess(command[0], Array(command.dropFirst()), environment: environment)
+    /// `wrapper` runs in front of it, as the same user (e.g. strace and its options);
+    /// `extraEnvironment` is added to the user unit's.
+    public func start(_ arguments: [String] = [], wrapper: [String] = [], extraEnvironment: [String: String] = [:]) async throws -> RunningProcess {
+        let command = wrapper + [try user.product("handoffd"), "--port", "0", "--listen", "127.0.0.1"] + arguments
+        let argv = user.command(command, environment: environment.merging(extraEnvironment) { $1 })
+        let process = try RunningProcess(argv[0], Array(argv.dropFirst()))
         let socket = socketPath
         try await process.wait(for: "handoffd to listen") { _ in FileManager.default.fileExists(atPath: socket) }
         return process
+    }
+
+    /// Runs `handoffctl ARGUMENTS` as this home's user, to completion.
+    public func ctl(_ arguments: [String], stdin: Data? = nil) async throws -> ProcessResult {
+        let argv = user.command([try user.product("handoffctl")] + arguments, environment: environment)
+        return try await Subprocess.run(argv[0], Array(argv.dropFirst()), stdin: stdin)
+    }
+
+    /// Starts `handoffctl ARGUMENTS` as this home's user and leaves it running.
+    public func ctlProcess(_ arguments: [String]) throws -> RunningProcess {
+        let argv = user.command([try user.product("handoffctl")] + arguments, environment: environment)
+        return try RunningProcess(argv[0], Array(argv.dropFirst()))
+    }
+
+    /// Writes `data` to `name` in the home, as a file of its user.
+    @discardableResult
+    public func write(_ data: Data, to name: String) throws -> String {
+        let path = directory + "/" + name
+        try data.write(to: URL(fileURLWithPath: path))
+        try user.own(path)
+        return path
     }
 
     public func remove() {
