@@ -97,6 +97,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/HandoffTestSupport",
+            // The fault library is C built at test time for LD_PRELOAD (FaultInjection.swift).
+            exclude: ["Faults"],
             swiftSettings: strict
         ),
 

@@ -3,6 +3,11 @@ import NIOCore
 import ServiceLifecycle
 import Synchronization
 
+/// What a listener hands over for each connection: at least the connection itself.
+protocol IncomingConnection: Sendable {
+    var channel: any Channel { get }
+}
+
 /// Serving a listening socket so that nothing one connection does can stop it.
 ///
 /// NIO ends an async server channel's stream of connections — and with it the service and the
@@ -12,45 +17,69 @@ import Synchronization
 /// ENOBUFS, ENOMEM, ECONNABORTED) close the listening socket. So:
 /// - listeners set no child options and no child initializer: each connection is set up in the
 ///   bind's per-connection closure through `ConnectionSetup.guarded`, whose failure NIO drops;
-/// - if the listening socket stops anyway, it is bound again after a pause (0.5 s doubling to
-///   30 s), while the connections it accepted carry on; only shutdown ends the loop.
-final class AcceptLoop<Accepted: Sendable>: Sendable {
+/// - if the listening socket stops anyway, it is bound again after a pause (0.1 s doubling to
+///   30 s while binding fails), while the connections it accepted carry on; only shutdown ends
+///   the loop. (Most such stops are one connection's network error that accept(2) passed on —
+///   Linux's accept(2) says to treat those like EAGAIN — so the first try comes at once.)
+/// - a connection set up just as its listening socket stopped is one NIO will never hand over:
+///   its `Intake` closes it, so that it holds neither a descriptor nor a peer waiting for ever.
+final class AcceptLoop<Accepted: IncomingConnection>: Sendable {
     typealias Server = NIOAsyncChannel<Accepted, Never>
 
+    /// A bound listening socket and the intake of its connections.
+    struct Bound: Sendable {
+        let server: Server
+        let intake: Intake
+    }
+
     private let what: String
-    private let rebind: @Sendable () async throws -> Server
+    private let bindSocket: @Sendable (Intake) async throws -> Server
     private let logger: Logger
     private let state = Mutex<(current: (any Channel)?, stopping: Bool)>((nil, false))
 
-    /// `what` names the socket in logs ("peer port 0.0.0.0:47810"); `rebind` makes a new
-    /// listening socket like the first.
-    init(what: String, logger: Logger, rebind: @escaping @Sendable () async throws -> Server) {
+    /// `what` names the socket in logs ("peer port 0.0.0.0:47810"); `bind` makes a listening
+    /// socket whose per-connection closure sets each connection up with `ConnectionSetup.guarded`
+    /// and the intake it is given.
+    init(what: String, logger: Logger, bind: @escaping @Sendable (Intake) async throws -> Server) {
         self.what = what
         self.logger = logger
-        self.rebind = rebind
+        self.bindSocket = bind
     }
 
-    /// Serves `first` (already bound) until graceful shutdown, each connection in a task of its
-    /// own; then closes the listening socket and cancels the connections still served.
-    func run(_ first: Server, serve: @escaping @Sendable (Accepted) async -> Void) async {
+    /// Binds a listening socket. The first one's failure is the caller's to report: a daemon
+    /// that cannot listen at start says so and stops.
+    func bind() async throws -> Bound {
+        let intake = Intake()
+        return Bound(server: try await bindSocket(intake), intake: intake)
+    }
+
+    /// Serves `first` until graceful shutdown, each connection in a task of its own; then closes
+    /// the listening socket and cancels the connections still served.
+    func run(_ first: Bound, serve: @escaping @Sendable (Accepted) async -> Void) async {
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { connections in
-                var server: Server? = first
-                var pause: Duration = .milliseconds(500)
+                var bound: Bound? = first
+                var pause: Duration = .milliseconds(100)
                 while true {
-                    if let current = server, adopt(current.channel) {
+                    if let current = bound, adopt(current.server.channel) {
+                        var failure: (any Error)?
                         do {
-                            try await current.executeThenClose { inbound in
+                            try await current.server.executeThenClose { inbound in
                                 for try await connection in inbound {
+                                    current.intake.delivered(connection.channel)
                                     connections.addTask { await serve(connection) }
                                 }
                             }
                         } catch {
-                            logger.error("stopped accepting connections", metadata: ["socket": "\(what)", "error": "\(error)"])
+                            failure = error
                         }
-                        pause = .milliseconds(500)
+                        current.intake.end()
+                        if isStopping { break }
+                        // NIO closes a listening socket on most accept(2) errors, without a word.
+                        logger.error("stopped accepting connections", metadata: ["socket": "\(what)", "error": "\(failure.map { "\($0)" } ?? "closed")"])
+                        pause = .milliseconds(100)
                     }
-                    server = nil
+                    bound = nil
                     if isStopping { break }
                     logger.warning("listening again after a pause", metadata: ["socket": "\(what)", "pause": "\(pause)"])
                     let wait = pause
@@ -58,7 +87,8 @@ final class AcceptLoop<Accepted: Sendable>: Sendable {
                     if isStopping { break }
                     pause = min(pause * 2, .seconds(30))
                     do {
-                        server = try await rebind()
+                        bound = try await bind()
+                        logger.notice("listening again", metadata: ["socket": "\(what)"])
                     } catch {
                         logger.error("cannot listen again yet", metadata: ["socket": "\(what)", "error": "\(error)"])
                     }
@@ -87,6 +117,35 @@ final class AcceptLoop<Accepted: Sendable>: Sendable {
         if stopping { channel.close(promise: nil) }
         return !stopping
     }
+
+    /// The connections of one listening socket between being set up and being handed over.
+    final class Intake: Sendable {
+        private let state = Mutex<(ended: Bool, pending: [ObjectIdentifier: any Channel])>((false, [:]))
+
+        /// A connection is being set up; false once the socket's stream of connections ended.
+        fileprivate func begin(_ channel: any Channel) -> Bool {
+            state.withLock { s in
+                guard !s.ended else { return false }
+                s.pending[ObjectIdentifier(channel)] = channel
+                return true
+            }
+        }
+
+        /// Its setup failed (it is being closed), or it was handed over.
+        fileprivate func delivered(_ channel: any Channel) {
+            _ = state.withLock { $0.pending.removeValue(forKey: ObjectIdentifier(channel)) }
+        }
+
+        /// The stream ended: what was set up and not handed over never will be.
+        fileprivate func end() {
+            let orphans = state.withLock { s -> [any Channel] in
+                s.ended = true
+                defer { s.pending = [:] }
+                return Array(s.pending.values)
+            }
+            orphans.forEach { $0.close(promise: nil) }
+        }
+    }
 }
 
 /// Setting up a connection that was just accepted, inside a listener's per-connection closure.
@@ -94,10 +153,15 @@ enum ConnectionSetup {
     /// Runs `setup`; if it fails, the failure is that connection's alone: logged once with the
     /// peer, the connection closed, and the failed future returned for NIO to drop. Nothing is
     /// fired through the listening socket (see `AcceptLoop`).
-    static func guarded<T>(
-        _ channel: any Channel, peer: String, logger: Logger, _ setup: () -> EventLoopFuture<T>
-    ) -> EventLoopFuture<T> {
-        setup().flatMapErrorThrowing { error in
+    static func guarded<Accepted: IncomingConnection>(
+        _ channel: any Channel, intake: AcceptLoop<Accepted>.Intake, peer: String, logger: Logger, _ setup: () -> EventLoopFuture<Accepted>
+    ) -> EventLoopFuture<Accepted> {
+        guard intake.begin(channel) else {
+            channel.close(promise: nil)
+            return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
+        }
+        return setup().flatMapErrorThrowing { error in
+            intake.delivered(channel)
             logger.notice("dropped a connection that could not be set up", metadata: ["remote": "\(peer)", "error": "\(error)"])
             channel.close(promise: nil)
             throw error

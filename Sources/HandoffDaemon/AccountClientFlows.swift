@@ -111,33 +111,43 @@ enum AccountJoiner {
     }
 }
 
-/// `account sync`: talk to one device now, as members do whenever they meet, and exchange
-/// account states (this is how a revocation reaches a device).
+/// `account sync PEER`: exchange account states with one device now, as members do whenever
+/// they meet (this is how a revocation reaches a device). Over the session with it — the open
+/// one, or a new one whose greeting already did the exchange — it asks for the device's state
+/// and keeps it if newer, and sends ours if the device's is older.
 enum AccountSync {
-    static func sync(_ request: SyncRequest, store: AccountStore, security: PeerSecurity, defaultPort: Int) async throws(LocalAPIError)
-        -> SyncResponse
-    {
-        guard let contexts = security.contexts else {
+    static func sync(
+        _ request: SyncRequest, store: AccountStore, links: MemberLinks, directory: PeerDirectory, defaultPort: Int
+    ) async throws(LocalAPIError) -> SyncResponse {
+        guard let state = await store.currentState, let me = await store.hello()?.deviceID else {
             throw LocalAPIError(.noAccount, "this device has no account yet; create one (handoffctl account create) or join one (handoffctl account join CODE)")
         }
-        let address = try PeerAddress(parsing: request.peer, defaultPort: defaultPort)
-        let (link, peer) = try await PeerDialer.connect(address, context: contexts.client)
-        guard case .member(let peerID) = peer else {
-            throw LocalAPIError(.refused, "\(address) is not a device of this account")
-        }
+        let before = state.version
+        let target = try await PeerTarget.resolve(request.peer, state: state, me: me, directory: directory, defaultPort: defaultPort)
+        let session = try await target.session(links: links, directory: directory)
+        let reply: PeerMessage
         do {
-            let outcome = try await link.channel.executeThenClose { inbound, outbound in
-                var messages = inbound.makeAsyncIterator()
-                return try await MemberGreeting.asClient(peerID: peerID, link: link, inbound: &messages, outbound: outbound, store: store)
-            }
-            return SyncResponse(
-                peerID: peerID,
-                peerName: outcome.peer.deviceName,
-                stateVersion: await store.stateVersion,
-                updated: outcome.learnedNewerState
-            )
+            reply = try await session.request { PeerMessage.getAccountState(requestID: $0) }
+        } catch is PeerRequestTimeout {
+            throw LocalAPIError(.timeout, "\(session.peerName) did not send its account state in time; is it up to date?")
         } catch {
-            throw PeerDialer.describe(error, address: address)
+            throw LocalAPIError(.unreachable, "the connection to \(session.peerName) ended before it answered")
         }
+        guard case .accountStateReply(_, let signed, let secret) = reply else {
+            throw LocalAPIError(.versionMismatch, "\(session.peerName) answered with a \(reply.kindName); are both devices up to date?")
+        }
+        switch await store.adopt(signed, accountSecret: secret) {
+        case .updated:
+            await links.applyRevocations()
+        case .notNewer:
+            let theirs = (try? AccountState(decoding: signed.stateBytes))?.version ?? 0
+            if theirs < (await store.stateVersion), let (mine, secret) = await store.stateToShare() {
+                try? await session.send(.accountState(mine, accountSecret: secret))
+            }
+        case .invalid:
+            throw LocalAPIError(.refused, "\(session.peerName) sent an account state that is not this account's")
+        }
+        let after = await store.stateVersion
+        return SyncResponse(peerID: session.peerID, peerName: session.peerName, stateVersion: after, updated: after > before)
     }
 }

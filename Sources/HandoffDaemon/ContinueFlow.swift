@@ -28,9 +28,9 @@ enum ContinueFlow {
             events.publish(LocalEvent(at: .now(), .willContinue(continuationID: continuationID, type: type, peer: peer)))
         }
         do throws(LocalAPIError) {
-            let target = try await resolve(request.peer, state: state, me: me, services: services)
+            let target = try await PeerTarget.resolve(request.peer, state: state, me: me, directory: services.directory, defaultPort: services.peerPort())
             if let device = target.device, let seen = target.seen { announce(seen.type, device) }
-            var session = try await connect(target, services: services)
+            var session = try await target.session(links: services.links, directory: services.directory)
             var answer: PeerMessage?
             // A session can end under us (both devices dialled at once and one connection gave
             // way, or the other side restarted): one fresh connection is worth a try.
@@ -42,7 +42,7 @@ enum ContinueFlow {
                 } catch {
                     guard attempt == 1 else { throw LocalAPIError(.unreachable, "the connection to \(session.peerName) ended before it answered") }
                     try? await Task.sleep(for: .milliseconds(100))
-                    session = try await connect(target, services: services)
+                    session = try await target.session(links: services.links, directory: services.directory)
                 }
             }
             let peer = LocalEvent.PeerRef(id: session.peerID, name: session.peerName)
@@ -106,67 +106,5 @@ enum ContinueFlow {
         default:
             throw LocalAPIError(.versionMismatch, "\(name) answered with a \(answer.kindName); are both devices up to date?")
         }
-    }
-
-    /// Who `continue` was asked to reach: a device of the account (with the activity we saw it
-    /// advertise, if any), or an address.
-    struct Target {
-        var device: LocalEvent.PeerRef?
-        var seen: ActivitySummary?
-        var address: PeerAddress?
-    }
-
-    private static func resolve(_ text: String, state: AccountState, me: DeviceID, services: DaemonServices) async throws(LocalAPIError) -> Target {
-        if looksLikeAddress(text) {
-            return Target(address: try PeerAddress(parsing: text, defaultPort: services.peerPort()))
-        }
-        let lower = text.lowercased()
-        let candidates = state.devices.filter { $0.id != me && ($0.name.lowercased() == lower || (lower.count >= 4 && $0.id.text.hasPrefix(lower))) }
-        guard !text.isEmpty, let device = candidates.first else {
-            throw LocalAPIError(.unknownPeer, "no other device of this account is called or starts with \(displayQuoted(text)); see handoffctl peers")
-        }
-        guard candidates.count == 1 else {
-            throw LocalAPIError(.unknownPeer, "\(displayQuoted(text)) matches \(candidates.count) devices; give more of the id")
-        }
-        return Target(device: LocalEvent.PeerRef(id: device.id, name: device.name), seen: await services.directory.info(device.id)?.activity)
-    }
-
-    /// The session to ask: the one open with the device, or a new one.
-    private static func connect(_ target: Target, services: DaemonServices) async throws(LocalAPIError) -> MemberSession {
-        let links = services.links
-        guard let device = target.device else { return try await links.connect(target.address!) }
-        var lastError = LocalAPIError(.unreachable, "\(device.name) cannot be reached")
-        // Two rounds: when both devices dial each other at once, one of the two connections is
-        // closed, and the session to use is the other one, there a moment later.
-        for round in 1...2 {
-            if let session = await links.session(for: device.id) { return session }
-            let targets = await services.directory.dialTargets(device.id)
-            guard !targets.isEmpty else {
-                throw LocalAPIError(.unreachable, "\(device.name) has not been seen on the network; is handoffd running there? (or give HOST:PORT)")
-            }
-            for address in targets {
-                let result: Result<MemberSession, LocalAPIError>
-                do {
-                    result = .success(try await links.connect(address, expecting: device.id))
-                } catch {
-                    result = .failure(error)
-                }
-                switch result {
-                case .success(let session): return session
-                case .failure(let e):
-                    lastError = e
-                    if e.code == .revoked || e.code == .refused { throw e }
-                }
-            }
-            if round == 1 { try? await Task.sleep(for: .milliseconds(200)) }
-        }
-        throw lastError
-    }
-
-    /// `host:port`, `[v6]:port`, or a bare IP address — not a device name.
-    static func looksLikeAddress(_ text: String) -> Bool {
-        if text.hasPrefix("[") { return true }
-        if let colon = text.lastIndex(of: ":"), Int(text[text.index(after: colon)...]) != nil { return true }
-        return DaemonSettings.isIPAddress(text)
     }
 }

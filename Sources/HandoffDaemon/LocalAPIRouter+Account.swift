@@ -70,7 +70,9 @@ extension LocalAPIRouter {
     func sync(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
         let sync = try body(SyncRequest.self, of: request)
-        return .ok(try await AccountSync.sync(sync, store: services.accounts, security: services.security, defaultPort: services.peerPort()))
+        return .ok(
+            try await AccountSync.sync(sync, store: services.accounts, links: services.links, directory: services.directory, defaultPort: services.peerPort())
+        )
     }
 
     func peers(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {

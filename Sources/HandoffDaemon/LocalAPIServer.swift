@@ -31,7 +31,7 @@ final class LocalAPIServer: Service {
         case stream
     }
 
-    struct Connection: Sendable {
+    struct Connection: IncomingConnection {
         let channel: any Channel
         let peer: PeerCredentials
         let negotiated: EventLoopFuture<Negotiated>
@@ -54,14 +54,18 @@ final class LocalAPIServer: Service {
     func run() async throws {
         try PrivateFiles.ensureDirectory(PrivateFiles.parentDirectory(of: socketPath))
         try LocalAPIServer.clearStaleSocket(socketPath)
-        let server = try await listen()
+        let loop = AcceptLoop<Connection>(what: socketPath, logger: logger) { [self] intake in
+            unlink(socketPath)  // ours: stale, or the one that stopped
+            return try await listen(intake: intake)
+        }
+        let first = try await loop.bind()
         defer { unlink(socketPath) }
         logger.info("local API listening", metadata: ["socket": "\(socketPath)"])
         let files: FileSocketServer
         do {
             files = try FileSocketServer(path: FileStreamSocket.path(forAPISocket: socketPath), router: router, logger: logger)
         } catch {
-            try? await server.channel.close()
+            try? await first.server.channel.close()
             throw error
         }
         defer { files.stop() }
@@ -69,16 +73,12 @@ final class LocalAPIServer: Service {
 
         // Served until shutdown, whatever a connection does; on shutdown open requests end too
         // (event streams last forever otherwise).
-        let loop = AcceptLoop(what: socketPath, logger: logger) { [self] in
-            unlink(socketPath)  // ours, and no longer served
-            return try await listen()
-        }
-        await loop.run(server) { await self.serve($0) }
+        await loop.run(first) { await self.serve($0) }
         logger.info("local API closed", metadata: ["socket": "\(socketPath)"])
     }
 
     /// Binds the socket and makes it the owner's only (0600).
-    private func listen() async throws -> NIOAsyncChannel<Connection, Never> {
+    private func listen(intake: AcceptLoop<Connection>.Intake) async throws -> NIOAsyncChannel<Connection, Never> {
         let server: NIOAsyncChannel<Connection, Never>
         do {
             let router = self.router
@@ -88,7 +88,7 @@ final class LocalAPIServer: Service {
             server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .serverChannelOption(.backlog, value: 128)
                 .bind(unixDomainSocketPath: socketPath) { channel in
-                    ConnectionSetup.guarded(channel, peer: "a local client", logger: logger) {
+                    ConnectionSetup.guarded(channel, intake: intake, peer: "a local client", logger: logger) {
                         // A stream's app shuts down its sending side when it is done sending, and keeps reading.
                         channel.setOption(.allowRemoteHalfClosure, value: true).flatMap {
                             PeerCredentials.of(channel)

@@ -227,8 +227,11 @@ actor MemberLinks {
             attachments.wasContinued(activityID, peer: LocalEvent.PeerRef(id: session.peerID, name: session.peerName))
         case .unknown(let kind):
             logger.debug("skipped a message of unknown type", metadata: ["peer": "\(session.peerID.short)", "type": "\(kind)"])
-        case .activity(let id, _), .activityUnavailable(let id, _):
+        case .activity(let id, _), .activityUnavailable(let id, _), .accountStateReply(let id, _, _):
             session.settle(id, .success(message))
+        case .getAccountState(let id):
+            guard let (signed, secret) = await store.stateToShare() else { throw PeerSessionError.noAccount }
+            try await session.send(.accountStateReply(requestID: id, signed, accountSecret: secret))
         case .accountState(let signed, let secret):
             if await store.adopt(signed, accountSecret: secret) == .updated { await applyRevocations() }
         case .failure(let f):
@@ -266,6 +269,14 @@ actor MemberLinks {
                 guard case .member(let peerID) = peer else {
                     await link.discard()
                     outcome.settle(.failure(LocalAPIError(.refused, "\(address) is not a device of this account")))
+                    return
+                }
+                // One session per device: reached by its address while a session with it is
+                // open (`continue HOST:PORT`), the open one serves, and this connection goes
+                // before its greeting (the other side never registers it).
+                if let open = await self.session(for: peerID) {
+                    await link.discard()
+                    outcome.settle(.success(open))
                     return
                 }
                 try await link.channel.executeThenClose { inbound, outbound in

@@ -51,6 +51,13 @@ enum PeerDialer {
         }
         guard let tls = error as? TLSError else {
             if error is ChannelError { return LocalAPIError(.unreachable, "\(address) closed the connection") }
+            if let e = error as? IOError {
+                switch e.errnoCode {
+                case ECONNRESET, EPIPE: return LocalAPIError(.unreachable, "\(address) cut the connection off")
+                case ETIMEDOUT: return LocalAPIError(.unreachable, "\(address) stopped answering")
+                default: return LocalAPIError(.unreachable, "the connection to \(address) failed: \(String(cString: strerror(e.errnoCode)))")
+                }
+            }
             return LocalAPIError(.unreachable, "the connection to \(address) failed: \(error)")
         }
         switch tls.code {

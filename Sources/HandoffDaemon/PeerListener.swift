@@ -42,39 +42,39 @@ final class PeerListener: Service {
     }
 
     func run() async throws {
-        var servers: [(address: String, server: NIOAsyncChannel<PendingConnection, Never>)] = []
-        var port = self.port
+        var loops: [(loop: AcceptLoop<PendingConnection>, first: AcceptLoop<PendingConnection>.Bound)] = []
         var failures: [(address: String, error: any Error)] = []
+        // With port 0 the first bind picks one; the other addresses, and binding again, use it.
+        let port = BoundPort()
+        port.set(self.port)
         for address in bindAddresses {
+            let loop = AcceptLoop<PendingConnection>(what: address, logger: logger) { intake in
+                try await self.bind(address, port: port.value ?? 0, intake: intake)
+            }
             do {
-                let server = try await bind(address, port: port)
-                // With port 0 the first bind picks one; the other addresses use the same.
-                if port == 0 { port = server.channel.localAddress?.port ?? 0 }
-                servers.append((address, server))
+                let first = try await loop.bind()
+                if port.value == 0 { port.set(first.server.channel.localAddress?.port ?? 0) }
+                loops.append((loop, first))
             } catch {
                 // IPv6 may be off on this host; IPv4 alone is fine. Nothing bound at all is not.
-                logger.warning("cannot listen for devices", metadata: ["address": "\(address)", "port": "\(port)", "error": "\(error)"])
+                logger.warning("cannot listen for devices", metadata: ["address": "\(address)", "port": "\(port.value ?? 0)", "error": "\(error)"])
                 failures.append((address, error))
             }
         }
-        guard !servers.isEmpty else {
-            let error = Self.describeBindFailure(failures.first?.error, address: failures.first?.address ?? "", port: port)
+        guard !loops.isEmpty else {
+            let error = Self.describeBindFailure(failures.first?.error, address: failures.first?.address ?? "", port: port.value ?? 0)
             bound.fail(error)
             throw error
         }
-        let listening = servers
-        let boundPort = port
-        logger.info("listening for devices", metadata: ["port": "\(port)"])
-        reportPort(port)
+        logger.info("listening for devices", metadata: ["port": "\(port.value ?? 0)"])
+        reportPort(port.value ?? 0)
         bound.succeed()
         // Each address is served by a loop that outlives whatever one connection does; on
         // shutdown the listening sockets close and the sessions are cancelled.
+        let serving = loops
         await withDiscardingTaskGroup { group in
-            for (address, server) in listening {
-                let loop = AcceptLoop(what: "\(PeerAddress(host: address, port: boundPort))", logger: logger) {
-                    try await self.bind(address, port: boundPort)
-                }
-                group.addTask { await loop.run(server) { await self.serve($0) } }
+            for (loop, first) in serving {
+                group.addTask { await loop.run(first) { await self.serve($0) } }
             }
         }
     }
@@ -95,13 +95,13 @@ final class PeerListener: Service {
     }
 
     /// An accepted connection until its TLS handshake says what it is.
-    struct PendingConnection: Sendable {
+    struct PendingConnection: IncomingConnection {
         let channel: any Channel
         let outcome: EventLoopFuture<AcceptedConnection>
         let remote: RemoteAddress
     }
 
-    private func bind(_ host: String, port: Int) async throws -> NIOAsyncChannel<PendingConnection, Never> {
+    private func bind(_ host: String, port: Int, intake: AcceptLoop<PendingConnection>.Intake) async throws -> NIOAsyncChannel<PendingConnection, Never> {
         let admission = self.admission
         let security = self.security
         let handshakeTimeout = self.handshakeTimeout
@@ -129,7 +129,7 @@ final class PeerListener: Service {
                     channel.close(promise: nil)
                     return channel.eventLoop.makeFailedFuture(Refused())
                 }
-                return ConnectionSetup.guarded(channel, peer: remote, logger: logger) {
+                return ConnectionSetup.guarded(channel, intake: intake, peer: remote, logger: logger) {
                     channel.eventLoop.makeCompletedFuture {
                         do {
                             try PeerPipeline.enableKeepalive(channel)
@@ -143,6 +143,9 @@ final class PeerListener: Service {
                             let outcome = handshake.futureResult.flatMapThrowing { done in
                                 try ProtocolSwitch.install(after: done, on: channel, tls: boundTLS.value, remote: remote)
                             }
+                            // The slot is free once the handshake is settled, whether or not the
+                            // connection is ever served (AcceptLoop.Intake closes orphans).
+                            outcome.whenComplete { _ in admission.settled() }
                             return PendingConnection(channel: channel, outcome: outcome, remote: remote)
                         } catch {
                             admission.settled()
@@ -163,9 +166,7 @@ final class PeerListener: Service {
             } onCancel: {
                 channel.close(promise: nil)
             }
-            admission.settled()
         } catch {
-            admission.settled()
             let remote = pending.remote.value ?? "unknown"
             if let e = error as? TLSError {
                 if e.code == .joinCodeRejected { admission.joinFailed(remote) }

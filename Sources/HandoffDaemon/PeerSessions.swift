@@ -171,6 +171,8 @@ extension PeerMessage {
         case .openStream: "stream request"
         case .streamAccepted: "stream acceptance"
         case .streamRefused: "stream refusal"
+        case .getAccountState: "account state request"
+        case .accountStateReply: "account state"
         case .unknown(let kind): "message of unknown type \(kind)"
         }
     }

@@ -39,6 +39,11 @@ public enum PeerMessage: Sendable, Equatable {
     /// The originator's answer: after this frame, both directions carry the stream's raw bytes.
     case streamAccepted(streamID: UUID)
     case streamRefused(StreamRefusal)
+    /// "Send me your account state", over an open session (`account sync` with a device it has a
+    /// session with already).
+    case getAccountState(requestID: UInt32)
+    /// The answer: the sender's signed account state and its account secret.
+    case accountStateReply(requestID: UInt32, SignedAccountState, accountSecret: [UInt8])
     /// A message type this version does not know (a newer peer's); sessions skip it.
     case unknown(kind: UInt8)
 
@@ -46,6 +51,7 @@ public enum PeerMessage: Sendable, Equatable {
         case hello = 1, accountState = 2, joinRequest = 3, joinAccepted = 4, joinRefused = 5, failure = 6
         case activityNotice = 7, getActivity = 8, activity = 9, activityUnavailable = 10
         case activityContinued = 11, openStream = 12, streamAccepted = 13, streamRefused = 14
+        case getAccountState = 15, accountStateReply = 16
     }
 
     var kindByte: UInt8 {
@@ -71,6 +77,8 @@ public enum PeerMessage: Sendable, Equatable {
         case .openStream: .openStream
         case .streamAccepted: .streamAccepted
         case .streamRefused: .streamRefused
+        case .getAccountState: .getAccountState
+        case .accountStateReply: .accountStateReply
         case .unknown: nil
         }
     }
@@ -216,6 +224,17 @@ extension PeerMessage {
     /// (the TLS certificate says who is talking).
     static let placeholderID = DeviceID(digest: [UInt8](repeating: 0, count: 32))
 
+    /// A signed account state and its account secret, each length-prefixed.
+    static func signedState(_ r: inout ByteReader) throws -> (SignedAccountState, [UInt8]) {
+        let stateBytes = Array(try r.lengthPrefixed())
+        let secret = Array(try r.lengthPrefixed())
+        do {
+            return (try SignedAccountState(decoding: stateBytes), secret)
+        } catch {
+            throw PeerMessageError(description: "\(error)")
+        }
+    }
+
     static func uuid(_ r: inout ByteReader) throws -> UUID {
         let b = Array(try r.take(16))
         return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
@@ -237,6 +256,12 @@ extension PeerMessage {
             w.varint(h.accountStateVersion)
             if let clock = h.clock { w.uint64BE(UInt64(bitPattern: clock.microsecondsSinceEpoch)) }
         case .accountState(let s, let secret):
+            w.lengthPrefixed(s.encoded())
+            w.lengthPrefixed(secret)
+        case .getAccountState(let id):
+            w.uint32BE(id)
+        case .accountStateReply(let id, let s, let secret):
+            w.uint32BE(id)
             w.lengthPrefixed(s.encoded())
             w.lengthPrefixed(secret)
         case .joinRequest(let r):
@@ -305,13 +330,14 @@ extension PeerMessage {
                 let clock = r.isAtEnd ? nil : Timestamp(microsecondsSinceEpoch: Int64(bitPattern: try r.uint64BE()))
                 self = .hello(PeerHello(protocolVersion: version, deviceID: id, deviceName: name, accountStateVersion: stateVersion, clock: clock))
             case .accountState:
-                let stateBytes = Array(try r.lengthPrefixed())
-                let secret = Array(try r.lengthPrefixed())
-                do {
-                    self = .accountState(try SignedAccountState(decoding: stateBytes), accountSecret: secret)
-                } catch {
-                    throw PeerMessageError(description: "\(error)")
-                }
+                let (state, secret) = try PeerMessage.signedState(&r)
+                self = .accountState(state, accountSecret: secret)
+            case .getAccountState:
+                self = .getAccountState(requestID: try r.uint32BE())
+            case .accountStateReply:
+                let id = try r.uint32BE()
+                let (state, secret) = try PeerMessage.signedState(&r)
+                self = .accountStateReply(requestID: id, state, accountSecret: secret)
             case .joinRequest:
                 self = .joinRequest(JoinRequest(deviceName: try r.utf8String(), publicKey: Array(try r.lengthPrefixed())))
             case .joinAccepted:

@@ -150,13 +150,12 @@ import Testing
         #expect(try await b.client.sync(SyncRequest(peer: a.peerAddress)).updated)
         #expect(try await c.client.sync(SyncRequest(peer: b.peerAddress)).peerName == "laptop", "B accepts C")
 
+        // B and A keep the session the sync opened: the removal reaches B at once, over it…
         _ = try await a.client.removeDevice(cInfo.deviceID.text)
-        // B has not heard yet: it still accepts C.
-        _ = try await c.client.sync(SyncRequest(peer: b.peerAddress))
-        // Once B has talked to A, B refuses C too.
-        let learned = try await b.client.sync(SyncRequest(peer: a.peerAddress))
-        #expect(learned.updated)
-        #expect(try await b.client.devices().revoked.map(\.id) == [cInfo.deviceID])
+        try await Rig.waitFor("B to hear of the removal") { try await b.client.devices().revoked.map(\.id) == [cInfo.deviceID] }
+        // …and a sync finds nothing newer.
+        #expect(try await b.client.sync(SyncRequest(peer: a.peerAddress)).updated == false)
+        // Either refuses C now.
         await expectFailure(.revoked) { _ = try await c.client.sync(SyncRequest(peer: b.peerAddress)) }
         await expectFailure(.revoked) { _ = try await c.client.sync(SyncRequest(peer: a.peerAddress)) }
         for d in [a, b, c] { try await d.finish() }
@@ -169,8 +168,26 @@ import Testing
         await expectFailure(.refused) { _ = try await d.client.sync(SyncRequest(peer: a.peerAddress)) }
         await expectFailure(.refused) { _ = try await b.client.sync(SyncRequest(peer: d.peerAddress)) }
         await expectFailure(.unreachable) { _ = try await b.client.sync(SyncRequest(peer: "127.0.0.1:1")) }
-        await expectFailure(.badPeerAddress) { _ = try await b.client.sync(SyncRequest(peer: "not an address")) }
+        await expectFailure(.unknownPeer) { _ = try await b.client.sync(SyncRequest(peer: "no such device")) }
+        await expectFailure(.badPeerAddress) { _ = try await b.client.sync(SyncRequest(peer: "[fe80::1")) }
         for x in [a, b, d] { try await x.finish() }
+    }
+
+    /// `continue HOST:PORT` and `account sync HOST:PORT` to a device that already has a session
+    /// use that session (there is one per pair), and both take every form of PEER.
+    @Test func everyFormOfPeerReachesTheOneSession() async throws {
+        let (a, b) = try await Self.pair()
+        let aID = try await a.client.account().deviceID
+        _ = try await a.client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "com.example.forms", title: "Forms")))
+        for peer in [a.peerAddress, a.peerAddress, "desk", "DESK", String(aID.text.prefix(6))] {
+            let continued = try await b.client.continueActivity(ContinueRequest(peer: peer))
+            #expect(continued.peerID == aID && continued.activity.title == "Forms", "continue \(peer)")
+            let synced = try await b.client.sync(SyncRequest(peer: peer))
+            #expect(synced.peerID == aID && !synced.updated, "sync \(peer)")
+        }
+        #expect(try await a.client.status().reachablePeers == 1)
+        #expect(try await b.client.peers().peers.filter(\.reachable).map(\.id) == [aID], "one session, still up")
+        for d in [a, b] { try await d.finish() }
     }
 
     @Test func theAccountSurvivesARestart() async throws {
