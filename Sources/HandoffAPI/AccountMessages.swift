@@ -16,11 +16,15 @@ public struct AccountInfo: Codable, Sendable, Equatable {
     public var stateVersion: UInt64
     public var deviceCount: Int
     public var certificateExpires: Timestamp
+    /// Set once this device was removed from the account (or left it): it can do nothing with it
+    /// any more but leave (`account leave`) and join again.
+    public var removal: RemovalInfo?
 
     public init(
         accountID: DeviceID, accountName: String, deviceID: DeviceID, deviceName: String, isAdmin: Bool,
-        stateVersion: UInt64, deviceCount: Int, certificateExpires: Timestamp
+        stateVersion: UInt64, deviceCount: Int, certificateExpires: Timestamp, removal: RemovalInfo? = nil
     ) {
+        self.removal = removal
         self.accountID = accountID
         self.accountName = accountName
         self.deviceID = deviceID
@@ -29,6 +33,80 @@ public struct AccountInfo: Codable, Sendable, Equatable {
         self.stateVersion = stateVersion
         self.deviceCount = deviceCount
         self.certificateExpires = certificateExpires
+    }
+}
+
+/// How this device was removed from its account.
+public struct RemovalInfo: Codable, Sendable, Equatable {
+    public var accountName: String
+    /// The device that removed it (nil when not recorded, by older versions).
+    public var byName: String?
+    public var byID: DeviceID?
+    public var at: Timestamp
+    public var reason: RemovalNotice.Reason
+
+    public init(accountName: String, byName: String?, byID: DeviceID?, at: Timestamp, reason: RemovalNotice.Reason) {
+        self.accountName = accountName
+        self.byName = byName
+        self.byID = byID
+        self.at = at
+        self.reason = reason
+    }
+
+    /// "removed from “Ana's devices” by desk at 2026-11-23T10:00:00Z", for messages.
+    public var sentence: String {
+        let account = displayQuoted(accountName)
+        switch reason {
+        case .left: return "left \(account) at \(at.rfc3339)"
+        case .removed: return "removed from \(account)\(byName.map { " by \($0)" } ?? "") at \(at.rfc3339)"
+        }
+    }
+
+    /// What to do about it.
+    public var advice: String {
+        let inviter = byName.map { " (from handoffctl account invite on \($0))" } ?? ""
+        return "to use handoff here again: handoffctl account leave, then handoffctl account join CODE\(inviter)"
+    }
+}
+
+/// `POST /v1/account/leave`: forget the account on this device, and tell the others.
+public struct LeaveRequest: Codable, Sendable, Equatable {
+    /// Leave even though this device holds the account key and others remain (they keep an
+    /// account that nobody can add devices to or remove them from).
+    public var force: Bool
+
+    public init(force: Bool = false) {
+        self.force = force
+    }
+}
+
+public struct LeaveResponse: Codable, Sendable, Equatable {
+    public var accountName: String
+    /// The devices that were told (had a session when it left).
+    public var told: [String]
+    /// Whether the device holding the account key removed this one (it was told and did).
+    public var removedByKeyHolder: Bool
+    /// The device had been removed from the account already: nobody needed telling.
+    public var wasRemoved: Bool
+
+    public init(accountName: String, told: [String], removedByKeyHolder: Bool, wasRemoved: Bool = false) {
+        self.accountName = accountName
+        self.told = told
+        self.removedByKeyHolder = removedByKeyHolder
+        self.wasRemoved = wasRemoved
+    }
+}
+
+/// `POST /v1/devices/rename`: a device's name in the account.
+public struct RenameDeviceRequest: Codable, Sendable, Equatable {
+    /// The device (name or id start); nil is this one. Only the device holding the account key
+    /// renames others.
+    public var device: String?
+    public var name: String
+
+    public init(device: String? = nil, name: String) {
+        self.device = device
+        self.name = name
     }
 }
 

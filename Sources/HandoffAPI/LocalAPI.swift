@@ -23,6 +23,10 @@ public enum LocalAPIRoute {
     public static let accountInvites = "/v1/account/invites"
     /// POST `SyncRequest`: exchange account state with one device now.
     public static let accountSync = "/v1/account/sync"
+    /// POST `LeaveRequest`: forget the account here (telling the others): `LeaveResponse`.
+    public static let accountLeave = "/v1/account/leave"
+    /// POST `RenameDeviceRequest`: a device's name in the account: `DeviceInfo`.
+    public static let devicesRename = "/v1/devices/rename"
     /// GET: `PeersResponse`.
     public static let peers = "/v1/peers"
     /// POST `ContinueRequest`: fetch a peer's current activity.

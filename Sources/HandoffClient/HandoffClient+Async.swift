@@ -54,8 +54,16 @@ extension HandoffClient {
         try await offloaded { () throws(HandoffClientError) in try self.sync(request) }
     }
 
+    public func leaveAccount(_ request: LeaveRequest = LeaveRequest()) async throws(HandoffClientError) -> LeaveResponse {
+        try await offloaded { () throws(HandoffClientError) in try self.leaveAccount(request) }
+    }
+
     public func devices() async throws(HandoffClientError) -> DevicesResponse {
         try await offloaded { () throws(HandoffClientError) in try self.devices() }
+    }
+
+    public func renameDevice(_ request: RenameDeviceRequest) async throws(HandoffClientError) -> DeviceInfo {
+        try await offloaded { () throws(HandoffClientError) in try self.renameDevice(request) }
     }
 
     public func removeDevice(_ id: String) async throws(HandoffClientError) -> RevokedDeviceInfo {

@@ -71,8 +71,18 @@ public struct HandoffClient: Sendable {
         try call("POST", LocalAPIRoute.accountSync, body: try encode(request), timeoutSeconds: max(timeoutSeconds, 60))
     }
 
+    /// Forgets the account on this device, after telling the devices it has sessions with.
+    public func leaveAccount(_ request: LeaveRequest = LeaveRequest()) throws(HandoffClientError) -> LeaveResponse {
+        try call("POST", LocalAPIRoute.accountLeave, body: try encode(request), timeoutSeconds: max(timeoutSeconds, 15))
+    }
+
     public func devices() throws(HandoffClientError) -> DevicesResponse {
         try call("GET", LocalAPIRoute.devices)
+    }
+
+    /// Renames a device in the account (this one, unless this device holds the account key).
+    public func renameDevice(_ request: RenameDeviceRequest) throws(HandoffClientError) -> DeviceInfo {
+        try call("POST", LocalAPIRoute.devicesRename, body: try encode(request), timeoutSeconds: max(timeoutSeconds, 15))
     }
 
     /// Removes a device (id, unique id prefix, or exact name) from the account.

@@ -119,9 +119,8 @@ enum AccountSync {
     static func sync(
         _ request: SyncRequest, store: AccountStore, links: MemberLinks, directory: PeerDirectory, defaultPort: Int
     ) async throws(LocalAPIError) -> SyncResponse {
-        guard let state = await store.currentState, let me = await store.hello()?.deviceID else {
-            throw LocalAPIError(.noAccount, "this device has no account yet; create one (handoffctl account create) or join one (handoffctl account join CODE)")
-        }
+        let account = try await store.requireMembership()
+        let (state, me) = (account.state, account.deviceID)
         let before = state.version
         let target = try await PeerTarget.resolve(request.peer, state: state, me: me, directory: directory, defaultPort: defaultPort)
         let session = try await target.session(links: links, directory: directory)
@@ -138,7 +137,7 @@ enum AccountSync {
         }
         switch await store.adopt(signed, accountSecret: secret) {
         case .updated:
-            await links.applyRevocations()
+            await links.stateChanged()
         case .notNewer:
             let theirs = (try? AccountState(decoding: signed.stateBytes))?.version ?? 0
             if theirs < (await store.stateVersion), let (mine, secret) = await store.stateToShare() {

@@ -22,10 +22,19 @@ struct AccountMaterial: Sendable {
     var previousAccountSecret: [UInt8]?
     var signedState: SignedAccountState
     var state: AccountState
+    /// This device was removed from the account, as a member told it (signed by the root key).
+    var removal: RemovalNotice?
 
     var deviceID: DeviceID { identity.id }
     var isAdmin: Bool { rootKey != nil }
-    var isRevoked: Bool { state.isRevoked(deviceID) }
+    /// Removed from the account: told so, or listed so in a state it learned.
+    var isRevoked: Bool { removal != nil || state.isRevoked(deviceID) }
+
+    /// What this device knows of its own removal, for people.
+    var removalInfo: RemovalInfo? {
+        guard let notice = removal ?? state.notice(for: deviceID) else { return nil }
+        return RemovalInfo(accountName: notice.accountName, byName: notice.byName, byID: notice.byID, at: notice.removedAt, reason: notice.reason)
+    }
 
     var info: AccountInfo {
         AccountInfo(
@@ -36,7 +45,8 @@ struct AccountMaterial: Sendable {
             isAdmin: isAdmin,
             stateVersion: state.version,
             deviceCount: state.devices.count,
-            certificateExpires: identity.certificate.notAfter ?? Timestamp(microsecondsSinceEpoch: 0)
+            certificateExpires: identity.certificate.notAfter ?? Timestamp(microsecondsSinceEpoch: 0),
+            removal: removalInfo
         )
     }
 
@@ -55,6 +65,19 @@ struct AccountMaterial: Sendable {
         return SignedAccountState(stateBytes: bytes, signature: try rootKey.sign(bytes))
     }
 
+    /// `state` with `id`'s removal notice signed, then the whole state signed.
+    static func signRemoval(of id: DeviceID, in state: AccountState, with rootKey: SigningKey) throws(TLSError) -> (AccountState, SignedAccountState) {
+        guard let notice = state.notice(for: id) else { return (state, try sign(state, with: rootKey)) }
+        let signed = state.signingNotice(for: id, signature: try rootKey.sign(notice.signedBytes))
+        return (signed, try sign(signed, with: rootKey))
+    }
+
+    /// A removal notice the account's root really signed, for this account.
+    static func verify(_ notice: RemovalNotice, root: Certificate) -> Bool {
+        guard let rootKey = root.publicKey, let accountID = root.keyID, notice.accountID == accountID else { return false }
+        return SigningKey.verify(signature: notice.signature, message: notice.signedBytes, publicKey: rootKey)
+    }
+
     // MARK: The file
 
     /// `account` in the state directory, JSON, mode 0600. Holds private keys: never logged.
@@ -68,6 +91,8 @@ struct AccountMaterial: Sendable {
         var accountSecret: String
         var previousAccountSecret: String?
         var accountState: String
+        /// The removal notice, once this device was told (base64 of its encoding).
+        var removal: String?
     }
 
     func encodedFile() throws -> [UInt8] {
@@ -79,7 +104,8 @@ struct AccountMaterial: Sendable {
             rootKey: try rootKey.map { String(decoding: try $0.privateKeyPEM(), as: UTF8.self) },
             accountSecret: Data(accountSecret).base64EncodedString(),
             previousAccountSecret: previousAccountSecret.map { Data($0).base64EncodedString() },
-            accountState: Data(signedState.encoded()).base64EncodedString()
+            accountState: Data(signedState.encoded()).base64EncodedString(),
+            removal: removal.map { Data($0.encoded()).base64EncodedString() }
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -115,6 +141,13 @@ struct AccountMaterial: Sendable {
             signedState: signed,
             state: state
         )
+        if let text = file.removal, let bytes = Data(base64Encoded: text) {
+            let notice = try RemovalNotice(decoding: Array(bytes))
+            guard AccountMaterial.verify(notice, root: root), notice.deviceID == deviceID else {
+                throw LoadError(description: "the removal notice in the account file does not verify against its root")
+            }
+            removal = notice
+        }
     }
 
     init(

@@ -114,6 +114,8 @@ actor AccountStore {
     var currentState: AccountState? { material?.state }
     /// This device was removed from its account (it learned so from another device).
     var isRevokedSelf: Bool { material?.isRevoked ?? false }
+    var isAdmin: Bool { material?.isAdmin ?? false }
+    var removalInfo: RemovalInfo? { material?.removalInfo }
 
     /// What a member that is behind should get: the signed state and the secret that goes with it.
     func stateToShare() -> (SignedAccountState, [UInt8])? {
@@ -134,6 +136,23 @@ actor AccountStore {
             throw LocalAPIError(.noAccount, "this device has no account yet; create one (handoffctl account create) or join one (handoffctl account join CODE)")
         }
         return material
+    }
+
+    /// The account, for what only a member may do: a removed device is told at once (exit 32),
+    /// with who removed it and how to rejoin, instead of trying the network.
+    func requireMembership() throws(LocalAPIError) -> AccountMaterial {
+        let m = try requireAccount()
+        if let removal = m.removalInfo {
+            throw LocalAPIError(.revoked, "this device was \(removal.sentence); \(removal.advice)")
+        }
+        return m
+    }
+
+    /// The signed notice to give `id`, a device the account removed (nil if it is not, or the
+    /// removal predates signed notices).
+    func removalNotice(for id: DeviceID) -> RemovalNotice? {
+        guard let notice = material?.state.notice(for: id), !notice.signature.isEmpty else { return nil }
+        return notice
     }
 
     // MARK: Creating and joining
@@ -250,30 +269,126 @@ actor AccountStore {
         guard let rootKey = m.rootKey else {
             throw LocalAPIError(.notAccountAdmin, "only the device that created the account can remove devices; run handoffctl devices remove there")
         }
-        let needle = text.lowercased()
-        let matches = m.state.devices.filter { $0.id.text.hasPrefix(needle) || $0.name == text }
-        guard !needle.isEmpty, let device = matches.first else {
-            throw LocalAPIError(.unknownDevice, "no device of this account matches \(displayQuoted(text)); see handoffctl devices")
-        }
-        guard matches.count == 1 else {
-            throw LocalAPIError(.ambiguousDevice, "\(displayQuoted(text)) matches \(matches.count) devices; give more of the id")
-        }
+        let device = try findDevice(text, in: m.state)
         guard device.id != m.deviceID else {
-            throw LocalAPIError(.badRequest, "this device holds the account key and cannot remove itself")
+            throw LocalAPIError(.badRequest, "this device holds the account key and cannot remove itself; to leave the account, handoffctl account leave")
         }
+        return try await remove(device, by: m.state.device(m.deviceID) ?? .init(id: m.deviceID, name: m.deviceName, addedAt: now), rootKey: rootKey, now: now)
+    }
+
+    /// A member asked to be removed (`account leave` there): done here if this device holds the
+    /// account key. Returns whether it was.
+    func removeLeaving(_ id: DeviceID, now: Timestamp = .now()) async -> Bool {
+        guard let m = material, let rootKey = m.rootKey, let device = m.state.device(id), id != m.deviceID else { return false }
+        return (try? await remove(device, by: device, rootKey: rootKey, now: now)) != nil
+    }
+
+    /// The removal itself: a new state, its notice signed, a new account secret (the removed
+    /// device must not read the account's adverts any more).
+    private func remove(_ device: AccountState.Device, by: AccountState.Device, rootKey: SigningKey, now: Timestamp) async throws(LocalAPIError)
+        -> RevokedDeviceInfo
+    {
+        guard let m = material else { throw LocalAPIError(.noAccount, "this device has no account") }
         var next = m
-        next.state = m.state.revoking(device.id, at: now)
-        // A new secret: the removed device must not read the account's adverts any more.
         next.previousAccountSecret = m.accountSecret
         next.accountSecret = Crypto.randomBytes(32)
+        do {
+            (next.state, next.signedState) = try AccountMaterial.signRemoval(of: device.id, in: m.state.revoking(device.id, at: now, by: by), with: rootKey)
+        } catch {
+            throw LocalAPIError(.internalError, "cannot sign the account state: \(error)")
+        }
+        try await install(next, saving: true)
+        logger.notice("device removed from the account", metadata: ["device": "\(device.id.short)", "version": "\(next.state.version)", "left": "\(by.id == device.id)"])
+        return next.state.revoked.first { $0.id == device.id } ?? RevokedDeviceInfo(id: device.id, name: device.name, revokedAt: now)
+    }
+
+    /// A member says this device was removed: kept (and nothing done with the account any more)
+    /// if the account's root signed it. Returns whether it was news.
+    func learnRemoval(_ notice: RemovalNotice) async -> Bool {
+        guard var next = material, next.removal == nil, notice.deviceID == next.deviceID, AccountMaterial.verify(notice, root: next.root) else {
+            return false
+        }
+        next.removal = notice
+        do {
+            try await install(next, saving: true)
+        } catch {
+            logger.error("cannot save the removal notice", metadata: ["error": "\(error)"])
+            return false
+        }
+        logger.warning("this device was removed from its account", metadata: ["by": "\(notice.byName ?? "?")", "at": "\(notice.removedAt.rfc3339)"])
+        return true
+    }
+
+    // MARK: Leaving and renaming
+
+    /// Forgets the account on this device: its keys and state are deleted. The caller has told
+    /// the other devices first.
+    func forget(force: Bool) async throws(LocalAPIError) -> String {
+        let m = try requireAccount()
+        if m.isAdmin, !force, m.state.devices.contains(where: { $0.id != m.deviceID }) {
+            let others = m.state.devices.filter { $0.id != m.deviceID }.map(\.name).joined(separator: ", ")
+            throw LocalAPIError(
+                .accountExists,
+                "this device holds the account key: remove the other devices first (\(others): handoffctl devices remove NAME), or leave with --force and they keep an account nobody can change"
+            )
+        }
+        if unlink(path) != 0, errno != ENOENT {
+            throw LocalAPIError(.internalError, "cannot delete the account file \(path): \(String(cString: strerror(errno)))")
+        }
+        PrivateFiles.syncDirectory(of: path)
+        material = nil
+        security.set(nil)
+        await registry.setDeviceID(nil)
+        logger.notice("left the account", metadata: ["account": "\(m.state.accountID.short)"])
+        observer?()
+        return m.state.name
+    }
+
+    /// Renames a device in the account (this device holds the key): a new signed state.
+    func rename(_ text: String?, to newName: String, now: Timestamp = .now()) async throws(LocalAPIError) -> DeviceInfo {
+        let m = try requireMembership()
+        guard let rootKey = m.rootKey else {
+            throw LocalAPIError(.notAccountAdmin, "only the device holding the account key renames devices")
+        }
+        let name = try Self.validName(newName, what: "device name")
+        let device: AccountState.Device
+        if let text {
+            device = try findDevice(text, in: m.state)
+        } else {
+            device = m.state.device(m.deviceID) ?? .init(id: m.deviceID, name: m.deviceName, addedAt: now)
+        }
+        guard !m.state.devices.contains(where: { $0.id != device.id && $0.name.lowercased() == name.lowercased() }) else {
+            throw LocalAPIError(.accountExists, "another device of the account is called \(displayQuoted(name)); choose another name")
+        }
+        var next = m
+        next.state = m.state.renaming(device.id, to: name, at: now)
+        if device.id == m.deviceID { next.deviceName = name }
         do {
             next.signedState = try AccountMaterial.sign(next.state, with: rootKey)
         } catch {
             throw LocalAPIError(.internalError, "cannot sign the account state: \(error)")
         }
         try await install(next, saving: true)
-        logger.notice("device removed from the account", metadata: ["device": "\(device.id.short)", "version": "\(next.state.version)"])
-        return RevokedDeviceInfo(id: device.id, name: device.name, revokedAt: now)
+        logger.notice("device renamed", metadata: ["device": "\(device.id.short)", "version": "\(next.state.version)"])
+        return DeviceInfo(id: device.id, name: name, addedAt: device.addedAt, isThisDevice: device.id == m.deviceID)
+    }
+
+    /// The name the account state gives this device, once a newer state says so.
+    private func adoptingOwnName(_ next: inout AccountMaterial) {
+        if let mine = next.state.device(next.deviceID) { next.deviceName = mine.name }
+    }
+
+    /// A device of the account by name (any case) or the start of its id.
+    private func findDevice(_ text: String, in state: AccountState) throws(LocalAPIError) -> AccountState.Device {
+        let needle = text.lowercased()
+        let matches = state.devices.filter { $0.id.text.hasPrefix(needle) || $0.name.lowercased() == needle }
+        guard !needle.isEmpty, let device = matches.first else {
+            throw LocalAPIError(.unknownDevice, "no device of this account matches \(displayQuoted(text)); see handoffctl devices")
+        }
+        guard matches.count == 1 else {
+            throw LocalAPIError(.ambiguousDevice, "\(displayQuoted(text)) matches \(matches.count) devices; give more of the id")
+        }
+        return device
     }
 
     enum Adoption: Equatable {
@@ -290,6 +405,7 @@ actor AccountStore {
         var next = m
         next.state = state
         next.signedState = signed
+        adoptingOwnName(&next)
         if accountSecret != m.accountSecret {
             next.previousAccountSecret = m.accountSecret
             next.accountSecret = accountSecret

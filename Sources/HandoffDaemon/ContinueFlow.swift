@@ -16,9 +16,8 @@ import HandoffPeer
 /// answer) publishes nothing: no continuation of any type began.
 enum ContinueFlow {
     static func run(_ request: ContinueRequest, services: DaemonServices) async throws(LocalAPIError) -> ContinueResponse {
-        guard let state = await services.accounts.currentState, let me = await services.accounts.hello()?.deviceID else {
-            throw LocalAPIError(.noAccount, "this device has no account yet; create one (handoffctl account create) or join one (handoffctl account join CODE)")
-        }
+        let account = try await services.accounts.requireMembership()
+        let (state, me) = (account.state, account.deviceID)
         let continuationID = UUID()
         let events = services.events
         var announced: (type: String, peer: LocalEvent.PeerRef)?

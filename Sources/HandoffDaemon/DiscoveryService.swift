@@ -176,7 +176,7 @@ final class DiscoveryService: Service {
             await directory.stranger(sighting.instance)
             return
         }
-        guard let me = await store.hello()?.deviceID, advert.deviceID != me else { return }
+        guard let me = await store.hello()?.deviceID, advert.deviceID != me, !(await store.isRevokedSelf) else { return }
         guard let state = await store.currentState, !state.isRevoked(advert.deviceID) else {
             await directory.stranger(sighting.instance)
             return

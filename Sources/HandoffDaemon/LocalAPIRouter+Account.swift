@@ -75,6 +75,39 @@ extension LocalAPIRouter {
         )
     }
 
+    /// Tells the devices it has sessions with (the one holding the account key removes this
+    /// one), then forgets the account: keys, certificate and state are deleted.
+    func leave(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        let leave = request.body.readableBytes == 0 ? LeaveRequest() : try body(LeaveRequest.self, of: request)
+        let account = try await services.accounts.info()
+        var (told, removed) = ([String](), false)
+        if account.removal == nil, !account.isAdmin {
+            (told, removed) = await services.links.askToBeRemoved()
+        }
+        let name = try await services.accounts.forget(force: leave.force)
+        await services.links.dropAll()
+        return .ok(LeaveResponse(accountName: name, told: told, removedByKeyHolder: removed, wasRemoved: account.removal != nil))
+    }
+
+    /// On the device holding the account key: any device. Elsewhere: this one, signed there.
+    func renameDevice(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        let rename = try body(RenameDeviceRequest.self, of: request)
+        if await services.accounts.isAdmin {
+            let renamed = try await services.accounts.rename(rename.device, to: rename.name)
+            await services.links.stateChanged()
+            return .ok(renamed)
+        }
+        let me = try await services.accounts.info()
+        if let removal = me.removal { throw LocalAPIError(.revoked, "this device was \(removal.sentence); \(removal.advice)") }
+        if let device = rename.device, device.lowercased() != me.deviceName.lowercased(), !me.deviceID.text.hasPrefix(device.lowercased()) {
+            throw LocalAPIError(.notAccountAdmin, "only the device holding the account key renames other devices; run it there, or rename this one (handoffctl devices rename NEWNAME)")
+        }
+        let name = try AccountStore.validName(rename.name, what: "device name")
+        return .ok(try await services.links.askToBeRenamed(name))
+    }
+
     func peers(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
         return .ok(PeersResponse(peers: await services.directory.all(), strangers: await services.directory.strangers, discovery: services.discovery.status))
@@ -96,7 +129,7 @@ extension LocalAPIRouter {
         let id = String(request.path.dropFirst(LocalAPIRoute.devices.count + 1))
         let removed = try await services.accounts.revoke(PercentDecoding.decode(id))
         // Close its sessions now, and tell every connected device at once.
-        await services.links.applyRevocations()
+        await services.links.stateChanged()
         return .ok(removed)
     }
 }

@@ -103,6 +103,8 @@ struct LocalAPIRouter: Sendable {
             case (LocalAPIRoute.accountJoin[...], .POST): return try await joinAccount(request)
             case (LocalAPIRoute.accountInvites[...], .POST): return try await invite(request)
             case (LocalAPIRoute.accountSync[...], .POST): return try await sync(request)
+            case (LocalAPIRoute.accountLeave[...], .POST): return try await leave(request)
+            case (LocalAPIRoute.devicesRename[...], .POST): return try await renameDevice(request)
             case (LocalAPIRoute.devices[...], .GET): return try await devices(request)
             case (LocalAPIRoute.peers[...], .GET): return try await peers(request)
             case (LocalAPIRoute.continue[...], .POST): return try await continueActivity(request)
@@ -137,6 +139,8 @@ struct LocalAPIRouter: Sendable {
         LocalAPIRoute.accountJoin: "POST",
         LocalAPIRoute.accountInvites: "POST",
         LocalAPIRoute.accountSync: "POST",
+        LocalAPIRoute.accountLeave: "POST",
+        LocalAPIRoute.devicesRename: "POST",
         LocalAPIRoute.devices: "GET",
         LocalAPIRoute.peers: "GET",
         LocalAPIRoute.continue: "POST",

@@ -159,13 +159,34 @@ actor MemberLinks {
         }
     }
 
-    /// Ends the sessions of devices that have been removed from the account.
+    /// Ends the sessions of devices that have been removed from the account, telling each first.
     func dropRevoked(_ revoked: Set<DeviceID>) async {
         for (id, session) in sessions where revoked.contains(id) {
-            session.close()
             sessions[id] = nil
+            if let notice = await store.removalNotice(for: id) { try? await session.send(.removed(notice)) }
+            session.close()
             await directory.forget(id)
         }
+    }
+
+    /// Ends every session: this device left its account, or was removed from it.
+    func dropAll() async {
+        let all = sessions
+        sessions = [:]
+        for (id, session) in all {
+            session.close()
+            await directory.forget(id)
+        }
+    }
+
+    /// Sends `message` to every open session and waits for it to be written; the names of the
+    /// devices it reached.
+    func tellAll(_ message: PeerMessage) async -> [String] {
+        var told: [String] = []
+        for session in sessions.values where session.isOpen {
+            if (try? await session.send(message)) != nil { told.append(session.peerName) }
+        }
+        return told
     }
 
     // MARK: Serving a session (either side)
@@ -188,7 +209,7 @@ actor MemberLinks {
             logger.debug("dropped a duplicate session", metadata: ["peer": "\(session.peerID.short)"])
             return
         }
-        if greeting.learnedNewerState { await applyRevocations() }
+        if greeting.learnedNewerState { await stateChanged() }
         established?(session)
         await directory.sessionUp(session.peerID, name: session.peerName, address: link.remote, theirClock: greeting.peer.clock)
         logger.info("device connected", metadata: ["peer": "\(session.peerID.short)", "remote": "\(link.remote)", "dialled": "\(initiatedByUs)"])
@@ -230,10 +251,21 @@ actor MemberLinks {
         case .activity(let id, _), .activityUnavailable(let id, _), .accountStateReply(let id, _, _):
             session.settle(id, .success(message))
         case .getAccountState(let id):
-            guard let (signed, secret) = await store.stateToShare() else { throw PeerSessionError.noAccount }
-            try await session.send(.accountStateReply(requestID: id, signed, accountSecret: secret))
+            try await sendState(answering: id, on: session)
+        case .leaving(let id):
+            // Only the device holding the account key can do it; the others just answer.
+            let removed = await store.removeLeaving(session.peerID)
+            try await sendState(answering: id, on: session)
+            if removed { await stateChanged() }
+        case .renameRequest(let id, let name):
+            let renamed = await store.isAdmin ? (try? await store.rename(session.peerID.text, to: name)) : nil
+            try await sendState(answering: id, on: session)
+            if renamed != nil { await stateChanged() }
+        case .removed(let notice):
+            if await store.learnRemoval(notice) { await dropAll() }
+            throw PeerSessionError.removed(notice)
         case .accountState(let signed, let secret):
-            if await store.adopt(signed, accountSecret: secret) == .updated { await applyRevocations() }
+            if await store.adopt(signed, accountSecret: secret) == .updated { await stateChanged() }
         case .failure(let f):
             throw PeerSessionError.peerFailed(f)
         case .hello, .joinRequest, .joinAccepted, .joinRefused, .openStream, .streamAccepted, .streamRefused:
@@ -242,13 +274,68 @@ actor MemberLinks {
         }
     }
 
-    /// After learning a newer account state: drop removed devices, and pass the news on.
-    func applyRevocations() async {
+    /// After the account state changed here (a removal, a rename, a newer state learned): tell
+    /// and drop removed devices, show the names it gives, and pass the news on.
+    func stateChanged() async {
         guard let state = await store.currentState else { return }
         await dropRevoked(Set(state.revoked.map(\.id)))
+        await directory.rename(from: state)
         if let (signed, secret) = await store.stateToShare() {
             broadcast(.accountState(signed, accountSecret: secret))
         }
+    }
+
+    /// `account leave` on a device without the account key: asks every device it has a session
+    /// with to remove it; the one holding the key does. The names that answered, and whether the
+    /// key holder's answer lists this device as removed.
+    func askToBeRemoved() async -> (told: [String], removed: Bool) {
+        guard let me = await store.hello()?.deviceID else { return ([], false) }
+        let open = sessions.values.filter(\.isOpen)
+        return await withTaskGroup(of: (String, Bool)?.self) { group in
+            for session in open {
+                group.addTask {
+                    guard case .accountStateReply(_, let signed, _)? = try? await session.request({ .leaving(requestID: $0) }, timeout: .seconds(3)) else {
+                        return nil
+                    }
+                    return (session.peerName, (try? AccountState(decoding: signed.stateBytes))?.isRevoked(me) ?? false)
+                }
+            }
+            var told: [String] = []
+            var removed = false
+            for await answer in group {
+                guard let (name, listed) = answer else { continue }
+                told.append(name)
+                removed = removed || listed
+            }
+            return (told.sorted(), removed)
+        }
+    }
+
+    /// `devices rename NAME` on a device without the account key: the device holding it signs
+    /// the new name; whoever answers sends the state it has, which this device adopts.
+    func askToBeRenamed(_ name: String) async throws(LocalAPIError) -> DeviceInfo {
+        guard let me = await store.hello()?.deviceID else { throw LocalAPIError(.noAccount, "this device has no account") }
+        let open = sessions.values.filter(\.isOpen)
+        var reached: [String] = []
+        for session in open {
+            guard case .accountStateReply(_, let signed, let secret)? = try? await session.request({ .renameRequest(requestID: $0, name: name) }, timeout: .seconds(3))
+            else { continue }
+            reached.append(session.peerName)
+            if await store.adopt(signed, accountSecret: secret) == .updated { await stateChanged() }
+            if let mine = await store.currentState?.device(me), mine.name == name {
+                return DeviceInfo(id: me, name: name, addedAt: mine.addedAt, isThisDevice: true)
+            }
+        }
+        let tried = reached.isEmpty ? "no other device is reachable now" : "\(reached.joined(separator: ", ")) answered but \(reached.count == 1 ? "does" : "do") not hold it, or refused the name"
+        throw LocalAPIError(
+            .unreachable,
+            "names in the account are signed by the device holding the account key, and \(tried); try again when it is reachable, or rename this one there (handoffctl devices rename THIS-DEVICE \(name))"
+        )
+    }
+
+    private nonisolated func sendState(answering id: UInt32, on session: MemberSession) async throws {
+        guard let (signed, secret) = await store.stateToShare() else { throw PeerSessionError.noAccount }
+        try await session.send(.accountStateReply(requestID: id, signed, accountSecret: secret))
     }
 
     // MARK: Dialling
@@ -286,6 +373,13 @@ actor MemberLinks {
                         outcome.settle(.success(session))
                     }
                 }
+            } catch PeerSessionError.removed(let notice) {
+                // The other device says this one was removed: kept if the account signed it.
+                if await self.store.learnRemoval(notice) { await self.dropAll() }
+                let info = await self.store.removalInfo
+                outcome.settle(
+                    .failure(LocalAPIError(.revoked, info.map { "this device was \($0.sentence); \($0.advice)" } ?? "\(address) says this device was removed from the account"))
+                )
             } catch {
                 outcome.settle(.failure(PeerDialer.describe(error, address: address)))
             }

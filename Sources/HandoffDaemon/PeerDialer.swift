@@ -42,6 +42,8 @@ enum PeerDialer {
         if let e = error as? PeerSessionError {
             switch e {
             case .versionMismatch: return LocalAPIError(.versionMismatch, "\(address) \(e); update handoff on both devices")
+            case .peerFailed(let f) where f.code == .revoked:
+                return LocalAPIError(.revoked, "\(address) refused this device: it has been removed from the account")
             case .closed: return LocalAPIError(.unreachable, "\(address) closed the connection")
             default: return LocalAPIError(.refused, "\(address): \(e)")
             }

@@ -143,6 +143,13 @@ actor PeerDirectory {
         update(id, name: name) { $0.staticAddresses.insert(address) }
     }
 
+    /// The names a (newer) account state gives the devices.
+    func rename(from state: AccountState) {
+        for device in state.devices where entries[device.id] != nil && entries[device.id]?.name != device.name {
+            update(device.id, name: device.name) { _ in }
+        }
+    }
+
     /// A device was removed from the account: it disappears.
     func forget(_ id: DeviceID) {
         guard entries.removeValue(forKey: id) != nil else { return }

@@ -188,6 +188,8 @@ final class PeerListener: Service {
             switch handshake.peer {
             case .member(let id):
                 try await ServerSessions.serveMember(id, link: link, store: store, links: links)
+            case .removedMember(let id):
+                await ServerSessions.tellRemoved(id, link: link, store: store, logger: logger)
             case .joiner(let identity):
                 try await ServerSessions.serveJoiner(pskIdentity: identity, link: link, store: store, logger: logger)
             case .inviter:

@@ -73,6 +73,8 @@ enum MemberGreeting {
             return hello
         case .failure(let f):
             throw PeerSessionError.peerFailed(f)
+        case .removed(let notice):
+            throw PeerSessionError.removed(notice)
         default:
             throw PeerSessionError.unexpected("\(message)")
         }
@@ -115,6 +117,8 @@ enum PeerSessionError: Error, CustomStringConvertible {
     case versionMismatch(UInt16)
     case unexpected(String)
     case peerFailed(PeerFailure)
+    /// The other device says this one was removed from the account.
+    case removed(RemovalNotice)
 
     var description: String {
         switch self {
@@ -123,6 +127,7 @@ enum PeerSessionError: Error, CustomStringConvertible {
         case .versionMismatch(let v): "the other device speaks peer protocol \(v), we speak \(PeerHello.currentProtocolVersion)"
         case .unexpected(let what): "the other device sent \(what) out of turn"
         case .peerFailed(let f): "the other device reported: \(f.message)"
+        case .removed: "the other device says this one was removed from the account"
         }
     }
 }
@@ -135,6 +140,16 @@ enum ServerSessions {
             let greeting = try await MemberGreeting.asServer(peerID: peerID, link: link, inbound: &messages, outbound: outbound, store: store)
             await links.serve(greeting, link: link, initiatedByUs: false, messages: &messages, outbound: outbound)
         }
+    }
+
+    /// A removed device of the account connected: it gets its removal notice — or, for a
+    /// removal recorded without one, a failure saying so — and the connection ends.
+    static func tellRemoved(_ id: DeviceID, link: PeerLink, store: AccountStore, logger: Logger) async {
+        let notice = await store.removalNotice(for: id)
+        try? await link.channel.executeThenClose { _, outbound in
+            try await outbound.write(notice.map { .removed($0) } ?? .failure(PeerFailure(.revoked, "this device has been removed from the account")))
+        }
+        logger.notice("told a removed device so", metadata: ["remote": "\(link.remote)", "peer": "\(id.short)"])
     }
 
     static func serveJoiner(pskIdentity: [UInt8], link: PeerLink, store: AccountStore, logger: Logger) async throws {
@@ -173,6 +188,9 @@ extension PeerMessage {
         case .streamRefused: "stream refusal"
         case .getAccountState: "account state request"
         case .accountStateReply: "account state"
+        case .removed: "removal notice"
+        case .leaving: "leave notice"
+        case .renameRequest: "rename request"
         case .unknown(let kind): "message of unknown type \(kind)"
         }
     }

@@ -81,6 +81,11 @@ public enum PrivateFiles {
             unlink(temp)
             throw DaemonError(.io, "cannot save \(path)", cause: failure)
         }
+        syncDirectory(of: path)
+    }
+
+    /// Makes a rename or unlink in `path`'s directory durable.
+    public static func syncDirectory(of path: String) {
         let dir = open(parentDirectory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dir >= 0 {
             fsync(dir)

@@ -6,7 +6,9 @@
 /// `number:varint length:varint payload` in ascending order, unknown numbers skipped.
 ///   1 accountID (UTF-8)   2 name (UTF-8)   3 version (varint)   4 issuedAt (zigzag µs)
 ///   5 device (repeated):  [id, name, addedAt] as length-prefixed id, length-prefixed name, zigzag
-///   6 revoked (repeated): [id, name, revokedAt], same layout
+///   6 revoked (repeated): [id, name, revokedAt], same layout, then optionally (later versions;
+///     earlier readers skip the rest of a field): by id, by name, reason byte, the removal
+///     notice's signature (`RemovalNotice`), each length-prefixed but the reason
 public struct AccountState: Sendable, Equatable {
     public struct Device: Sendable, Equatable, Codable {
         public var id: DeviceID
@@ -24,11 +26,37 @@ public struct AccountState: Sendable, Equatable {
         public var id: DeviceID
         public var name: String
         public var revokedAt: Timestamp
+        /// The device that removed it (the one holding the account key), or the device itself
+        /// when it left. Absent from revocations recorded before they were kept.
+        public var byID: DeviceID?
+        public var byName: String?
+        public var reason: RemovalNotice.Reason
+        /// The root key's signature over the removal notice (`RemovalNotice`), which any member
+        /// hands the removed device; not part of the JSON form.
+        public var noticeSignature: [UInt8]?
 
-        public init(id: DeviceID, name: String, revokedAt: Timestamp) {
+        public init(
+            id: DeviceID, name: String, revokedAt: Timestamp, byID: DeviceID? = nil, byName: String? = nil, reason: RemovalNotice.Reason = .removed,
+            noticeSignature: [UInt8]? = nil
+        ) {
             self.id = id
             self.name = name
             self.revokedAt = revokedAt
+            self.byID = byID
+            self.byName = byName
+            self.reason = reason
+            self.noticeSignature = noticeSignature
+        }
+
+        enum CodingKeys: String, CodingKey { case id, name, revokedAt, byID, byName, reason }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(
+                id: try c.decode(DeviceID.self, forKey: .id), name: try c.decode(String.self, forKey: .name),
+                revokedAt: try c.decode(Timestamp.self, forKey: .revokedAt), byID: try c.decodeIfPresent(DeviceID.self, forKey: .byID),
+                byName: try c.decodeIfPresent(String.self, forKey: .byName), reason: try c.decodeIfPresent(RemovalNotice.Reason.self, forKey: .reason) ?? .removed
+            )
         }
     }
 
@@ -62,19 +90,49 @@ public struct AccountState: Sendable, Equatable {
         return next
     }
 
-    /// The next version, with `id` moved from the devices to the revocations. Revocations are never
-    /// undone: a device that was removed stays refused.
-    public func revoking(_ id: DeviceID, at now: Timestamp) -> AccountState {
+    /// The next version, with `id` moved from the devices to the revocations, removed by `by`
+    /// (or leaving, when `by` is itself). Revocations are never undone: a device that was removed
+    /// stays refused. The notice it will be shown (`notice(for:)`) still needs its signature
+    /// (`signingNotice`).
+    public func revoking(_ id: DeviceID, at now: Timestamp, by: Device? = nil) -> AccountState {
         var next = self
         let name = devices.first { $0.id == id }?.name ?? ""
         next.devices.removeAll { $0.id == id }
         if !next.revoked.contains(where: { $0.id == id }) {
-            next.revoked.append(Revocation(id: id, name: name, revokedAt: now))
+            next.revoked.append(
+                Revocation(id: id, name: name, revokedAt: now, byID: by?.id, byName: by?.name, reason: by?.id == id ? .left : .removed)
+            )
             next.revoked.sort { $0.id < $1.id }
         }
         next.version += 1
         next.issuedAt = now
         return next
+    }
+
+    /// The same state with `id`'s removal notice signed.
+    public func signingNotice(for id: DeviceID, signature: [UInt8]) -> AccountState {
+        var next = self
+        if let i = next.revoked.firstIndex(where: { $0.id == id }) { next.revoked[i].noticeSignature = signature }
+        return next
+    }
+
+    /// The next version, with device `id` called `name`.
+    public func renaming(_ id: DeviceID, to name: String, at now: Timestamp) -> AccountState {
+        var next = self
+        guard let i = next.devices.firstIndex(where: { $0.id == id }) else { return self }
+        next.devices[i].name = name
+        next.version += 1
+        next.issuedAt = now
+        return next
+    }
+
+    /// What a removed device is shown of its removal (without the signature until signed).
+    public func notice(for id: DeviceID) -> RemovalNotice? {
+        guard let r = revoked.first(where: { $0.id == id }) else { return nil }
+        return RemovalNotice(
+            accountID: accountID, accountName: name, deviceID: r.id, deviceName: r.name, removedAt: r.revokedAt,
+            byID: r.byID, byName: r.byName, reason: r.reason, signature: r.noticeSignature ?? []
+        )
     }
 
     // MARK: Encoding
@@ -108,6 +166,12 @@ public struct AccountState: Sendable, Equatable {
                 $0.lengthPrefixed(Array(r.id.text.utf8))
                 $0.lengthPrefixed(Array(r.name.utf8))
                 $0.zigzag(r.revokedAt.microsecondsSinceEpoch)
+                if let by = r.byID {
+                    $0.lengthPrefixed(Array(by.text.utf8))
+                    $0.lengthPrefixed(Array((r.byName ?? "").utf8))
+                    $0.byte(r.reason.rawValue)
+                    $0.lengthPrefixed(r.noticeSignature ?? [])
+                }
             }
         }
         return w.bytes
@@ -155,7 +219,15 @@ public struct AccountState: Sendable, Equatable {
                 case 4: issuedAt = Timestamp(microsecondsSinceEpoch: try p.zigzag())
                 case 5: devices.append(Device(id: try id(), name: try p.utf8String(), addedAt: Timestamp(microsecondsSinceEpoch: try p.zigzag())))
                 case 6:
-                    revoked.append(Revocation(id: try id(), name: try p.utf8String(), revokedAt: Timestamp(microsecondsSinceEpoch: try p.zigzag())))
+                    var r = Revocation(id: try id(), name: try p.utf8String(), revokedAt: Timestamp(microsecondsSinceEpoch: try p.zigzag()))
+                    if !p.isAtEnd {
+                        r.byID = try id()
+                        r.byName = try p.utf8String()
+                        r.reason = RemovalNotice.Reason(rawValue: try p.byte()) ?? .removed
+                        let signature = Array(try p.lengthPrefixed())
+                        r.noticeSignature = signature.isEmpty ? nil : signature
+                    }
+                    revoked.append(r)
                 default: break
                 }
             }
@@ -203,5 +275,109 @@ public struct SignedAccountState: Sendable, Equatable {
             throw AccountState.DecodeError(description: "truncated signed account state")
         }
         guard r.isAtEnd else { throw AccountState.DecodeError(description: "trailing bytes after the signed account state") }
+    }
+}
+
+/// What a device removed from its account is told, by any member it meets: who removed it and
+/// when, signed by the account's root key so that only the account can say so. It names nothing
+/// else of the account (not its other devices), and carries no secret.
+///
+/// Signed bytes: `"HR" 0x01`, then length-prefixed account id, account name, device id, device
+/// name, the time (zigzag µs), by id, by name (both empty when unknown), and the reason byte.
+/// Encoding: the signed bytes and the signature, each length-prefixed.
+public struct RemovalNotice: Sendable, Equatable {
+    public enum Reason: UInt8, Sendable, Codable {
+        /// `devices remove` on the device holding the account key.
+        case removed = 1
+        /// The device left (`account leave`).
+        case left = 2
+
+        /// In JSON: `"removed"` or `"left"`.
+        public init(from decoder: any Decoder) throws {
+            let text = try decoder.singleValueContainer().decode(String.self)
+            self = text == "left" ? .left : .removed
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.singleValueContainer()
+            try c.encode(self == .left ? "left" : "removed")
+        }
+    }
+
+    public var accountID: DeviceID
+    public var accountName: String
+    public var deviceID: DeviceID
+    public var deviceName: String
+    public var removedAt: Timestamp
+    public var byID: DeviceID?
+    public var byName: String?
+    public var reason: Reason
+    public var signature: [UInt8]
+
+    public init(
+        accountID: DeviceID, accountName: String, deviceID: DeviceID, deviceName: String, removedAt: Timestamp,
+        byID: DeviceID?, byName: String?, reason: Reason, signature: [UInt8]
+    ) {
+        self.accountID = accountID
+        self.accountName = accountName
+        self.deviceID = deviceID
+        self.deviceName = deviceName
+        self.removedAt = removedAt
+        self.byID = byID
+        self.byName = byName
+        self.reason = reason
+        self.signature = signature
+    }
+
+    public var signedBytes: [UInt8] {
+        var w = ByteWriter()
+        w.raw([0x48, 0x52, 0x01])
+        w.lengthPrefixed(Array(accountID.text.utf8))
+        w.lengthPrefixed(Array(accountName.utf8))
+        w.lengthPrefixed(Array(deviceID.text.utf8))
+        w.lengthPrefixed(Array(deviceName.utf8))
+        w.zigzag(removedAt.microsecondsSinceEpoch)
+        w.lengthPrefixed(Array((byID?.text ?? "").utf8))
+        w.lengthPrefixed(Array((byName ?? "").utf8))
+        w.byte(reason.rawValue)
+        return w.bytes
+    }
+
+    public func encoded() -> [UInt8] {
+        var w = ByteWriter()
+        w.lengthPrefixed(signedBytes)
+        w.lengthPrefixed(signature)
+        return w.bytes
+    }
+
+    public init(decoding bytes: [UInt8]) throws(AccountState.DecodeError) {
+        func bad(_ why: String) -> AccountState.DecodeError { AccountState.DecodeError(description: "malformed removal notice: \(why)") }
+        var outer = ByteReader(bytes)
+        do {
+            var r = ByteReader(Array(try outer.lengthPrefixed()))
+            signature = Array(try outer.lengthPrefixed())
+            guard outer.isAtEnd else { throw bad("trailing bytes") }
+            guard Array(try r.take(3)) == [0x48, 0x52, 0x01] else { throw bad("bad magic") }
+            func id(_ text: String) throws -> DeviceID {
+                guard let id = DeviceID(text) else { throw bad("invalid id") }
+                return id
+            }
+            accountID = try id(try r.utf8String())
+            accountName = try r.utf8String()
+            deviceID = try id(try r.utf8String())
+            deviceName = try r.utf8String()
+            removedAt = Timestamp(microsecondsSinceEpoch: try r.zigzag())
+            let by = try r.utf8String()
+            byID = by.isEmpty ? nil : try id(by)
+            let byName = try r.utf8String()
+            self.byName = byName.isEmpty ? nil : byName
+            guard let reason = Reason(rawValue: try r.byte()) else { throw bad("unknown reason") }
+            self.reason = reason
+            guard r.isAtEnd else { throw bad("trailing bytes") }
+        } catch let e as AccountState.DecodeError {
+            throw e
+        } catch {
+            throw bad("\(error)")
+        }
     }
 }

@@ -44,6 +44,16 @@ public enum PeerMessage: Sendable, Equatable {
     case getAccountState(requestID: UInt32)
     /// The answer: the sender's signed account state and its account secret.
     case accountStateReply(requestID: UInt32, SignedAccountState, accountSecret: [UInt8])
+    /// To a device removed from the account (at once over its session, or when it next
+    /// connects): the root key's signed word for it. Nothing else is said; the connection ends.
+    case removed(RemovalNotice)
+    /// "Remove me from the account" (`account leave`), to every device with a session: the one
+    /// holding the account key does it. Answered with `accountStateReply` (the state after it).
+    case leaving(requestID: UInt32)
+    /// "Call me NAME" (`devices rename` on a device without the account key): the device holding
+    /// it signs the new state. Answered with `accountStateReply`: the state after it (the same
+    /// state when the name was refused, or by a device without the key).
+    case renameRequest(requestID: UInt32, name: String)
     /// A message type this version does not know (a newer peer's); sessions skip it.
     case unknown(kind: UInt8)
 
@@ -51,7 +61,7 @@ public enum PeerMessage: Sendable, Equatable {
         case hello = 1, accountState = 2, joinRequest = 3, joinAccepted = 4, joinRefused = 5, failure = 6
         case activityNotice = 7, getActivity = 8, activity = 9, activityUnavailable = 10
         case activityContinued = 11, openStream = 12, streamAccepted = 13, streamRefused = 14
-        case getAccountState = 15, accountStateReply = 16
+        case getAccountState = 15, accountStateReply = 16, removed = 17, leaving = 18, renameRequest = 19
     }
 
     var kindByte: UInt8 {
@@ -79,6 +89,9 @@ public enum PeerMessage: Sendable, Equatable {
         case .streamRefused: .streamRefused
         case .getAccountState: .getAccountState
         case .accountStateReply: .accountStateReply
+        case .removed: .removed
+        case .leaving: .leaving
+        case .renameRequest: .renameRequest
         case .unknown: nil
         }
     }
@@ -258,8 +271,13 @@ extension PeerMessage {
         case .accountState(let s, let secret):
             w.lengthPrefixed(s.encoded())
             w.lengthPrefixed(secret)
-        case .getAccountState(let id):
+        case .getAccountState(let id), .leaving(let id):
             w.uint32BE(id)
+        case .removed(let notice):
+            w.raw(notice.encoded())
+        case .renameRequest(let id, let name):
+            w.uint32BE(id)
+            w.lengthPrefixed(Array(name.utf8))
         case .accountStateReply(let id, let s, let secret):
             w.uint32BE(id)
             w.lengthPrefixed(s.encoded())
@@ -334,6 +352,16 @@ extension PeerMessage {
                 self = .accountState(state, accountSecret: secret)
             case .getAccountState:
                 self = .getAccountState(requestID: try r.uint32BE())
+            case .leaving:
+                self = .leaving(requestID: try r.uint32BE())
+            case .renameRequest:
+                self = .renameRequest(requestID: try r.uint32BE(), name: try r.utf8String())
+            case .removed:
+                do {
+                    self = .removed(try RemovalNotice(decoding: Array(try r.take(r.remaining))))
+                } catch let e as AccountState.DecodeError {
+                    throw PeerMessageError(description: "\(e)")
+                }
             case .accountStateReply:
                 let id = try r.uint32BE()
                 let (state, secret) = try PeerMessage.signedState(&r)

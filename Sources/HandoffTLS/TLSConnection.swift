@@ -19,6 +19,8 @@ public final class TLSConnection {
     private(set) var verifyFailure: TLSError?
     /// Set by the verify callback once the leaf passed every check.
     private(set) var verifiedPeer: DeviceID?
+    /// (Server, member protocol) the verified peer is a device the account removed.
+    private var verifiedPeerIsRemoved = false
     /// (Server) the PSK identity a joiner offered, known or not.
     var presentedPSKIdentity: [UInt8]?
     /// (Server) the offered identity matched no invite.
@@ -155,7 +157,15 @@ public final class TLSConnection {
             guard let verifiedPeer, SSL_get_verify_result(ssl) == Int(X509_V_OK) else {
                 return fail(verifyFailure ?? TLSError(.noPeerCertificate, "the peer presented no certificate"))
             }
-            result = .member(verifiedPeer)
+            if verifiedPeerIsRemoved {
+                // Only to be told so (PeerListener): nothing else is read or written.
+                guard context.role == .server, alpn == HandoffALPN.member else {
+                    return fail(TLSError(.revoked, "device \(verifiedPeer.short)… has been removed from the account"))
+                }
+                result = .removedMember(verifiedPeer)
+            } else {
+                result = .member(verifiedPeer)
+            }
         }
         peer = result
         return .complete(result)
@@ -211,9 +221,15 @@ public final class TLSConnection {
             return false
         }
         if trust.isRevoked(id) {
-            verifyFailure = TLSError(.revoked, "device \(id.short)… has been removed from the account")
-            X509_STORE_CTX_set_error(store, X509_V_ERR_CERT_REVOKED)
-            return false
+            // A server lets a removed device of its account finish the member handshake, and
+            // only so that it can be told it was removed (`TLSPeer.removedMember`); the ALPN is
+            // checked once the handshake is done. Everyone else refuses it here.
+            guard context.role == .server else {
+                verifyFailure = TLSError(.revoked, "device \(id.short)… has been removed from the account")
+                X509_STORE_CTX_set_error(store, X509_V_ERR_CERT_REVOKED)
+                return false
+            }
+            verifiedPeerIsRemoved = true
         }
         verifiedPeer = id
         return true

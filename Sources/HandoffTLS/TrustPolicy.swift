@@ -64,6 +64,9 @@ public protocol JoinPSKLookup: Sendable {
 public enum TLSPeer: Sendable, Equatable {
     /// A verified, non-revoked device of our account.
     case member(DeviceID)
+    /// (Server, member protocol) a verified device of our account that the account removed: it
+    /// gets the removal notice and nothing else.
+    case removedMember(DeviceID)
     /// (Server) a device presenting a join code's PSK, identified by that PSK identity.
     case joiner(pskIdentity: [UInt8])
     /// (Client, joining) the inviting device, authenticated by the code.

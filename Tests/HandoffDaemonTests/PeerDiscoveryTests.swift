@@ -102,8 +102,9 @@ import Testing
         try await Self.waitForPeers(a, "B gone") { !$0.peers.contains { $0.id == bID } }
         // The account secret changed with the removal: B cannot even read A's adverts any more…
         try await Self.waitForPeers(b, "A unseen from B") { !$0.peers.contains { $0.id == aID } }
-        await expect(.unreachable) { _ = try await b.client.continueActivity(ContinueRequest(peer: "desk")) }
-        // …and dialling A directly is refused with the reason.
+        // …and B was told over the session before it closed: it says so, at once, however it asks.
+        #expect(try await b.client.account().removal?.byName == "desk")
+        await expect(.revoked) { _ = try await b.client.continueActivity(ContinueRequest(peer: "desk")) }
         await expect(.revoked) { _ = try await b.client.continueActivity(ContinueRequest(peer: a.peerAddress)) }
         try await a.stop()
         try await Self.waitForPeers(b, "A gone after it stopped") { !$0.peers.contains { $0.id == aID } }

@@ -227,6 +227,57 @@ extension EndToEndTests {
     }
 }
 
+extension EndToEndTests {
+    /// Removed on alpha, bravo knows at once and says so everywhere a user looks; it leaves,
+    /// joins again, and renames itself — the new name reaching alpha.
+    @Test func aRemovedDeviceKnowsLeavesAndRejoins() async throws {
+        if let reason = Rig.unavailableReason {
+            Issue.record(Comment(rawValue: reason))
+            return
+        }
+        let rig = try await Rig.up(["alpha", "bravo"])
+        do {
+            try await rig.startDaemon("alpha")
+            try await rig.startDaemon("bravo")
+            let (alphaID, bravoID) = try await pair(rig)
+            try await Rig.waitFor("a session") { try await peers(rig, "bravo").peers.contains { $0.id == alphaID && $0.reachable } }
+
+            let removed = try await rig.ctl("alpha", ["devices", "remove", "laptop"])
+            #expect(removed.status == 0, "\(removed)")
+            try await Rig.waitFor("bravo to be told") { try await rig.ctlJSON("bravo", AccountInfo.self, ["account", "show"]).removal != nil }
+            let status = try await rig.ctl("bravo", ["status"])
+            #expect(status.stdout.contains("REMOVED:   this device was removed from \"Ana's devices\" by desk at "), "\(status.stdout)")
+            #expect(status.stdout.contains("handoffctl account leave, then handoffctl account join CODE"), "\(status.stdout)")
+            let devices = try await rig.ctl("bravo", ["devices"])
+            #expect(devices.stderr.contains("this device was removed from") && devices.stderr.contains("by desk"), "\(devices)")
+            let doctor = try await rig.ctl("bravo", ["doctor"])
+            #expect(doctor.status == 42 && doctor.stdout.contains("PROBLEM  this device was removed from"), "\(doctor)")
+            #expect(doctor.stdout.contains("fix: handoffctl account leave, then handoffctl account join CODE (from handoffctl account invite on desk)"), "\(doctor.stdout)")
+            let refused = try await rig.ctl("bravo", ["continue", "desk"])
+            #expect(refused.status == 32 && refused.stderr.contains("by desk"), "\(refused)")
+            let listed = try await rig.ctl("alpha", ["devices"])
+            #expect(listed.stdout.contains("removed:") && listed.stdout.contains("by desk"), "\(listed.stdout)")
+
+            let left = try await rig.ctl("bravo", ["account", "leave"])
+            #expect(left.status == 0 && left.stdout.contains("left \"Ana's devices\"") && left.stderr.isEmpty, "\(left)")
+            #expect(try await rig.ctl("bravo", ["account", "show"]).status == 20)
+            let invite = try RunningProcessForInvite(rig)
+            let join = try await rig.ctl("bravo", ["account", "join", try await invite.code(), "--device-name", "laptop", "--json"])
+            #expect(join.status == 0, "\(join)")
+            try await invite.finished()
+            let rejoined = try LocalAPIJSON.decoder().decode(AccountInfo.self, from: Data(join.stdout.utf8))
+            #expect(rejoined.deviceID != bravoID)
+            try await Rig.waitFor("the new bravo on alpha") { try await peers(rig, "alpha").peers.contains { $0.id == rejoined.deviceID && $0.reachable } }
+            let renamed = try await rig.ctl("bravo", ["devices", "rename", "travel"])
+            #expect(renamed.status == 0 && renamed.stdout.contains("is now called \"travel\" (this device)"), "\(renamed)")
+            try await Rig.waitFor("the new name on alpha") { try await peers(rig, "alpha").peers.first { $0.id == rejoined.deviceID }?.name == "travel" }
+        } catch {
+            Issue.record(error)
+        }
+        await rig.down()
+    }
+}
+
 /// `handoffctl account invite` running on alpha: its code, then its end.
 struct RunningProcessForInvite {
     let process: RunningProcess

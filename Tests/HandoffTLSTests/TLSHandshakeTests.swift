@@ -185,20 +185,27 @@ func clientsFirstRead(_ client: TLSConnection, _ server: TLSConnection) -> TLSCo
         #expect(failureCode(pump(ourClient, foreignServer).client) == .otherAccount)
     }
 
-    @Test func aRevokedDeviceIsRefusedAndToldSo() throws {
+    /// A removed device gets through the member handshake only as `removedMember`, so that the
+    /// server can hand it its removal notice (and nothing else); on a stream connection, and as
+    /// a server, it is refused outright.
+    @Test func aRevokedDeviceIsSeenOnlyAsRemoved() throws {
         let account = try TestAccount()
         let b = try account.device()
         account.trust.setRevoked([b.id])
         let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
         let client = try TLSConnection(context: .memberClient(identity: b, trust: account.trust))
         let (c, s) = pump(client, server)
-        #expect(failureCode(s) == .revoked)
-        // TLS 1.3: the client finished before the server judged it...
-        guard case .complete = c else { Issue.record("client: \(c)"); return }
-        // ...and learns the verdict from the server's first message, an alert.
-        guard case .failed(let e) = clientsFirstRead(client, server) else { Issue.record("client was not told"); return }
-        #expect(e.code == .refusedByPeer)
-        #expect(e.message.contains("revoked"))
+        #expect(s == .complete(.removedMember(b.id)), "\(s)")
+        guard case .complete(.member) = c else { Issue.record("client: \(c)"); return }
+
+        let streamServer = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
+        let streamClient = try TLSConnection(context: .memberClient(identity: b, trust: account.trust, alpn: HandoffALPN.stream))
+        #expect(failureCode(pump(streamClient, streamServer).server) == .revoked)
+
+        // A member dialling the removed device refuses it.
+        let removedServer = try TLSConnection(context: .memberServer(identity: b, trust: account.trust))
+        let member = try TLSConnection(context: .memberClient(identity: try account.device(), trust: account.trust))
+        #expect(failureCode(pump(member, removedServer).client) == .revoked)
     }
 
     @Test func anExpiredCertificateIsRefused() throws {

@@ -5,7 +5,7 @@ import HandoffClient
 struct Devices: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the account's devices.",
-        subcommands: [DevicesList.self, DevicesRemove.self],
+        subcommands: [DevicesList.self, DevicesRemove.self, DevicesRename.self],
         defaultSubcommand: DevicesList.self
     )
 }
@@ -20,8 +20,12 @@ struct DevicesList: ParsableCommand {
     var json = false
 
     func run() throws {
-        let list = try global.client(root).devices()
+        let client = global.client(root)
+        let list = try client.devices()
         if json { return try Terminal.json(list) }
+        if let removal = try client.account().removal {
+            Terminal.diagnostic("handoffctl: this device was \(safe(removal.sentence)); \(removal.advice)\n")
+        }
         let nameWidth = min(32, max(4, list.devices.map { safe($0.name).count }.max() ?? 0))
         Terminal.out("  " + "ID".padding(to: 14) + "NAME".padding(to: nameWidth + 2) + "ADDED")
         for d in list.devices {
@@ -30,7 +34,8 @@ struct DevicesList: ParsableCommand {
         if !list.revoked.isEmpty {
             Terminal.out("removed:")
             for r in list.revoked {
-                Terminal.out("  " + (r.id.short + "…").padding(to: 14) + safe(r.name).padding(to: nameWidth + 2) + r.revokedAt.rfc3339)
+                let by = r.reason == .left ? " (left)" : r.byName.map { " by \(safe($0))" } ?? ""
+                Terminal.out("  " + (r.id.short + "…").padding(to: 14) + safe(r.name).padding(to: nameWidth + 2) + r.revokedAt.rfc3339 + by)
             }
         }
     }

@@ -91,7 +91,14 @@ struct Doctor: ParsableCommand {
             checks.append(Check(name: "avahi", verdict: .ok, message: "discovery waits for an account"))
         }
 
-        if let account = status.account {
+        if let account = status.account, let removal = account.removal {
+            checks.append(
+                Check(
+                    name: "account", verdict: .problem, message: "this device was \(safe(removal.sentence))",
+                    fix: "handoffctl account leave, then handoffctl account join CODE\(removal.byName.map { " (from handoffctl account invite on \(safe($0)))" } ?? "")"
+                )
+            )
+        } else if let account = status.account {
             checks.append(Check(name: "account", verdict: .ok, message: "this device is \(safe(account.deviceName)) in \(displayQuoted(account.accountName))"))
             let daysLeft = (account.certificateExpires.microsecondsSinceEpoch - now.microsecondsSinceEpoch) / 86_400_000_000
             if daysLeft < 0 {

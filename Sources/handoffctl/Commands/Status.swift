@@ -24,6 +24,10 @@ struct Status: ParsableCommand {
         if let account = status.account {
             Terminal.out("  account:   \(displayQuoted(account.accountName)) (\(account.accountID.short)…), \(account.deviceCount) device\(account.deviceCount == 1 ? "" : "s")")
             Terminal.out("  device:    \(safe(account.deviceName)) (\(account.deviceID.short)…)\(account.isAdmin ? ", holds the account key" : "")")
+            if let removal = account.removal {
+                Terminal.out("  REMOVED:   this device was \(safe(removal.sentence))")
+                Terminal.out("             \(removal.advice)")
+            }
         } else {
             Terminal.out("  account:   none (handoffctl account create, or account join CODE)")
         }
