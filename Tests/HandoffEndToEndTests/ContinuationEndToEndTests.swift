@@ -8,17 +8,9 @@ import Testing
 /// hosts: alpha originates, bravo resumes.
 @Suite(.timeLimit(.minutes(5))) struct ContinuationEndToEndTests {
     @Test func appsStreamsAndFaultsAcrossHosts() async throws {
-        if let reason = Rig.unavailableReason {
-            Issue.record(Comment(rawValue: reason))
-            return
-        }
-        let rig = try await Rig.up(["alpha", "bravo"])
-        do {
+        await Rig.withHosts(["alpha", "bravo"]) { rig in
             try await run(rig)
-        } catch {
-            Issue.record(error)
         }
-        await rig.down()
     }
 
     func run(_ rig: Rig) async throws {

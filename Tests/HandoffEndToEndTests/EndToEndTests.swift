@@ -26,12 +26,7 @@ import Testing
     }
 
     @Test func continueAcrossHosts() async throws {
-        if let reason = Rig.unavailableReason {
-            Issue.record(Comment(rawValue: reason))
-            return
-        }
-        let rig = try await Rig.up(["alpha", "bravo", "charlie"])
-        do {
+        await Rig.withHosts(["alpha", "bravo", "charlie"]) { rig in
             try await rig.startDaemon("alpha")
             try await rig.startDaemon("bravo")
             // Charlie starts with Avahi down: handoffd runs anyway and says so.
@@ -120,82 +115,75 @@ import Testing
             }
             #expect(ContinuousClock.now - killed < .seconds(10), "shown unreachable after \(took)")
             #expect(try await rig.ctl("bravo", ["continue", "desk"]).status == 30)
-        } catch {
-            Issue.record(error)
         }
-        await rig.down()
     }
 
     @Test func strangersLearnNothingAndNothingStaysTheSame() async throws {
-        if let reason = Rig.unavailableReason {
-            Issue.record(Comment(rawValue: reason))
-            return
-        }
-        let rig = try await Rig.up(["alpha", "bravo", "charlie"])
-        let pcap = rig.directory + "/bridge.pcap"
-        let capture = try rig.captureBridge(to: pcap)
-        let secrets = ["Zoe Quill", "zoedesk", "zoelaptop", "org.quillsoft", "Chapter Nine", "handoffuser"]
-        do {
-            for host in rig.hosts { try await rig.startDaemon(host) }
-            let (alphaID, _) = try await pair(rig, accountName: "Zoe Quill's devices", names: ("zoedesk", "zoelaptop"))
-            _ = try await rig.ctl(
-                "alpha",
-                ["become-current", "--type", "org.quillsoft.manuscript.edit", "--title", "Chapter Nine Draft", "--info", "author=handoffuser"]
-            )
-            try await Rig.waitFor("the activity on bravo") {
-                try await peers(rig, "bravo").peers.first { $0.id == alphaID }?.activity?.title == "Chapter Nine Draft"
+        await Rig.withHosts(["alpha", "bravo", "charlie"]) { rig in
+            let pcap = rig.directory + "/bridge.pcap"
+            // (A capture of the bridge is root's: it stands for anyone on the network.)
+            let capture = try rig.captureBridge(to: pcap)
+            let secrets = ["Zoe Quill", "zoedesk", "zoelaptop", "org.quillsoft", "Chapter Nine", "handoffuser"]
+            do {
+                try await strangersLearnNothing(rig, secrets: secrets)
+            } catch {
+                Issue.record(error)
             }
-            // Let the sealed advert carrying it go out over mDNS too (Avahi's 1 s pace).
-            try await Task.sleep(for: .seconds(3))
+            _ = try? await capture.stop(signal: SIGINT)
+            let captured = (try? Data(contentsOf: URL(fileURLWithPath: pcap))) ?? Data()
+            #expect(captured.count > 10_000, "the capture saw the traffic (\(captured.count) bytes)")
+            // The control: mDNS is plaintext, so Avahi's own names are there to be found.
+            #expect(captured.range(of: Data("_handoff".utf8)) != nil, "the capture holds the mDNS traffic")
+            #expect(captured.range(of: Data("alpha".utf8)) != nil, "the capture holds Avahi's host records")
+            for secret in secrets {
+                #expect(captured.range(of: Data(secret.utf8)) == nil, "the capture of the bridge contains \(secret)")
+            }
+        }
+    }
 
-            let before = try await Browse.records(rig, from: "charlie")
-            let alphaAddress = try await rig.address("alpha")
-            let alphaBefore = try #require(before.first { $0.address == alphaAddress }, "charlie sees alpha's service: \(before)")
-            for record in before {
-                for secret in secrets + ["alpha", "bravo", "charlie"] {
-                    #expect(!record.instance.localizedCaseInsensitiveContains(secret), "instance name \(record.instance) names \(secret)")
-                    #expect(!record.txt.localizedCaseInsensitiveContains(secret), "TXT \(record.txt) shows \(secret)")
-                }
-                let keys = Set(record.keys)
-                #expect(keys.contains("v") && keys.contains("t") && keys.contains("s0"), "\(record.txt)")
-                #expect(keys.isSubset(of: ["v", "t", "j"] + (0..<8).map { "s\($0)" }), "only version, tag and sealed advert: \(record.txt)")
-            }
+    func strangersLearnNothing(_ rig: Rig, secrets: [String]) async throws {
+        for host in rig.hosts { try await rig.startDaemon(host) }
+        let (alphaID, _) = try await pair(rig, accountName: "Zoe Quill's devices", names: ("zoedesk", "zoelaptop"))
+        _ = try await rig.ctl(
+            "alpha",
+            ["become-current", "--type", "org.quillsoft.manuscript.edit", "--title", "Chapter Nine Draft", "--info", "author=handoffuser"]
+        )
+        try await Rig.waitFor("the activity on bravo") {
+            try await peers(rig, "bravo").peers.first { $0.id == alphaID }?.activity?.title == "Chapter Nine Draft"
+        }
+        // Let the sealed advert carrying it go out over mDNS too (Avahi's 1 s pace).
+        try await Task.sleep(for: .seconds(3))
 
-            // A rotation (here: a restart) changes everything of ours that a stranger can see.
-            _ = try await rig.daemon("alpha")?.stop()
-            try await rig.startDaemon("alpha")
-            var after: [Browse.Record] = []
-            try await Rig.waitFor("alpha's new advert", seconds: 20) {
-                after = try await Browse.records(rig, from: "charlie").filter { $0.address == alphaAddress }
-                return after.contains { $0.instance != alphaBefore.instance }
+        let before = try await Browse.records(rig, from: "charlie")
+        let alphaAddress = try await rig.address("alpha")
+        let alphaBefore = try #require(before.first { $0.address == alphaAddress }, "charlie sees alpha's service: \(before)")
+        for record in before {
+            for secret in secrets + ["alpha", "bravo", "charlie"] {
+                #expect(!record.instance.localizedCaseInsensitiveContains(secret), "instance name \(record.instance) names \(secret)")
+                #expect(!record.txt.localizedCaseInsensitiveContains(secret), "TXT \(record.txt) shows \(secret)")
             }
-            let alphaAfter = after.first { $0.instance != alphaBefore.instance }!
-            #expect(alphaAfter.field("t") != alphaBefore.field("t"), "the account tag rotates")
-            #expect(alphaAfter.field("s0") != alphaBefore.field("s0"))
-        } catch {
-            Issue.record(error)
+            let keys = Set(record.keys)
+            #expect(keys.contains("v") && keys.contains("t") && keys.contains("s0"), "\(record.txt)")
+            #expect(keys.isSubset(of: ["v", "t", "j"] + (0..<8).map { "s\($0)" }), "only version, tag and sealed advert: \(record.txt)")
         }
-        _ = try? await capture.stop(signal: SIGINT)
-        let captured = (try? Data(contentsOf: URL(fileURLWithPath: pcap))) ?? Data()
-        #expect(captured.count > 10_000, "the capture saw the traffic (\(captured.count) bytes)")
-        // The control: mDNS is plaintext, so Avahi's own names are there to be found.
-        #expect(captured.range(of: Data("_handoff".utf8)) != nil, "the capture holds the mDNS traffic")
-        #expect(captured.range(of: Data("alpha".utf8)) != nil, "the capture holds Avahi's host records")
-        for secret in secrets {
-            #expect(captured.range(of: Data(secret.utf8)) == nil, "the capture of the bridge contains \(secret)")
+
+        // A rotation (here: a restart) changes everything of ours that a stranger can see.
+        _ = try await rig.daemon("alpha")?.stop()
+        try await rig.startDaemon("alpha")
+        var after: [Browse.Record] = []
+        try await Rig.waitFor("alpha's new advert", seconds: 20) {
+            after = try await Browse.records(rig, from: "charlie").filter { $0.address == alphaAddress }
+            return after.contains { $0.instance != alphaBefore.instance }
         }
-        await rig.down()
+        let alphaAfter = after.first { $0.instance != alphaBefore.instance }!
+        #expect(alphaAfter.field("t") != alphaBefore.field("t"), "the account tag rotates")
+        #expect(alphaAfter.field("s0") != alphaBefore.field("s0"))
     }
 }
 
 extension EndToEndTests {
     @Test func aChangedAddressIsFollowedWithoutRestart() async throws {
-        if let reason = Rig.unavailableReason {
-            Issue.record(Comment(rawValue: reason))
-            return
-        }
-        let rig = try await Rig.up(["alpha", "bravo"])
-        do {
+        await Rig.withHosts(["alpha", "bravo"]) { rig in
             try await rig.startDaemon("alpha")
             try await rig.startDaemon("bravo")
             let (_, bravoID) = try await pair(rig)
@@ -220,10 +208,7 @@ extension EndToEndTests {
             }
             #expect(try await rig.ctl("alpha", ["continue", "laptop", "--json"]).status == 0)
             print("followed the address change in \(ContinuousClock.now - moved)")
-        } catch {
-            Issue.record(error)
         }
-        await rig.down()
     }
 }
 
@@ -231,12 +216,7 @@ extension EndToEndTests {
     /// Removed on alpha, bravo knows at once and says so everywhere a user looks; it leaves,
     /// joins again, and renames itself — the new name reaching alpha.
     @Test func aRemovedDeviceKnowsLeavesAndRejoins() async throws {
-        if let reason = Rig.unavailableReason {
-            Issue.record(Comment(rawValue: reason))
-            return
-        }
-        let rig = try await Rig.up(["alpha", "bravo"])
-        do {
+        await Rig.withHosts(["alpha", "bravo"]) { rig in
             try await rig.startDaemon("alpha")
             try await rig.startDaemon("bravo")
             let (alphaID, bravoID) = try await pair(rig)
@@ -271,10 +251,7 @@ extension EndToEndTests {
             let renamed = try await rig.ctl("bravo", ["devices", "rename", "travel"])
             #expect(renamed.status == 0 && renamed.stdout.contains("is now called \"travel\" (this device)"), "\(renamed)")
             try await Rig.waitFor("the new name on alpha") { try await peers(rig, "alpha").peers.first { $0.id == rejoined.deviceID }?.name == "travel" }
-        } catch {
-            Issue.record(error)
         }
-        await rig.down()
     }
 }
 

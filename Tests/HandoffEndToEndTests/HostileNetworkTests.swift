@@ -11,12 +11,7 @@ import Testing
     /// continuing alpha's activity: alpha stays up, and bravo's `continue` takes about as long as
     /// before (median within 2×).
     @Test func aStrangersFloodStopsNoMember() async throws {
-        if let reason = Rig.unavailableReason {
-            Issue.record(Comment(rawValue: reason))
-            return
-        }
-        let rig = try await Rig.up(["alpha", "bravo", "charlie"])
-        do {
+        await Rig.withHosts(["alpha", "bravo", "charlie"]) { rig in
             try await rig.startDaemon("alpha")
             try await rig.startDaemon("bravo")
             let (alphaID, _) = try await EndToEndTests().pair(rig)
@@ -46,10 +41,7 @@ import Testing
             // And afterwards, as before.
             let after = try await rig.ctl("bravo", ["continue", "desk", "--json"])
             #expect(after.status == 0 && after.stdout.contains("Under fire"), "\(after)")
-        } catch {
-            Issue.record(error)
         }
-        await rig.down()
     }
 
     /// `continue desk --json` on bravo, `count` times in a row, timed inside bravo (µs each).

@@ -1,5 +1,6 @@
 import Foundation
 import HandoffAPI
+import Testing
 
 /// Simulated hosts (scripts/rig.sh): each a network namespace on a private bridge with its own
 /// D-Bus and avahi-daemon. Tests run real handoffd and handoffctl binaries inside them — as the
@@ -167,5 +168,30 @@ public final class Rig: @unchecked Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
         return ContinuousClock.now - start
+    }
+}
+
+extension Rig {
+    /// Runs `body` on fresh simulated hosts and takes them down afterwards, whatever happened.
+    /// A failure is recorded as the test's; a machine that cannot build hosts fails the test,
+    /// loudly, rather than skipping it.
+    public static func withHosts(_ hosts: [String], sourceLocation: SourceLocation = #_sourceLocation, _ body: (Rig) async throws -> Void) async {
+        if let reason = unavailableReason {
+            Issue.record(Comment(rawValue: reason), sourceLocation: sourceLocation)
+            return
+        }
+        let rig: Rig
+        do {
+            rig = try await up(hosts)
+        } catch {
+            Issue.record(error, sourceLocation: sourceLocation)
+            return
+        }
+        do {
+            try await body(rig)
+        } catch {
+            Issue.record(error, sourceLocation: sourceLocation)
+        }
+        await rig.down()
     }
 }
