@@ -36,10 +36,12 @@ release: deps-build
 
 # Runs the daemon in the foreground on the user's default paths; Ctrl-C stops it. On first use it
 # creates an account — or, with JOIN=CODE (from `handoffctl account invite` on another device),
-# joins that one instead.
+# joins that one instead (a code that does not work stops it, saying why). ARGS are passed to
+# handoffd (make run ARGS="--port 47811").
 run: deps-run build
 	@scripts/ensure-avahi.sh
-	exec $(BIN_DEBUG)/handoffd $(if $(JOIN),--join $(JOIN),--create-account)
+	@echo "handoffctl is $(CURDIR)/$(BIN_DEBUG)/handoffctl; in another terminal: export PATH=\"$(CURDIR)/$(BIN_DEBUG):\$$PATH\""
+	exec $(BIN_DEBUG)/handoffd $(ARGS) $(if $(JOIN),--join '$(JOIN)',--create-account)
 
 test: deps-test
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)

@@ -18,7 +18,7 @@ enum AccountJoiner {
         do {
             code = try InviteCode(parsing: request.code)
         } catch {
-            throw LocalAPIError(.invalidCode, describe(error))
+            throw LocalAPIError(.invalidCode, error.description)
         }
         let address: PeerAddress
         if let peerText = request.peer {
@@ -96,17 +96,6 @@ enum AccountJoiner {
             throw e
         } catch {
             throw bad
-        }
-    }
-
-    static func describe(_ error: InviteCode.ParseError) -> String {
-        switch error {
-        case .wrongLength(let n):
-            "an invite code has 28 letters and digits (7 groups of 4); this one has \(n)"
-        case .invalidCharacter(let c):
-            "an invite code has no \(displayQuoted(String(c))); check what you typed"
-        case .checksumMismatch:
-            "the invite code has a typo (its last two characters do not match the rest); check what you typed"
         }
     }
 }

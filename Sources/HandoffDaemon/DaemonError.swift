@@ -6,6 +6,8 @@ public struct DaemonError: Error, Sendable, CustomStringConvertible {
         case io = "io"
         case socket = "socket"
         case configuration = "configuration"
+        /// `--create-account` or `--join` could not be done (`make run`'s first use).
+        case firstUse = "first_use"
     }
 
     public var code: Code

@@ -97,6 +97,8 @@ public final class HandoffDaemon: Sendable {
     private let startedAt: Timestamp
     private let ready = ReadinessSignal()
     private let group = Mutex<ServiceGroup?>(nil)
+    /// Why `firstUse` could not be done: the daemon stops, and says so (`run` throws it).
+    private let firstUseFailure = Mutex<DaemonError?>(nil)
     private let boundPeerPort = BoundPort()
 
     public init(configuration: DaemonConfiguration, logger: Logger) throws(DaemonError) {
@@ -292,7 +294,14 @@ public final class HandoffDaemon: Sendable {
                 try await apiReady.wait()
                 try await listener.bound.wait()
                 try await discovery.ready.wait()
-                await self.applyFirstUse()
+                if let failure = await self.applyFirstUse() {
+                    // A daemon asked to join that could not is no use without an account: it
+                    // stops and says why, rather than running on with none.
+                    self.firstUseFailure.withLock { $0 = failure }
+                    ready.fail(failure)
+                    await self.shutdown()
+                    return
+                }
                 ready.succeed()
                 self.configuration.notifier.ready(status: await self.statusLine())
             } catch let e as DaemonError {
@@ -316,6 +325,7 @@ public final class HandoffDaemon: Sendable {
             ready.fail(DaemonError(.io, "handoffd failed", cause: error))
             throw error
         }
+        if let failure = firstUseFailure.withLock({ $0 }) { throw failure }
         ready.fail(DaemonError(.io, "handoffd stopped before it was ready"))
         logger.info("handoffd stopped")
     }
@@ -356,29 +366,39 @@ public final class HandoffDaemon: Sendable {
         return "port \(s.peerPort); \(discovery); \(peers); \(s.currentActivity == nil ? "no current activity" : "an activity is current")"
     }
 
-    /// `make run`'s first use: an account is created (or joined) if there is none.
-    private func applyFirstUse() async {
-        guard await !accounts.isMember else { return }
+    /// `make run`'s first use: an account is created (or joined) if there is none. Returns why
+    /// that failed, if it did.
+    private func applyFirstUse() async -> DaemonError? {
+        guard await !accounts.isMember else {
+            if case .join = configuration.firstUse { logger.notice("this device already belongs to an account; --join is ignored (handoffctl account leave first)") }
+            return nil
+        }
         switch configuration.firstUse {
         case .nothing:
-            return
+            return nil
         case .createAccount:
             do {
                 let info = try await accounts.create(CreateAccountRequest())
                 logger.notice("created an account on first use", metadata: ["account": "\(info.accountID.short)"])
+                return nil
             } catch {
-                logger.error("cannot create an account", metadata: ["error": "\(error)"])
+                return DaemonError(.firstUse, "cannot create an account: \(error.message)")
             }
         case .join(let code, let peer):
             let discovery = self.discovery
+            logger.notice("joining the account of the device inviting with the code")
             do {
                 let info = try await AccountJoiner.join(
                     JoinAccountRequest(code: code, peer: peer), store: accounts, defaultPort: peerPort, logger: logger,
-                    findInviter: { code in await discovery.findInviter(code: code, timeout: .seconds(30)) }
+                    findInviter: { code in await discovery.findInviter(code: code, timeout: .seconds(10)) }
                 )
                 logger.notice("joined an account", metadata: ["account": "\(info.accountID.short)"])
+                return nil
             } catch {
-                logger.error("cannot join the account", metadata: ["error": "\(error.message)"])
+                return DaemonError(
+                    .firstUse,
+                    "cannot join the account: \(error.message). Get a new code (handoffctl account invite, on the device that has the account) and start again with it (make run JOIN=CODE)"
+                )
             }
         }
     }

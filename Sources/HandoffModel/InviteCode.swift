@@ -28,10 +28,22 @@ public struct InviteCode: Sendable, Equatable {
         return out
     }
 
-    public enum ParseError: Error, Equatable {
+    public enum ParseError: Error, Equatable, CustomStringConvertible {
         case wrongLength(Int)
         case invalidCharacter(Character)
         case checksumMismatch
+
+        /// What is wrong with what was typed, for the person who typed it.
+        public var description: String {
+            switch self {
+            case .wrongLength(let n):
+                "an invite code has 28 letters and digits (7 groups of 4); this one has \(n)"
+            case .invalidCharacter(let c):
+                "an invite code has no \(displayQuoted(String(c))); check what you typed"
+            case .checksumMismatch:
+                "the invite code has a typo (its last two characters do not match the rest); check what you typed"
+            }
+        }
     }
 
     /// Accepts what a person types: any case, dashes and spaces anywhere, I/L for 1, O for 0.

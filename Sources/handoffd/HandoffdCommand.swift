@@ -74,6 +74,13 @@ struct HandoffdCommand: AsyncParsableCommand {
         if let port, !(0...65535).contains(port) {
             throw ValidationError("--port must be from 1 to 65535 (0 picks a free port)")
         }
+        if let joinCode {
+            do {
+                _ = try InviteCode(parsing: joinCode)
+            } catch {
+                throw ValidationError("--join \(joinCode): \(error.description) (handoffctl account invite, on the device that has the account, prints it)")
+            }
+        }
     }
 
     /// Defaults, then the configuration files, then flags.
@@ -153,7 +160,7 @@ struct HandoffdCommand: AsyncParsableCommand {
             try await daemon.run()
         } catch let error as DaemonError {
             FileHandleStderr.write("handoffd: error: \(error)\n")
-            throw ExitCode(error.code == .alreadyRunning ? 3 : 1)
+            throw ExitCode(error.code == .alreadyRunning ? 3 : error.code == .firstUse ? 4 : 1)
         }
     }
 }

@@ -180,10 +180,9 @@ struct Doctor: ParsableCommand {
         return avahiProblem("avahi-daemon is not running")
     }
 
-    /// Avahi is missing or stopped: start it, or install it first.
+    /// Avahi is missing or stopped: start it (the way this machine starts services), or install it first.
     static func avahiProblem(_ message: String) -> Check {
-        let installed = access("/usr/sbin/avahi-daemon", X_OK) == 0
-        return Check(name: "avahi", verdict: .problem, message: message, fix: installed ? "sudo systemctl start avahi-daemon" : "sudo apt-get install avahi-daemon")
+        Check(name: "avahi", verdict: .problem, message: message, fix: AvahiHint.startCommand)
     }
 
     /// Host names of the other devices resolve through nss-mdns (else only the advert's A record).

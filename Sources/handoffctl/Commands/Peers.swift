@@ -58,7 +58,7 @@ struct Peers: ParsableCommand {
         case .starting: "starting"
         case .off: "off"
         case .unavailable:
-            "unavailable: \(d.detail ?? "?")\(d.retryAt.map { "; retrying at \($0.rfc3339)" } ?? "") (start it: systemctl start avahi-daemon)"
+            "unavailable: \(d.detail ?? "?")\(d.retryAt.map { "; retrying at \($0.rfc3339)" } ?? "") (start it: \(AvahiHint.startCommand))"
         }
     }
 }
