@@ -156,6 +156,8 @@ public struct StreamInfo: Codable, Sendable, Equatable {
     /// Bytes this device sent to the other one, and received from it.
     public var bytesSent: Int64
     public var bytesReceived: Int64
+    /// How many bytes the originating side sends, when it knows (it sends a file): for progress.
+    public var expectedBytes: Int64?
     public var openedAt: Timestamp
     public var endedAt: Timestamp?
     public var error: String?

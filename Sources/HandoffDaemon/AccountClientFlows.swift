@@ -7,6 +7,11 @@ import Logging
 /// `account join`: prove the code to the inviting device over a PSK-keyed TLS 1.3 connection, send
 /// our public key, and keep the certificate, root and account state it sends back.
 enum AccountJoiner {
+    /// How long `account join CODE` looks for the inviting device on the network: its advert
+    /// carries the code's tag within about a second of `account invite` (docs/discovery.md), so
+    /// a longer wait would only be a silent one.
+    static let findInviterTimeout: Duration = .seconds(3)
+
     static func join(
         _ request: JoinAccountRequest, store: AccountStore, defaultPort: Int, logger: Logger,
         findInviter: @Sendable (InviteCode) async -> PeerAddress?
@@ -29,7 +34,7 @@ enum AccountJoiner {
         } else {
             throw LocalAPIError(
                 .unreachable,
-                "no device on this network is inviting with this code (is `handoffctl account invite` still waiting there?); or give --peer HOST:PORT"
+                "no device on this network is inviting with this code (is `handoffctl account invite` still waiting there, on the same network?); or give its address: --peer HOST:PORT"
             )
         }
         let deviceName = try AccountStore.validName(request.deviceName ?? AccountStore.hostName(), what: "device name")

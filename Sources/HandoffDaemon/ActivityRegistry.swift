@@ -160,6 +160,21 @@ public actor ActivityRegistry {
         return CurrentActivityResponse(activity: activity, encodedSize: size, warnings: warnings)
     }
 
+    /// The app that served `id`'s continuation streams left: the activity stays current (SPEC
+    /// §2: an activity whose app detaches stays), updated to no longer offer streams, so that
+    /// other devices are not promised streams nobody would serve.
+    func stopOfferingStreams(_ id: UUID) async {
+        guard let activity = current, activity.id == id, activity.content.supportsContinuationStreams else { return }
+        var content = activity.content
+        content.supportsContinuationStreams = false
+        do {
+            _ = try await becomeCurrent(PutCurrentActivityRequest(id: id, content: content))
+            logger.notice("the app serving the activity's streams left; it no longer offers them", metadata: ["activity": "\(id.lowercasedString)"])
+        } catch {
+            logger.error("cannot update the activity after its stream server left", metadata: ["error": "\(error)"])
+        }
+    }
+
     /// Withdraws the current activity. Idempotent: with none, nothing happens.
     public func resignCurrent(now: Timestamp = .now()) async throws(LocalAPIError) -> Activity? {
         try await withdraw(reason: .resigned, now: now)

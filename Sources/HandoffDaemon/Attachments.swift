@@ -28,9 +28,18 @@ final class Attachments: Sendable {
         self.events = events
     }
 
+    /// What an app leaving while its activity is still current means for the activity.
+    enum Departure: Sendable {
+        /// It asked for the activity to go with it (`resignOnDetach`).
+        case resign(UUID)
+        /// It served the activity's streams, and no attached app does any more: the activity
+        /// must stop offering them, or other devices would be promised streams nobody serves.
+        case streamsGone(UUID)
+    }
+
     /// Attaches to `request.activityID`, which the caller checked is current. `onDetach` runs when
-    /// the app goes away while the activity is still its own.
-    func attach(_ request: AttachRequest, onDetach: @escaping @Sendable (UUID) -> Void) -> AsyncStream<AttachEvent> {
+    /// the app goes away while the activity is still its own, and that changes the activity.
+    func attach(_ request: AttachRequest, onDetach: @escaping @Sendable (Departure) -> Void) -> AsyncStream<AttachEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: AttachEvent.self, bufferingPolicy: .bufferingOldest(256))
         let attachment = Attachment(
             activityID: request.activityID, serveStreams: request.serveStreams, resignOnDetach: request.resignOnDetach, continuation: continuation
@@ -43,8 +52,15 @@ final class Attachments: Sendable {
         continuation.yield(AttachEvent(at: .now(), .attached(activityID: request.activityID)))
         continuation.onTermination = { [weak self] _ in
             // Still registered means the app left (an ended activity removes it first).
-            guard let gone = self?.state.withLock({ $0.attachments.removeValue(forKey: id) }) else { return }
-            if gone.resignOnDetach { onDetach(gone.activityID) }
+            guard let (gone, othersServe) = self?.state.withLock({ s -> (Attachment, Bool)? in
+                guard let gone = s.attachments.removeValue(forKey: id) else { return nil }
+                return (gone, s.attachments.values.contains { $0.activityID == gone.activityID && $0.serveStreams })
+            }) else { return }
+            if gone.resignOnDetach {
+                onDetach(.resign(gone.activityID))
+            } else if gone.serveStreams, !othersServe {
+                onDetach(.streamsGone(gone.activityID))
+            }
         }
         return stream
     }

@@ -49,9 +49,12 @@ struct ContinuationStreams: Sendable {
             let splice = StreamSplice(
                 record: record, local: local, localEnd: file.map { .file($0) } ?? .pipe, peer: connection.channel, peerName: peerName, logger: logger
             )
+            // A file sent has a known length: both devices can show how far along it is.
+            let length = file.flatMap { $0.role == .send ? $0.size : nil }
+            if let length { record.expect(length) }
             let (connection, accept, id) = (self.connection, mustAccept, record.id)
             splice.start {
-                if accept { connection.answer(.streamAccepted(streamID: id)) }
+                if accept { connection.answer(.streamAccepted(streamID: id, length: length)) }
                 connection.release()
             }
         }
@@ -85,10 +88,11 @@ struct ContinuationStreams: Sendable {
         var lastError = LocalAPIError(.unreachable, "\(peer.name) cannot be reached")
         for target in targets {
             do {
-                let (connection, streamID) = try await PeerDialer.openStream(
+                let (connection, streamID, length) = try await PeerDialer.openStream(
                     target, context: contexts.streamClient, expectedPeer: peer.id, activityID: continuation.activityID, peerName: peer.name
                 )
                 let record = book.makeRecord(id: streamID, role: .resuming, peer: peer, activityID: continuation.activityID, continuationID: continuationID)
+                if let length { record.expect(length) }
                 logger.info("continuation stream opened", metadata: ["stream": "\(streamID.lowercasedString)", "peer": "\(peer.id.short)"])
                 return Prepared(record: record, connection: connection, peerName: peer.name, mustAccept: false)
             } catch {

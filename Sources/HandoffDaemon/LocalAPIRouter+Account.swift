@@ -22,7 +22,7 @@ extension LocalAPIRouter {
         return .ok(
             try await AccountJoiner.join(
                 join, store: services.accounts, defaultPort: services.peerPort(), logger: logger,
-                findInviter: { code in await discovery.findInviter(code: code, timeout: .seconds(10)) }
+                findInviter: { code in await discovery.findInviter(code: code, timeout: AccountJoiner.findInviterTimeout) }
             )
         )
     }

@@ -16,10 +16,15 @@ extension LocalAPIRouter {
         guard await registry.currentActivity()?.id == ask.activityID else {
             throw LocalAPIError(.activityChanged, "activity \(ask.activityID.lowercasedString) is not the current one; attach to what become-current returned")
         }
-        let events = services.attachments.attach(ask) { id in
+        let events = services.attachments.attach(ask) { departure in
             Task {
-                guard await registry.currentActivity()?.id == id else { return }
-                _ = try? await registry.resignCurrent()
+                switch departure {
+                case .resign(let id):
+                    guard await registry.currentActivity()?.id == id else { return }
+                    _ = try? await registry.resignCurrent()
+                case .streamsGone(let id):
+                    await registry.stopOfferingStreams(id)
+                }
             }
         }
         // It may have been replaced between the check and the attachment.

@@ -91,6 +91,8 @@ actor MemberLinks {
     private var sessions: [DeviceID: MemberSession] = [:]
     private var dialing: Set<DeviceID> = []
     private var retryDelay: [DeviceID: Duration] = [:]
+    /// When dialling a device last failed at every address (cleared once a session is up).
+    private var dialFailedAt: [DeviceID: Timestamp] = [:]
     private var ourID: DeviceID?
     let store: AccountStore
     let security: PeerSecurity
@@ -144,6 +146,7 @@ actor MemberLinks {
         }
         sessions[session.peerID] = session
         retryDelay[session.peerID] = nil
+        dialFailedAt[session.peerID] = nil
         return true
     }
 
@@ -345,14 +348,19 @@ actor MemberLinks {
     ///
     /// The whole connection — dial included — runs as one background job, so that a channel is
     /// never left open without an owner (if the job never runs, no channel was made).
-    func connect(_ address: PeerAddress, expecting expected: DeviceID? = nil) async throws(LocalAPIError) -> MemberSession {
+    /// When this device last failed to reach `id` at any of its addresses (nil once it did).
+    func lastDialFailure(_ id: DeviceID) -> Timestamp? { dialFailedAt[id] }
+
+    func connect(
+        _ address: PeerAddress, expecting expected: DeviceID? = nil, connectTimeout: TimeAmount = PeerDialer.connectTimeout
+    ) async throws(LocalAPIError) -> MemberSession {
         guard let contexts = security.contexts else {
             throw LocalAPIError(.noAccount, "this device has no account yet; create one (handoffctl account create) or join one (handoffctl account join CODE)")
         }
         let outcome = Once<Result<MemberSession, LocalAPIError>>()
         spawn { [self] in
             do {
-                let (link, peer) = try await PeerDialer.connect(address, context: contexts.client, expectedPeer: expected)
+                let (link, peer) = try await PeerDialer.connect(address, context: contexts.client, expectedPeer: expected, connectTimeout: connectTimeout)
                 guard case .member(let peerID) = peer else {
                     await link.discard()
                     outcome.settle(.failure(LocalAPIError(.refused, "\(address) is not a device of this account")))
@@ -423,6 +431,7 @@ actor MemberLinks {
         // Not reachable (or not resolved yet): try again later while it stays seen. The mark is
         // cleared before `consider` sets it again for the retry, never after.
         retryDelay[id] = min((retryDelay[id] ?? .milliseconds(500)) * 2, .seconds(60))
+        dialFailedAt[id] = .now()
         dialing.remove(id)
         if await directory.isSighted(id) { consider(id) }
     }

@@ -11,9 +11,9 @@ enum PeerDialer {
 
     /// Connects and completes the TLS handshake. For member connections the other side may still
     /// refuse us afterwards (TLS 1.3); `MemberGreeting.asClient` waits for its hello to know.
-    static func connect(_ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID? = nil) async throws(LocalAPIError)
-        -> (PeerLink, TLSPeer)
-    {
+    static func connect(
+        _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID? = nil, connectTimeout: TimeAmount = PeerDialer.connectTimeout
+    ) async throws(LocalAPIError) -> (PeerLink, TLSPeer) {
         let link: PeerLink
         do {
             link = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -25,7 +25,9 @@ enum PeerDialer {
                     }
                 }
         } catch {
-            throw LocalAPIError(.unreachable, "cannot reach \(address): \(describeConnectError(error)); is handoffd running there, and is its port open?")
+            throw LocalAPIError(
+                .unreachable, "cannot reach \(address): \(describeConnectError(error, timeout: connectTimeout)); is handoffd running there, and is its port open?"
+            )
         }
         do {
             let done = try await link.completedHandshake()
@@ -88,13 +90,16 @@ enum PeerDialer {
         }
     }
 
-    static func describeConnectError(_ error: any Error) -> String {
+    static func describeConnectError(_ error: any Error, timeout: TimeAmount = PeerDialer.connectTimeout) -> String {
         if let e = error as? NIOConnectionError {
             if e.dnsAError != nil || e.dnsAAAAError != nil, e.connectionErrors.isEmpty { return "the name \(e.host) does not resolve" }
-            if let first = e.connectionErrors.first { return describeConnectError(first.error) }
+            if let first = e.connectionErrors.first { return describeConnectError(first.error, timeout: timeout) }
         }
         if let e = error as? IOError { return String(cString: strerror(e.errnoCode)) }
-        if let e = error as? ChannelError, case .connectTimeout = e { return "no answer within \(connectTimeout.nanoseconds / 1_000_000_000) s" }
+        if let e = error as? ChannelError, case .connectTimeout = e {
+            let ms = timeout.nanoseconds / 1_000_000
+            return ms % 1000 == 0 ? "no answer within \(ms / 1000) s" : "no answer within \(ms) ms"
+        }
         return "\(error)"
     }
 }

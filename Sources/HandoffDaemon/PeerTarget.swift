@@ -1,5 +1,6 @@
 import HandoffAPI
 import HandoffModel
+import NIOCore
 
 /// The device a command names (`continue PEER`, `account sync PEER`): a device of the account by
 /// its name or the start of its id — with the activity we saw it advertise, if any — or an
@@ -26,9 +27,25 @@ struct PeerTarget: Sendable {
         return PeerTarget(device: LocalEvent.PeerRef(id: device.id, name: device.name), seen: await directory.info(device.id)?.activity)
     }
 
+    /// A device this one knows it cannot reach right now: it has no session, and lost it (or
+    /// failed to dial it) after its last advert. Asked for such a device, `session` tries once,
+    /// quickly, and then says when it was last seen instead of waiting out the timeouts.
+    static let quickTry: TimeAmount = .milliseconds(500)
+
     /// The session to use: the one open with the device, or a new one.
     func session(links: MemberLinks, directory: PeerDirectory) async throws(LocalAPIError) -> MemberSession {
         guard let device else { return try await links.connect(address!) }
+        if let session = await links.session(for: device.id) { return session }
+        if let info = await directory.info(device.id), !info.reachable,
+            let lost = [info.unreachableSince, await links.lastDialFailure(device.id)].compactMap({ $0 }).max(),
+            (info.lastAdvert ?? Timestamp(microsecondsSinceEpoch: 0)) < lost
+        {
+            for address in await directory.dialTargets(device.id) {
+                if let session = try? await links.connect(address, expecting: device.id, connectTimeout: Self.quickTry) { return session }
+            }
+            let seen = info.lastSeen.map { "last seen \($0.age(at: .now())) ago (\($0.rfc3339))" } ?? "not seen since handoffd started"
+            throw LocalAPIError(.unreachable, "\(device.name) is unreachable: \(seen); is it on, awake, and on this network? (handoffctl peers)")
+        }
         var lastError = LocalAPIError(.unreachable, "\(device.name) cannot be reached")
         // Two rounds: when both devices dial each other at once, one of the two connections is
         // closed, and the session to use is the other one, there a moment later.

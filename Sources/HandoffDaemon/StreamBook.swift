@@ -174,6 +174,11 @@ final class StreamRecord: Sendable {
         if let info { events.publish(LocalEvent(at: .now(), .streamChanged(info))) }
     }
 
+    /// The originating side will send `bytes` (a file's size).
+    func expect(_ bytes: Int64) {
+        state.withLock { $0.info.expectedBytes = bytes }
+    }
+
     func sent(_ count: Int) {
         state.withLock { $0.info.bytesSent += Int64(count) }
     }

@@ -219,7 +219,7 @@ extension PeerDialer {
     /// the originator accepted it, with the stream id it gave.
     static func openStream(
         _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID, activityID: UUID, peerName: String
-    ) async throws(LocalAPIError) -> (StreamConnection, UUID) {
+    ) async throws(LocalAPIError) -> (StreamConnection, UUID, length: Int64?) {
         let connection: StreamConnection
         let handshake: EventLoopFuture<TLSHandshakeCompleted>
         do {
@@ -249,8 +249,8 @@ extension PeerDialer {
         do {
             _ = try await handshake.get()
             switch try await connection.receivedFrame() {
-            case .streamAccepted(let id):
-                return (connection, id)
+            case .streamAccepted(let id, let length):
+                return (connection, id, length)
             case .streamRefused(let refusal):
                 connection.close()
                 switch refusal.reason {

@@ -29,6 +29,13 @@ final class StreamFile: Sendable {
         if !BlockingThread.detach(name: "handoff-close", { _ = close(descriptor) }) { close(descriptor) }
     }
 
+    /// A regular file's size (nil for /dev/null and the like).
+    var size: Int64? {
+        var st = stat()
+        guard fstat(descriptor, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
+        return Int64(st.st_size)
+    }
+
     /// Regular files (and /dev/null) only: their reads and writes end, so a thread doing them ends
     /// too. A pipe or terminal could block it for ever; those go through the stream upgrade.
     private func check() throws(LocalAPIError) {

@@ -41,6 +41,15 @@ public struct Timestamp: Sendable, Hashable, Comparable {
         return adding(microseconds: overflow ? (seconds > 0 ? .max : .min) : us)
     }
 
+    /// How long from `self` to `now`, for people: "40s", "3m", "2h", "5d" (never negative).
+    public func age(at now: Timestamp) -> String {
+        let seconds = max(0, microseconds(until: now) / 1_000_000)
+        if seconds < 60 { return "\(seconds)s" }
+        if seconds < 3600 { return "\(seconds / 60)m" }
+        if seconds < 86_400 { return "\(seconds / 3600)h" }
+        return "\(seconds / 86_400)d"
+    }
+
     /// Microseconds from `self` to `other` (positive when `other` is later), saturating.
     public func microseconds(until other: Timestamp) -> Int64 {
         let (d, overflow) = other.microsecondsSinceEpoch.subtractingReportingOverflow(microsecondsSinceEpoch)

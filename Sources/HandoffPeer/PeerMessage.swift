@@ -37,7 +37,8 @@ public enum PeerMessage: Sendable, Equatable {
     /// continuation stream for the activity the client continued.
     case openStream(activityID: UUID)
     /// The originator's answer: after this frame, both directions carry the stream's raw bytes.
-    case streamAccepted(streamID: UUID)
+    /// `length`: how many bytes the originator will send, when it knows (a file), for progress.
+    case streamAccepted(streamID: UUID, length: Int64? = nil)
     case streamRefused(StreamRefusal)
     /// "Send me your account state", over an open session (`account sync` with a device it has a
     /// session with already).
@@ -321,8 +322,11 @@ extension PeerMessage {
                 w.byte(0)
             }
             w.lengthPrefixed(Array(u.message.utf8))
-        case .activityContinued(let id), .openStream(let id), .streamAccepted(let id):
+        case .activityContinued(let id), .openStream(let id):
             w.raw(withUnsafeBytes(of: id.uuid) { Array($0) })
+        case .streamAccepted(let id, let length):
+            w.raw(withUnsafeBytes(of: id.uuid) { Array($0) })
+            if let length { w.uint64BE(UInt64(bitPattern: length)) }
         case .streamRefused(let refusal):
             w.byte(refusal.reason.rawValue)
             w.lengthPrefixed(Array(refusal.message.utf8))
@@ -409,7 +413,8 @@ extension PeerMessage {
             case .openStream:
                 self = .openStream(activityID: try PeerMessage.uuid(&r))
             case .streamAccepted:
-                self = .streamAccepted(streamID: try PeerMessage.uuid(&r))
+                let id = try PeerMessage.uuid(&r)
+                self = .streamAccepted(streamID: id, length: r.isAtEnd ? nil : Int64(bitPattern: try r.uint64BE()))
             case .streamRefused:
                 let raw = try r.byte()
                 self = .streamRefused(StreamRefusal(StreamRefusalReason(rawValue: raw) ?? .internalError, try r.utf8String()))

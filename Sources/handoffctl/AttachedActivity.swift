@@ -94,7 +94,7 @@ private func serve(_ id: UUID, from peerName: String, client: HandoffClient, com
     do {
         let info: StreamInfo
         if let file = command.streamFile {
-            info = try StreamTransfer.send(file: file, streamID: id, client: client)
+            info = try StreamTransfer.send(file: file, streamID: id, client: client, progress: !command.json)
         } else {
             info = try StreamTransfer.exec(command.streamExec!, on: client.takeStream(id), client: client)
         }

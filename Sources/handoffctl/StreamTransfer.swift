@@ -22,7 +22,10 @@ enum StreamTransfer {
     ///
     /// Files (and standard output when it is a file or /dev/null) are handed to handoffd, which
     /// writes them itself; a pipe or terminal on standard output gets the bytes through us.
-    static func receive(continuationID: UUID, into destination: String, client: HandoffClient) throws -> StreamInfo {
+    ///
+    /// `progress`: show how far it is on stderr while it runs, if that is a terminal (never when
+    /// the stream itself goes to standard output).
+    static func receive(continuationID: UUID, into destination: String, client: HandoffClient, progress: Bool) throws -> StreamInfo {
         if destination == "-" {
             if HandedOverFile.isAccepted(1) {
                 return try outcome(of: client.openStream(continuationID: continuationID, file: 1, role: .receive))
@@ -35,7 +38,11 @@ enum StreamTransfer {
             close(fd)
             if !kept { unlink(temporary) }
         }
-        let info = try outcome(of: client.openStream(continuationID: continuationID, file: fd, role: .receive))
+        let stream = try client.openStream(continuationID: continuationID, file: fd, role: .receive)
+        let shown = StreamProgress.show(stream.info.id, client: client, receiving: true, enabled: progress)
+        let finished = Result { try outcome(of: stream) }
+        shown?.stop()
+        let info = try finished.get()
         var st = stat()
         guard fstat(fd, &st) == 0, Int64(st.st_size) == info.bytesReceived else {
             throw CLIError(.streamFailed, "\(destination) would hold other than the \(info.bytesReceived) bytes handoffd received; it was not written")
@@ -62,7 +69,7 @@ enum StreamTransfer {
 
     /// `become-current --stream-file F`: sends the file (handoffd reads it itself when it is a
     /// regular file), then waits for the other app to finish; what it sends back is dropped.
-    static func send(file path: String, streamID: UUID, client: HandoffClient) throws -> StreamInfo {
+    static func send(file path: String, streamID: UUID, client: HandoffClient, progress: Bool) throws -> StreamInfo {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let reason = String(cString: strerror(errno))
@@ -80,6 +87,8 @@ enum StreamTransfer {
                 (try? client.takeStream(streamID))?.close()
                 throw error
             }
+            let shown = StreamProgress.show(streamID, client: client, receiving: false, enabled: progress)
+            defer { shown?.stop() }
             return try outcome(of: stream)
         }
         let stream = try client.takeStream(streamID)

@@ -73,6 +73,7 @@ import Testing
         }
         let counts = flood.stop()
         #expect(await receiver.exitStatus() == 0, "the stream that was flowing: \(receiver.stderr)")
+        #expect(!receiver.stderr.contains("\r"), "no progress line when stderr is not a terminal")
         let lines = (try? String(contentsOfFile: received, encoding: .utf8))?.split(separator: "\n") ?? []
         #expect(lines.count == 60 && lines.last == "line 59", "the stream arrived whole: \(lines.count) lines")
         faults.disarm()
@@ -125,7 +126,7 @@ import Testing
         // Silent connections from two addresses: each address's admitted handshakes hold a
         // descriptor until the handshake times out — more than the limit leaves.
         let floods = try ["127.0.0.2", "127.0.0.3"].map {
-            try StrangerFlood(source: $0, host: "127.0.0.1", port: status.peerPort, connections: 40, silent: true)
+            try StrangerFlood(source: $0, host: "127.0.0.1", port: status.peerPort, connections: 40, silent: true, churn: .seconds(60))
         }
         let pid = daemonA.pid
         try await Rig.waitFor("the daemon to run out of descriptors") {

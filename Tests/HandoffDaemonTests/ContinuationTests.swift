@@ -193,6 +193,36 @@ import Testing
         for d in [a, b] { try await d.finish() }
     }
 
+    /// No stale promise: when the app that serves an activity's streams goes away, the activity
+    /// stays current but no longer offers streams, and the other device sees that.
+    @Test func anActivityWhoseStreamServerLeftNoLongerOffersStreams() async throws {
+        var content = ActivityContent(type: "org.example.Editor.edit", title: "Served")
+        content.supportsContinuationStreams = true
+        let (a, b, activity) = try await ContinuationTests.paired(content)
+        #expect(try await b.client.peers().peers.first?.activity?.supportsContinuationStreams == true)
+        var attachment: NDJSONSubscription<AttachEvent>? = try await a.client.attach(AttachRequest(activityID: activity.id, serveStreams: true))
+        _ = try await attachment?.next()
+        // A second app attached without serving streams changes nothing when it leaves.
+        var watcher: NDJSONSubscription<AttachEvent>? = try await a.client.attach(AttachRequest(activityID: activity.id))
+        _ = try await watcher?.next()
+        watcher = nil
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(try await a.client.currentActivity().activity.content.supportsContinuationStreams)
+
+        attachment = nil  // the app quits
+        try await PeerDiscoveryTests.waitForPeers(b, "the activity without streams") { $0.peers.first?.activity?.supportsContinuationStreams == false }
+        let now = try await a.client.currentActivity().activity
+        #expect(now.id == activity.id && now.title == "Served" && !now.content.supportsContinuationStreams, "still current, same id")
+        let response = try await b.client.continueActivity(ContinueRequest(peer: "desk"))
+        do {
+            _ = try await b.client.openStream(continuationID: response.continuationID)
+            Issue.record("a stream was opened with nobody to serve it")
+        } catch {
+            #expect(error.code == .api(.streamsUnsupported), "\(error)")
+        }
+        for d in [a, b] { try await d.finish() }
+    }
+
     /// A serving an activity with streams, attached; B continued it.
     struct StreamSetup {
         let a: TestDaemon

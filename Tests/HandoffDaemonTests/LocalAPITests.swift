@@ -127,7 +127,7 @@ import Testing
         let d = try await TestDaemon.start()
         let subscription = try await d.client.events()
         var content = Self.content()
-        content.expirationDate = Timestamp.now().adding(seconds: 2)  // room for a loaded machine
+        content.expirationDate = Timestamp.now().adding(seconds: 8)  // room for a loaded machine (the end-to-end suites run beside)
         let a = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: content)).activity
         #expect(try await subscription.next()?.body == .currentActivityChanged(a))
         #expect(try await subscription.next()?.body == .currentActivityResigned(activityID: a.id, reason: .expired))

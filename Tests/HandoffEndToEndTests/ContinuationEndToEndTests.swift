@@ -80,7 +80,9 @@ import Testing
         #expect(saver.stdout.contains("willSave"))
         _ = try await saver.stop()
 
-        // 5. A 1 GiB stream arrives byte-identical, the daemons' memory flat.
+        // 5. A 1 GiB stream arrives byte-identical, the daemons' memory flat; on a terminal (a
+        //    pty from `script`, which copies what it shows to stdout) the receiver shows how far
+        //    it is: bytes of the total, the rate, the time left.
         let big = rig.directory + "/big.bin"
         #expect(try await rig.run("alpha", ["/bin/sh", "-c", "head -c 1073741824 /dev/urandom > \(big)"]).status == 0)
         let server = try rig.ctlProcess(
@@ -92,9 +94,11 @@ import Testing
         let before = daemons.map(rssKiB)
         let sampler = RSSSampler(daemons)
         let copy = rig.directory + "/copy.bin"
-        let receiving = try await rig.ctl("bravo", ["continue", "desk", "--stream-to", copy])
+        let ctl = try rig.user.product("handoffctl")
+        let receiving = try await rig.run("bravo", ["/usr/bin/script", "-qfec", "\(ctl) continue desk --stream-to \(copy)", "/dev/null"])
         let peak = sampler.stop()
         #expect(receiving.status == 0, "\(receiving)")
+        #expect(receiving.stdout.contains(" of 1.07 GB, ") && receiving.stdout.contains("/s, ") && receiving.stdout.contains(" left"), "\(receiving.stdout)")
         let sums = try await rig.run("alpha", ["/usr/bin/sha256sum", big, copy]).stdout.split(separator: "\n").map { $0.prefix(64) }
         #expect(sums.count == 2 && sums[0] == sums[1], "checksums: \(sums)")
         for (index, host) in ["alpha", "bravo"].enumerated() {

@@ -46,6 +46,12 @@ import Testing
             let hint = FileManager.default.fileExists(atPath: "/run/systemd/system")
                 ? "sudo systemctl enable --now avahi-daemon" : "sudo /usr/sbin/avahi-daemon --daemonize --no-rlimits"
             #expect(doctor.stdout.contains("fix: \(hint)"), "\(doctor.stdout)")
+            // Joining with a code nobody is inviting with: a clear answer within seconds, not a silent wait.
+            let unissued = InviteCode(secret: (0..<16).map { _ in UInt8.random(in: 0...255) }).text
+            let started = ContinuousClock.now
+            let nobody = try await rig.ctl("charlie", ["account", "join", unissued])
+            #expect(nobody.status == 30 && nobody.stderr.contains("no device on this network is inviting with this code"), "\(nobody)")
+            #expect(ContinuousClock.now - started < .seconds(6), "answered in \(ContinuousClock.now - started)")
             _ = try await rig.ctl("charlie", ["account", "create", "--name", "someone else", "--device-name", "eve"])
 
             let (alphaID, bravoID) = try await pair(rig)
@@ -76,11 +82,14 @@ import Testing
                 try await peers(rig, "bravo").peers.first { $0.id == alphaID }?.activity?.id.lowercasedString == id
             }
 
-            // continue alpha on bravo returns exactly alpha's activity.
+            // continue alpha on bravo returns exactly alpha's activity — named, or the newest one.
             let original = try await rig.ctl("alpha", ["current", "--json"])
             let continued = try await rig.ctl("bravo", ["continue", "desk", "--json"])
             #expect(continued.status == 0, "\(continued)")
             #expect(continued.stdout == original.stdout, "byte for byte the same JSON")
+            let newest = try await rig.ctl("bravo", ["continue", "--json"])
+            #expect(newest.stdout == original.stdout, "\(newest)")
+            #expect(newest.stderr.contains("continuing desk's \"Quarterly report\" (the newest activity"), "\(newest.stderr)")
 
             // Charlie sees neither type nor title, and cannot continue.
             try await Rig.avahiBack(rig, "charlie")
@@ -118,7 +127,11 @@ import Testing
                 try await peers(rig, "bravo").peers.first { $0.id == alphaID }?.reachable == false
             }
             #expect(ContinuousClock.now - killed < .seconds(10), "shown unreachable after \(took)")
-            #expect(try await rig.ctl("bravo", ["continue", "desk"]).status == 30)
+            // Known to be unreachable: continue says so at once, with when it was last seen.
+            let asked = ContinuousClock.now
+            let gone = try await rig.ctl("bravo", ["continue", "desk"])
+            #expect(gone.status == 30 && gone.stderr.contains("desk is unreachable: last seen "), "\(gone)")
+            #expect(ContinuousClock.now - asked < .seconds(3), "answered in \(ContinuousClock.now - asked)")
         }
     }
 

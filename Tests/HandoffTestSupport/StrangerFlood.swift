@@ -86,8 +86,14 @@ public final class StrangerFlood: @unchecked Sendable {
             } else {
                 lock.withLock { counts.failed += 1 }
             }
-            // Paced: a flood of connections, not a busy loop stealing the test machine's CPU.
-            usleep(open.count < connections ? 2_000 : churn)
+            // Paced: a flood of connections, not a busy loop stealing the test machine's CPU
+            // (in steps, so that `stop` is heard at once).
+            var pause = open.count < connections ? 2_000 : churn
+            while pause > 0, lock.withLock({ running }) {
+                let step = min(pause, 10_000)
+                usleep(step)
+                pause -= step
+            }
         }
     }
 

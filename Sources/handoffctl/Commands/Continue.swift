@@ -12,9 +12,10 @@ struct Continue: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Continue what another of your devices is doing.",
         discussion: """
-            PEER is a device name, a unique start of its id (see handoffctl peers), or HOST:PORT. \
-            The activity asked for is the one this device saw; if it changed meanwhile, that is \
-            an error (status 17) rather than a surprise.
+            PEER is a device name, a unique start of its id (see handoffctl peers), or HOST:PORT; \
+            without it, the device whose activity is the newest (handoffctl says which). The \
+            activity asked for is the one this device saw; if it changed meanwhile, that is an \
+            error (status 17) rather than a surprise.
 
             The activity goes to the app installed for its type (a .desktop file with \
             X-Handoff-ActivityTypes, or [handlers] in handoffd.toml), else its web page to the \
@@ -29,8 +30,8 @@ struct Continue: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @ParentCommand var root: Handoffctl
 
-    @Argument(help: "The device to continue from.")
-    var peer: String
+    @Argument(help: "The device to continue from (default: the one whose activity is the newest).")
+    var peer: String?
 
     @Flag(help: "Print the activity as the local API's JSON (and start no app).")
     var json = false
@@ -51,7 +52,7 @@ struct Continue: ParsableCommand {
         let client = global.client(root)
         let streaming = streamTo != nil || streamExec != nil
         let request = ContinueRequest(
-            peer: peer,
+            peer: try peer ?? Continue.newest(client),
             delivery: json || streaming ? .returnToCaller : .dispatch,
             environment: SessionEnvironment.pick(ProcessInfo.processInfo.environment)
         )
@@ -64,11 +65,22 @@ struct Continue: ParsableCommand {
         guard streaming else { return }
         let info: StreamInfo
         if let streamTo {
-            info = try StreamTransfer.receive(continuationID: response.continuationID, into: streamTo, client: client)
+            info = try StreamTransfer.receive(continuationID: response.continuationID, into: streamTo, client: client, progress: !json)
         } else {
             info = try StreamTransfer.exec(streamExec!, on: client.openStream(continuationID: response.continuationID), client: client)
         }
         Terminal.diagnostic("handoffctl: stream from \(safe(response.peerName)) done: received \(info.bytesReceived) bytes, sent \(info.bytesSent)\n")
+    }
+
+    /// The device whose current activity is the newest, by id; says which on stderr.
+    static func newest(_ client: HandoffClient) throws -> String {
+        let peers = try client.peers().peers
+        guard let (peer, activity) = peers.compactMap({ p in p.activity.map { (p, $0) } }).max(by: { $0.1.updatedAt < $1.1.updatedAt }) else {
+            throw CLIError(.noCurrentActivity, "none of your other devices has a current activity (see handoffctl peers)")
+        }
+        let age = activity.updatedAt.age(at: .now())
+        Terminal.diagnostic("handoffctl: continuing \(safe(peer.name))'s \(displayQuoted(activity.title)) (the newest activity, \(age) old)\n")
+        return peer.id.text
     }
 
     private func describe(_ response: ContinueResponse) {

@@ -27,13 +27,13 @@ struct Peers: ParsableCommand {
         for p in reachable {
             Terminal.out("\(safe(p.name))  \(p.id.short)…  via \(p.foundVia.joined(separator: ", "))  \(p.addresses.first ?? "")")
             if let a = p.activity {
-                Terminal.out("    \(safe(a.type))  \(displayQuoted(a.title))  \(Peers.age(from: a.updatedAt, to: now)) ago")
+                Terminal.out("    \(safe(a.type))  \(displayQuoted(a.title))  \(a.updatedAt.age(at: now)) ago")
             } else {
                 Terminal.out("    no current activity")
             }
         }
         for p in unreachable {
-            let since = p.unreachableSince.map { " for \(Peers.age(from: $0, to: now))" } ?? ""
+            let since = p.unreachableSince.map { " for \($0.age(at: now))" } ?? ""
             Terminal.out("\(safe(p.name))  \(p.id.short)…  unreachable\(since)")
         }
         if response.strangers > 0 {
@@ -42,14 +42,6 @@ struct Peers: ParsableCommand {
         if response.discovery.state == .unavailable {
             Terminal.diagnostic("handoffctl: discovery is down: \(Peers.describe(response.discovery))\n")
         }
-    }
-
-    static func age(from then: Timestamp, to now: Timestamp) -> String {
-        let seconds = max(0, then.microseconds(until: now) / 1_000_000)
-        if seconds < 60 { return "\(seconds)s" }
-        if seconds < 3600 { return "\(seconds / 60)m" }
-        if seconds < 86_400 { return "\(seconds / 3600)h" }
-        return "\(seconds / 86_400)d"
     }
 
     static func describe(_ d: DiscoveryStatus) -> String {
