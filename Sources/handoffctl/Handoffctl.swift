@@ -39,6 +39,10 @@ struct Handoffctl: ParsableCommand {
 
     /// Our own entry point so that every failure becomes one line on stderr and a distinct status.
     static func main() {
+        if let mistyped = CommandSuggestion.check(Array(CommandLine.arguments.dropFirst()), root: Handoffctl.self) {
+            Terminal.error(mistyped)
+            Glibc.exit(ExitStatus.usage.rawValue)
+        }
         do {
             var command = try parseAsRoot()
             try command.run()
