@@ -68,10 +68,14 @@ bench: deps-test
 # DIR holds (the tests install a debug build into a DESTDIR). Every file installed is in
 # INSTALLED, which `make uninstall` removes.
 BINDIR       ?= $(PREFIX)/bin
-SYSCONFDIR   ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 DATADIR       = $(PREFIX)/share
 UNITDIR_USER ?= $(PREFIX)/lib/systemd/user
 UNITDIR      ?= $(PREFIX)/lib/systemd/system
+# ufw reads application profiles from /etc/ufw/applications.d only; firewalld reads service files
+# from /usr/lib/firewalld/services (the distribution's) and /etc/firewalld/services (the
+# administrator's): whatever PREFIX, they go where their readers look.
+UFW_DIR      ?= /etc/ufw/applications.d
+FIREWALLD_DIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/firewalld/services,/etc/firewalld/services)
 INSTALL_FROM ?= $(BIN_RELEASE)
 MANUAL_TOOL  ?= $(BIN_DEBUG)/generate-manual
 INSTALLED = \
@@ -85,8 +89,8 @@ INSTALLED = \
 	$(DATADIR)/bash-completion/completions/handoffctl \
 	$(DATADIR)/zsh/site-functions/_handoffctl \
 	$(DATADIR)/fish/vendor_completions.d/handoffctl.fish \
-	$(SYSCONFDIR)/ufw/applications.d/handoff \
-	$(PREFIX)/lib/firewalld/services/handoff.xml
+	$(UFW_DIR)/handoff \
+	$(FIREWALLD_DIR)/handoff.xml
 
 install: release-static
 	$(MAKE) install-files
@@ -110,10 +114,12 @@ install-files:
 	$(INSTALL_FROM)/handoffctl --generate-completion-script bash > $(DESTDIR)$(DATADIR)/bash-completion/completions/handoffctl
 	$(INSTALL_FROM)/handoffctl --generate-completion-script zsh > $(DESTDIR)$(DATADIR)/zsh/site-functions/_handoffctl
 	$(INSTALL_FROM)/handoffctl --generate-completion-script fish > $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/handoffctl.fish
-	install -D -m 0644 packaging/ufw/handoff $(DESTDIR)$(SYSCONFDIR)/ufw/applications.d/handoff
-	install -D -m 0644 packaging/firewalld/handoff.xml $(DESTDIR)$(PREFIX)/lib/firewalld/services/handoff.xml
+	install -D -m 0644 packaging/ufw/handoff $(DESTDIR)$(UFW_DIR)/handoff
+	install -D -m 0644 packaging/firewalld/handoff.xml $(DESTDIR)$(FIREWALLD_DIR)/handoff.xml
 	@echo "installed under $(DESTDIR)$(PREFIX). Start it: systemctl --user enable --now handoffd"
-	@echo "(or, for a user on a headless machine: systemctl enable --now handoffd@USER). Open the port: ufw allow handoff"
+	@echo "(or, for a user on a headless machine: systemctl enable --now handoffd@USER)."
+	@echo "With a firewall, open its port: sudo ufw allow handoff"
+	@echo "  or: sudo firewall-cmd --reload && sudo firewall-cmd --permanent --add-service=handoff && sudo firewall-cmd --reload"
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))

@@ -76,6 +76,13 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     public var reachablePeers: Int
     /// handoff devices on the network that are not ours.
     public var strangers: Int
+    /// Devices with a session that they dialled: proof that this device's port lets them in.
+    public var inboundPeers: Int?
+    /// What opens continued web pages here, and whether it is installed (`doctor`).
+    public var browser: BrowserStatus?
+    /// The configuration file handoffd read (nil: none, defaults only), for messages that say
+    /// where to change a setting.
+    public var configFile: String?
 
     public init(
         version: String,
@@ -90,8 +97,14 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         peerPort: Int,
         discovery: DiscoveryStatus,
         reachablePeers: Int,
-        strangers: Int
+        strangers: Int,
+        inboundPeers: Int? = nil,
+        browser: BrowserStatus? = nil,
+        configFile: String? = nil
     ) {
+        self.inboundPeers = inboundPeers
+        self.browser = browser
+        self.configFile = configFile
         self.account = account
         self.peerPort = peerPort
         self.discovery = discovery
@@ -105,5 +118,18 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         self.stateDirectory = stateDirectory
         self.maximumActivityBytes = maximumActivityBytes
         self.currentActivity = currentActivity
+    }
+}
+
+/// The browser command of handoffd's configuration (`browser =`, default `xdg-open`).
+public struct BrowserStatus: Codable, Sendable, Equatable {
+    /// The program the command starts.
+    public var program: String
+    /// Whether it is found, as handoffd starts it (in its PATH, or at its path).
+    public var found: Bool
+
+    public init(program: String, found: Bool) {
+        self.program = program
+        self.found = found
     }
 }

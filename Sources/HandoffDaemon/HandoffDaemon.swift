@@ -52,6 +52,8 @@ public struct DaemonConfiguration: Sendable {
     public var handlerEnvironment: [String: String]? = nil
     /// systemd's notification socket and watchdog (`handoffd` reads them from its environment).
     public var notifier = SystemdNotifier(socketPath: nil)
+    /// The configuration file the settings came from, if any: messages name it.
+    public var configFile: String?
 
     public enum FirstUse: Sendable {
         case nothing
@@ -270,6 +272,7 @@ public final class HandoffDaemon: Sendable {
             streams: streams,
             logger: logger,
             handshakeTimeout: .milliseconds(Int64(configuration.handshakeTimeoutSeconds * 1000)),
+            configFile: configuration.configFile,
             reportPort: { [boundPeerPort] port in boundPeerPort.set(port) }
         )
         let state = StateLifecycle(
@@ -429,7 +432,10 @@ public final class HandoffDaemon: Sendable {
             peerPort: peerPort,
             discovery: discovery.status,
             reachablePeers: await directory.reachableCount,
-            strangers: await directory.strangers
+            strangers: await directory.strangers,
+            inboundPeers: await links.inboundCount,
+            browser: launcher.browserStatus,
+            configFile: configuration.configFile
         )
     }
 }

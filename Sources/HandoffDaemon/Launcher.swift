@@ -89,6 +89,13 @@ final class Launcher: Sendable {
         return DeliveryOutcome(kind: .browser, handler: browser.arguments[0], command: command, url: url, pid: pid)
     }
 
+    /// The browser command's program, and whether it can be started as it would be.
+    var browserStatus: BrowserStatus {
+        let program = choices.withLock { $0.browser.arguments.first ?? "" }
+        let found = program.contains("/") ? access(program, X_OK) == 0 : ChildProcess.search(program, path: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") != nil
+        return BrowserStatus(program: program, found: found)
+    }
+
     /// New handlers and browser (from a reloaded configuration); continuations under way keep theirs.
     func replace(configured: [String: ExecLine], browser: ExecLine) {
         choices.withLock { c in

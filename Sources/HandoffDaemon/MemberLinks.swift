@@ -129,6 +129,8 @@ actor MemberLinks {
     /// dials stays listed until its task ends).
     func session(for id: DeviceID) -> MemberSession? { sessions[id].flatMap { $0.isOpen ? $0 : nil } }
     var connectedIDs: [DeviceID] { Array(sessions.keys) }
+    /// Open sessions the other device dialled.
+    var inboundCount: Int { sessions.values.filter { !$0.initiatedByUs && $0.isOpen }.count }
 
     // MARK: Registering sessions
 

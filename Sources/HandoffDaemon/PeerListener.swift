@@ -23,12 +23,14 @@ final class PeerListener: Service {
     private let logger: Logger
     private let reportPort: @Sendable (Int) -> Void
     private let handshakeTimeout: TimeAmount
+    private let configFile: String?
     let bound = ReadinessSignal()
 
     init(
         port: Int, bindAddresses: [String], store: AccountStore, security: PeerSecurity, admission: AdmissionControl, links: MemberLinks,
-        streams: ContinuationStreams, logger: Logger, handshakeTimeout: TimeAmount, reportPort: @escaping @Sendable (Int) -> Void
+        streams: ContinuationStreams, logger: Logger, handshakeTimeout: TimeAmount, configFile: String?, reportPort: @escaping @Sendable (Int) -> Void
     ) {
+        self.configFile = configFile
         self.links = links
         self.streams = streams
         self.reportPort = reportPort
@@ -62,7 +64,7 @@ final class PeerListener: Service {
             }
         }
         guard !loops.isEmpty else {
-            let error = Self.describeBindFailure(failures.first?.error, address: failures.first?.address ?? "", port: port.value ?? 0)
+            let error = Self.describeBindFailure(failures.first?.error, address: failures.first?.address ?? "", port: port.value ?? 0, configFile: configFile)
             bound.fail(error)
             throw error
         }
@@ -80,15 +82,15 @@ final class PeerListener: Service {
     }
 
     /// Why the peer port cannot be had, and what to do about it — in words, not errno text.
-    static func describeBindFailure(_ error: (any Error)?, address: String, port: Int) -> DaemonError {
-        let fix = "choose another with --port, or `port =` in handoffd.toml"
+    static func describeBindFailure(_ error: (any Error)?, address: String, port: Int, configFile: String?) -> DaemonError {
+        let fix = "choose another with --port, or `port =` in \(configFile ?? "handoffd.toml")"
         switch (error as? IOError)?.errnoCode {
         case EADDRINUSE:
             return DaemonError(.socket, "port \(port) is already in use by another program (or another handoffd); \(fix)")
         case EACCES:
             return DaemonError(.socket, "port \(port) is reserved for root on this system; \(fix) (1024 or above)")
         case EADDRNOTAVAIL:
-            return DaemonError(.socket, "\(address) is not an address of this computer; fix `listen =` in handoffd.toml, or --listen")
+            return DaemonError(.socket, "\(address) is not an address of this computer; fix `listen =` in \(configFile ?? "handoffd.toml"), or --listen")
         default:
             return DaemonError(.socket, "cannot listen on port \(port) for other devices (\(error.map { "\($0)" } ?? "no address to listen on")); \(fix)")
         }

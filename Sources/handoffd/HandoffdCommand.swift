@@ -83,13 +83,20 @@ struct HandoffdCommand: AsyncParsableCommand {
         }
     }
 
-    /// Defaults, then the configuration files, then flags.
-    func settings() throws(ConfigFile.ParseError) -> DaemonSettings {
+    /// The configuration file to name in messages: the one given, else the last one read, else
+    /// the user's own (where a setting would go).
+    func configFile(read: [String]) -> String {
+        config ?? read.last ?? DaemonSettings.defaultFiles().last!
+    }
+
+    /// Defaults, then the configuration files, then flags; and the files read.
+    func settings() throws(ConfigFile.ParseError) -> (DaemonSettings, read: [String]) {
         var settings = DaemonSettings()
+        let read: [String]
         if let config {
-            _ = try settings.load(files: [config], requireAll: true)
+            read = try settings.load(files: [config], requireAll: true)
         } else {
-            _ = try settings.load(files: DaemonSettings.defaultFiles())
+            read = try settings.load(files: DaemonSettings.defaultFiles())
         }
         if let port { settings.port = port }
         if !listen.isEmpty { settings.listen = listen }
@@ -97,14 +104,14 @@ struct HandoffdCommand: AsyncParsableCommand {
         if let logLevel { settings.logLevel = logLevel }
         if !peers.isEmpty { settings.peers = peers }
         if let browser { settings.browser = browser }
-        return settings
+        return (settings, read)
     }
 
     /// SIGHUP: the configuration is read again; what can change while running does (log level,
     /// handlers, browser), the rest is named as needing a restart. A bad file changes nothing.
     func reload(_ daemon: HandoffDaemon, level: DaemonLogHandler.Level, logger: Logger) {
         do {
-            let settings = try settings()
+            let (settings, _) = try settings()
             level.current = Logger.Level(rawValue: settings.logLevel) ?? .info
             let needRestart = try daemon.reload(settings)
             if !needRestart.isEmpty {
@@ -123,8 +130,9 @@ struct HandoffdCommand: AsyncParsableCommand {
     func run() async throws {
         HandoffDaemon.tuneProcessForStreams()
         let settings: DaemonSettings
+        let read: [String]
         do {
-            settings = try self.settings()
+            (settings, read) = try self.settings()
         } catch {
             FileHandleStderr.write("handoffd: error: \(error)\n")
             throw ExitCode(2)
@@ -145,6 +153,7 @@ struct HandoffdCommand: AsyncParsableCommand {
         configuration.browser = settings.browser
         configuration.handlers = settings.handlers
         configuration.notifier = SystemdNotifier.fromProcessEnvironment()
+        configuration.configFile = configFile(read: read)
         if let joinCode {
             configuration.firstUse = .join(code: joinCode, peer: joinPeer)
         } else if createAccount {

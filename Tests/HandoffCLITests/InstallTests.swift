@@ -8,6 +8,24 @@ import Testing
 @Suite(.timeLimit(.minutes(2))) struct InstallTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL.path
 
+    /// ufw and firewalld read their files from fixed places: there they go, whatever PREFIX.
+    @Test func firewallDefinitionsGoWhereTheirReadersLook() async throws {
+        let destdir = try TempDirectory.make(prefix: "handoff-install")
+        defer { TempDirectory.remove(destdir) }
+        let binaries = (Subprocess.product("handoffctl") as NSString).deletingLastPathComponent
+        let variables = ["DESTDIR=\(destdir)", "PREFIX=/usr/local", "INSTALL_FROM=\(binaries)", "MANUAL_TOOL=\(binaries)/generate-manual"]
+        let install = try await Subprocess.run("/usr/bin/make", ["-C", Self.root, "--no-print-directory", "install-files"] + variables)
+        #expect(install.status == 0, "\(install)")
+        let landed = try files(in: destdir)
+        #expect(landed.contains("/etc/ufw/applications.d/handoff"), "\(landed)")
+        #expect(landed.contains("/etc/firewalld/services/handoff.xml"), "\(landed)")
+        #expect(install.stdout.contains("sudo ufw allow handoff") && install.stdout.contains("--add-service=handoff"), "\(install.stdout)")
+        let profile = try String(contentsOfFile: destdir + "/etc/ufw/applications.d/handoff", encoding: .utf8)
+        #expect(profile.contains("[handoff]") && profile.contains("ports=47810/tcp"))
+        _ = try await Subprocess.run("/usr/bin/make", ["-C", Self.root, "--no-print-directory", "uninstall"] + variables)
+        #expect(try files(in: destdir).isEmpty, "left behind")
+    }
+
     @Test func installLandsExactlyTheListedFilesAndUninstallRemovesThem() async throws {
         let destdir = try TempDirectory.make(prefix: "handoff-install")
         defer { TempDirectory.remove(destdir) }

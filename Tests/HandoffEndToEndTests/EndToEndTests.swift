@@ -65,6 +65,15 @@ import Testing
             let healthy = try await rig.ctl("bravo", ["doctor"])
             #expect(healthy.status == 0, "\(healthy)")
             #expect(healthy.stdout.contains("multicast DNS works") && healthy.stdout.contains("clocks agree with 1 device"), "\(healthy.stdout)")
+            // One of the two dialled the other: that one knows its port is open; no firewall runs here anyway.
+            let alphaDoctor = try await rig.ctl("alpha", ["doctor"])
+            let firewalls = [healthy.stdout, alphaDoctor.stdout].map {
+                $0.contains("TCP port 47810 is open to your other devices (a device connects to this one)") ? "open" : $0.contains("no ufw or firewalld firewall is active here") ? "none" : "?"
+            }
+            #expect(Set(firewalls) == ["open", "none"], "\(healthy.stdout)\n\(alphaDoctor.stdout)")
+            let browserLine = FileManager.default.fileExists(atPath: "/usr/bin/xdg-open")
+                ? "ok       continued web pages open with xdg-open" : "warning  xdg-open, which opens continued web pages, is not installed"
+            #expect(healthy.stdout.contains(browserLine), "\(healthy.stdout)")
 
             // become-current on alpha appears in bravo's peers.
             let draft = rig.home("alpha") + "/draft.txt"

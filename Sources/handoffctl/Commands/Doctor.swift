@@ -16,10 +16,11 @@ struct Doctor: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check what handoff needs on this machine, and say how to fix what is wrong.",
         discussion: """
-            Checks: handoffd running, Avahi reachable, this device in an account, its certificate, \
-            clocks against the other devices, \
-            other devices seen by multicast, the port and the firewall, nss-mdns. Exits 42 when \
-            something must be fixed (warnings alone exit 0).
+            Checks: handoffd running, Avahi reachable, this device in an account (and not removed \
+            from it), its certificate, clocks against the other devices, other devices seen by \
+            multicast, the port and whether the firewall (ufw, firewalld) lets it in, the command \
+            that opens continued web pages, nss-mdns. Exits 42 when something must be fixed \
+            (warnings alone exit 0).
             """
     )
 
@@ -159,17 +160,51 @@ struct Doctor: ParsableCommand {
         }
 
         checks.append(Check(name: "port", verdict: .ok, message: "accepting devices on TCP port \(status.peerPort)"))
-        if let firewall = activeFirewall() {
+        let port = status.peerPort
+        switch FirewallCheck.judge(port: port, inbound: status.inboundPeers ?? 0, ufw: FirewallCheck.readUFW(), firewalld: FirewallCheck.askFirewallD(port: port)) {
+        case .noFirewall:
+            checks.append(Check(name: "firewall", verdict: .ok, message: "no ufw or firewalld firewall is active here"))
+        case .open(let how):
+            checks.append(Check(name: "firewall", verdict: .ok, message: "TCP port \(port) is open to your other devices (\(how))"))
+        case .closed(let firewall, let fix):
+            checks.append(
+                Check(
+                    name: "firewall", verdict: .problem,
+                    message: "\(firewall) is active and does not let TCP port \(port) in: your other devices cannot connect to this one", fix: fix
+                )
+            )
+        case .unknown(let firewall, let fix):
             checks.append(
                 Check(
                     name: "firewall", verdict: .warning,
-                    message: "\(firewall.name) is active: your other devices need TCP port \(status.peerPort) open",
-                    fix: firewall.fix
+                    message: "\(firewall) is active; whether it lets TCP port \(port) in cannot be seen without root (sudo handoffctl doctor shows it)", fix: fix
                 )
             )
         }
+        if let browser = status.browser {
+            checks.append(browserCheck(browser, configFile: status.configFile))
+        }
         checks.append(nssMDNS())
         return checks
+    }
+
+    /// The command continued web pages open with is there (else a continue of one fails).
+    static func browserCheck(_ browser: BrowserStatus, configFile: String?) -> Check {
+        let program = safe(browser.program)
+        if browser.found {
+            return Check(name: "browser", verdict: .ok, message: "continued web pages open with \(program)")
+        }
+        if browser.program == "xdg-open" {
+            return Check(
+                name: "browser", verdict: .warning, message: "xdg-open, which opens continued web pages, is not installed",
+                fix: "sudo apt-get install xdg-utils (or set browser = in \(safe(configFile ?? "~/.config/handoff/handoffd.toml")))"
+            )
+        }
+        let file = safe(configFile ?? "handoffd.toml")
+        return Check(
+            name: "browser", verdict: .warning, message: "the browser command \(program) (browser = in \(file)) is not installed, or not on handoffd's PATH",
+            fix: "install it, or change browser = in \(file) and reload handoffd (systemctl --user reload handoffd)"
+        )
     }
 
     /// Without a daemon to ask: is Avahi's socket there?
@@ -196,17 +231,5 @@ struct Doctor: ParsableCommand {
             name: "nss-mdns", verdict: .warning, message: "nss-mdns is not set up: devices are reached by the address in their advert only",
             fix: "sudo apt-get install libnss-mdns"
         )
-    }
-
-    static func activeFirewall() -> (name: String, fix: String)? {
-        if let ufw = try? String(contentsOfFile: "/etc/ufw/ufw.conf", encoding: .utf8),
-            ufw.split(separator: "\n").contains(where: { $0.replacing(" ", with: "") == "ENABLED=yes" })
-        {
-            return ("ufw", "sudo ufw allow handoff (the profile make install puts in /etc/ufw/applications.d)")
-        }
-        if access("/run/firewalld/firewalld.pid", F_OK) == 0 || access("/var/run/firewalld.pid", F_OK) == 0 {
-            return ("firewalld", "sudo firewall-cmd --permanent --add-service=handoff && sudo firewall-cmd --reload")
-        }
-        return nil
     }
 }
