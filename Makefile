@@ -109,7 +109,10 @@ install-files:
 	chmod 0644 $(DESTDIR)$(UNITDIR_USER)/handoffd.service $(DESTDIR)$(UNITDIR)/handoffd@.service
 	install -D -m 0644 config/handoffd.toml $(DESTDIR)$(DATADIR)/doc/handoff/handoffd.toml
 	$(MANUAL_TOOL) $(INSTALL_FROM)/handoffctl --section 1 -o $(DESTDIR)$(DATADIR)/man/man1
-	$(MANUAL_TOOL) $(INSTALL_FROM)/handoffd --section 8 -o $(DESTDIR)$(DATADIR)/man/man8
+	awk -f scripts/tidy-manual.awk $(DESTDIR)$(DATADIR)/man/man1/handoffctl.1 > $(DESTDIR)$(DATADIR)/man/man1/handoffctl.1.tidy
+	mv $(DESTDIR)$(DATADIR)/man/man1/handoffctl.1.tidy $(DESTDIR)$(DATADIR)/man/man1/handoffctl.1
+	chmod 0644 $(DESTDIR)$(DATADIR)/man/man1/handoffctl.1
+	install -m 0644 man/handoffd.8 $(DESTDIR)$(DATADIR)/man/man8/handoffd.8
 	install -d $(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/zsh/site-functions $(DESTDIR)$(DATADIR)/fish/vendor_completions.d
 	$(INSTALL_FROM)/handoffctl --generate-completion-script bash > $(DESTDIR)$(DATADIR)/bash-completion/completions/handoffctl
 	$(INSTALL_FROM)/handoffctl --generate-completion-script zsh > $(DESTDIR)$(DATADIR)/zsh/site-functions/_handoffctl

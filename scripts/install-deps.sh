@@ -7,7 +7,7 @@ set -euo pipefail
 
 build=(pkg-config libssl-dev libavahi-compat-libdnssd-dev)
 run=(avahi-daemon libnss-mdns dbus openssl)
-test=(curl util-linux iproute2 avahi-utils socat tcpdump procps strace systemd)
+test=(curl util-linux iproute2 avahi-utils socat tcpdump procps strace systemd man-db)
 
 case "${1:-test}" in
   build) wanted=("${build[@]}") ;;

@@ -56,7 +56,7 @@ import Testing
         let unit = try String(contentsOfFile: destdir + "/usr/lib/systemd/system/handoffd@.service", encoding: .utf8)
         #expect(unit.contains("ExecStart=/usr/bin/handoffd --socket") && !unit.contains("@BINDIR@"))
         let manual = try String(contentsOfFile: destdir + "/usr/share/man/man8/handoffd.8", encoding: .utf8)
-        #expect(manual.contains(".Dt HANDOFFD 8") && manual.contains("state-dir"))
+        #expect(manual.contains(".Dt HANDOFFD 8") && manual.contains("state\\-dir"))
         let bash = try String(contentsOfFile: destdir + "/usr/share/bash-completion/completions/handoffctl", encoding: .utf8)
         #expect(bash.contains("become-current") && bash.contains("--stream-to"))
         let mode = try FileManager.default.attributesOfItem(atPath: destdir + "/usr/bin/handoffctl")[.posixPermissions] as? Int

@@ -1,0 +1,59 @@
+import Foundation
+import HandoffTestSupport
+import Testing
+
+/// The manual pages `make install` puts in place: handoffd(8) is written by hand, so it must keep
+/// up with the daemon's options and configuration keys; both pages render without a warning.
+@Suite(.timeLimit(.minutes(2))) struct ManualTests {
+    static let root = InstallTests.root
+
+    @Test func handoffdsPageNamesEveryOptionAndConfigurationKey() async throws {
+        let page = try String(contentsOfFile: Self.root + "/man/handoffd.8", encoding: .utf8)
+        // mdoc escapes hyphens: compare without the escapes.
+        let text = page.replacing("\\-", with: "-")
+        let help = try await Subprocess.run(Subprocess.product("handoffd"), ["--help"])
+        // The OPTIONS part of --help: each line that starts (indented) with an option.
+        let options = Set(
+            help.stdout.split(separator: "\n").compactMap { line -> String? in
+                let trimmed = line.drop { $0 == " " }
+                guard trimmed.count < line.count, trimmed.hasPrefix("--") else { return nil }
+                return String(trimmed.prefix { $0 != " " && $0 != "," })
+            }
+        )
+        #expect(options.count > 10, "\(help.stdout)")
+        for option in options {
+            #expect(text.contains("Fl \(option.dropFirst())"), "handoffd(8) does not describe \(option)")
+        }
+        let example = try String(contentsOfFile: Self.root + "/config/handoffd.toml", encoding: .utf8)
+        let keys = example.split(separator: "\n").compactMap { line -> String? in
+            guard line.hasPrefix("# "), let equals = line.firstIndex(of: "=") else { return nil }
+            let key = line.dropFirst(2)[..<equals].trimmingCharacters(in: .whitespaces)
+            return key.allSatisfy { $0.isLetter || $0 == "_" } && !key.isEmpty ? key : nil
+        }
+        #expect(Set(keys).isSuperset(of: ["port", "listen", "max_activity_bytes", "log_level", "peers", "browse_domains", "browser"]), "\(keys)")
+        for key in keys + ["handlers"] {
+            #expect(text.contains("Ic \(key)"), "handoffd(8) does not describe the configuration key \(key)")
+        }
+        for section in ["SYNOPSIS", "OPTIONS", "CONFIGURATION", "FILES", "ENVIRONMENT", "SIGNALS", "EXIT STATUS", "SEE ALSO"] {
+            #expect(page.contains(".Sh \(section)"), "no \(section) section")
+        }
+    }
+
+    @Test func bothPagesRenderWithoutWarnings() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/man") else {
+            Issue.record("man is missing (scripts/install-deps.sh test installs man-db): the pages cannot be checked")
+            return
+        }
+        let destdir = try TempDirectory.make(prefix: "handoff-man")
+        defer { TempDirectory.remove(destdir) }
+        let binaries = (Subprocess.product("handoffctl") as NSString).deletingLastPathComponent
+        let variables = ["DESTDIR=\(destdir)", "PREFIX=/usr", "INSTALL_FROM=\(binaries)", "MANUAL_TOOL=\(binaries)/generate-manual"]
+        let install = try await Subprocess.run("/usr/bin/make", ["-C", Self.root, "--no-print-directory", "install-files"] + variables)
+        #expect(install.status == 0, "\(install)")
+        for page in ["/usr/share/man/man1/handoffctl.1", "/usr/share/man/man8/handoffd.8"] {
+            let rendered = try await Subprocess.run("/usr/bin/man", ["--warnings", "-l", destdir + page], environment: ["MANWIDTH": "80", "PATH": "/usr/bin:/bin"])
+            #expect(rendered.status == 0 && rendered.stderr.isEmpty, "\(page): \(rendered.stderr)")
+            #expect(rendered.stdout.count > 2000, "\(page) rendered: \(rendered.stdout.prefix(200))")
+        }
+    }
+}
