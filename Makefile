@@ -40,7 +40,7 @@ release: deps-build
 # handoffd (make run ARGS="--port 47811").
 run: deps-run build
 	@scripts/ensure-avahi.sh
-	@echo "handoffctl is $(CURDIR)/$(BIN_DEBUG)/handoffctl; in another terminal: export PATH=\"$(CURDIR)/$(BIN_DEBUG):\$$PATH\""
+	@echo "handoffctl is $(abspath $(BIN_DEBUG))/handoffctl; in another terminal: export PATH=\"$(abspath $(BIN_DEBUG)):\$$PATH\""
 	exec $(BIN_DEBUG)/handoffd $(ARGS) $(if $(JOIN),--join '$(JOIN)',--create-account)
 
 test: deps-test

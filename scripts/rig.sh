@@ -56,7 +56,9 @@ start_avahi() {
   local host=$1 dir=$root/$1
   : >"$dir/avahi.log"
   # exec all the way down, so that $! is avahi-daemon's own pid.
-  (exec_in_host "$host" sh -c 'mkdir -p /run/avahi-daemon && chown avahi:avahi /run/avahi-daemon 2>/dev/null; exec avahi-daemon -f "$1" --no-chroot --no-rlimits' _ "$dir/avahi.conf") \
+  # A pid file left by one we stopped names a process that may linger as a zombie (PID 1 here
+  # reaps lazily), which avahi-daemon would take for itself still running.
+  (exec_in_host "$host" sh -c 'mkdir -p /run/avahi-daemon && chown avahi:avahi /run/avahi-daemon 2>/dev/null; rm -f /run/avahi-daemon/pid; exec avahi-daemon -f "$1" --no-chroot --no-rlimits' _ "$dir/avahi.conf") \
     >>"$dir/avahi.log" 2>&1 &
   echo $! >"$dir/avahi.pid"
   for _ in $(seq 100); do

@@ -106,7 +106,8 @@ final class AcceptLoop<Accepted: IncomingConnection>: Sendable {
         }
     }
 
-    private var isStopping: Bool { state.withLock { $0.stopping } }
+    /// Graceful shutdown began, or the service was cancelled (another service of the group failed).
+    private var isStopping: Bool { state.withLock { $0.stopping } || Task.isCancelled }
 
     /// Records the socket being served, unless shutdown began (then it is closed instead).
     private func adopt(_ channel: any Channel) -> Bool {

@@ -20,8 +20,9 @@ public struct DaemonError: Error, Sendable, CustomStringConvertible {
         self.cause = cause
     }
 
+    /// The message, and its cause in words (never NIO's text of it).
     public var description: String {
-        if let cause { return "\(message) (\(cause))" }
+        if let cause { return "\(message) (\(SocketErrorText.describe(cause)))" }
         return message
     }
 }

@@ -54,6 +54,9 @@ public struct DaemonConfiguration: Sendable {
     public var notifier = SystemdNotifier(socketPath: nil)
     /// The configuration file the settings came from, if any: messages name it.
     public var configFile: String?
+    /// How long an attached app asked to save (needsSave) has before the last state is sent
+    /// (SPEC §2: 1 s).
+    public var saveWindow: Duration = .seconds(1)
 
     public enum FirstUse: Sendable {
         case nothing
@@ -147,7 +150,7 @@ public final class HandoffDaemon: Sendable {
         self.launcher = try Self.makeLauncher(configuration, logger: logger)
         let links = MemberLinks(
             store: accounts, security: security, directory: directory, registry: registry, presence: presence,
-            attachments: attachments, book: book, logger: logger
+            attachments: attachments, book: book, logger: logger, saveWindow: configuration.saveWindow
         )
         self.links = links
         self.streams = ContinuationStreams(
@@ -389,11 +392,13 @@ public final class HandoffDaemon: Sendable {
             }
         case .join(let code, let peer):
             let discovery = self.discovery
-            logger.notice("joining the account of the device inviting with the code")
+            logger.notice("looking for the device inviting with the code, to join its account (up to 30 s)")
             do {
                 let info = try await AccountJoiner.join(
                     JoinAccountRequest(code: code, peer: peer), store: accounts, defaultPort: peerPort, logger: logger,
-                    findInviter: { code in await discovery.findInviter(code: code, timeout: .seconds(10)) }
+                    // A daemon that just started browses from nothing: give the network longer
+                    // than `account join` does (it says what it is doing meanwhile).
+                    findInviter: { code in await discovery.findInviter(code: code, timeout: .seconds(30)) }
                 )
                 logger.notice("joined an account", metadata: ["account": "\(info.accountID.short)"])
                 return nil

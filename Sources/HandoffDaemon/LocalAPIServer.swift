@@ -113,6 +113,9 @@ final class LocalAPIServer: Service {
                     }
                 }
         } catch {
+            if error is SocketAddressError || (error as? IOError).map({ $0.errnoCode == ENAMETOOLONG }) == true {
+                throw DaemonError(.socket, "the socket path \(socketPath) is too long for a Unix socket; give a shorter --socket")
+            }
             throw DaemonError(.socket, "cannot listen on \(socketPath)", cause: error)
         }
         guard chmod(socketPath, 0o600) == 0 else {

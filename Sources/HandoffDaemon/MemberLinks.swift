@@ -102,14 +102,18 @@ actor MemberLinks {
     let attachments: Attachments
     let book: StreamBook
     let logger: Logger
+    /// How long an app asked to save has (`ActivityAnswer.saveWindow`; tests on a loaded
+    /// machine give more).
+    let saveWindow: Duration
     /// Background work (dials, sessions we started) runs in the service's task group.
     private let jobs: AsyncStream<@Sendable () async -> Void>.Continuation
     let jobStream: AsyncStream<@Sendable () async -> Void>
 
     init(
         store: AccountStore, security: PeerSecurity, directory: PeerDirectory, registry: ActivityRegistry, presence: Presence,
-        attachments: Attachments, book: StreamBook, logger: Logger
+        attachments: Attachments, book: StreamBook, logger: Logger, saveWindow: Duration = ActivityAnswer.saveWindow
     ) {
+        self.saveWindow = saveWindow
         self.attachments = attachments
         self.book = book
         self.store = store
@@ -241,11 +245,11 @@ actor MemberLinks {
             // Its own task: saving a needsSave activity may take a second, and the session must
             // not stall meanwhile.
             let peer = LocalEvent.PeerRef(id: session.peerID, name: session.peerName)
-            let (registry, attachments, book) = (self.registry, self.attachments, self.book)
+            let (registry, attachments, book, window) = (self.registry, self.attachments, self.book, self.saveWindow)
             spawn {
-                let (answer, activity) = await ActivityAnswer.answerAndActivity(id, seen: seen, registry: registry) { activity in
-                    attachments.willSave(activity.id, peer: peer)
-                }
+                let (answer, activity) = await ActivityAnswer.answerAndActivity(
+                    id, seen: seen, registry: registry, askToSave: { activity in attachments.willSave(activity.id, peer: peer) }, saveWindow: window
+                )
                 if let activity { book.grant(peer.id, activityID: activity.id) }
                 try? await session.send(answer)
             }
@@ -503,7 +507,8 @@ enum ActivityAnswer {
 
     /// The answer, and the activity it carries (if it carries one).
     static func answerAndActivity(
-        _ requestID: UInt32, seen: UUID?, registry: ActivityRegistry, askToSave: (@Sendable (Activity) -> Bool)? = nil, now: Timestamp = .now()
+        _ requestID: UInt32, seen: UUID?, registry: ActivityRegistry, askToSave: (@Sendable (Activity) -> Bool)? = nil,
+        saveWindow: Duration = ActivityAnswer.saveWindow, now: Timestamp = .now()
     ) async -> (message: PeerMessage, activity: Activity?) {
         guard let current = await registry.currentActivity() else {
             return (.activityUnavailable(requestID: requestID, ActivityUnavailable(.none, message: "there is no current activity")), nil)

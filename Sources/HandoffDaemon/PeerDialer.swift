@@ -55,14 +55,7 @@ enum PeerDialer {
         }
         guard let tls = error as? TLSError else {
             if error is ChannelError { return LocalAPIError(.unreachable, "\(address) closed the connection") }
-            if let e = error as? IOError {
-                switch e.errnoCode {
-                case ECONNRESET, EPIPE: return LocalAPIError(.unreachable, "\(address) cut the connection off")
-                case ETIMEDOUT: return LocalAPIError(.unreachable, "\(address) stopped answering")
-                default: return LocalAPIError(.unreachable, "the connection to \(address) failed: \(String(cString: strerror(e.errnoCode)))")
-                }
-            }
-            return LocalAPIError(.unreachable, "the connection to \(address) failed: \(error)")
+            return LocalAPIError(.unreachable, "the connection to \(address) failed: \(SocketErrorText.describe(error))")
         }
         switch tls.code {
         case .joinCodeRejected:
@@ -91,15 +84,11 @@ enum PeerDialer {
     }
 
     static func describeConnectError(_ error: any Error, timeout: TimeAmount = PeerDialer.connectTimeout) -> String {
-        if let e = error as? NIOConnectionError {
-            if e.dnsAError != nil || e.dnsAAAAError != nil, e.connectionErrors.isEmpty { return "the name \(e.host) does not resolve" }
-            if let first = e.connectionErrors.first { return describeConnectError(first.error, timeout: timeout) }
-        }
-        if let e = error as? IOError { return String(cString: strerror(e.errnoCode)) }
+        if let e = error as? NIOConnectionError, let first = e.connectionErrors.first { return describeConnectError(first.error, timeout: timeout) }
         if let e = error as? ChannelError, case .connectTimeout = e {
             let ms = timeout.nanoseconds / 1_000_000
             return ms % 1000 == 0 ? "no answer within \(ms / 1000) s" : "no answer within \(ms) ms"
         }
-        return "\(error)"
+        return SocketErrorText.describe(error)
     }
 }

@@ -104,7 +104,7 @@ final class StreamSplice: Sendable {
                 case .file(let file): try splice.local.pipeline.syncOperations.addHandler(StreamFileEnd(file, splice: splice))
                 }
             } catch {
-                splice.fail("cannot join the app's connection: \(error)")
+                splice.fail("cannot join the app's connection: \(SocketErrorText.describe(error))")
             }
         }
         // On the local loop already (the HTTP upgrade): at once, before the bytes that followed
@@ -119,7 +119,7 @@ final class StreamSplice: Sendable {
                 try splice.peer.pipeline.syncOperations.addHandler(StreamGlue(side: .peer, splice: splice))
                 release()
             } catch {
-                splice.fail("cannot join the connection to \(splice.peerName): \(error)")
+                splice.fail("cannot join the connection to \(splice.peerName): \(SocketErrorText.describe(error))")
             }
         }
     }
@@ -198,9 +198,8 @@ final class StreamSplice: Sendable {
     func describe(_ error: any Error, on side: Side) -> String {
         switch (side, error) {
         case (.peer, let e as TLSError): "the connection to \(peerName) broke: \(e.message)"
-        case (.peer, let e as IOError): "the connection to \(peerName) broke: \(e.description)"
-        case (.peer, _): "the connection to \(peerName) failed: \(error)"
-        case (.local, _): "the app's connection failed: \(error)"
+        case (.peer, _): "the connection to \(peerName) broke: \(SocketErrorText.describe(error))"
+        case (.local, _): "the app's connection failed: \(SocketErrorText.describe(error))"
         }
     }
 }

@@ -38,6 +38,34 @@ import Testing
         #expect(try await second.stop() == 0)
     }
 
+    /// What stops handoffd is said in words, with the fix: never NIO's text or an errno.
+    @Test func startupFailuresSayWhatToDo() async throws {
+        let first = try DaemonHome()
+        let second = try DaemonHome()
+        defer { first.remove(); second.remove() }
+        let running = try await first.start()
+        let port = try LocalAPIJSON.decoder().decode(DaemonStatus.self, from: Data(try await first.ctl(["status", "--json"]).stdout.utf8)).peerPort
+        let taken = try await second.runDaemon(["--port", "\(port)", "--listen", "127.0.0.1"])
+        #expect(taken.status == 1, "\(taken)")
+        let config = second.directory + "/.config/handoff/handoffd.toml"
+        #expect(
+            taken.stderr.contains("handoffd: error: port \(port) is already in use by another program (or another handoffd); choose another with --port, or `port =` in \(config)"),
+            "\(taken.stderr)"
+        )
+        let again = try await second.runDaemon(["--socket", first.socketPath, "--port", "0"])
+        #expect(again.status == 3 && again.stderr.contains("another handoffd is already running on \(first.socketPath)"), "\(again)")
+        let long = try await second.runDaemon(["--socket", second.directory + "/" + String(repeating: "x", count: 120) + "/h.sock", "--port", "0"])
+        #expect(long.status == 1 && long.stderr.contains("is too long for a Unix socket; give a shorter --socket"), "\(long)")
+        let nowhere = try await second.runDaemon(["--port", "0", "--listen", "192.0.2.77"])
+        #expect(nowhere.status == 1 && nowhere.stderr.contains("192.0.2.77 is not an address of this computer"), "\(nowhere)")
+        for r in [taken, again, long, nowhere] {
+            // (Its log lines before may carry the full text; the last word is for people.)
+            let last = r.stderr.split(separator: "\n").filter { $0.hasPrefix("handoffd: error:") }
+            #expect(last.count == 1 && !last[0].contains("errno") && !last[0].contains("descriptor:") && !last[0].contains("Error("), "\(r.stderr)")
+        }
+        #expect(try await running.stop() == 0)
+    }
+
     /// handoffd's sockets share one NIO event loop (`HandoffDaemon.tuneProcessForStreams`), so a
     /// stream splice never crosses threads. The setting is silently ignored if anything touches
     /// NIO's singleton group first: count the loop threads the running daemon really has.

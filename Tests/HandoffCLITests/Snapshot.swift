@@ -40,6 +40,8 @@ enum Snapshot {
         t = t.replacingOccurrences(of: #""pid": \d+"#, with: #""pid": <pid>"#, options: .regularExpression)
         t = t.replacingOccurrences(of: #"port:( +)\d+"#, with: "port:$1<port>", options: .regularExpression)
         t = t.replacingOccurrences(of: #""peerPort": \d+"#, with: #""peerPort": <port>"#, options: .regularExpression)
+        // Whether this machine has the browser command installed (xdg-utils).
+        t = t.replacingOccurrences(of: #""found": (true|false)"#, with: #""found": <installed?>"#, options: .regularExpression)
         return t
     }
 }

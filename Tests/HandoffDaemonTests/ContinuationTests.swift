@@ -12,11 +12,13 @@ import Testing
 /// real binaries: EndToEndTests.
 @Suite(.timeLimit(.minutes(3))) struct ContinuationTests {
     /// A and B paired, A's activity seen by B.
+    /// `saveWindow`: how long A waits for its app to save (SPEC §2's second unless a test needs
+    /// the answer itself, which on a machine busy with the other suites can take longer).
     static func paired(
-        _ content: ActivityContent, configureB: @escaping (inout DaemonConfiguration) -> Void = { _ in }
+        _ content: ActivityContent, saveWindow: Duration = .seconds(1), configureB: @escaping (inout DaemonConfiguration) -> Void = { _ in }
     ) async throws -> (TestDaemon, TestDaemon, Activity) {
         let network = DiscoveryNetwork()
-        let a = try await TestDaemon.start(network: network)
+        let a = try await TestDaemon.start(network: network) { $0.saveWindow = saveWindow }
         _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
         let b = try await TestDaemon.start(network: network, configure: configureB)
         let updates = try await a.client.invite()
@@ -156,7 +158,7 @@ import Testing
     @Test func willSaveLetsTheAppUpdateWhatLeavesAndWasContinuedReachesIt() async throws {
         var content = ActivityContent(type: "org.example.Editor.edit", title: "Draft", userInfo: ["text": .string("old")])
         content.needsSave = true
-        let (a, b, activity) = try await Self.paired(content)
+        let (a, b, activity) = try await Self.paired(content, saveWindow: .seconds(5))
         let attachment = try await a.client.attach(AttachRequest(activityID: activity.id))
         #expect(try await attachment.next()?.body == .attached(activityID: activity.id))
 

@@ -182,6 +182,13 @@ public struct DaemonHome: Sendable {
         return process
     }
 
+    /// Runs handoffd with `arguments` (and no others) as this home's user, to completion: for
+    /// how it fails.
+    public func runDaemon(_ arguments: [String]) async throws -> ProcessResult {
+        let argv = user.command([try user.product("handoffd")] + arguments, environment: environment)
+        return try await Subprocess.run(argv[0], Array(argv.dropFirst()))
+    }
+
     /// Runs `handoffctl ARGUMENTS` as this home's user, to completion.
     public func ctl(_ arguments: [String], stdin: Data? = nil) async throws -> ProcessResult {
         let argv = user.command([try user.product("handoffctl")] + arguments, environment: environment)
