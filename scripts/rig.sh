@@ -4,11 +4,14 @@
 # namespaces holding its own D-Bus system bus and avahi-daemon. Link-local addresses and no
 # default route: nothing leaves the machine. Needs root.
 #
-#   rig.sh up RIG HOST...      create the bridge and hosts (RIG: a short unique name, e.g. hof12345)
+#   rig.sh up RIG HOST...      create the bridge and hosts (RIG: a short unique name, e.g. hof12345);
+#                              with RIG_IP=6 the link is IPv6 only, link-local addresses only
+#                              (as many home networks' second stack), Avahi on IPv6 only
 #   rig.sh exec RIG HOST CMD…  run CMD inside HOST (network, mounts, host name); it keeps this
 #                              script's pid, so `rig.sh exec … &` then `$!` is CMD's pid
 #   rig.sh avahi RIG HOST stop|start|restart
-#   rig.sh addr RIG HOST       print HOST's address
+#   rig.sh addr RIG HOST       print HOST's IPv4 address (on an IPv6-only link, its link-local one)
+#   rig.sh addr6 RIG HOST      print HOST's IPv6 link-local address, with its interface (fe80::…%eth0)
 #   rig.sh down RIG            stop everything and remove every namespace and file of RIG
 #   rig.sh sweep               take down rigs whose creator (HANDOFF_RIG_OWNER pid at `up`) is gone
 set -euo pipefail
@@ -33,7 +36,7 @@ if [[ $cmd == sweep ]]; then
   done
   exit 0
 fi
-[[ -n $cmd && -n $rig ]] || die "usage: rig.sh up|exec|avahi|addr|down|sweep RIG ..."
+[[ -n $cmd && -n $rig ]] || die "usage: rig.sh up|exec|avahi|addr|addr6|down|sweep RIG ..."
 [[ $rig =~ ^[a-z0-9]{1,9}$ ]] || die "RIG must be 1-9 lower-case letters or digits (interface names are short)"
 shift 2
 root=/run/handoff-rig/$rig
@@ -88,6 +91,9 @@ up)
   [[ ! -e $root ]] || die "rig $rig exists already (rig.sh down $rig)"
   mkdir -p "$root"
   echo "${HANDOFF_RIG_OWNER:-0}" >"$root/owner"
+  family=${RIG_IP:-4}
+  [[ $family == 4 || $family == 6 ]] || die "RIG_IP is 4 (the default) or 6"
+  echo "$family" >"$root/family"
   # The files that pin mount/UTS namespaces must live on a private mount.
   mount --bind "$root" "$root"
   mount --make-private "$root"
@@ -104,11 +110,16 @@ up)
     mkdir -p "$dir"
     echo "$index" >"$dir/index"
     ip netns add "$rig-$host"
+    # Addresses usable at once: no duplicate-address detection on this private link (an
+    # interface created below takes the namespace's defaults).
+    ip netns exec "$rig-$host" sh -c 'sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 net.ipv6.conf.default.disable_ipv6=0'
     ip link add "v$rig$index" type veth peer name eth0 netns "$rig-$host"
     ip link set "v$rig$index" netns "$bridge_ns"
     ip -n "$bridge_ns" link set "v$rig$index" master br0 up
     ip -n "$rig-$host" link set lo up
-    ip -n "$rig-$host" addr add "169.254.77.$index/24" dev eth0
+    if [[ $family == 4 ]]; then
+      ip -n "$rig-$host" addr add "169.254.77.$index/24" dev eth0
+    fi
     ip -n "$rig-$host" link set eth0 up multicast on
     touch "$dir/mnt" "$dir/uts"
     # A persistent mount namespace (private /run/dbus, /run/avahi-daemon, a /sys of this netns)
@@ -121,8 +132,8 @@ up)
     cat >"$dir/avahi.conf" <<EOF
 [server]
 host-name=$host
-use-ipv4=yes
-use-ipv6=no
+use-ipv4=$([[ $family == 4 ]] && echo yes || echo no)
+use-ipv6=$([[ $family == 6 ]] && echo yes || echo no)
 allow-interfaces=eth0
 enable-dbus=yes
 disallow-other-stacks=yes
@@ -154,7 +165,19 @@ avahi)
   esac
   ;;
 addr)
+  if [[ $(cat "$root/family" 2>/dev/null || echo 4) == 6 ]]; then
+    exec "$0" addr6 "$rig" "${1:?host}"
+  fi
   echo "169.254.77.$(host_index "${1:?host}")"
+  ;;
+addr6)
+  host=${1:?host}
+  for _ in $(seq 100); do
+    link=$(ip -n "$rig-$host" -6 -o addr show dev eth0 scope link | awk '{print $4}' | cut -d/ -f1 | head -1)
+    [[ -n $link ]] && { echo "$link%eth0"; exit 0; }
+    sleep 0.02
+  done
+  die "no IPv6 link-local address on $host"
   ;;
 down)
   [[ -d $root ]] || exit 0

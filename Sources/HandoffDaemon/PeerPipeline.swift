@@ -190,9 +190,16 @@ enum PeerPipeline {
         return PeerLink(channel: wrapped, handshake: promise.futureResult, limit: limit, remoteAddress: remote)
     }
 
-    /// `192.0.2.1` or `fe80::1`: the address only, for rate limits and logs.
+    /// `192.0.2.1`, `2001:db8::1`, or `fe80::1%eth0`: the address only (for rate limits, logs,
+    /// and dialling back), a link-local one with its interface — without it, it cannot be reached.
     static func describe(_ address: SocketAddress) -> String {
-        address.ipAddress ?? "\(address)"
+        if case .v6(let v6) = address, v6.address.sin6_scope_id != 0, let ip = address.ipAddress {
+            var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+            if if_indextoname(v6.address.sin6_scope_id, &name) != nil {
+                return ip + "%" + name.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            }
+        }
+        return address.ipAddress ?? "\(address)"
     }
 }
 

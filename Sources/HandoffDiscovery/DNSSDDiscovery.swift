@@ -10,7 +10,9 @@ import Glibc
 /// - browse → resolve once → `DNSServiceQueryRecord` on the TXT for changes (a long-running
 ///   resolve delivers TXT changes late, skips some, and reorders them);
 /// - browse results arrive once per interface and protocol: counted, not repeated;
-/// - resolve gives no address: getaddrinfo (nss-mdns) first, an A-record query as fallback;
+/// - resolve gives no address: getaddrinfo (nss-mdns, IPv4 only as Debian sets it up) with an
+///   A-record query as fallback, and an AAAA-record query always (IPv6, link-local addresses
+///   with the interface they were seen on: `fe80::1%eth0`), so that an IPv6-only link works;
 /// - our TXT changes go through `TXTThrottle` (≥ 1 s apart, after the register callback);
 /// - when avahi goes away every ref dies silently: on -65537 everything is released, we say so,
 ///   retry with backoff, and register and browse again when it is back.
@@ -23,11 +25,15 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         var source: DiscoverySource
         var resolveID: Int?
         var txtQueryID: Int?
-        var addressQueryID: Int?
+        /// The AAAA query, and the A query once getaddrinfo found nothing.
+        var addressQueryIDs: [Int] = []
         var host: String?
         var port: Int?
         var txt: TXTRecord?
-        var addresses: [String] = []
+        /// What getaddrinfo said, and what the address queries say: together, the addresses.
+        var lookedUp: [String] = []
+        var queried: [String] = []
+        var addresses: [String] { lookedUp + queried.filter { !lookedUp.contains($0) } }
     }
 
     private struct Registration {
@@ -181,8 +187,8 @@ public actor DNSSDDiscovery: DiscoveryBackend {
             browsed(ServiceInstance(name: name, domain: domain), added: added, interface: interface)
         case .resolved(let id, let fullname, let host, let port, let txt, let interface):
             resolved(id: id, fullname: fullname, host: host, port: Int(port), txt: TXTRecord(rdata: txt), interface: interface)
-        case .record(let id, let added, let rdata, _):
-            record(id: id, added: added, rdata: rdata)
+        case .record(let id, let added, let rdata, let interface):
+            record(id: id, added: added, rdata: rdata, interface: interface)
         }
     }
 
@@ -209,7 +215,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
             known[instance] = entry
             return
         }
-        for id in [entry.resolveID, entry.txtQueryID, entry.addressQueryID].compactMap({ $0 }) {
+        for id in [entry.resolveID, entry.txtQueryID].compactMap({ $0 }) + entry.addressQueryIDs {
             engine.send(.cancel(id))
             owners[id] = nil
         }
@@ -226,24 +232,38 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         let query = newID()
         owners[query] = instance
         entry.txtQueryID = query
+        // IPv6 addresses from avahi itself: nss-mdns as Debian configures it answers IPv4 only.
+        for id in entry.addressQueryIDs {
+            engine.send(.cancel(id))
+            owners[id] = nil
+        }
+        let aaaa = newID()
+        owners[aaaa] = instance
+        entry.addressQueryIDs = [aaaa]
         known[instance] = entry
         engine.send(.query(query, fullname: fullname, recordType: 16, interface: interface))
+        engine.send(.query(aaaa, fullname: host, recordType: 28, interface: interface))
         report(instance)
         lookUpAddresses(instance, host: host, interface: interface)
     }
 
-    private func record(id: Int, added: Bool, rdata: [UInt8]) {
-        guard added, let instance = owners[id], var entry = known[instance] else { return }
+    private func record(id: Int, added: Bool, rdata: [UInt8], interface: UInt32) {
+        guard let instance = owners[id], var entry = known[instance] else { return }
         if id == entry.txtQueryID {
+            // Old values arrive later as removes (FACTS.md): only adds count.
             let txt = TXTRecord(rdata: rdata)
-            guard txt != entry.txt else { return }
+            guard added, txt != entry.txt else { return }
             entry.txt = txt
             known[instance] = entry
             report(instance)
-        } else if id == entry.addressQueryID, rdata.count == 4 {
-            let address = rdata.map(String.init).joined(separator: ".")
-            guard !entry.addresses.contains(address) else { return }
-            entry.addresses.append(address)
+        } else if entry.addressQueryIDs.contains(id), let address = AddressText.of(rdata, interface: interface) {
+            if added {
+                guard !entry.queried.contains(address) else { return }
+                entry.queried.append(address)
+            } else {
+                guard let index = entry.queried.firstIndex(of: address) else { return }
+                entry.queried.remove(at: index)
+            }
             known[instance] = entry
             report(instance)
         }
@@ -270,12 +290,12 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         if addresses.isEmpty {
             let id = newID()
             owners[id] = instance
-            entry.addressQueryID = id
+            entry.addressQueryIDs.append(id)
             known[instance] = entry
             engine.send(.query(id, fullname: host, recordType: 1, interface: interface))
             return
         }
-        entry.addresses = addresses
+        entry.lookedUp = addresses
         known[instance] = entry
         report(instance)
     }
@@ -333,5 +353,27 @@ enum HostLookup {
             if !out.contains(text) { out.append(text) }
         }
         return out
+    }
+}
+
+/// Address records as text a connection can be made to: `192.0.2.1`, `2001:db8::1`, and
+/// link-local IPv6 with the interface it was seen on (`fe80::1%eth0`), without which it cannot
+/// be reached.
+enum AddressText {
+    static func of(_ rdata: [UInt8], interface: UInt32) -> String? {
+        switch rdata.count {
+        case 4:
+            return rdata.map(String.init).joined(separator: ".")
+        case 16:
+            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            guard rdata.withUnsafeBytes({ inet_ntop(AF_INET6, $0.baseAddress, &buffer, socklen_t(buffer.count)) }) != nil else { return nil }
+            let text = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            guard rdata[0] == 0xFE, rdata[1] & 0xC0 == 0x80 else { return text }
+            var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+            guard interface != 0, if_indextoname(interface, &name) != nil else { return nil }
+            return text + "%" + name.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        default:
+            return nil
+        }
     }
 }

@@ -28,7 +28,8 @@ public final class Rig: @unchecked Sendable {
         return nil
     }
 
-    public static func up(_ hosts: [String]) async throws -> Rig {
+    /// `ipv6Only`: the link carries IPv6 alone, link-local addresses only (rig.sh's RIG_IP=6).
+    public static func up(_ hosts: [String], ipv6Only: Bool = false) async throws -> Rig {
         // Rigs of earlier runs that crashed (their test process is gone) are taken down first.
         _ = try? await Subprocess.run(script, ["sweep", "-"])
         let name = "e" + String((0..<7).map { _ in "abcdefghijklmnopqrstuvwxyz0123456789".randomElement()! })
@@ -42,6 +43,7 @@ public final class Rig: @unchecked Sendable {
         let rig = Rig(name: name, hosts: hosts, directory: directory, user: user)
         var env = ProcessInfo.processInfo.environment
         env["HANDOFF_RIG_OWNER"] = String(getpid())
+        env["RIG_IP"] = ipv6Only ? "6" : "4"
         let result = try await Subprocess.run(script, ["up", name] + hosts, environment: env)
         guard result.status == 0 else {
             _ = try? await Subprocess.run(script, ["down", name])
@@ -59,6 +61,11 @@ public final class Rig: @unchecked Sendable {
 
     /// `host`'s home (the test user's).
     public func home(_ host: String) -> String { directory + "/" + host }
+
+    /// `host`'s IPv6 link-local address with its interface (`fe80::…%eth0`).
+    public func linkLocal(_ host: String) async throws -> String {
+        try await Subprocess.run(Rig.script, ["addr6", name, host]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 
     public func address(_ host: String) async throws -> String {
         try await Subprocess.run(Rig.script, ["addr", name, host]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -175,14 +182,16 @@ extension Rig {
     /// Runs `body` on fresh simulated hosts and takes them down afterwards, whatever happened.
     /// A failure is recorded as the test's; a machine that cannot build hosts fails the test,
     /// loudly, rather than skipping it.
-    public static func withHosts(_ hosts: [String], sourceLocation: SourceLocation = #_sourceLocation, _ body: (Rig) async throws -> Void) async {
+    public static func withHosts(
+        _ hosts: [String], ipv6Only: Bool = false, sourceLocation: SourceLocation = #_sourceLocation, _ body: (Rig) async throws -> Void
+    ) async {
         if let reason = unavailableReason {
             Issue.record(Comment(rawValue: reason), sourceLocation: sourceLocation)
             return
         }
         let rig: Rig
         do {
-            rig = try await up(hosts)
+            rig = try await up(hosts, ipv6Only: ipv6Only)
         } catch {
             Issue.record(error, sourceLocation: sourceLocation)
             return
