@@ -202,6 +202,14 @@ final class DiscoveryService: Service {
             }
             try? await Task.sleep(for: .milliseconds(100))
         }
+        // What was seen instead, for whoever reads the log to find out why.
+        let (seen, tagged, addressed) = state.withLock { s in
+            let tagged = s.sightings.values.filter { AdvertSeal.joinTag(of: $0.txt) == wanted }
+            return (s.sightings.count, tagged.count, tagged.filter { !$0.addresses.isEmpty }.count)
+        }
+        logger.notice(
+            "no device seen inviting with the code", metadata: ["services": "\(seen)", "with-its-tag": "\(tagged)", "with-an-address": "\(addressed)", "state": "\(status.state.rawValue)"]
+        )
         return nil
     }
 }

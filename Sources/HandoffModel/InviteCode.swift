@@ -16,7 +16,7 @@ public struct InviteCode: Sendable, Equatable {
         self.secret = secret
     }
 
-    /// `K7Q2-M9XT-4HVN-P3RW-8CYD-AB6F-Q2`: 26 data symbols and 2 check symbols.
+    /// `K7Q2-M9XT-4HVN-P3RW-8CYD-AB6F-Q2JW`: 26 data symbols and 2 check symbols.
     public var text: String {
         let symbols = InviteCode.symbols(of: secret)
         let all = symbols + InviteCode.check(symbols)

@@ -60,8 +60,8 @@ import Testing
             let invite = try rig.ctlProcess("alpha", ["account", "invite"])
             try await invite.wait(for: "the code") { !$0.stdout.isEmpty }
             let code = String(invite.stdout.split(separator: "\n").first ?? "")
-            let bravo = try makeRun(rig, "bravo", ["JOIN=\(code)"])
-            try await bravo.wait(seconds: 20, for: "the join") { $0.stderr.contains("joined an account") }
+            let bravo = try makeRun(rig, "bravo", ["JOIN=\(code)", "ARGS=--log-level debug"])
+            try await bravo.wait(seconds: 40, for: "the join") { $0.stderr.contains("joined an account") }
             #expect(await invite.exitStatus() == 0)
             // Ctrl-C's job, done to handoffd itself (make is its parent): make ends with it.
             for (host, make) in [("bravo", bravo), ("alpha", alpha)] {
@@ -69,5 +69,19 @@ import Testing
                 _ = await make.exitStatus()
             }
         }
+    }
+}
+
+/// README.md's tour, every command as written there, as a normal user on two simulated hosts
+/// (scripts/tour.sh; it says which command failed, and how).
+@Suite(.timeLimit(.minutes(5))) struct ReadmeTourTests {
+    @Test func theReadmeTourRunsAsWritten() async throws {
+        if let reason = Rig.unavailableReason {
+            Issue.record(Comment(rawValue: reason))
+            return
+        }
+        let tour = try await Subprocess.run(MakeRunTests.checkout + "/scripts/tour.sh", [])
+        #expect(tour.status == 0, "\(tour.stderr.suffix(6000))")
+        #expect(tour.stderr.contains("the README's tour passed"), "\(tour.stderr.suffix(2000))")
     }
 }
