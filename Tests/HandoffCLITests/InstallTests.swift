@@ -8,13 +8,30 @@ import Testing
 @Suite(.timeLimit(.minutes(2))) struct InstallTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL.path
 
+    /// `make install-files` of this debug build under a fresh DESTDIR with `prefix`; the caller
+    /// removes the directory. `make(target)` runs another target with the same variables.
+    struct Installed {
+        let destdir: String
+        let result: ProcessResult
+        let variables: [String]
+
+        init(prefix: String) async throws {
+            destdir = try TempDirectory.make(prefix: "handoff-install")
+            let binaries = (Subprocess.product("handoffctl") as NSString).deletingLastPathComponent
+            variables = ["DESTDIR=\(destdir)", "PREFIX=\(prefix)", "INSTALL_FROM=\(binaries)", "MANUAL_TOOL=\(binaries)/generate-manual"]
+            result = try await Subprocess.run("/usr/bin/make", ["-C", InstallTests.root, "--no-print-directory", "install-files"] + variables)
+        }
+
+        func make(_ target: String) async throws -> ProcessResult {
+            try await Subprocess.run("/usr/bin/make", ["-C", InstallTests.root, "--no-print-directory", target] + variables)
+        }
+    }
+
     /// ufw and firewalld read their files from fixed places: there they go, whatever PREFIX.
     @Test func firewallDefinitionsGoWhereTheirReadersLook() async throws {
-        let destdir = try TempDirectory.make(prefix: "handoff-install")
+        let installed = try await Installed(prefix: "/usr/local")
+        let (destdir, install) = (installed.destdir, installed.result)
         defer { TempDirectory.remove(destdir) }
-        let binaries = (Subprocess.product("handoffctl") as NSString).deletingLastPathComponent
-        let variables = ["DESTDIR=\(destdir)", "PREFIX=/usr/local", "INSTALL_FROM=\(binaries)", "MANUAL_TOOL=\(binaries)/generate-manual"]
-        let install = try await Subprocess.run("/usr/bin/make", ["-C", Self.root, "--no-print-directory", "install-files"] + variables)
         #expect(install.status == 0, "\(install)")
         let landed = try files(in: destdir)
         #expect(landed.contains("/etc/ufw/applications.d/handoff"), "\(landed)")
@@ -22,19 +39,17 @@ import Testing
         #expect(install.stdout.contains("sudo ufw allow handoff") && install.stdout.contains("--add-service=handoff"), "\(install.stdout)")
         let profile = try String(contentsOfFile: destdir + "/etc/ufw/applications.d/handoff", encoding: .utf8)
         #expect(profile.contains("[handoff]") && profile.contains("ports=47810/tcp"))
-        _ = try await Subprocess.run("/usr/bin/make", ["-C", Self.root, "--no-print-directory", "uninstall"] + variables)
+        _ = try await installed.make("uninstall")
         #expect(try files(in: destdir).isEmpty, "left behind")
     }
 
     @Test func installLandsExactlyTheListedFilesAndUninstallRemovesThem() async throws {
-        let destdir = try TempDirectory.make(prefix: "handoff-install")
-        defer { TempDirectory.remove(destdir) }
-        let binaries = (Subprocess.product("handoffctl") as NSString).deletingLastPathComponent
-        let tool = binaries + "/generate-manual"
+        let tool = (Subprocess.product("handoffctl") as NSString).deletingLastPathComponent + "/generate-manual"
         #expect(FileManager.default.isExecutableFile(atPath: tool), "\(tool) is missing: `make test` builds it (swift build --product generate-manual)")
-        let variables = ["DESTDIR=\(destdir)", "PREFIX=/usr", "INSTALL_FROM=\(binaries)", "MANUAL_TOOL=\(tool)"]
-        let install = try await Subprocess.run("/usr/bin/make", ["-C", Self.root, "--no-print-directory", "install-files"] + variables)
-        #expect(install.status == 0, "\(install)")
+        let installed = try await Installed(prefix: "/usr")
+        let destdir = installed.destdir
+        defer { TempDirectory.remove(destdir) }
+        #expect(installed.result.status == 0, "\(installed.result)")
 
         let landed = try files(in: destdir)
         #expect(
@@ -62,7 +77,7 @@ import Testing
         let mode = try FileManager.default.attributesOfItem(atPath: destdir + "/usr/bin/handoffctl")[.posixPermissions] as? Int
         #expect(mode == 0o755)
 
-        let uninstall = try await Subprocess.run("/usr/bin/make", ["-C", Self.root, "--no-print-directory", "uninstall"] + variables)
+        let uninstall = try await installed.make("uninstall")
         #expect(uninstall.status == 0, "\(uninstall)")
         #expect(try files(in: destdir).isEmpty, "left behind")
     }
