@@ -74,14 +74,17 @@ enum AdvertSeal {
             text += part
         }
         guard let sealed = fromBase64url(text), sealed.count > Crypto.aeadNonceLength + Crypto.aeadTagLength else { return nil }
-        let salt = Array(tag.prefix(8))
-        for key in keys where Crypto.constantTimeEqual(Array(Crypto.hmacSHA256(key: key.tag, salt).prefix(8)), Array(tag.suffix(8))) {
+        for key in keys where matches(tag, key: key) {
             let nonce = Array(sealed.prefix(Crypto.aeadNonceLength))
             let body = Array(sealed.dropFirst(Crypto.aeadNonceLength))
             guard let plaintext = Crypto.open(key: key.seal, nonce: nonce, sealed: body, associatedData: associatedData(tag)) else { return nil }
             return Advert(decoding: plaintext)
         }
         return nil
+    }
+
+    private static func matches(_ tag: [UInt8], key: AdvertKeys) -> Bool {
+        Crypto.constantTimeEqual(Array(Crypto.hmacSHA256(key: key.tag, Array(tag.prefix(8))).prefix(8)), Array(tag.suffix(8)))
     }
 
     /// Whether the record looks like handoff's (version present), whoever it belongs to.

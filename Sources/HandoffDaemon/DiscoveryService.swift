@@ -36,8 +36,13 @@ final class DiscoveryService: Service {
         var identity = Identity()
         var publishedName: String?
         var advertising = false
-        /// Every handoff service seen, ours or not: joiners look for an inviter's join tag here.
+        /// The services discovery follows (ours, and while joining the inviter's): joiners look for
+        /// an inviter's join tag here.
         var sightings: [ServiceInstance: Sighting] = [:]
+        /// `account join`s looking for their inviter now.
+        var joinsLooking = 0
+        /// Who we advertise as: a new device (created, joined, left) gets a new instance name.
+        var deviceID: DeviceID?
     }
 
     private let state = Mutex(State())
@@ -70,9 +75,31 @@ final class DiscoveryService: Service {
     /// The account changed (created, joined, newer state, new secret): what we saw may read
     /// differently now — a stranger may turn out to be ours, or ours a stranger.
     func accountChanged() {
-        republish()
-        let seen = state.withLock { Array($0.sightings.values) }
-        Task { for sighting in seen { await self.examine(sighting) } }
+        Task {
+            let me = await store.hello()?.deviceID
+            state.withLock { s in
+                // Nothing should link the advert of the device we were to the one we are now.
+                if s.deviceID != me { s.identity = Identity() }
+                s.deviceID = me
+            }
+            republish()
+            await updateInterest()
+            let seen = state.withLock { Array($0.sightings.values) }
+            for sighting in seen { await self.examine(sighting) }
+        }
+    }
+
+    /// Tells discovery what to follow: records sealed with our account's keys (current or previous
+    /// secret; a record that only copies our tag is not followed) — and, while a join looks for
+    /// its inviter, every handoff record: the inviter's gains its join tag only when the invite
+    /// is made, and a record not followed is not watched for changes.
+    private func updateInterest() async {
+        let keys = await store.advertKeys
+        let joining = state.withLock { $0.joinsLooking > 0 }
+        await backend.setInterest { txt in
+            if joining, AdvertSeal.isHandoff(txt) { return true }
+            return AdvertSeal.open(txt, keys: keys) != nil
+        }
     }
 
     var status: DiscoveryStatus {
@@ -89,6 +116,9 @@ final class DiscoveryService: Service {
 
     func run() async throws {
         let events = await backend.start(browseDomains: browseDomains)
+        let me = await store.hello()?.deviceID
+        state.withLock { $0.deviceID = me }
+        await updateInterest()
         republish()
         // On shutdown: stop the loops, withdraw the advert (peers see a goodbye), stop browsing.
         await cancelWhenGracefulShutdown {
@@ -160,6 +190,9 @@ final class DiscoveryService: Service {
         case .seen(let sighting):
             state.withLock { $0.sightings[sighting.instance] = sighting }
             await examine(sighting)
+        case .stranger(let instance):
+            state.withLock { $0.sightings[instance] = nil }
+            await directory.stranger(instance)
         case .gone(let instance):
             state.withLock { $0.sightings[instance] = nil }
             await directory.lost(instance)
@@ -192,6 +225,15 @@ final class DiscoveryService: Service {
     /// tag, waiting up to `timeout` for it to appear.
     func findInviter(code: InviteCode, timeout: Duration) async -> PeerAddress? {
         let wanted = AdvertSeal.joinTag(code: code)
+        state.withLock { $0.joinsLooking += 1 }
+        await updateInterest()
+        let found = await lookForInviter(wanted, timeout: timeout)
+        state.withLock { $0.joinsLooking -= 1 }
+        await updateInterest()
+        return found
+    }
+
+    private func lookForInviter(_ wanted: [UInt8], timeout: Duration) async -> PeerAddress? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let match = state.withLock { s in

@@ -15,7 +15,9 @@ import Glibc
 ///   with the interface they were seen on: `fe80::1%eth0`), so that an IPv6-only link works;
 /// - our TXT changes go through `TXTThrottle` (≥ 1 s apart, after the register callback);
 /// - when avahi goes away every ref dies silently: on -65537 everything is released, we say so,
-///   retry with backoff, and register and browse again when it is back.
+///   retry with backoff, and register and browse again when it is back;
+/// - every ref is an avahi client of its own, so what strangers' adverts may cost is bounded by
+///   `DiscoveryBudget`: only instances whose TXT we are interested in (`setInterest`) are followed.
 public actor DNSSDDiscovery: DiscoveryBackend {
     public static let serviceType = "_handoff._tcp"
     static let maximumRetryDelay: Duration = .seconds(30)
@@ -24,6 +26,10 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         var interfaces: [UInt32: Int] = [:]
         var source: DiscoverySource
         var resolveID: Int?
+        /// Where browsing first saw it (the resolve asks there), and where the resolve answered.
+        var firstInterface: UInt32?
+        var resolvedInterface: UInt32 = 0
+        var fullname: String?
         var txtQueryID: Int?
         /// The AAAA query, and the A query once getaddrinfo found nothing.
         var addressQueryIDs: [Int] = []
@@ -34,6 +40,8 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         var lookedUp: [String] = []
         var queried: [String] = []
         var addresses: [String] { lookedUp + queried.filter { !lookedUp.contains($0) } }
+        /// The long-lived refs of a followed instance.
+        var followingIDs: [Int] { (txtQueryID.map { [$0] } ?? []) + addressQueryIDs }
     }
 
     private struct Registration {
@@ -52,13 +60,31 @@ public actor DNSSDDiscovery: DiscoveryBackend {
     private var owners: [Int: ServiceInstance] = [:]
     private var registration: Registration?
     private var desired: (name: String, port: Int, txt: TXTRecord)?
+    private var budget: DiscoveryBudget
+    private var interest: @Sendable (TXTRecord) -> Bool = { _ in false }
+    private var ticker: Task<Void, Never>?
+    private var tickerDeadline: ContinuousClock.Instant?
     private var state = DiscoveryState.starting
     private var retryDelay: Duration = .seconds(1)
     private var pump: Task<Void, Never>?
     private var retry: Task<Void, Never>?
     private var wake: Task<Void, Never>?
 
-    public init() {}
+    public init() {
+        budget = DiscoveryBudget()
+    }
+
+    init(limits: DiscoveryBudget.Limits) {
+        budget = DiscoveryBudget(limits: limits)
+    }
+
+    public func setInterest(_ interest: @escaping @Sendable (TXTRecord) -> Bool) {
+        self.interest = interest
+        apply(budget.interestChanged(interest, now: .now))
+    }
+
+    /// What following costs now, for tests and `status`.
+    public var followedCount: Int { budget.followed.count }
 
     public func start(browseDomains: [String]) -> AsyncStream<DiscoveryEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: DiscoveryEvent.self)
@@ -88,6 +114,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
     public func stop() {
         retry?.cancel()
         wake?.cancel()
+        ticker?.cancel()
         engine?.shutdown()
         engine = nil
         pump?.cancel()
@@ -132,8 +159,11 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         owners = [:]
         registration = nil
         wake?.cancel()
+        ticker?.cancel()
+        tickerDeadline = nil
         for instance in known.keys { continuation?.yield(.gone(instance)) }
         known = [:]
+        budget = DiscoveryBudget(limits: budget.limits)
         let delay = retryDelay
         retryDelay = min(retryDelay * 2, Self.maximumRetryDelay)
         let retryAt = Timestamp.now().adding(microseconds: Int64(delay.components.seconds) * 1_000_000)
@@ -159,6 +189,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
     // MARK: Events
 
     private func handle(_ event: DNSSDEngine.Event) {
+
         switch event {
         case .started(let id):
             if browseIDs.contains(id), state != .running {
@@ -170,8 +201,11 @@ public actor DNSSDDiscovery: DiscoveryBackend {
             if code == DNSSDEngine.daemonGone {
                 daemonGone()
             } else if let instance = owners.removeValue(forKey: id) {
-                // A resolve or query of one instance failed; it will be tried again when it is next browsed.
-                known[instance]?.resolveID = nil
+                // A resolve or query of one instance failed; it is tried again when it is next browsed.
+                if known[instance]?.resolveID == id {
+                    known[instance]?.resolveID = nil
+                    apply(budget.resolveFailed(instance, now: .now))
+                }
             } else if let registration, registration.id == id, code == -65548 {
                 // Name conflict on this host: take another random name (reported by .published).
                 desired?.name = InstanceNames.random()
@@ -193,19 +227,14 @@ public actor DNSSDDiscovery: DiscoveryBackend {
     }
 
     private func browsed(_ instance: ServiceInstance, added: Bool, interface: UInt32) {
-        guard let engine else { return }
         if let registration, instance.name == registration.name { return }  // ourselves
         if added {
-            if known[instance] == nil {
-                known[instance] = Known(source: instance.domain == "local." ? .mdns : .wideArea)
-            }
+            let actions = budget.appeared(instance, now: .now)
+            guard budget.tracks(instance) else { return }  // beyond maximumKnown: counted only
+            if known[instance] == nil { known[instance] = Known(source: instance.domain == "local." ? .mdns : .wideArea) }
             known[instance]!.interfaces[interface, default: 0] += 1
-            if known[instance]!.resolveID == nil, known[instance]!.host == nil {
-                let id = newID()
-                owners[id] = instance
-                known[instance]!.resolveID = id
-                engine.send(.resolve(id, name: instance.name, type: Self.serviceType, domain: instance.domain, interface: interface))
-            }
+            if known[instance]!.firstInterface == nil { known[instance]!.firstInterface = interface }
+            apply(actions)
             return
         }
         guard var entry = known[instance] else { return }
@@ -215,28 +244,118 @@ public actor DNSSDDiscovery: DiscoveryBackend {
             known[instance] = entry
             return
         }
-        for id in [entry.resolveID, entry.txtQueryID].compactMap({ $0 }) + entry.addressQueryIDs {
-            engine.send(.cancel(id))
-            owners[id] = nil
-        }
+        release(entry.resolveID.map { [$0] } ?? [])
+        release(entry.followingIDs)
         known[instance] = nil
+        apply(budget.disappeared(instance, interest: interest, now: .now))
         continuation?.yield(.gone(instance))
     }
 
+    /// Carries out what the budget decided.
+    private func apply(_ actions: [DiscoveryBudget.Action]) {
+
+        guard let engine else { return }
+        for action in actions {
+            switch action {
+            case .resolve(let instance):
+                guard var entry = known[instance] else { continue }
+                let id = newID()
+                owners[id] = instance
+                entry.resolveID = id
+                known[instance] = entry
+                if let fullname = entry.fullname {
+                    // Resolved before: its record now, from one TXT query (a second resolve of
+                    // the same instance can take seconds to answer).
+                    engine.send(.query(id, fullname: fullname, recordType: 16, interface: entry.resolvedInterface))
+                } else {
+                    engine.send(
+                        .resolve(id, name: instance.name, type: Self.serviceType, domain: instance.domain, interface: entry.firstInterface ?? 0)
+                    )
+                }
+            case .cancelResolve(let instance):
+                if let id = known[instance]?.resolveID {
+                    release([id])
+                    known[instance]?.resolveID = nil
+                }
+            case .follow(let instance):
+                follow(instance)
+            case .unfollow(let instance):
+                guard var entry = known[instance] else { continue }
+                release(entry.followingIDs)
+                entry.txtQueryID = nil
+                entry.addressQueryIDs = []
+                known[instance] = entry
+                continuation?.yield(.stranger(instance))
+            case .endAddressQueries(let instance):
+                guard var entry = known[instance] else { continue }
+                release(entry.addressQueryIDs)
+                entry.addressQueryIDs = []
+                known[instance] = entry
+            }
+        }
+        scheduleTick()
+    }
+
+    private func release(_ ids: [Int]) {
+        for id in ids {
+            engine?.send(.cancel(id))
+            owners[id] = nil
+        }
+    }
+
+    /// Wakes for the budget's next deadline (resolve timeouts, address queries' end).
+    private func scheduleTick() {
+        guard let deadline = budget.nextDeadline else {
+            ticker?.cancel()
+            ticker = nil
+            tickerDeadline = nil
+            return
+        }
+        if let tickerDeadline, tickerDeadline <= deadline, ticker != nil { return }
+        ticker?.cancel()
+        tickerDeadline = deadline
+        ticker = Task { [weak self] in
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            guard !Task.isCancelled else { return }
+            await self?.tick()
+        }
+    }
+
+    private func tick() {
+        ticker = nil
+        tickerDeadline = nil
+        apply(budget.tick(now: .now))
+    }
+
     private func resolved(id: Int, fullname: String, host: String, port: Int, txt: TXTRecord, interface: UInt32) {
-        guard let engine, let instance = owners.removeValue(forKey: id), var entry = known[instance] else { return }
+        guard let instance = owners.removeValue(forKey: id), var entry = known[instance], entry.resolveID == id else { return }
         entry.resolveID = nil
+        entry.fullname = fullname
         entry.host = host
         entry.port = port
         entry.txt = txt
+        entry.resolvedInterface = interface
+        known[instance] = entry
+        settle(instance, txt: txt)
+    }
+
+    /// What a resolve (or a look again) found decides whether the instance is followed.
+    private func settle(_ instance: ServiceInstance, txt: TXTRecord) {
+        known[instance]?.txt = txt
+
+        apply(budget.resolved(instance, txt: txt, interesting: interest(txt), now: .now))
+        if !budget.followed.contains(instance) { continuation?.yield(.stranger(instance)) }
+    }
+
+    /// Follows an instance we are interested in: its TXT for as long as it is there, its addresses
+    /// for a while (IPv6 from avahi itself: nss-mdns as Debian configures it answers IPv4 only).
+    private func follow(_ instance: ServiceInstance) {
+        guard let engine, var entry = known[instance], let fullname = entry.fullname, let host = entry.host else { return }
+        release(entry.followingIDs)
+        let interface = entry.resolvedInterface
         let query = newID()
         owners[query] = instance
         entry.txtQueryID = query
-        // IPv6 addresses from avahi itself: nss-mdns as Debian configures it answers IPv4 only.
-        for id in entry.addressQueryIDs {
-            engine.send(.cancel(id))
-            owners[id] = nil
-        }
         let aaaa = newID()
         owners[aaaa] = instance
         entry.addressQueryIDs = [aaaa]
@@ -249,13 +368,20 @@ public actor DNSSDDiscovery: DiscoveryBackend {
 
     private func record(id: Int, added: Bool, rdata: [UInt8], interface: UInt32) {
         guard let instance = owners[id], var entry = known[instance] else { return }
-        if id == entry.txtQueryID {
+        if id == entry.resolveID, added {
+            // A look again at an instance resolved before: one answer is all it was for.
+            release([id])
+            entry.resolveID = nil
+            known[instance] = entry
+            settle(instance, txt: TXTRecord(rdata: rdata))
+        } else if id == entry.txtQueryID {
             // Old values arrive later as removes (FACTS.md): only adds count.
             let txt = TXTRecord(rdata: rdata)
             guard added, txt != entry.txt else { return }
             entry.txt = txt
             known[instance] = entry
-            report(instance)
+            let actions = budget.txtChanged(instance, txt: txt, interest: interest, now: .now)
+            if actions.isEmpty { report(instance) } else { apply(actions) }
         } else if entry.addressQueryIDs.contains(id), let address = AddressText.of(rdata, interface: interface) {
             if added {
                 guard !entry.queried.contains(address) else { return }
@@ -270,7 +396,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
     }
 
     private func report(_ instance: ServiceInstance) {
-        guard let entry = known[instance], let host = entry.host, let port = entry.port, let txt = entry.txt else { return }
+        guard budget.followed.contains(instance), let entry = known[instance], let host = entry.host, let port = entry.port, let txt = entry.txt else { return }
         continuation?.yield(
             .seen(Sighting(instance: instance, txt: txt, host: host, port: port, addresses: entry.addresses, source: entry.source))
         )
@@ -286,8 +412,9 @@ public actor DNSSDDiscovery: DiscoveryBackend {
     }
 
     private func addressesFound(_ instance: ServiceInstance, host: String, addresses: [String], interface: UInt32) {
-        guard let engine, var entry = known[instance], entry.host == host else { return }
+        guard let engine, var entry = known[instance], entry.host == host, budget.followed.contains(instance) else { return }
         if addresses.isEmpty {
+            guard !entry.addressQueryIDs.isEmpty else { return }  // their lifetime is over
             let id = newID()
             owners[id] = instance
             entry.addressQueryIDs.append(id)
@@ -377,3 +504,5 @@ enum AddressText {
         }
     }
 }
+
+

@@ -49,10 +49,18 @@ final class DNSSDEngine: @unchecked Sendable {
 
     // Owned by the engine thread only.
     private var refs: [ID: RefHandle] = [:]
+    /// Refs whose callback said they are done: released once `DNSServiceProcessResult` has
+    /// returned, never inside their own callback — the library still uses the ref then, and
+    /// freeing it there crashed handoffd when avahi-daemon restarted under a flood of adverts.
+    private var finished: [ID] = []
+
+    /// Once per process, before the first avahi call (shim.h says why).
+    private static let allocationsZeroed: Void = handoff_dnssd_zero_allocations()
 
     init() {
         // Avahi prints a three-line "Bonjour compatibility layer" warning on first use otherwise.
         setenv("AVAHI_COMPAT_NOWARN", "1", 1)
+        Self.allocationsZeroed
         (events, continuation) = AsyncStream.makeStream(of: Event.self)
         var fds: [Int32] = [-1, -1]
         if pipe(&fds) == 0 {
@@ -125,6 +133,8 @@ final class DNSSDEngine: @unchecked Sendable {
                     refs[id] = nil
                     continuation.yield(.failed(id, code: rc))
                 }
+                for done in finished { refs[done] = nil }
+                finished.removeAll()
             }
         }
         refs.removeAll()
@@ -188,9 +198,10 @@ final class DNSSDEngine: @unchecked Sendable {
         continuation.yield(event)
     }
 
-    /// A resolve is one-shot: once answered, its ref (and avahi client) is released.
+    /// A resolve is one-shot: once answered, its ref (and avahi client) is released — after the
+    /// callback has returned.
     fileprivate func finishResolve(_ id: ID) {
-        refs[id] = nil
+        finished.append(id)
     }
 
     // MARK: Callbacks (C function pointers; the context names the engine and the ref's id)

@@ -52,7 +52,11 @@ public enum DiscoveryEvent: Sendable, Equatable {
     case state(DiscoveryState)
     /// Our registration took effect under this name (the mDNS daemon may rename on conflict).
     case published(instanceName: String)
+    /// An instance we are interested in (`setInterest`), reported again whenever its TXT changes.
     case seen(Sighting)
+    /// A handoff service we are not interested in: counted, not followed (until it goes, or our
+    /// interest changes).
+    case stranger(ServiceInstance)
     case gone(ServiceInstance)
 }
 
@@ -61,6 +65,10 @@ public enum DiscoveryEvent: Sendable, Equatable {
 public protocol DiscoveryBackend: Sendable {
     /// Starts browsing `local.` and `browseDomains`; events arrive until `stop()`.
     func start(browseDomains: [String]) async -> AsyncStream<DiscoveryEvent>
+    /// Which TXT records are worth following (ours, or a wanted join tag's): only those are
+    /// reported as `.seen` and cost long-lived queries; the others are `.stranger`. Nothing is
+    /// followed until this is called; instances seen before are looked at again with it.
+    func setInterest(_ interest: @escaping @Sendable (TXTRecord) -> Bool) async
     /// Advertises our service as `instanceName` with `txt`. Same name: the TXT is updated (as fast
     /// as the backend safely can); a new name: the old registration is withdrawn first.
     func publish(instanceName: String, port: Int, txt: TXTRecord) async

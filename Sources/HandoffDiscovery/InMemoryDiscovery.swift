@@ -16,6 +16,12 @@ public actor DiscoveryNetwork {
     struct Member {
         var continuation: AsyncStream<DiscoveryEvent>.Continuation
         var advert: Sighting?
+        var interest: @Sendable (TXTRecord) -> Bool = { _ in false }
+
+        /// What the real backend reports of `advert` given this member's interest.
+        func tell(_ advert: Sighting) {
+            continuation.yield(interest(advert.txt) ? .seen(advert) : .stranger(advert.instance))
+        }
     }
 
     private var members: [ObjectIdentifier: Member] = [:]
@@ -26,7 +32,15 @@ public actor DiscoveryNetwork {
         members[id] = Member(continuation: continuation, advert: nil)
         continuation.yield(.state(.running))
         for (other, member) in members where other != id {
-            if let advert = member.advert { continuation.yield(.seen(advert)) }
+            if let advert = member.advert { members[id]?.tell(advert) }
+        }
+    }
+
+    func setInterest(_ id: ObjectIdentifier, _ interest: @escaping @Sendable (TXTRecord) -> Bool) {
+        members[id]?.interest = interest
+        guard let member = members[id] else { return }
+        for (other, m) in members where other != id {
+            if let advert = m.advert { member.tell(advert) }
         }
     }
 
@@ -44,7 +58,7 @@ public actor DiscoveryNetwork {
         if let advert { member.continuation.yield(.published(instanceName: advert.instance.name)) }
         for (other, m) in members where other != id {
             if let previous, previous.instance != advert?.instance { m.continuation.yield(.gone(previous.instance)) }
-            if let advert { m.continuation.yield(.seen(advert)) }
+            if let advert { m.tell(advert) }
         }
     }
 }
@@ -62,6 +76,10 @@ public final class InMemoryDiscovery: DiscoveryBackend {
         let (stream, continuation) = AsyncStream.makeStream(of: DiscoveryEvent.self)
         await network.join(ObjectIdentifier(self), continuation: continuation)
         return stream
+    }
+
+    public func setInterest(_ interest: @escaping @Sendable (TXTRecord) -> Bool) async {
+        await network.setInterest(ObjectIdentifier(self), interest)
     }
 
     public func publish(instanceName: String, port: Int, txt: TXTRecord) async {

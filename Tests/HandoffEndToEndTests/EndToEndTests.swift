@@ -19,7 +19,7 @@ import Testing
         let invite = try rig.daemon("alpha").map { _ in try RunningProcessForInvite(rig) }!
         let code = try await invite.code()
         let join = try await rig.ctl("bravo", ["account", "join", code, "--device-name", names.1, "--json"])
-        #expect(join.status == 0, "join: \(join)")
+        #expect(join.status == 0, "join: \(join); bravo: \(rig.daemon("bravo")?.stderr.suffix(2000) ?? "")")
         let bravo = try LocalAPIJSON.decoder().decode(AccountInfo.self, from: Data(join.stdout.utf8))
         try await invite.finished()
         return (alpha.deviceID, bravo.deviceID)
@@ -122,7 +122,10 @@ import Testing
             let restartedAt = Timestamp.now()
             try await rig.avahi("alpha", "restart")
             try await Rig.waitFor("alpha's discovery to run again", seconds: 20) {
-                try await rig.ctlJSON("alpha", DaemonStatus.self, ["status"]).discovery.state == .running
+                guard let daemon = rig.daemon("alpha"), daemon.isRunning else {
+                    throw TestFailure("handoffd on alpha ended when avahi restarted: \(rig.daemon("alpha")?.stderr.suffix(3000) ?? "")")
+                }
+                return try await rig.ctlJSON("alpha", DaemonStatus.self, ["status"]).discovery.state == .running
             }
             try await Rig.waitFor("a fresh advert from alpha on bravo", seconds: 20) {
                 let a = try await peers(rig, "bravo").peers.first { $0.id == alphaID }
@@ -269,7 +272,7 @@ extension EndToEndTests {
             #expect(try await rig.ctl("bravo", ["account", "show"]).status == 20)
             let invite = try RunningProcessForInvite(rig)
             let join = try await rig.ctl("bravo", ["account", "join", try await invite.code(), "--device-name", "laptop", "--json"])
-            #expect(join.status == 0, "\(join)")
+            #expect(join.status == 0, "\(join) \(rig.daemon("bravo")?.stderr.suffix(2000) ?? "")")
             try await invite.finished()
             let rejoined = try LocalAPIJSON.decoder().decode(AccountInfo.self, from: Data(join.stdout.utf8))
             #expect(rejoined.deviceID != bravoID)

@@ -1,0 +1,215 @@
+/// How much of avahi the instances on the link may cost us, whoever advertises them
+/// (docs/discovery.md, "A link full of strangers").
+///
+/// Every ref through Avahi's compat layer is an avahi client of its own: a thread, a socket pair
+/// and a system-bus connection (FACTS.md), and dbus-daemon allows a user 256 connections in all.
+/// So a stranger's advert must cost no long-lived ref: each instance is resolved once (a few at a
+/// time, each for a bounded time), and only the instances whose TXT carries our account's tag (or
+/// a wanted join tag) are followed with long-lived queries — at most `maximumFollowed` of them.
+/// The rest are remembered with the TXT they had, so that they can be looked at again when what
+/// we are interested in changes (a new account secret, a join), up to `maximumRemembered`; beyond
+/// `maximumKnown` instances, new ones are not tracked at all.
+///
+/// A value: events in, actions out; the clock is the caller's (table-tested).
+struct DiscoveryBudget {
+    struct Limits {
+        var maximumResolving = 8
+        var resolveTimeout: Duration = .seconds(5)
+        var maximumFollowed = 64
+        var maximumRemembered = 1024
+        var maximumKnown = 4096
+        /// Address queries start with a follow and end after this: addresses rarely change, and a
+        /// change shows as the instance leaving and coming back (browse), which starts them again.
+        var addressQueryLifetime: Duration = .seconds(10)
+    }
+
+    enum Action: Hashable {
+        /// Start a one-shot resolve.
+        case resolve(ServiceInstance)
+        /// Give up a resolve (it timed out, or the instance left).
+        case cancelResolve(ServiceInstance)
+        /// Keep following this instance: its TXT (and, for a while, its addresses).
+        case follow(ServiceInstance)
+        /// Stop following it: release its queries.
+        case unfollow(ServiceInstance)
+        /// End its address queries (their lifetime is over).
+        case endAddressQueries(ServiceInstance)
+    }
+
+    let limits: Limits
+    private var known: Set<ServiceInstance> = []
+    private var waiting: [ServiceInstance] = []
+    private var queued: Set<ServiceInstance> = []
+    private var resolving: [ServiceInstance: ContinuousClock.Instant] = [:]
+    private(set) var followed: Set<ServiceInstance> = []
+    /// The TXT each followed instance has now.
+    private var followedTXT: [ServiceInstance: TXTRecord] = [:]
+    private var addressQueriesUntil: [ServiceInstance: ContinuousClock.Instant] = [:]
+    /// Resolved and not followed (a stranger, or ours beyond the cap), with the TXT it had.
+    private var remembered: [ServiceInstance: TXTRecord] = [:]
+    /// Whose resolve failed or timed out: resolved again when browsing reports them again.
+    private var failed: Set<ServiceInstance> = []
+    /// Instances not tracked because `maximumKnown` was reached.
+    private(set) var untracked = 0
+
+    init(limits: Limits = Limits()) {
+        self.limits = limits
+    }
+
+    var resolvingCount: Int { resolving.count }
+    func tracks(_ instance: ServiceInstance) -> Bool { known.contains(instance) }
+    var knownCount: Int { known.count }
+
+    /// Browsing found `instance` (on its first interface).
+    mutating func appeared(_ instance: ServiceInstance, now: ContinuousClock.Instant) -> [Action] {
+        if failed.remove(instance) != nil {
+            enqueue(instance)
+            return startResolves(now: now)
+        }
+        guard !known.contains(instance) else { return [] }
+        guard known.count < limits.maximumKnown else {
+            untracked += 1
+            return []
+        }
+        known.insert(instance)
+        enqueue(instance)
+        return startResolves(now: now)
+    }
+
+    /// Browsing lost `instance` (on its last interface).
+    mutating func disappeared(_ instance: ServiceInstance, interest: (TXTRecord) -> Bool, now: ContinuousClock.Instant) -> [Action] {
+        guard known.remove(instance) != nil else { return [] }
+        var actions: [Action] = []
+        if queued.remove(instance) != nil, let index = waiting.firstIndex(of: instance) { waiting.remove(at: index) }
+        if resolving.removeValue(forKey: instance) != nil { actions.append(.cancelResolve(instance)) }
+        remembered[instance] = nil
+        failed.remove(instance)
+        addressQueriesUntil[instance] = nil
+        followedTXT[instance] = nil
+        if followed.remove(instance) != nil {
+            actions.append(.unfollow(instance))
+            actions += followRemembered(interest: interest, now: now)
+        }
+        return actions + startResolves(now: now)
+    }
+
+    /// Its resolve answered with `txt`; `interesting` says whether the TXT is one we follow.
+    mutating func resolved(_ instance: ServiceInstance, txt: TXTRecord, interesting: Bool, now: ContinuousClock.Instant) -> [Action] {
+        guard resolving.removeValue(forKey: instance) != nil else { return [] }
+        var actions: [Action] = []
+        if interesting, followed.count < limits.maximumFollowed, !isCopy(txt) {
+            actions += startFollowing(instance, txt: txt, now: now)
+        } else {
+            remember(instance, txt: txt)
+        }
+        return actions + startResolves(now: now)
+    }
+
+    /// Its resolve failed: it is tried again if browsing finds it again.
+    mutating func resolveFailed(_ instance: ServiceInstance, now: ContinuousClock.Instant) -> [Action] {
+        guard resolving.removeValue(forKey: instance) != nil else { return [] }
+        failed.insert(instance)
+        return startResolves(now: now)
+    }
+
+    /// A followed instance's TXT changed: one that is no longer ours is no longer followed.
+    mutating func txtChanged(_ instance: ServiceInstance, txt: TXTRecord, interest: (TXTRecord) -> Bool, now: ContinuousClock.Instant) -> [Action] {
+        guard followed.contains(instance) else { return [] }
+        followedTXT[instance] = txt
+        guard !interest(txt) else { return [] }
+        return stopFollowing(instance) + followRemembered(interest: interest, now: now)
+    }
+
+    /// What we follow changed (account keys, a join begun or over): followed instances may be
+    /// strangers now, remembered ones ours — by the TXT they had, or the one they have now (a
+    /// record not followed may have changed since: an inviter adds its join tag), so every
+    /// remembered one is resolved again, a few at a time.
+    mutating func interestChanged(_ interest: (TXTRecord) -> Bool, now: ContinuousClock.Instant) -> [Action] {
+        var actions: [Action] = []
+        for (instance, txt) in followedTXT where !interest(txt) { actions += stopFollowing(instance) }
+        actions += followRemembered(interest: interest, now: now)
+        for instance in remembered.keys where resolving[instance] == nil { enqueue(instance) }
+        // Those whose resolve failed (a busy avahi-daemon) get another try too.
+        for instance in failed { enqueue(instance) }
+        failed.removeAll()
+        return actions + startResolves(now: now)
+    }
+
+    /// Time passed: resolves that took too long are given up; address queries end.
+    mutating func tick(now: ContinuousClock.Instant) -> [Action] {
+        var actions: [Action] = []
+        for (instance, started) in resolving where now - started >= limits.resolveTimeout {
+            resolving[instance] = nil
+            failed.insert(instance)
+            actions.append(.cancelResolve(instance))
+        }
+        for (instance, until) in addressQueriesUntil where now >= until {
+            addressQueriesUntil[instance] = nil
+            actions.append(.endAddressQueries(instance))
+        }
+        return actions + startResolves(now: now)
+    }
+
+    /// When `tick` next has something to do.
+    var nextDeadline: ContinuousClock.Instant? {
+        (resolving.values.map { $0 + limits.resolveTimeout } + Array(addressQueriesUntil.values)).min()
+    }
+
+    /// Whether `instance` was resolved and is not followed, for counting strangers.
+    func isRemembered(_ instance: ServiceInstance) -> Bool { remembered[instance] != nil }
+
+    // MARK: Helpers
+
+    private mutating func enqueue(_ instance: ServiceInstance) {
+        guard queued.insert(instance).inserted else { return }
+        waiting.append(instance)
+    }
+
+    private mutating func startResolves(now: ContinuousClock.Instant) -> [Action] {
+        var actions: [Action] = []
+        while resolving.count < limits.maximumResolving, !waiting.isEmpty {
+            let next = waiting.removeFirst()
+            queued.remove(next)
+            resolving[next] = now
+            actions.append(.resolve(next))
+        }
+        return actions
+    }
+
+    private mutating func startFollowing(_ instance: ServiceInstance, txt: TXTRecord, now: ContinuousClock.Instant) -> [Action] {
+        remembered[instance] = nil
+        followed.insert(instance)
+        followedTXT[instance] = txt
+        addressQueriesUntil[instance] = now + limits.addressQueryLifetime
+        return [.follow(instance)]
+    }
+
+    /// Every real advert is sealed with a fresh nonce, so a TXT identical to one we follow is a
+    /// copy, made to cost us a ref: not followed.
+    private func isCopy(_ txt: TXTRecord) -> Bool {
+        followedTXT.values.contains(txt)
+    }
+
+    private mutating func stopFollowing(_ instance: ServiceInstance) -> [Action] {
+        guard followed.remove(instance) != nil, let txt = followedTXT.removeValue(forKey: instance) else { return [] }
+        addressQueriesUntil[instance] = nil
+        remember(instance, txt: txt)
+        return [.unfollow(instance)]
+    }
+
+    private mutating func remember(_ instance: ServiceInstance, txt: TXTRecord) {
+        guard remembered[instance] != nil || remembered.count < limits.maximumRemembered else { return }
+        remembered[instance] = txt
+    }
+
+    private mutating func followRemembered(interest: (TXTRecord) -> Bool, now: ContinuousClock.Instant) -> [Action] {
+        var actions: [Action] = []
+        for (instance, txt) in remembered where followed.count < limits.maximumFollowed && !isCopy(txt) && interest(txt) {
+            actions += startFollowing(instance, txt: txt, now: now)
+        }
+        return actions
+    }
+
+    /// The TXT a remembered instance had when resolved.
+    func rememberedTXT(_ instance: ServiceInstance) -> TXTRecord? { remembered[instance] }
+}
