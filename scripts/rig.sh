@@ -112,7 +112,9 @@ up)
     ip netns add "$rig-$host"
     # Addresses usable at once: no duplicate-address detection on this private link (an
     # interface created below takes the namespace's defaults).
-    ip netns exec "$rig-$host" sh -c 'sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 net.ipv6.conf.default.disable_ipv6=0'
+    # A kernel without IPv6 (ipv6.disable=1) has none of these: only an IPv6 rig needs them.
+    ip netns exec "$rig-$host" sh -c 'sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 net.ipv6.conf.default.disable_ipv6=0' 2>/dev/null \
+      || [ "${RIG_IP:-4}" != 6 ] || die "this kernel has IPv6 disabled; an IPv6 rig (RIG_IP=6) needs it"
     ip link add "v$rig$index" type veth peer name eth0 netns "$rig-$host"
     ip link set "v$rig$index" netns "$bridge_ns"
     ip -n "$bridge_ns" link set "v$rig$index" master br0 up

@@ -155,9 +155,12 @@ enum ConnectionSetup {
     /// peer, the connection closed, and the failed future returned for NIO to drop. Nothing is
     /// fired through the listening socket (see `AcceptLoop`).
     static func guarded<Accepted: IncomingConnection>(
-        _ channel: any Channel, intake: AcceptLoop<Accepted>.Intake, peer: String, logger: Logger, _ setup: () -> EventLoopFuture<Accepted>
+        _ channel: any Channel, intake: AcceptLoop<Accepted>.Intake, peer: String, logger: Logger, notTaken: () -> Void = {},
+        _ setup: () -> EventLoopFuture<Accepted>
     ) -> EventLoopFuture<Accepted> {
         guard intake.begin(channel) else {
+            // The listening socket stopped: whatever the caller reserved for it is given back.
+            notTaken()
             channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
         }

@@ -41,6 +41,8 @@ final class DiscoveryService: Service {
         var sightings: [ServiceInstance: Sighting] = [:]
         /// `account join`s looking for their inviter now.
         var joinsLooking = 0
+        /// The account's advert keys as discovery last heard of them.
+        var interestKeys: [AdvertKeys] = []
         /// Who we advertise as: a new device (created, joined, left) gets a new instance name.
         var deviceID: DeviceID?
     }
@@ -93,10 +95,14 @@ final class DiscoveryService: Service {
     /// secret; a record that only copies our tag is not followed) — and, while a join looks for
     /// its inviter, every handoff record: the inviter's gains its join tag only when the invite
     /// is made, and a record not followed is not watched for changes.
+    ///
+    /// The predicate reads the keys and the joins as they are when it runs, so that two updates
+    /// that overtake each other cannot leave an older interest in place.
     private func updateInterest() async {
         let keys = await store.advertKeys
-        let joining = state.withLock { $0.joinsLooking > 0 }
-        await backend.setInterest { txt in
+        state.withLock { $0.interestKeys = keys }
+        await backend.setInterest { [self] txt in
+            let (joining, keys) = state.withLock { ($0.joinsLooking > 0, $0.interestKeys) }
             if joining, AdvertSeal.isHandoff(txt) { return true }
             return AdvertSeal.open(txt, keys: keys) != nil
         }

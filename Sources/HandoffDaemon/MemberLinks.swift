@@ -264,14 +264,23 @@ actor MemberLinks {
         case .leaving(let id):
             // Only the device holding the account key can do it; the others just answer.
             let removed = await store.removeLeaving(session.peerID)
-            try await sendState(answering: id, on: session)
+            // The leaver learns that it is out — never the secret made new by its removal.
+            let out = await store.currentState?.isRevoked(session.peerID) ?? false
+            try await sendState(answering: id, on: session, withSecret: !out)
             if removed { await stateChanged() }
         case .renameRequest(let id, let name):
             let renamed = await store.isAdmin ? (try? await store.rename(session.peerID.text, to: name)) : nil
             try await sendState(answering: id, on: session)
             if renamed != nil { await stateChanged() }
         case .removed(let notice):
-            if await store.learnRemoval(notice) { await dropAll() }
+            // Only a notice about this device, that verifies, ends anything; another is ignored.
+            let learned = await store.learnRemoval(notice)
+            let removedHere = await store.isRevokedSelf
+            guard learned || removedHere else {
+                logger.notice("ignored a removal notice that is not about this device or does not verify", metadata: ["peer": "\(session.peerID.short)"])
+                return
+            }
+            if learned { await dropAll() }
             throw PeerSessionError.removed(notice)
         case .accountState(let signed, let secret):
             if await store.adopt(signed, accountSecret: secret) == .updated { await stateChanged() }
@@ -342,9 +351,9 @@ actor MemberLinks {
         )
     }
 
-    private nonisolated func sendState(answering id: UInt32, on session: MemberSession) async throws {
+    private nonisolated func sendState(answering id: UInt32, on session: MemberSession, withSecret: Bool = true) async throws {
         guard let (signed, secret) = await store.stateToShare() else { throw PeerSessionError.noAccount }
-        try await session.send(.accountStateReply(requestID: id, signed, accountSecret: secret))
+        try await session.send(.accountStateReply(requestID: id, signed, accountSecret: withSecret ? secret : []))
     }
 
     // MARK: Dialling

@@ -90,11 +90,15 @@ actor PeerDirectory {
         }
         owners[sighting.instance] = advert.deviceID
         update(advert.deviceID, name: name) { e in
+            // An advert is new when its instance appears or its sequence grows; the same one
+            // reported again with addresses found later says nothing about the device now.
+            if e.sightings[sighting.instance] == nil || advert.sequence > e.sequence {
+                e.lastAdvert = now
+                e.lastSeen = now
+            }
             e.sightings[sighting.instance] = Sighted(
                 source: sighting.source, host: sighting.host, port: sighting.port, addresses: sighting.addresses, at: now
             )
-            e.lastAdvert = now
-            e.lastSeen = now
             Self.apply(sequence: advert.sequence, activity: advert.activity, to: &e)
         }
     }

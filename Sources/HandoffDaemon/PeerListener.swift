@@ -131,7 +131,7 @@ final class PeerListener: Service {
                     channel.close(promise: nil)
                     return channel.eventLoop.makeFailedFuture(Refused())
                 }
-                return ConnectionSetup.guarded(channel, intake: intake, peer: remote, logger: logger) {
+                return ConnectionSetup.guarded(channel, intake: intake, peer: remote, logger: logger, notTaken: { admission.settled() }) {
                     channel.eventLoop.makeCompletedFuture {
                         do {
                             try PeerPipeline.enableKeepalive(channel)

@@ -41,7 +41,12 @@ struct PeerTarget: Sendable {
             (info.lastAdvert ?? Timestamp(microsecondsSinceEpoch: 0)) < lost
         {
             for address in await directory.dialTargets(device.id) {
-                if let session = try? await links.connect(address, expecting: device.id, connectTimeout: Self.quickTry) { return session }
+                do {
+                    return try await links.connect(address, expecting: device.id, connectTimeout: Self.quickTry)
+                } catch {
+                    // Reached, and told no: that is the answer (exit 32/31), not "unreachable".
+                    if error.code == .revoked || error.code == .refused { throw error }
+                }
             }
             let seen = info.lastSeen.map { "last seen \($0.age(at: .now())) ago (\($0.rfc3339))" } ?? "not seen since handoffd started"
             throw LocalAPIError(.unreachable, "\(device.name) is unreachable: \(seen); is it on, awake, and on this network? (handoffctl peers)")

@@ -59,9 +59,11 @@ final class StreamProgress: Sendable {
         let rate = seconds > 0 ? Double(bytes) / seconds : 0
         var text = size(bytes)
         if let total, total > 0 { text += " of \(size(total))" }
-        text += ", \(size(Int64(rate)))/s"
+        // The total comes from the other device: any value, so everything is clamped, never trapped.
+        text += ", \(size(Int64(min(rate, 1e18))))/s"
         if let total, total > bytes, rate > 0 {
-            let left = Int((Double(total - bytes) / rate).rounded(.up))
+            let longest: Double = 359_999  // 99:59:59
+            let left = Int(min(Double(total - bytes) / rate, longest).rounded(.up))
             text += ", \(left / 60):\(left % 60 < 10 ? "0" : "")\(left % 60) left"
         }
         return text

@@ -63,6 +63,7 @@ import Testing
         // Some stranger traffic beside (from another address: the per-address handshake budget
         // is not what this test is about; the flood is the end-to-end suite's).
         let flood = try StrangerFlood(source: "127.0.0.2", host: "127.0.0.1", port: p.portA, connections: 5, churn: .milliseconds(500))
+        defer { flood.stop() }
         var (synced, tried) = (0, 0)
         let until = ContinuousClock.now + .seconds(4)
         while ContinuousClock.now < until {
@@ -128,6 +129,7 @@ import Testing
         let floods = try ["127.0.0.2", "127.0.0.3"].map {
             try StrangerFlood(source: $0, host: "127.0.0.1", port: status.peerPort, connections: 40, silent: true, churn: .seconds(60))
         }
+        defer { floods.forEach { $0.stop() } }
         let pid = daemonA.pid
         try await Rig.waitFor("the daemon to run out of descriptors") {
             ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0) >= limit - 1

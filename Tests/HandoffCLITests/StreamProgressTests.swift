@@ -17,4 +17,13 @@ import Testing
         #expect(StreamProgress.line(bytes: 1_000_000, of: 61_000_000, elapsed: .seconds(1)) == "1.00 MB of 61.0 MB, 1.00 MB/s, 1:00 left")
         #expect(StreamProgress.line(bytes: 5, of: 5, elapsed: .seconds(1)) == "5 B of 5 B, 5 B/s")
     }
+
+    /// The total is the other device's word: the largest, with the slowest and the fastest rates,
+    /// gives a line, not a trap.
+    @Test func anyTotalFromTheOtherDeviceGivesALine() {
+        let huge = StreamProgress.line(bytes: 1, of: Int64.max, elapsed: .seconds(10))
+        #expect(huge.hasSuffix(", 5999:59 left"), "\(huge)")
+        _ = StreamProgress.line(bytes: Int64.max - 1, of: Int64.max, elapsed: .nanoseconds(1))
+        _ = StreamProgress.line(bytes: 0, of: -1, elapsed: .zero)
+    }
 }

@@ -27,6 +27,7 @@ import Testing
             let alpha = try await rig.address("alpha")
             let alphaPID = try await rig.ctlJSON("alpha", DaemonStatus.self, ["status"]).pid
             let flood = try StrangerFlood(netns: "/run/netns/\(rig.name)-charlie", host: alpha, port: 47810, connections: 500)
+            defer { flood.stop() }
             try await Rig.waitFor("500 stranger connections", seconds: 30) { flood.current.peakOpen >= 500 }
             let underFire = try await continueTimes(rig, count: 15)
             let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(alphaPID)/fd").count) ?? -1

@@ -49,10 +49,15 @@ public final class StrangerFlood: @unchecked Sendable {
         if let error = setupError.withLock({ $0 }) { throw TestFailure(error) }
     }
 
-    /// Stops, closes every connection, and says what happened.
+    /// Stops, closes every connection, and says what happened; calling it again (a `defer` after
+    /// an explicit stop) only reports the counts.
+    @discardableResult
     public func stop() -> Counts {
-        lock.withLock { running = false }
-        done.wait()
+        let wasRunning = lock.withLock { () -> Bool in
+            defer { running = false }
+            return running
+        }
+        if wasRunning { done.wait() }
         return lock.withLock { counts }
     }
 

@@ -7,7 +7,9 @@ struct AccountSync: ParsableCommand {
         commandName: "sync",
         abstract: "Talk to one device now and exchange account state with it.",
         discussion: """
-            PEER is what `continue` takes: a device name, a unique start of its id, or HOST:PORT.             Devices do this whenever they meet; this is how removals spread. Useful to check that             a device accepts this one.
+            PEER is what `continue` takes: a device name, a unique start of its id, or HOST:PORT. \
+            Devices do this whenever they meet; this is how removals spread. Useful to check that \
+            a device accepts this one.
             """
     )
 
