@@ -1,3 +1,4 @@
+import CHandoffLinux
 import HandoffAPI
 import HandoffSystem
 
@@ -31,8 +32,12 @@ final class UnixHTTPConnection {
         close(fd)
     }
 
-    /// A connected, blocking, close-on-exec Unix socket; errors say what to do about them.
+    /// A connected, blocking, close-on-exec Unix socket to a handoffd of this user; errors say
+    /// what to do about them. Nothing is sent to a server run by anyone else (docs/security.md,
+    /// "On the device"): the default directory must be this user's and private, and the process
+    /// at the other end must be this user's.
     static func connect(_ socketPath: String) throws(HandoffClientError) -> Int32 {
+        try checkDirectory(of: socketPath)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else {
             throw HandoffClientError(.protocolError, "cannot create a socket: \(String(cString: strerror(errno)))")
@@ -62,7 +67,39 @@ final class UnixHTTPConnection {
                 )
             }
         }
+        var peer = handoff_ucred()
+        guard handoff_get_peer_credentials(fd, &peer) == 0 else {
+            let e = errno
+            close(fd)
+            throw HandoffClientError(.protocolError, "cannot tell who serves \(socketPath): \(String(cString: strerror(e)))")
+        }
+        guard peer.uid == getuid() else {
+            close(fd)
+            throw HandoffClientError(
+                .permissionDenied,
+                "\(socketPath) is served by another user (uid \(peer.uid)), not by your handoffd; nothing was sent. Start your own (make run, or systemctl --user start handoffd), or set XDG_RUNTIME_DIR"
+            )
+        }
         return fd
+    }
+
+    /// The directories handoffd makes for itself (`…/handoff`, and `/tmp/handoff-UID` when there
+    /// is no runtime directory) must be this user's and closed to others: a directory someone
+    /// else made first (in /tmp, anyone can) is theirs to listen in.
+    static func checkDirectory(of socketPath: String) throws(HandoffClientError) {
+        guard let slash = socketPath.lastIndex(of: "/"), slash != socketPath.startIndex else { return }
+        let directory = String(socketPath[..<slash])
+        let name = directory.split(separator: "/").last.map(String.init) ?? ""
+        guard name == "handoff" || name == "handoff-\(getuid())" else { return }  // a --socket of the user's choosing
+        var st = stat()
+        guard lstat(directory, &st) == 0 else { return }  // absent: nothing listens there
+        let isDirectory = st.st_mode & S_IFMT == S_IFDIR
+        guard isDirectory, st.st_uid == getuid(), st.st_mode & 0o077 == 0 else {
+            throw HandoffClientError(
+                .permissionDenied,
+                "\(directory) is not your private directory (owner uid \(st.st_uid), mode \(String(st.st_mode & 0o7777, radix: 8))): someone else may have made it to listen in; nothing was sent. Remove it (it is not yours: ask root) or set XDG_RUNTIME_DIR to a directory of yours"
+            )
+        }
     }
 
     struct Response {

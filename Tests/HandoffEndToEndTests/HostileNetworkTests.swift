@@ -45,6 +45,108 @@ import Testing
         }
     }
 
+    static let forger = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().appendingPathComponent("../../scripts/forge-adverts.py").standardizedFileURL.path
+
+    /// Charlie, a stranger host with no privilege, forges 1000 `_handoff._tcp` adverts — random
+    /// ones, 50 byte-for-byte copies of bravo's TXT under random names, and one under bravo's own
+    /// instance name — and avahi-daemon on alpha is restarted 10 times meanwhile. Alpha's
+    /// descriptors and threads stay bounded (each avahi ref is a thread, descriptors and a system
+    /// bus connection: FACTS.md), alpha never crashes, its discovery is back after every restart,
+    /// and bravo's changes reach alpha as before. (On the code before DiscoveryBudget: hundreds of
+    /// threads and a crash on the first restarts.)
+    @Test func forgedAdvertsCostLittleAndAvahiRestartsStopNothing() async throws {
+        await Rig.withHosts(["alpha", "bravo", "charlie"]) { rig in
+            try await rig.startDaemon("alpha")
+            try await rig.startDaemon("bravo")
+            let (_, bravoID) = try await EndToEndTests().pair(rig)
+            try await Rig.waitFor("alpha to reach bravo") {
+                try await rig.ctlJSON("alpha", PeersResponse.self, ["peers"]).peers.contains { $0.id == bravoID && $0.reachable }
+            }
+            let alphaPID = try await rig.ctlJSON("alpha", DaemonStatus.self, ["status"]).pid
+            let usage = { () -> (fds: Int, threads: Int) in
+                ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(alphaPID)/fd").count) ?? -1,
+                 (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(alphaPID)/task").count) ?? -1)
+            }
+            let quiet = usage()
+
+            // Bravo's advert, as any host on the link reads it.
+            var copy: (name: String, txt: [String])?
+            try await Rig.waitFor("bravo's advert seen from charlie", seconds: 20) {
+                let browse = try await rig.run("charlie", ["avahi-browse", "-rpt", "_handoff._tcp"])
+                for line in browse.stdout.split(separator: "\n") where line.hasPrefix("=;") && line.contains(";bravo.local;") {
+                    let fields = line.split(separator: ";", omittingEmptySubsequences: false)
+                    guard fields.count >= 10 else { continue }
+                    let txt = fields[9...].joined(separator: ";").split(separator: "\" \"").map {
+                        $0.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                    }
+                    copy = (String(fields[3]), txt)
+                }
+                return copy != nil
+            }
+            let charlie = try await rig.address("charlie")
+            // The forger answers for itself on port 5353 (RFC 6762 ignores responses from other
+            // ports): charlie's own avahi-daemon steps aside — the attacker owns that machine.
+            try await rig.avahi("charlie", "stop")
+            let forger = try RunningProcess(
+                Rig.script,
+                ["exec", rig.name, "charlie"]
+                    + rig.user.command(
+                        ["/usr/bin/python3", Self.forger, "--address", charlie, "--count", "1000", "--copy-name", copy!.name, "--copy-txt"] + copy!.txt,
+                        environment: rig.environment("charlie")
+                    )
+            )
+            defer { kill(forger.pid, SIGKILL) }
+            var peak = quiet
+            func sample() {
+                let now = usage()
+                peak = (max(peak.fds, now.fds), max(peak.threads, now.threads))
+            }
+            try await Rig.waitFor("alpha to count the forged adverts", seconds: 60) {
+                sample()
+                guard forger.isRunning else { throw TestFailure("the forger stopped: \(forger.stdout) \(forger.stderr)") }
+                return try await rig.ctlJSON("alpha", PeersResponse.self, ["peers"]).strangers >= 500
+            }
+            for _ in 0..<20 {
+                sample()
+                try await Task.sleep(for: .milliseconds(250))
+            }
+
+            // A change on bravo reaches alpha as usual.
+            func changeReachesAlpha(_ title: String) async throws -> Duration {
+                let started = ContinuousClock.now
+                #expect(try await rig.ctl("bravo", ["become-current", "--type", "com.example.forged", "--title", title]).status == 0)
+                try await Rig.waitFor("\(title) on alpha", seconds: 10) {
+                    try await rig.ctlJSON("alpha", PeersResponse.self, ["peers"]).peers.first { $0.id == bravoID }?.activity?.title == title
+                }
+                return ContinuousClock.now - started
+            }
+            let during = try await changeReachesAlpha("During the forgery")
+
+            // avahi-daemon restarted 10 times under the forged adverts: no crash, discovery back.
+            for round in 1...10 {
+                try await rig.avahi("alpha", "restart")
+                try await Rig.waitFor("alpha's discovery back after restart \(round)", seconds: 30) {
+                    sample()
+                    guard rig.daemon("alpha")?.isRunning == true else {
+                        throw TestFailure("handoffd on alpha ended at avahi restart \(round): \(rig.daemon("alpha")?.stderr.suffix(3000) ?? "")")
+                    }
+                    return try await rig.ctlJSON("alpha", DaemonStatus.self, ["status"]).discovery.state == .running
+                }
+            }
+            try await Rig.waitFor("alpha to count the forged adverts again", seconds: 60) {
+                sample()
+                return try await rig.ctlJSON("alpha", PeersResponse.self, ["peers"]).strangers >= 500
+            }
+            let after = try await changeReachesAlpha("After ten restarts")
+            let strangers = try await rig.ctlJSON("alpha", PeersResponse.self, ["peers"]).strangers
+            print("forged adverts: alpha quiet \(quiet.fds) fds / \(quiet.threads) threads, at most \(peak.fds) / \(peak.threads) under 1051 forged adverts and 10 avahi restarts; \(strangers) strangers counted; a change on bravo reached alpha in \(during) during, \(after) after")
+            #expect(peak.fds < 200, "alpha's descriptors stay bounded: \(peak.fds) (quiet \(quiet.fds))")
+            #expect(peak.threads < 60, "alpha's threads stay bounded: \(peak.threads) (quiet \(quiet.threads))")
+            #expect(rig.daemon("alpha")?.isRunning == true)
+        }
+    }
+
     /// `continue desk --json` on bravo, `count` times in a row, timed inside bravo (µs each).
     func continueTimes(_ rig: Rig, count: Int) async throws -> [Int] {
         let ctl = try rig.user.product("handoffctl")
