@@ -73,7 +73,9 @@ final class UnixHTTPConnection {
             close(fd)
             throw HandoffClientError(.protocolError, "cannot tell who serves \(socketPath): \(String(cString: strerror(e)))")
         }
-        guard peer.uid == getuid() else {
+        // Root may talk to any user's handoffd (it serves root too); its own default directory
+        // is checked above.
+        guard peer.uid == getuid() || getuid() == 0 else {
             close(fd)
             throw HandoffClientError(
                 .permissionDenied,
@@ -90,7 +92,9 @@ final class UnixHTTPConnection {
         guard let slash = socketPath.lastIndex(of: "/"), slash != socketPath.startIndex else { return }
         let directory = String(socketPath[..<slash])
         let name = directory.split(separator: "/").last.map(String.init) ?? ""
-        guard name == "handoff" || name == "handoff-\(getuid())" else { return }  // a --socket of the user's choosing
+        // A --socket of the user's choosing is theirs to judge; so is a user's directory that root
+        // was pointed at.
+        guard name == "handoff-\(getuid())" || (name == "handoff" && getuid() != 0) else { return }
         var st = stat()
         guard lstat(directory, &st) == 0 else { return }  // absent: nothing listens there
         let isDirectory = st.st_mode & S_IFMT == S_IFDIR

@@ -41,6 +41,10 @@ final class DiscoveryService: Service {
         var sightings: [ServiceInstance: Sighting] = [:]
         /// `account join`s looking for their inviter now.
         var joinsLooking = 0
+        /// The join tags each followed service has shown, newest last (a few). A TXT query that
+        /// starts while Avahi still holds a service's previous record reports both, in any
+        /// order, so the record a service shows last is not always its newest.
+        var joinTags: [ServiceInstance: [[UInt8]]] = [:]
         /// The account's advert keys as discovery last heard of them.
         var interestKeys: [AdvertKeys] = []
         /// Who we advertise as: a new device (created, joined, left) gets a new instance name.
@@ -194,13 +198,25 @@ final class DiscoveryService: Service {
             state.withLock { $0.publishedName = name }
             logger.debug("advertising", metadata: ["instance": "\(name)"])
         case .seen(let sighting):
-            state.withLock { $0.sightings[sighting.instance] = sighting }
+            state.withLock { s in
+                s.sightings[sighting.instance] = sighting
+                if let tag = AdvertSeal.joinTag(of: sighting.txt), s.joinTags[sighting.instance]?.contains(tag) != true {
+                    s.joinTags[sighting.instance, default: []].append(tag)
+                    if s.joinTags[sighting.instance]!.count > 4 { s.joinTags[sighting.instance]!.removeFirst() }
+                }
+            }
             await examine(sighting)
         case .stranger(let instance):
-            state.withLock { $0.sightings[instance] = nil }
+            state.withLock { s in
+                s.sightings[instance] = nil
+                s.joinTags[instance] = nil
+            }
             await directory.stranger(instance)
         case .gone(let instance):
-            state.withLock { $0.sightings[instance] = nil }
+            state.withLock { s in
+                s.sightings[instance] = nil
+                s.joinTags[instance] = nil
+            }
             await directory.lost(instance)
         }
     }
@@ -243,7 +259,7 @@ final class DiscoveryService: Service {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let match = state.withLock { s in
-                s.sightings.values.first { AdvertSeal.joinTag(of: $0.txt) == wanted && !$0.addresses.isEmpty }
+                s.sightings.values.first { s.joinTags[$0.instance]?.contains(wanted) == true && !$0.addresses.isEmpty }
             }
             if let match, let address = match.addresses.sorted(by: { !$0.contains(":") && $1.contains(":") }).first {
                 return PeerAddress(host: address, port: match.port)
@@ -252,7 +268,7 @@ final class DiscoveryService: Service {
         }
         // What was seen instead, for whoever reads the log to find out why.
         let (seen, tagged, addressed) = state.withLock { s in
-            let tagged = s.sightings.values.filter { AdvertSeal.joinTag(of: $0.txt) == wanted }
+            let tagged = s.sightings.values.filter { s.joinTags[$0.instance]?.contains(wanted) == true }
             return (s.sightings.count, tagged.count, tagged.filter { !$0.addresses.isEmpty }.count)
         }
         logger.notice(

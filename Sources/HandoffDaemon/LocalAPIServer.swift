@@ -35,7 +35,13 @@ final class LocalAPIServer: Service {
         let channel: any Channel
         let peer: PeerCredentials
         let negotiated: EventLoopFuture<Negotiated>
+        let deadline: RequestDeadline
     }
+
+    /// How long a client has to send a whole request, from connecting or from the end of the
+    /// previous answer: a client that sends half a request, or keeps an idle connection, is
+    /// closed after this (each costs a descriptor).
+    static let requestTimeout: TimeAmount = .seconds(10)
 
     private let socketPath: String
     private let router: LocalAPIRouter
@@ -93,13 +99,16 @@ final class LocalAPIServer: Service {
                         channel.setOption(.allowRemoteHalfClosure, value: true).flatMap {
                             PeerCredentials.of(channel)
                         }.flatMapThrowing { peer in
-                            let upgrade = StreamUpgrader(router: router, peer: peer, logger: logger)
+                            let deadline = RequestDeadline(channel: channel, timeout: Self.requestTimeout)
+                            deadline.arm()
+                            let upgrade = StreamUpgrader(router: router, peer: peer, logger: logger, headReceived: deadline.disarm)
                             let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(
                                 configuration: NIOUpgradableHTTPServerPipelineConfiguration(
                                     upgradeConfiguration: NIOTypedHTTPServerUpgradeConfiguration(
                                         upgraders: [upgrade],
                                         notUpgradingCompletionHandler: { channel in
                                             channel.eventLoop.makeCompletedFuture {
+                                                try channel.pipeline.syncOperations.addHandler(RequestDeadline.Watcher(deadline))
                                                 let wrapped = try HTTPChannel(wrappingChannelSynchronously: channel)
                                                 return .http(wrapped, refusedUpgrade: upgrade.refusal)
                                             }
@@ -108,7 +117,7 @@ final class LocalAPIServer: Service {
                                 )
                             )
                             channel.closeFuture.whenComplete { _ in upgrade.connectionClosed() }
-                            return Connection(channel: channel, peer: peer, negotiated: negotiated)
+                            return Connection(channel: channel, peer: peer, negotiated: negotiated, deadline: deadline)
                         }
                     }
                 }
@@ -300,11 +309,13 @@ final class StreamUpgrader: NIOTypedHTTPServerProtocolUpgrader, Sendable {
     private let peer: PeerCredentials
     private let logger: Logger
     private let stage = Mutex(Stage.waiting)
+    private let headReceived: @Sendable () -> Void
 
-    init(router: LocalAPIRouter, peer: PeerCredentials, logger: Logger) {
+    init(router: LocalAPIRouter, peer: PeerCredentials, logger: Logger, headReceived: @escaping @Sendable () -> Void) {
         self.router = router
         self.peer = peer
         self.logger = logger
+        self.headReceived = headReceived
     }
 
     var refusal: LocalAPIError? {
@@ -315,6 +326,8 @@ final class StreamUpgrader: NIOTypedHTTPServerProtocolUpgrader, Sendable {
     }
 
     func buildUpgradeResponse(channel: any Channel, upgradeRequest: HTTPRequestHead, initialResponseHeaders: HTTPHeaders) -> EventLoopFuture<HTTPHeaders> {
+        // The request is whole (an upgrade has no body); opening the stream may take a while.
+        headReceived()
         let promise = channel.eventLoop.makePromise(of: HTTPHeaders.self)
         let (router, peer) = (self.router, self.peer)
         promise.completeWithTask { [self] in
@@ -362,6 +375,54 @@ final class StreamUpgrader: NIOTypedHTTPServerProtocolUpgrader, Sendable {
             return nil
         }
         orphan?.abandon()
+    }
+}
+
+/// Closes a connection whose client has not sent a whole request in time: armed at connect and
+/// after each answer, disarmed as the last byte of a request arrives (on the event loop, as it is
+/// parsed: the time is the client's, however long handoffd then takes to answer).
+final class RequestDeadline: Sendable {
+    /// Watches the HTTP parts going by.
+    final class Watcher: ChannelDuplexHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias InboundOut = HTTPServerRequestPart
+        typealias OutboundIn = HTTPServerResponsePart
+        typealias OutboundOut = HTTPServerResponsePart
+
+        private let deadline: RequestDeadline
+
+        init(_ deadline: RequestDeadline) {
+            self.deadline = deadline
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            if case .end = unwrapInboundIn(data) { deadline.disarm() }
+            context.fireChannelRead(data)
+        }
+
+        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+            if case .end = unwrapOutboundIn(data) { deadline.arm() }
+            context.write(data, promise: promise)
+        }
+    }
+
+    private let channel: any Channel
+    private let timeout: TimeAmount
+    private let scheduled = Mutex<Scheduled<Void>?>(nil)
+
+    init(channel: any Channel, timeout: TimeAmount) {
+        self.channel = channel
+        self.timeout = timeout
+    }
+
+    func arm() {
+        let channel = self.channel
+        let task = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+        scheduled.withLock { $0?.cancel(); $0 = task }
+    }
+
+    @Sendable func disarm() {
+        scheduled.withLock { $0?.cancel(); $0 = nil }
     }
 }
 

@@ -73,10 +73,15 @@ enum PeerDialer {
             return LocalAPIError(.versionMismatch, "\(address) does not speak the handoff protocol (\(tls.message))")
         case .handshakeTimeout:
             return LocalAPIError(.timeout, "\(address) did not finish the TLS handshake in time")
+        case .tooManyAttempts:
+            return LocalAPIError(
+                .rateLimited,
+                "\(address) refuses this address for now: too many attempts from it (wrong invite codes shut it out for 10 minutes; too many connections, for a minute); wait and try again"
+            )
         case .truncated:
             return LocalAPIError(
                 .unreachable,
-                "\(address) closed the connection during the TLS handshake (it limits attempts per address: wait a few minutes and retry)"
+                "\(address) closed the connection during the TLS handshake (it may be busy with other connections, or not handoff); try again in a moment"
             )
         case .crypto, .other:
             return LocalAPIError(.unreachable, "the connection to \(address) failed: \(tls.message)")

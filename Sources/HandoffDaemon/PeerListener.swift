@@ -128,29 +128,40 @@ final class PeerListener: Service {
                 let verdict = admission.admit(remote)
                 guard verdict == .admitted else {
                     logger.debug("refused a connection before its handshake", metadata: ["remote": "\(remote)", "reason": "\(verdict)"])
-                    channel.close(promise: nil)
-                    return channel.eventLoop.makeFailedFuture(Refused())
+                    guard verdict.refusesTheAddress else {
+                        // Busy: nothing to say that would help, and nothing spent on saying it.
+                        channel.close(promise: nil)
+                        return channel.eventLoop.makeFailedFuture(Refused())
+                    }
+                    // The address is refused for now: it is told so, and can tell its user.
+                    return ConnectionSetup.guarded(channel, intake: intake, peer: remote, logger: logger) {
+                        channel.eventLoop.makeCompletedFuture {
+                            let ended = channel.eventLoop.makePromise(of: AcceptedConnection.self)
+                            try channel.pipeline.syncOperations.addHandler(RefusalAlert(ended: ended))
+                            return PendingConnection(channel: channel, outcome: ended.futureResult, remote: RemoteAddress(remote))
+                        }
+                    }
                 }
-                return ConnectionSetup.guarded(channel, intake: intake, peer: remote, logger: logger, notTaken: { admission.settled() }) {
+                return ConnectionSetup.guarded(channel, intake: intake, peer: remote, logger: logger, notTaken: { admission.settled(remote) }) {
                     channel.eventLoop.makeCompletedFuture {
                         do {
                             try PeerPipeline.enableKeepalive(channel)
                             let handshake = channel.eventLoop.makePromise(of: TLSHandshakeCompleted.self)
                             let tls = TLSHandler(connection: try TLSConnection(context: contexts.server), handshakeTimeout: handshakeTimeout)
-                            let remote = RemoteAddress()
+                            let recorded = RemoteAddress()
                             try channel.pipeline.syncOperations.addHandler(tls)
-                            try channel.pipeline.syncOperations.addHandler(HandshakeGate(promise: handshake, remote: remote))
+                            try channel.pipeline.syncOperations.addHandler(HandshakeGate(promise: handshake, remote: recorded))
                             // Runs as the gate hears of the handshake, before the next byte is read.
                             let boundTLS = NIOLoopBound(tls, eventLoop: channel.eventLoop)
                             let outcome = handshake.futureResult.flatMapThrowing { done in
-                                try ProtocolSwitch.install(after: done, on: channel, tls: boundTLS.value, remote: remote)
+                                try ProtocolSwitch.install(after: done, on: channel, tls: boundTLS.value, remote: recorded)
                             }
                             // The slot is free once the handshake is settled, whether or not the
                             // connection is ever served (AcceptLoop.Intake closes orphans).
-                            outcome.whenComplete { _ in admission.settled() }
-                            return PendingConnection(channel: channel, outcome: outcome, remote: remote)
+                            outcome.whenComplete { _ in admission.settled(remote) }
+                            return PendingConnection(channel: channel, outcome: outcome, remote: recorded)
                         } catch {
-                            admission.settled()
+                            admission.settled(remote)
                             throw error
                         }
                     }
@@ -181,6 +192,7 @@ final class PeerListener: Service {
         let handshake: TLSHandshakeCompleted
         switch accepted {
         case .stream(let connection):
+            admission.memberAuthenticated(pending.remote.value ?? "unknown")
             await streams.serveIncoming(connection)
             return
         case .session(let l, let h):
@@ -189,6 +201,7 @@ final class PeerListener: Service {
         do {
             switch handshake.peer {
             case .member(let id):
+                admission.memberAuthenticated(pending.remote.value ?? "unknown")
                 try await ServerSessions.serveMember(id, link: link, store: store, links: links)
             case .removedMember(let id):
                 await ServerSessions.tellRemoved(id, link: link, store: store, logger: logger)
@@ -200,5 +213,47 @@ final class PeerListener: Service {
         } catch {
             logger.debug("device session ended", metadata: ["remote": "\(link.remote)", "error": "\(error)"])
         }
+    }
+}
+
+/// Tells a client whose address is refused for now (too many handshakes or wrong join codes) why,
+/// before closing: a TLS `access_denied` alert in the clear, which a TLS client reads as the answer
+/// to its ClientHello (RFC 8446 §6.2), so that `handoffctl` can say "wait and try again" (exit 34)
+/// instead of "closed the connection". It costs one small write; nothing is read.
+final class RefusalAlert: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// Record type alert (21), TLS 1.2 record version, length 2: fatal (2), access_denied (49).
+    static let accessDenied: [UInt8] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 49]
+
+    private let ended: EventLoopPromise<AcceptedConnection>
+    private var sent = false
+
+    init(ended: EventLoopPromise<AcceptedConnection>) {
+        self.ended = ended
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { send(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        send(context)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+
+    func channelInactive(context: ChannelHandlerContext) {
+        ended.fail(PeerListener.Refused())
+        context.fireChannelInactive()
+    }
+
+    private func send(_ context: ChannelHandlerContext) {
+        guard !sent else { return }
+        sent = true
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: Self.accessDenied))).whenComplete { _ in channel.close(promise: nil) }
     }
 }

@@ -42,7 +42,12 @@ struct PeerLink: Sendable {
 
 /// Where the peer connected from; set by `HandshakeGate` once the channel is active.
 final class RemoteAddress: Sendable {
-    private let text = Mutex<String?>(nil)
+    private let text: Mutex<String?>
+
+    init(_ known: String? = nil) {
+        text = Mutex(known)
+    }
+
     var value: String? { text.withLock { $0 } }
     func record(_ address: SocketAddress?) {
         guard let address else { return }

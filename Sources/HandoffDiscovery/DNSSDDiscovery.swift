@@ -506,3 +506,4 @@ enum AddressText {
 }
 
 
+

@@ -257,8 +257,7 @@ public final class TLSConnection {
             case SSL_R_NO_APPLICATION_PROTOCOL, SSL_AD_REASON_OFFSET + SSL_AD_NO_APPLICATION_PROTOCOL:
                 return TLSError(.applicationProtocol, "the peer does not speak \(HandoffALPN.member)", detail: detail)
             case (SSL_AD_REASON_OFFSET)..<(SSL_AD_REASON_OFFSET + 256):
-                let alert = String(cString: SSL_alert_desc_string_long(e.reason - SSL_AD_REASON_OFFSET))
-                return TLSError(.refusedByPeer, "the other device refused the connection (\(alert))", detail: detail)
+                return Self.alertError(e.reason - SSL_AD_REASON_OFFSET, detail: detail)
             default:
                 continue
             }
@@ -289,11 +288,20 @@ public final class TLSConnection {
         default:
             let entries = OpenSSLErrors.drain()
             if let alert = entries.first(where: { $0.reason >= SSL_AD_REASON_OFFSET && $0.reason < SSL_AD_REASON_OFFSET + 256 }) {
-                let text = String(cString: SSL_alert_desc_string_long(alert.reason - SSL_AD_REASON_OFFSET))
-                return .failed(TLSError(.refusedByPeer, "the other device refused the connection (\(text))", detail: OpenSSLErrors.text(entries)))
+                return .failed(Self.alertError(alert.reason - SSL_AD_REASON_OFFSET, detail: OpenSSLErrors.text(entries)))
             }
             return .failed(TLSError(.malformed, "the TLS stream is corrupt", detail: OpenSSLErrors.text(entries)))
         }
+    }
+
+    /// What an alert from the other side means. access_denied before any handshake is handoffd
+    /// refusing our address for now (PeerListener's RefusalAlert).
+    static func alertError(_ alert: Int32, detail: String?) -> TLSError {
+        if alert == SSL_AD_ACCESS_DENIED {
+            return TLSError(.tooManyAttempts, "the other device refuses this address for now: too many attempts from it", detail: detail)
+        }
+        let text = String(cString: SSL_alert_desc_string_long(alert))
+        return TLSError(.refusedByPeer, "the other device refused the connection (\(text))", detail: detail)
     }
 
     public func read() -> (ReadStatus, [UInt8]) {

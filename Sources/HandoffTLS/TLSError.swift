@@ -26,6 +26,9 @@ public struct TLSError: Error, Sendable, Equatable, CustomStringConvertible {
         case handshakeTimeout = "handshake_timeout"
         /// The peer refused us (an alert arrived); `message` says what it reported.
         case refusedByPeer = "refused_by_peer"
+        /// The peer refuses our address for now (too many handshakes from it, or wrong join
+        /// codes); it said so with an access_denied alert before the handshake.
+        case tooManyAttempts = "too_many_attempts"
         /// A join attempt whose code the other side did not accept.
         case joinCodeRejected = "join_code_rejected"
         /// The peer did not offer our application protocol.

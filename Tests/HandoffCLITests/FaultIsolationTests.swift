@@ -124,10 +124,11 @@ import Testing
         #expect(join.status == 0, "\(join)")
         #expect(try await a.ctl(["become-current", "--type", "org.example.Before", "--title", "Before"]).status == 0)
 
-        // Silent connections from two addresses: each address's admitted handshakes hold a
-        // descriptor until the handshake times out — more than the limit leaves.
-        let floods = try ["127.0.0.2", "127.0.0.3"].map {
-            try StrangerFlood(source: $0, host: "127.0.0.1", port: status.peerPort, connections: 40, silent: true, churn: .seconds(60))
+        // Silent connections from 30 addresses (an address may have only a few handshakes under
+        // way): each admitted one holds a descriptor until the handshake times out — together
+        // more than the limit leaves.
+        let floods = try (2...31).map {
+            try StrangerFlood(source: "127.0.0.\($0)", host: "127.0.0.1", port: status.peerPort, connections: 4, silent: true, churn: .seconds(60))
         }
         defer { floods.forEach { $0.stop() } }
         let pid = daemonA.pid

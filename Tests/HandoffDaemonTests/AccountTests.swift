@@ -120,8 +120,8 @@ import Testing
             let wrong = InviteCode(secret: (0..<16).map { _ in UInt8.random(in: 0...255) }).text
             await expectFailure(.codeRejected) { _ = try await Self.join(b, a, code: wrong, name: "b") }
         }
-        // Shut out, even with the right code…
-        await expectFailure(.unreachable) { _ = try await Self.join(b, a, code: code, name: "b") }
+        // Shut out, even with the right code, and told so (exit 34, as `account join --help` says)…
+        await expectFailure(.rateLimited) { _ = try await Self.join(b, a, code: code, name: "b") }
         // …until the penalty is over.
         try await Task.sleep(for: .milliseconds(5200))
         _ = try await Self.join(b, a, code: code, name: "b")

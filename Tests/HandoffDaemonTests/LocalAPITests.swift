@@ -202,27 +202,82 @@ import Testing
 
     @Test func webOriginsUnknownRoutesAndOversizedBodiesAreRefused() async throws {
         let d = try await TestDaemon.start()
-        func raw(_ method: String, _ path: String, headers: String = "", body: [UInt8] = []) throws -> (Int, String, String?) {
-            let c = try UnixHTTPConnection(socketPath: d.socketPath, timeoutSeconds: 10)
-            try c.sendRaw("\(method) \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\(headers)\r\n", body: body)
-            let r = try c.readResponse()
-            return (r.status, String(decoding: r.body, as: UTF8.self), r.header("allow"))
+        let socketPath = d.socketPath
+        // On a thread of its own: the in-process daemon answers on the cooperative pool.
+        func raw(_ method: String, _ path: String, headers: String = "", body: [UInt8] = []) async throws -> (Int, String, String?) {
+            try await onOwnThread {
+                let c = try UnixHTTPConnection(socketPath: socketPath, timeoutSeconds: 10)
+                try c.sendRaw("\(method) \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\(headers)\r\n", body: body)
+                let r = try c.readResponse()
+                return (r.status, String(decoding: r.body, as: UTF8.self), r.header("allow"))
+            }
         }
-        let origin = try raw("GET", "/v1/status", headers: "Origin: https://evil.example\r\n")
+        let origin = try await raw("GET", "/v1/status", headers: "Origin: https://evil.example\r\n")
         #expect(origin.0 == 403 && origin.1.contains("forbidden_origin"))
-        let referer = try raw("GET", "/v1/activity/current", headers: "Referer: https://evil.example/\r\n")
+        let referer = try await raw("GET", "/v1/activity/current", headers: "Referer: https://evil.example/\r\n")
         #expect(referer.0 == 403 && referer.1.contains("forbidden_origin"))
-        let unknown = try raw("GET", "/v1/nope")
+        let unknown = try await raw("GET", "/v1/nope")
         #expect(unknown.0 == 404 && unknown.1.contains("not_found"))
-        let wrongMethod = try raw("POST", "/v1/activity/current")
+        let wrongMethod = try await raw("POST", "/v1/activity/current")
         #expect(wrongMethod.0 == 405 && wrongMethod.2 == "GET, PUT, DELETE")
-        let notJSON = try raw("PUT", "/v1/activity/current", body: Array("{nope".utf8))
+        let notJSON = try await raw("PUT", "/v1/activity/current", body: Array("{nope".utf8))
         #expect(notJSON.0 == 400 && notJSON.1.contains("bad_request"))
-        let missingType = try raw("PUT", "/v1/activity/current", body: Array(#"{"title":"x"}"#.utf8))
+        let missingType = try await raw("PUT", "/v1/activity/current", body: Array(#"{"title":"x"}"#.utf8))
         #expect(missingType.0 == 400 && missingType.1.contains("type is missing"))
-        let huge = try raw("PUT", "/v1/activity/current", body: [UInt8](repeating: 0x20, count: 400_000))
+        let huge = try await raw("PUT", "/v1/activity/current", body: [UInt8](repeating: 0x20, count: 400_000))
         #expect(huge.0 == 413 && huge.1.contains("request_too_large"))
         #expect(try await d.client.status().currentActivity == nil)
+        try await d.finish()
+    }
+
+    /// A client that sends half a request (a head cut short, a body shorter than it said), or
+    /// keeps a connection idle after its answer, is closed within LocalAPIServer.requestTimeout
+    /// (10 s); an events stream, which only the daemon writes to, stays open.
+    @Test func halfRequestsAndIdleConnectionsAreClosedInTime() async throws {
+        let d = try await TestDaemon.start()
+        let started = ContinuousClock.now
+        let halfHead = try UnixHTTPConnection(socketPath: d.socketPath, timeoutSeconds: 30)
+        try halfHead.sendRaw("GET /v1/status HTTP/1.1\r\nHost: x\r\n", body: [])
+        let halfBody = try UnixHTTPConnection(socketPath: d.socketPath, timeoutSeconds: 30)
+        try halfBody.sendRaw("PUT /v1/activity/current HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n", body: Array(#"{"type""#.utf8))
+        let halfUpgrade = try UnixHTTPConnection(socketPath: d.socketPath, timeoutSeconds: 30)
+        try halfUpgrade.sendRaw("POST /v1/streams HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgr", body: [])
+        let idle = try UnixHTTPConnection(socketPath: d.socketPath, timeoutSeconds: 30)
+        try idle.sendRaw("GET /v1/status HTTP/1.1\r\nHost: x\r\n\r\n", body: [])
+        // Blocking reads go to threads of their own: the in-process daemon answers on the pool.
+        let idleBox = UncheckedBox(idle)
+        #expect(try await onOwnThread { try idleBox.value.readResponse().status } == 200)
+        let events = try await d.client.events()
+
+        // Each read blocks until the daemon closes the connection: on threads of their own.
+        await withTaskGroup(of: Void.self) { group in
+            for (name, connection) in [("half a head", halfHead), ("half a body", halfBody), ("half an upgrade", halfUpgrade), ("idle", idle)] {
+                let box = UncheckedBox(connection)
+                group.addTask {
+                    let outcome = try? await onOwnThread { () -> String in
+                        do {
+                            return "answered \(try box.value.readResponse().status)"
+                        } catch {
+                            return "closed: \(error)"
+                        }
+                    }
+                    let took = ContinuousClock.now - started
+                    #expect(outcome?.hasPrefix("closed") == true, "\(name): closed without an answer, not \(outcome ?? "?")")
+                    #expect(took < .seconds(13), "\(name) closed after \(took)")
+                }
+            }
+        }
+        #expect(ContinuousClock.now - started >= .seconds(9), "not before the timeout")
+        // The events stream outlived the timeout: it still delivers.
+        _ = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "com.example.late", title: "Late")))
+        var sawIt = false
+        while let event = try await events.next() {
+            if case .currentActivityChanged(let a) = event.body, a.type == "com.example.late" {
+                sawIt = true
+                break
+            }
+        }
+        #expect(sawIt, "the events stream is still open after the request timeout")
         try await d.finish()
     }
 
@@ -249,4 +304,10 @@ extension UnixHTTPConnection {
     func sendRaw(_ head: String, body: [UInt8]) throws(HandoffClientError) {
         try writeAll(Array(head.utf8) + body)
     }
+}
+
+/// A connection handed to the thread that reads it (one reader at a time).
+final class UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
 }

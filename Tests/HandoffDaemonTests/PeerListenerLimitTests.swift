@@ -46,7 +46,10 @@ import Testing
 
     @Test func unauthenticatedConnectionsAreCapped() async throws {
         let a = try await TestDaemon.start {
-            $0.admissionLimits.maximumUnauthenticated = 3
+            // Three for strangers, one more for members' addresses.
+            $0.admissionLimits.maximumUnauthenticated = 4
+            $0.admissionLimits.reservedForMembers = 1
+            $0.admissionLimits.perAddress = 100
             $0.admissionLimits.handshakesPerMinute = 100
         }
         _ = try await a.client.createAccount(CreateAccountRequest())

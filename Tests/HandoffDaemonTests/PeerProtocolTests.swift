@@ -75,19 +75,39 @@ import Testing
         var limits = AdmissionLimits()
         limits.handshakesPerMinute = 3
         limits.maximumUnauthenticated = 4
+        limits.reservedForMembers = 1
+        limits.perAddress = 2
         limits.joinFailures = 2
         limits.penaltySeconds = 60
         let control = AdmissionControl(limits: limits)
         let t0 = ContinuousClock.now
-        #expect((0..<3).map { _ in control.admit("10.0.0.1", now: t0) } == [.admitted, .admitted, .admitted])
-        #expect(control.admit("10.0.0.1", now: t0) == .rateLimited)
+        // One address: two at a time, three a minute.
+        #expect((0..<3).map { _ in control.admit("10.0.0.1", now: t0) } == [.admitted, .admitted, .rateLimited])
+        control.settled("10.0.0.1")
+        #expect(control.admit("10.0.0.1", now: t0) == .admitted)
+        control.settled("10.0.0.1")
+        #expect(control.admit("10.0.0.1", now: t0) == .rateLimited, "three this minute")
+        // Strangers share what is not reserved for members…
+        #expect(control.admit("10.0.0.2", now: t0) == .admitted)
+        #expect(control.admit("10.0.0.3", now: t0) == .admitted)
+        #expect(control.admit("10.0.0.4", now: t0) == .tooManyUnauthenticated)
+        // …and an address that completed a member handshake takes the reserved slot, without a
+        // per-minute budget, up to the whole cap.
+        control.memberAuthenticated("10.0.0.9", now: t0)
+        #expect(control.admit("10.0.0.9", now: t0) == .admitted)
+        #expect(control.admit("10.0.0.9", now: t0) == .tooManyUnauthenticated)
+        for address in ["10.0.0.1", "10.0.0.2", "10.0.0.9"] { control.settled(address) }
+        #expect(control.unauthenticatedCount == 1)
+        #expect((0..<5).map { _ in control.admit("10.0.0.9", now: t0) }.filter { $0 == .admitted }.count == 3, "a member's address: the whole cap")
+        #expect(control.admit("10.0.0.1", now: t0 + .seconds(20)) == .tooManyUnauthenticated)
+        (0..<3).forEach { _ in control.settled("10.0.0.9") }
         #expect(control.admit("10.0.0.1", now: t0 + .seconds(20)) == .admitted, "a token back after 20 s")
-        #expect(control.admit("10.0.0.2", now: t0 + .seconds(20)) == .tooManyUnauthenticated)
-        (0..<4).forEach { _ in control.settled() }
-        #expect(control.admit("10.0.0.2", now: t0 + .seconds(21)) == .admitted)
+        // Wrong join codes shut an address out, and the verdict says the address is refused.
         control.joinFailed("10.0.0.3", now: t0)
         control.joinFailed("10.0.0.3", now: t0)
-        #expect(control.admit("10.0.0.3", now: t0 + .seconds(30)) == .penalised)
+        let penalised = control.admit("10.0.0.3", now: t0 + .seconds(30))
+        #expect(penalised == .penalised && penalised.refusesTheAddress)
+        #expect(!AdmissionControl.Verdict.tooManyUnauthenticated.refusesTheAddress)
         #expect(control.admit("10.0.0.3", now: t0 + .seconds(61)) == .admitted)
     }
 

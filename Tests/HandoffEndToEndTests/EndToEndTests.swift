@@ -18,6 +18,7 @@ import Testing
         let alpha = try await rig.ctlJSON("alpha", AccountInfo.self, ["account", "create", "--name", accountName, "--device-name", names.0])
         let invite = try rig.daemon("alpha").map { _ in try RunningProcessForInvite(rig) }!
         let code = try await invite.code()
+        try await rig.waitForInviteAdvert(seenFrom: "bravo")
         let join = try await rig.ctl("bravo", ["account", "join", code, "--device-name", names.1, "--json"])
         #expect(join.status == 0, "join: \(join); bravo: \(rig.daemon("bravo")?.stderr.suffix(2000) ?? "")")
         let bravo = try LocalAPIJSON.decoder().decode(AccountInfo.self, from: Data(join.stdout.utf8))
@@ -271,7 +272,9 @@ extension EndToEndTests {
             #expect(left.status == 0 && left.stdout.contains("left \"Ana's devices\"") && left.stderr.isEmpty, "\(left)")
             #expect(try await rig.ctl("bravo", ["account", "show"]).status == 20)
             let invite = try RunningProcessForInvite(rig)
-            let join = try await rig.ctl("bravo", ["account", "join", try await invite.code(), "--device-name", "laptop", "--json"])
+            let code = try await invite.code()
+            try await rig.waitForInviteAdvert(seenFrom: "bravo")
+            let join = try await rig.ctl("bravo", ["account", "join", code, "--device-name", "laptop", "--json"])
             #expect(join.status == 0, "\(join) \(rig.daemon("bravo")?.stderr.suffix(2000) ?? "")")
             try await invite.finished()
             let rejoined = try LocalAPIJSON.decoder().decode(AccountInfo.self, from: Data(join.stdout.utf8))

@@ -142,6 +142,15 @@ public final class Rig: @unchecked Sendable {
         throw TestFailure("handoffd on \(host) did not start: \(process.stderr)")
     }
 
+    /// Waits until `host` sees an advert carrying an invite's join tag (as avahi-browse shows it):
+    /// under a loaded test machine the inviter's TXT update can take longer than the 3 s `account
+    /// join` looks — never longer than a person takes to type the code.
+    public func waitForInviteAdvert(seenFrom host: String, seconds: Double = 20) async throws {
+        try await Rig.waitFor("an invite advertised, seen from \(host)", seconds: seconds) {
+            try await self.run(host, ["avahi-browse", "-rpt", "_handoff._tcp"]).stdout.contains("\"j=")
+        }
+    }
+
     public func daemon(_ host: String) -> RunningProcess? {
         lock.withLock { daemons[host] }
     }
