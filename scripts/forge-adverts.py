@@ -2,8 +2,9 @@
 """A stranger's forged `_handoff._tcp` adverts, as raw multicast DNS (RFC 6762) from this host.
 
 Used by the end-to-end tests (HostileNetworkTests) and by hand on a simulated host
-(scripts/rig.sh exec RIG HOST python3 scripts/forge-adverts.py ...). Needs no privilege: it binds
-UDP 5353 beside the host's avahi-daemon (SO_REUSEADDR) and announces, every few seconds, COUNT
+(scripts/rig.sh exec RIG HOST python3 scripts/forge-adverts.py ...). Needs no privilege, but port
+5353 to itself (RFC 6762: responses from other ports are ignored), so the host's own avahi-daemon
+is stopped first (the attacker owns that machine). It announces, every few seconds, COUNT
 service instances with random names and random handoff-looking TXT records, all pointing at one
 forged host name with this host's address. With --copy-txt it also announces COPIES instances
 whose TXT is a byte-for-byte copy of a member's (given as `key=value` strings, as avahi-browse

@@ -23,7 +23,7 @@ struct AdvertKeys: Sendable, Equatable {
 ///
 ///     v=1                         protocol version
 ///     t=<salt ‖ HMAC(tagKey, salt)> 16 bytes, base64url: the rotating account tag
-///     s0=… s1=…                   nonce ‖ ChaCha20-Poly1305(advert) ‖ tag, base64url in chunks
+///     s0=… s1=…                   nonce ‖ ChaCha20-Poly1305(padded advert) ‖ tag, base64url in chunks
 ///     j=<join tag>                only while an invite is pending: lets the joiner find us
 ///
 /// The salt is new at every rotation, so the tag — like the random instance name — never stays
@@ -37,11 +37,11 @@ enum AdvertSeal {
 
     /// Our TXT record. The title is shortened if the record would exceed 1300 bytes (Avahi silently
     /// drops records over ~1400: FACTS.md).
-    static func txt(_ advert: Advert, keys: AdvertKeys, salt: [UInt8], joinTag: [UInt8]? = nil) throws(TooLarge) -> TXTRecord {
+    static func txt(_ advert: Advert, keys: AdvertKeys, salt: [UInt8], instanceName: String, joinTag: [UInt8]? = nil) throws(TooLarge) -> TXTRecord {
         var advert = advert
         var titleBudget = ActivityLimits.maximumTitleBytes
         while true {
-            let record = build(advert, keys: keys, salt: salt, joinTag: joinTag)
+            let record = build(advert, keys: keys, salt: salt, instanceName: instanceName, joinTag: joinTag)
             if let rdata = record.rdata, rdata.count <= maximumTXTBytes { return record }
             guard let activity = advert.activity, titleBudget > 0 else { throw TooLarge() }
             titleBudget = max(0, titleBudget - 32)
@@ -49,10 +49,10 @@ enum AdvertSeal {
         }
     }
 
-    private static func build(_ advert: Advert, keys: AdvertKeys, salt: [UInt8], joinTag: [UInt8]?) -> TXTRecord {
+    private static func build(_ advert: Advert, keys: AdvertKeys, salt: [UInt8], instanceName: String, joinTag: [UInt8]?) -> TXTRecord {
         let tag = salt + Array(Crypto.hmacSHA256(key: keys.tag, salt).prefix(8))
         let nonce = Crypto.randomBytes(Crypto.aeadNonceLength)
-        let sealed = nonce + Crypto.seal(key: keys.seal, nonce: nonce, plaintext: advert.encoded(), associatedData: associatedData(tag))
+        let sealed = nonce + Crypto.seal(key: keys.seal, nonce: nonce, plaintext: padded(advert.encoded()), associatedData: associatedData(tag, instanceName))
         let text = Array(base64url(sealed).utf8)
         var entries: [(key: String, value: [UInt8])] = [("v", Array(protocolVersion.utf8)), ("t", Array(base64url(tag).utf8))]
         for (i, start) in stride(from: 0, to: text.count, by: chunk).enumerated() {
@@ -62,9 +62,27 @@ enum AdvertSeal {
         return TXTRecord(entries)
     }
 
+    /// The sizes a sealed advert's plaintext is padded to (docs/security.md): its length would
+    /// otherwise tell a stranger whether there is an activity and how long its title is. The last
+    /// is the most that fits in the TXT record; a longer advert has its title shortened.
+    static let paddedSizes = [192, 448, 880]
+
+    /// The advert, a 0x80 byte, then zeros up to the next of `paddedSizes` (ISO/IEC 7816-4
+    /// padding). Longer than them all, it is padded beyond what a record holds, so that `txt`
+    /// shortens the title until it fits the largest size.
+    static func padded(_ plaintext: [UInt8]) -> [UInt8] {
+        let size = paddedSizes.first(where: { $0 > plaintext.count }) ?? max(maximumTXTBytes, plaintext.count + 1)
+        return plaintext + [0x80] + [UInt8](repeating: 0, count: size - plaintext.count - 1)
+    }
+
+    static func unpadded(_ plaintext: [UInt8]) -> [UInt8]? {
+        guard let marker = plaintext.lastIndex(where: { $0 != 0 }), plaintext[marker] == 0x80 else { return nil }
+        return Array(plaintext[..<marker])
+    }
+
     /// The advert, if the record is one of our account's (any of `keys`); nil for strangers,
     /// forgeries and garbage alike — and nothing is done on their account.
-    static func open(_ txt: TXTRecord, keys: [AdvertKeys]) -> Advert? {
+    static func open(_ txt: TXTRecord, keys: [AdvertKeys], instanceName: String) -> Advert? {
         guard txt.string("v") == protocolVersion, let tagText = txt.string("t"), let tag = fromBase64url(tagText), tag.count == 16 else {
             return nil
         }
@@ -77,8 +95,10 @@ enum AdvertSeal {
         for key in keys where matches(tag, key: key) {
             let nonce = Array(sealed.prefix(Crypto.aeadNonceLength))
             let body = Array(sealed.dropFirst(Crypto.aeadNonceLength))
-            guard let plaintext = Crypto.open(key: key.seal, nonce: nonce, sealed: body, associatedData: associatedData(tag)) else { return nil }
-            return Advert(decoding: plaintext)
+            guard let plaintext = Crypto.open(key: key.seal, nonce: nonce, sealed: body, associatedData: associatedData(tag, instanceName)),
+                let advert = unpadded(plaintext)
+            else { return nil }
+            return Advert(decoding: advert)
         }
         return nil
     }
@@ -101,8 +121,10 @@ enum AdvertSeal {
         txt.string("j").flatMap(fromBase64url)
     }
 
-    private static func associatedData(_ tag: [UInt8]) -> [UInt8] {
-        Array("handoff advert v1".utf8) + tag
+    /// The seal covers the tag it travels with and the instance name it is published under: a
+    /// copy of a member's record under another name does not open, so it costs nothing to follow.
+    private static func associatedData(_ tag: [UInt8], _ instanceName: String) -> [UInt8] {
+        Array("handoff advert v1".utf8) + tag + [0] + Array(instanceName.utf8)
     }
 
     static func base64url(_ bytes: [UInt8]) -> String {

@@ -39,14 +39,16 @@ final class DiscoveryService: Service {
         /// The services discovery follows (ours, and while joining the inviter's): joiners look for
         /// an inviter's join tag here.
         var sightings: [ServiceInstance: Sighting] = [:]
-        /// `account join`s looking for their inviter now.
-        var joinsLooking = 0
+        /// The join tags `account join`s look for now (one each).
+        var wantedJoinTags: [[UInt8]] = []
         /// The join tags each followed service has shown, newest last (a few). A TXT query that
         /// starts while Avahi still holds a service's previous record reports both, in any
         /// order, so the record a service shows last is not always its newest.
         var joinTags: [ServiceInstance: [[UInt8]]] = [:]
-        /// The account's advert keys as discovery last heard of them.
+        /// The account's advert keys as discovery last heard of them, and from which update.
         var interestKeys: [AdvertKeys] = []
+        var interestUpdates = 0
+        var interestKeysFrom = 0
         /// Who we advertise as: a new device (created, joined, left) gets a new instance name.
         var deviceID: DeviceID?
     }
@@ -96,19 +98,29 @@ final class DiscoveryService: Service {
     }
 
     /// Tells discovery what to follow: records sealed with our account's keys (current or previous
-    /// secret; a record that only copies our tag is not followed) — and, while a join looks for
-    /// its inviter, every handoff record: the inviter's gains its join tag only when the invite
-    /// is made, and a record not followed is not watched for changes.
+    /// secret; a record that only copies our tag is not followed), and while a join looks for its
+    /// inviter, records with its join tag (discovery looks at every record again when the
+    /// interest changes: the inviter's gained its tag after it was first seen).
     ///
     /// The predicate reads the keys and the joins as they are when it runs, so that two updates
     /// that overtake each other cannot leave an older interest in place.
     private func updateInterest() async {
+        // Updates may overtake each other across the await: the keys read by the one that
+        // started last win.
+        let update = state.withLock { s -> Int in
+            s.interestUpdates += 1
+            return s.interestUpdates
+        }
         let keys = await store.advertKeys
-        state.withLock { $0.interestKeys = keys }
-        await backend.setInterest { [self] txt in
-            let (joining, keys) = state.withLock { ($0.joinsLooking > 0, $0.interestKeys) }
-            if joining, AdvertSeal.isHandoff(txt) { return true }
-            return AdvertSeal.open(txt, keys: keys) != nil
+        state.withLock { s in
+            guard update > s.interestKeysFrom else { return }
+            s.interestKeys = keys
+            s.interestKeysFrom = update
+        }
+        await backend.setInterest { [self] instance, txt in
+            let (wanted, keys) = state.withLock { ($0.wantedJoinTags, $0.interestKeys) }
+            if let tag = AdvertSeal.joinTag(of: txt), wanted.contains(tag) { return true }
+            return AdvertSeal.open(txt, keys: keys, instanceName: instance.name) != nil
         }
     }
 
@@ -166,7 +178,7 @@ final class DiscoveryService: Service {
         let identity = state.withLock { $0.identity }
         let joinTag = invites.newestPending().map { AdvertSeal.joinTag(code: $0) }
         do {
-            let txt = try AdvertSeal.txt(advert, keys: keys, salt: identity.salt, joinTag: joinTag)
+            let txt = try AdvertSeal.txt(advert, keys: keys, salt: identity.salt, instanceName: identity.instanceName, joinTag: joinTag)
             state.withLock { $0.advertising = true }
             await backend.publish(instanceName: identity.instanceName, port: port(), txt: txt)
         } catch {
@@ -195,7 +207,15 @@ final class DiscoveryService: Service {
                 break
             }
         case .published(let name):
-            state.withLock { $0.publishedName = name }
+            // Avahi may have renamed us (a name conflict): the seal names the instance, so it is
+            // sealed again under the name others see.
+            let renamed = state.withLock { s -> Bool in
+                s.publishedName = name
+                guard s.identity.instanceName != name else { return false }
+                s.identity.instanceName = name
+                return true
+            }
+            if renamed { republish() }
             logger.debug("advertising", metadata: ["instance": "\(name)"])
         case .seen(let sighting):
             state.withLock { s in
@@ -227,7 +247,7 @@ final class DiscoveryService: Service {
             return
         }
         let keys = await store.advertKeys
-        guard let advert = AdvertSeal.open(sighting.txt, keys: keys) else {
+        guard let advert = AdvertSeal.open(sighting.txt, keys: keys, instanceName: sighting.instance.name) else {
             await directory.stranger(sighting.instance)
             return
         }
@@ -247,17 +267,26 @@ final class DiscoveryService: Service {
     /// tag, waiting up to `timeout` for it to appear.
     func findInviter(code: InviteCode, timeout: Duration) async -> PeerAddress? {
         let wanted = AdvertSeal.joinTag(code: code)
-        state.withLock { $0.joinsLooking += 1 }
+        state.withLock { $0.wantedJoinTags.append(wanted) }
         await updateInterest()
         let found = await lookForInviter(wanted, timeout: timeout)
-        state.withLock { $0.joinsLooking -= 1 }
+        state.withLock { s in
+            if let index = s.wantedJoinTags.firstIndex(of: wanted) { s.wantedJoinTags.remove(at: index) }
+        }
         await updateInterest()
         return found
     }
 
     private func lookForInviter(_ wanted: [UInt8], timeout: Duration) async -> PeerAddress? {
         let deadline = ContinuousClock.now + timeout
+        var lookedAgain = ContinuousClock.now
         while ContinuousClock.now < deadline {
+            // Records not followed are not watched: the inviter's may gain its tag after discovery
+            // last looked (an invite made a moment ago), so every second it looks again.
+            if ContinuousClock.now - lookedAgain >= .seconds(1) {
+                lookedAgain = ContinuousClock.now
+                await updateInterest()
+            }
             let match = state.withLock { s in
                 s.sightings.values.first { s.joinTags[$0.instance]?.contains(wanted) == true && !$0.addresses.isEmpty }
             }

@@ -250,6 +250,11 @@ final class RefusalAlert: ChannelInboundHandler {
         context.fireChannelInactive()
     }
 
+    /// Also when the channel never became active: nobody waits for ever (failing twice is a no-op).
+    func handlerRemoved(context: ChannelHandlerContext) {
+        ended.fail(PeerListener.Refused())
+    }
+
     private func send(_ context: ChannelHandlerContext) {
         guard !sent else { return }
         sent = true

@@ -30,6 +30,12 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         var firstInterface: UInt32?
         var resolvedInterface: UInt32 = 0
         var fullname: String?
+        /// A look again (a TXT query) under way: the last record it reported, and whether its
+        /// window is running.
+        var recheckTXT: TXTRecord?
+        var recheckWaiting = false
+        /// The records a followed instance's TXT query reports present (a few).
+        var present: [TXTRecord] = []
         var txtQueryID: Int?
         /// The AAAA query, and the A query once getaddrinfo found nothing.
         var addressQueryIDs: [Int] = []
@@ -47,6 +53,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
     private struct Registration {
         var id: Int
         var name: String
+        var registeredName: String?
         var port: Int
         var throttle: TXTThrottle
     }
@@ -61,7 +68,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
     private var registration: Registration?
     private var desired: (name: String, port: Int, txt: TXTRecord)?
     private var budget: DiscoveryBudget
-    private var interest: @Sendable (TXTRecord) -> Bool = { _ in false }
+    private var interest: @Sendable (ServiceInstance, TXTRecord) -> Bool = { _, _ in false }
     private var ticker: Task<Void, Never>?
     private var tickerDeadline: ContinuousClock.Instant?
     private var state = DiscoveryState.starting
@@ -78,7 +85,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         budget = DiscoveryBudget(limits: limits)
     }
 
-    public func setInterest(_ interest: @escaping @Sendable (TXTRecord) -> Bool) {
+    public func setInterest(_ interest: @escaping @Sendable (ServiceInstance, TXTRecord) -> Bool) {
         self.interest = interest
         apply(budget.interestChanged(interest, now: .now))
     }
@@ -200,11 +207,18 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         case .failed(let id, let code):
             if code == DNSSDEngine.daemonGone {
                 daemonGone()
-            } else if let instance = owners.removeValue(forKey: id) {
-                // A resolve or query of one instance failed; it is tried again when it is next browsed.
+            } else if let instance = owners[id] {
+                // A resolve or query of one instance failed: its ref is released, and the
+                // instance is tried again later (DiscoveryBudget's retry).
+                release([id])
                 if known[instance]?.resolveID == id {
                     known[instance]?.resolveID = nil
                     apply(budget.resolveFailed(instance, now: .now))
+                } else if known[instance]?.txtQueryID == id {
+                    known[instance]?.txtQueryID = nil
+                    apply(budget.followFailed(instance, now: .now))
+                } else {
+                    known[instance]?.addressQueryIDs.removeAll { $0 == id }
                 }
             } else if let registration, registration.id == id, code == -65548 {
                 // Name conflict on this host: take another random name (reported by .published).
@@ -215,6 +229,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         case .registered(let id, let name):
             guard var current = registration, current.id == id else { return }
             perform(current.throttle.didRegister(now: .now), registration: &current)
+            current.registeredName = name
             registration = current
             continuation?.yield(.published(instanceName: name))
         case .browsed(_, let added, let name, _, let domain, let interface):
@@ -227,7 +242,8 @@ public actor DNSSDDiscovery: DiscoveryBackend {
     }
 
     private func browsed(_ instance: ServiceInstance, added: Bool, interface: UInt32) {
-        if let registration, instance.name == registration.name { return }  // ourselves
+        // Ourselves, under the name we asked for or the one avahi gave us.
+        if let registration, instance.name == registration.name || instance.name == registration.registeredName { return }
         if added {
             let actions = budget.appeared(instance, now: .now)
             guard budget.tracks(instance) else { return }  // beyond maximumKnown: counted only
@@ -262,6 +278,8 @@ public actor DNSSDDiscovery: DiscoveryBackend {
                 let id = newID()
                 owners[id] = instance
                 entry.resolveID = id
+                entry.recheckTXT = nil
+                entry.recheckWaiting = false
                 known[instance] = entry
                 if let fullname = entry.fullname {
                     // Resolved before: its record now, from one TXT query (a second resolve of
@@ -339,11 +357,23 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         settle(instance, txt: txt)
     }
 
+    static let recheckWindow: Duration = .milliseconds(300)
+
+    private func finishRecheck(_ instance: ServiceInstance, id: Int) {
+        guard var entry = known[instance], entry.resolveID == id, let txt = entry.recheckTXT else { return }
+        release([id])
+        entry.resolveID = nil
+        entry.recheckTXT = nil
+        entry.recheckWaiting = false
+        known[instance] = entry
+        settle(instance, txt: txt)
+    }
+
     /// What a resolve (or a look again) found decides whether the instance is followed.
     private func settle(_ instance: ServiceInstance, txt: TXTRecord) {
         known[instance]?.txt = txt
 
-        apply(budget.resolved(instance, txt: txt, interesting: interest(txt), now: .now))
+        apply(budget.resolved(instance, txt: txt, interesting: interest(instance, txt), now: .now))
         if !budget.followed.contains(instance) { continuation?.yield(.stranger(instance)) }
     }
 
@@ -356,6 +386,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         let query = newID()
         owners[query] = instance
         entry.txtQueryID = query
+        entry.present = []
         let aaaa = newID()
         owners[aaaa] = instance
         entry.addressQueryIDs = [aaaa]
@@ -369,18 +400,42 @@ public actor DNSSDDiscovery: DiscoveryBackend {
     private func record(id: Int, added: Bool, rdata: [UInt8], interface: UInt32) {
         guard let instance = owners[id], var entry = known[instance] else { return }
         if id == entry.resolveID, added {
-            // A look again at an instance resolved before: one answer is all it was for.
-            release([id])
-            entry.resolveID = nil
-            known[instance] = entry
-            settle(instance, txt: TXTRecord(rdata: rdata))
-        } else if id == entry.txtQueryID {
-            // Old values arrive later as removes (FACTS.md): only adds count.
+            // A look again at an instance resolved before. A new query reports Avahi's cached
+            // previous record too, in either order: one that interests us settles it at once;
+            // otherwise the last of what arrives within `recheckWindow` does.
             let txt = TXTRecord(rdata: rdata)
-            guard added, txt != entry.txt else { return }
+            entry.recheckTXT = txt
+            known[instance] = entry
+            if interest(instance, txt) {
+                finishRecheck(instance, id: id)
+            } else if !entry.recheckWaiting {
+                known[instance]?.recheckWaiting = true
+                Task { [weak self] in
+                    try? await Task.sleep(for: Self.recheckWindow)
+                    await self?.finishRecheck(instance, id: id)
+                }
+            }
+        } else if id == entry.txtQueryID {
+            // Old values arrive later as removes (FACTS.md), and a query that starts while Avahi
+            // caches the previous record reports both as adds, in either order: the record
+            // reported is the last added, and the instance stays followed while any record
+            // present is one we follow.
+            let txt = TXTRecord(rdata: rdata)
+            guard added else {
+                entry.present.removeAll { $0 == txt }
+                known[instance] = entry
+                return
+            }
+            if !entry.present.contains(txt) { entry.present.append(txt) }
+            if entry.present.count > 4 { entry.present.removeFirst() }
+            guard txt != entry.txt else {
+                known[instance] = entry
+                return
+            }
             entry.txt = txt
             known[instance] = entry
-            let actions = budget.txtChanged(instance, txt: txt, interest: interest, now: .now)
+            let stillOurs = entry.present.contains { interest(instance, $0) }
+            let actions = budget.txtChanged(instance, txt: txt, interest: stillOurs ? { _, _ in true } : interest, now: .now)
             if actions.isEmpty { report(instance) } else { apply(actions) }
         } else if entry.addressQueryIDs.contains(id), let address = AddressText.of(rdata, interface: interface) {
             if added {
@@ -504,6 +559,7 @@ enum AddressText {
         }
     }
 }
+
 
 
 

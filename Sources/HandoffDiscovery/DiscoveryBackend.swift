@@ -68,7 +68,7 @@ public protocol DiscoveryBackend: Sendable {
     /// Which TXT records are worth following (ours, or a wanted join tag's): only those are
     /// reported as `.seen` and cost long-lived queries; the others are `.stranger`. Nothing is
     /// followed until this is called; instances seen before are looked at again with it.
-    func setInterest(_ interest: @escaping @Sendable (TXTRecord) -> Bool) async
+    func setInterest(_ interest: @escaping @Sendable (ServiceInstance, TXTRecord) -> Bool) async
     /// Advertises our service as `instanceName` with `txt`. Same name: the TXT is updated (as fast
     /// as the backend safely can); a new name: the old registration is withdrawn first.
     func publish(instanceName: String, port: Int, txt: TXTRecord) async

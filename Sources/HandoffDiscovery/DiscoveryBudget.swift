@@ -12,6 +12,9 @@
 ///
 /// A value: events in, actions out; the clock is the caller's (table-tested).
 struct DiscoveryBudget {
+    /// Whether an instance's record is one we follow.
+    typealias Interest = (ServiceInstance, TXTRecord) -> Bool
+
     struct Limits {
         var maximumResolving = 8
         var resolveTimeout: Duration = .seconds(5)
@@ -21,6 +24,9 @@ struct DiscoveryBudget {
         /// Address queries start with a follow and end after this: addresses rarely change, and a
         /// change shows as the instance leaving and coming back (browse), which starts them again.
         var addressQueryLifetime: Duration = .seconds(10)
+        /// An instance whose resolve or TXT query failed (a busy avahi-daemon) is tried again after
+        /// this: avahi does not report an instance again while it stays in its cache.
+        var retryAfter: Duration = .seconds(30)
     }
 
     enum Action: Hashable {
@@ -47,8 +53,12 @@ struct DiscoveryBudget {
     private var addressQueriesUntil: [ServiceInstance: ContinuousClock.Instant] = [:]
     /// Resolved and not followed (a stranger, or ours beyond the cap), with the TXT it had.
     private var remembered: [ServiceInstance: TXTRecord] = [:]
-    /// Whose resolve failed or timed out: resolved again when browsing reports them again.
-    private var failed: Set<ServiceInstance> = []
+    /// Whose resolve failed or timed out, and when: resolved again after `retryAfter`, or when
+    /// browsing reports them again.
+    private var failed: [ServiceInstance: ContinuousClock.Instant] = [:]
+    /// Resolved, not followed, and not remembered (beyond `maximumRemembered`): looked at again
+    /// when the interest changes, like the remembered ones.
+    private var dropped: Set<ServiceInstance> = []
     /// Instances not tracked because `maximumKnown` was reached.
     private(set) var untracked = 0
 
@@ -62,7 +72,7 @@ struct DiscoveryBudget {
 
     /// Browsing found `instance` (on its first interface).
     mutating func appeared(_ instance: ServiceInstance, now: ContinuousClock.Instant) -> [Action] {
-        if failed.remove(instance) != nil {
+        if failed.removeValue(forKey: instance) != nil {
             enqueue(instance)
             return startResolves(now: now)
         }
@@ -77,13 +87,14 @@ struct DiscoveryBudget {
     }
 
     /// Browsing lost `instance` (on its last interface).
-    mutating func disappeared(_ instance: ServiceInstance, interest: (TXTRecord) -> Bool, now: ContinuousClock.Instant) -> [Action] {
+    mutating func disappeared(_ instance: ServiceInstance, interest: Interest, now: ContinuousClock.Instant) -> [Action] {
         guard known.remove(instance) != nil else { return [] }
         var actions: [Action] = []
         if queued.remove(instance) != nil, let index = waiting.firstIndex(of: instance) { waiting.remove(at: index) }
         if resolving.removeValue(forKey: instance) != nil { actions.append(.cancelResolve(instance)) }
         remembered[instance] = nil
-        failed.remove(instance)
+        dropped.remove(instance)
+        failed[instance] = nil
         addressQueriesUntil[instance] = nil
         followedTXT[instance] = nil
         if followed.remove(instance) != nil {
@@ -97,7 +108,12 @@ struct DiscoveryBudget {
     mutating func resolved(_ instance: ServiceInstance, txt: TXTRecord, interesting: Bool, now: ContinuousClock.Instant) -> [Action] {
         guard resolving.removeValue(forKey: instance) != nil else { return [] }
         var actions: [Action] = []
-        if interesting, followed.count < limits.maximumFollowed, !isCopy(txt) {
+        if followed.contains(instance) {
+            // Looked at again while followed (interest changes close together): nothing new.
+            followedTXT[instance] = txt
+            return startResolves(now: now)
+        }
+        if interesting, followed.count < limits.maximumFollowed, !isCopy(txt, of: instance) {
             actions += startFollowing(instance, txt: txt, now: now)
         } else {
             remember(instance, txt: txt)
@@ -108,15 +124,25 @@ struct DiscoveryBudget {
     /// Its resolve failed: it is tried again if browsing finds it again.
     mutating func resolveFailed(_ instance: ServiceInstance, now: ContinuousClock.Instant) -> [Action] {
         guard resolving.removeValue(forKey: instance) != nil else { return [] }
-        failed.insert(instance)
+        failed[instance] = now
         return startResolves(now: now)
     }
 
+    /// The TXT query of a followed instance failed: it is no longer followed, and is looked at
+    /// again later.
+    mutating func followFailed(_ instance: ServiceInstance, now: ContinuousClock.Instant) -> [Action] {
+        guard followed.remove(instance) != nil else { return [] }
+        followedTXT[instance] = nil
+        addressQueriesUntil[instance] = nil
+        failed[instance] = now
+        return [.unfollow(instance)] + startResolves(now: now)
+    }
+
     /// A followed instance's TXT changed: one that is no longer ours is no longer followed.
-    mutating func txtChanged(_ instance: ServiceInstance, txt: TXTRecord, interest: (TXTRecord) -> Bool, now: ContinuousClock.Instant) -> [Action] {
+    mutating func txtChanged(_ instance: ServiceInstance, txt: TXTRecord, interest: Interest, now: ContinuousClock.Instant) -> [Action] {
         guard followed.contains(instance) else { return [] }
         followedTXT[instance] = txt
-        guard !interest(txt) else { return [] }
+        guard !interest(instance, txt) else { return [] }
         return stopFollowing(instance) + followRemembered(interest: interest, now: now)
     }
 
@@ -124,14 +150,16 @@ struct DiscoveryBudget {
     /// strangers now, remembered ones ours — by the TXT they had, or the one they have now (a
     /// record not followed may have changed since: an inviter adds its join tag), so every
     /// remembered one is resolved again, a few at a time.
-    mutating func interestChanged(_ interest: (TXTRecord) -> Bool, now: ContinuousClock.Instant) -> [Action] {
+    mutating func interestChanged(_ interest: Interest, now: ContinuousClock.Instant) -> [Action] {
         var actions: [Action] = []
-        for (instance, txt) in followedTXT where !interest(txt) { actions += stopFollowing(instance) }
+        for (instance, txt) in followedTXT where !interest(instance, txt) { actions += stopFollowing(instance) }
         actions += followRemembered(interest: interest, now: now)
         for instance in remembered.keys where resolving[instance] == nil { enqueue(instance) }
-        // Those whose resolve failed (a busy avahi-daemon) get another try too.
-        for instance in failed { enqueue(instance) }
+        // Those whose resolve failed (a busy avahi-daemon), and those not remembered, too.
+        for instance in failed.keys { enqueue(instance) }
         failed.removeAll()
+        for instance in dropped where resolving[instance] == nil { enqueue(instance) }
+        dropped.removeAll()
         return actions + startResolves(now: now)
     }
 
@@ -140,8 +168,12 @@ struct DiscoveryBudget {
         var actions: [Action] = []
         for (instance, started) in resolving where now - started >= limits.resolveTimeout {
             resolving[instance] = nil
-            failed.insert(instance)
+            failed[instance] = now
             actions.append(.cancelResolve(instance))
+        }
+        for (instance, since) in failed where now - since >= limits.retryAfter {
+            failed[instance] = nil
+            enqueue(instance)
         }
         for (instance, until) in addressQueriesUntil where now >= until {
             addressQueriesUntil[instance] = nil
@@ -152,7 +184,7 @@ struct DiscoveryBudget {
 
     /// When `tick` next has something to do.
     var nextDeadline: ContinuousClock.Instant? {
-        (resolving.values.map { $0 + limits.resolveTimeout } + Array(addressQueriesUntil.values)).min()
+        (resolving.values.map { $0 + limits.resolveTimeout } + Array(addressQueriesUntil.values) + failed.values.map { $0 + limits.retryAfter }).min()
     }
 
     /// Whether `instance` was resolved and is not followed, for counting strangers.
@@ -178,6 +210,8 @@ struct DiscoveryBudget {
 
     private mutating func startFollowing(_ instance: ServiceInstance, txt: TXTRecord, now: ContinuousClock.Instant) -> [Action] {
         remembered[instance] = nil
+        dropped.remove(instance)
+        if queued.remove(instance) != nil, let index = waiting.firstIndex(of: instance) { waiting.remove(at: index) }
         followed.insert(instance)
         followedTXT[instance] = txt
         addressQueriesUntil[instance] = now + limits.addressQueryLifetime
@@ -186,8 +220,8 @@ struct DiscoveryBudget {
 
     /// Every real advert is sealed with a fresh nonce, so a TXT identical to one we follow is a
     /// copy, made to cost us a ref: not followed.
-    private func isCopy(_ txt: TXTRecord) -> Bool {
-        followedTXT.values.contains(txt)
+    private func isCopy(_ txt: TXTRecord, of instance: ServiceInstance) -> Bool {
+        followedTXT.contains { $0.key != instance && $0.value == txt }
     }
 
     private mutating func stopFollowing(_ instance: ServiceInstance) -> [Action] {
@@ -198,13 +232,16 @@ struct DiscoveryBudget {
     }
 
     private mutating func remember(_ instance: ServiceInstance, txt: TXTRecord) {
-        guard remembered[instance] != nil || remembered.count < limits.maximumRemembered else { return }
+        guard remembered[instance] != nil || remembered.count < limits.maximumRemembered else {
+            dropped.insert(instance)
+            return
+        }
         remembered[instance] = txt
     }
 
-    private mutating func followRemembered(interest: (TXTRecord) -> Bool, now: ContinuousClock.Instant) -> [Action] {
+    private mutating func followRemembered(interest: Interest, now: ContinuousClock.Instant) -> [Action] {
         var actions: [Action] = []
-        for (instance, txt) in remembered where followed.count < limits.maximumFollowed && !isCopy(txt) && interest(txt) {
+        for (instance, txt) in remembered where followed.count < limits.maximumFollowed && !isCopy(txt, of: instance) && interest(instance, txt) {
             actions += startFollowing(instance, txt: txt, now: now)
         }
         return actions

@@ -16,11 +16,11 @@ public actor DiscoveryNetwork {
     struct Member {
         var continuation: AsyncStream<DiscoveryEvent>.Continuation
         var advert: Sighting?
-        var interest: @Sendable (TXTRecord) -> Bool = { _ in false }
+        var interest: @Sendable (ServiceInstance, TXTRecord) -> Bool = { _, _ in false }
 
         /// What the real backend reports of `advert` given this member's interest.
         func tell(_ advert: Sighting) {
-            continuation.yield(interest(advert.txt) ? .seen(advert) : .stranger(advert.instance))
+            continuation.yield(interest(advert.instance, advert.txt) ? .seen(advert) : .stranger(advert.instance))
         }
     }
 
@@ -36,7 +36,7 @@ public actor DiscoveryNetwork {
         }
     }
 
-    func setInterest(_ id: ObjectIdentifier, _ interest: @escaping @Sendable (TXTRecord) -> Bool) {
+    func setInterest(_ id: ObjectIdentifier, _ interest: @escaping @Sendable (ServiceInstance, TXTRecord) -> Bool) {
         members[id]?.interest = interest
         guard let member = members[id] else { return }
         for (other, m) in members where other != id {
@@ -78,7 +78,7 @@ public final class InMemoryDiscovery: DiscoveryBackend {
         return stream
     }
 
-    public func setInterest(_ interest: @escaping @Sendable (TXTRecord) -> Bool) async {
+    public func setInterest(_ interest: @escaping @Sendable (ServiceInstance, TXTRecord) -> Bool) async {
         await network.setInterest(ObjectIdentifier(self), interest)
     }
 

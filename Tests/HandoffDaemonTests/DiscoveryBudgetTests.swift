@@ -10,7 +10,7 @@ struct DiscoveryBudgetTests {
     static func instance(_ name: String) -> ServiceInstance { ServiceInstance(name: name, domain: "local.") }
     static let ours = TXTRecord([("v", Array("1".utf8)), ("o", Array("ours".utf8))])
     static let theirs = TXTRecord([("v", Array("1".utf8)), ("o", Array("theirs".utf8))])
-    static func interest(_ txt: TXTRecord) -> Bool { txt.string("o")?.hasPrefix("ours") ?? false }
+    static func interest(_ instance: ServiceInstance, _ txt: TXTRecord) -> Bool { txt.string("o")?.hasPrefix("ours") ?? false }
 
     func limits(resolving: Int = 2, followed: Int = 2, remembered: Int = 3, known: Int = 6) -> DiscoveryBudget.Limits {
         var l = DiscoveryBudget.Limits()
@@ -71,11 +71,11 @@ struct DiscoveryBudgetTests {
         _ = b.resolved(x, txt: Self.theirs, interesting: false, now: t0)
         _ = b.resolved(y, txt: Self.ours, interesting: true, now: t0)
         // A new secret: what we follow is now "theirs" (say, the account we joined).
-        let swapped = b.interestChanged({ $0.string("o") == "theirs" }, now: t0)
+        let swapped = b.interestChanged({ $1.string("o") == "theirs" }, now: t0)
         #expect(Set(swapped) == [.unfollow(y), .follow(x), .resolve(y)], "y is looked at again: its record may have changed")
         _ = b.resolved(y, txt: Self.ours, interesting: false, now: t0)
         // A followed record that changes to one we do not follow is dropped.
-        #expect(b.txtChanged(x, txt: Self.ours, interest: { $0.string("o") == "theirs" }, now: t0) == [.unfollow(x)])
+        #expect(b.txtChanged(x, txt: Self.ours, interest: { $1.string("o") == "theirs" }, now: t0) == [.unfollow(x)])
         #expect(b.followed.isEmpty)
     }
 
@@ -85,9 +85,29 @@ struct DiscoveryBudgetTests {
         let inviter = Self.instance("inviter")
         _ = b.appeared(inviter, now: t0)
         _ = b.resolved(inviter, txt: Self.theirs, interesting: false, now: t0)
-        #expect(b.interestChanged({ $0.string("j") != nil }, now: t0) == [.resolve(inviter)])
+        #expect(b.interestChanged({ $1.string("j") != nil }, now: t0) == [.resolve(inviter)])
         let withTag = TXTRecord([("v", Array("1".utf8)), ("j", Array("tag".utf8))])
         #expect(b.resolved(inviter, txt: withTag, interesting: true, now: t0) == [.follow(inviter)])
+    }
+
+    @Test func failuresAreTriedAgainAndNothingResolvedIsForgotten() {
+        var b = DiscoveryBudget(limits: limits(resolving: 4, followed: 2, remembered: 1, known: 10))
+        let (x, y, z) = (Self.instance("x"), Self.instance("y"), Self.instance("z"))
+        for n in [x, y, z] { _ = b.appeared(n, now: t0) }
+        // x's resolve fails (avahi busy): tried again after retryAfter, without being browsed again.
+        #expect(b.resolveFailed(x, now: t0) == [])
+        #expect(b.nextDeadline == t0 + .seconds(5), "y and z still resolving")
+        _ = b.resolved(y, txt: Self.theirs, interesting: false, now: t0)
+        _ = b.resolved(z, txt: Self.theirs, interesting: false, now: t0)  // beyond maximumRemembered
+        #expect(b.nextDeadline == t0 + .seconds(30))
+        #expect(b.tick(now: t0 + .seconds(30)) == [.resolve(x)])
+        _ = b.resolved(x, txt: Self.ours, interesting: true, now: t0 + .seconds(30))
+        // Its TXT query fails: no longer followed, tried again later.
+        #expect(b.followFailed(x, now: t0 + .seconds(31)) == [.unfollow(x)])
+        #expect(b.followed.isEmpty)
+        // Every one of them is looked at again when the interest changes, z too.
+        let again = Set(b.interestChanged(Self.interest, now: t0 + .seconds(32)))
+        #expect(again == [.resolve(x), .resolve(y), .resolve(z)])
     }
 
     @Test func addressQueriesEndAfterTheirLifetime() {

@@ -64,11 +64,23 @@ import Testing
                 try await rig.ctlJSON("alpha", PeersResponse.self, ["peers"]).peers.contains { $0.id == bravoID && $0.reachable }
             }
             let alphaPID = try await rig.ctlJSON("alpha", DaemonStatus.self, ["status"]).pid
-            let usage = { () -> (fds: Int, threads: Int) in
-                ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(alphaPID)/fd").count) ?? -1,
-                 (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(alphaPID)/task").count) ?? -1)
+            // Descriptors, threads, resident memory (kB), and connections to alpha's system bus
+            // (each avahi ref is one: dbus-daemon allows a user 256).
+            let usage = { () async -> (fds: Int, threads: Int, rssKB: Int, bus: Int) in
+                let status = (try? String(contentsOfFile: "/proc/\(alphaPID)/status", encoding: .utf8)) ?? ""
+                let rss = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.flatMap { Int($0.split(separator: " ")[1]) } ?? -1
+                // dbus-daemon's own answers (busctl cannot tell the process without systemd).
+                let ask = "dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus"
+                let count = """
+                    \(ask).ListNames | grep -o '":1\\.[0-9]*"' | tr -d '"' | while read n; do
+                      \(ask).GetConnectionUnixProcessID string:$n 2>/dev/null | grep -q "uint32 \(alphaPID)$" && echo x
+                    done | wc -l
+                    """
+                let bus = Int(((try? await rig.run("alpha", ["/bin/sh", "-c", count]))?.stdout ?? "").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+                return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(alphaPID)/fd").count) ?? -1,
+                        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(alphaPID)/task").count) ?? -1, rss, bus)
             }
-            let quiet = usage()
+            let quiet = await usage()
 
             // Bravo's advert, as any host on the link reads it.
             var copy: (name: String, txt: [String])?
@@ -98,17 +110,17 @@ import Testing
             )
             defer { kill(forger.pid, SIGKILL) }
             var peak = quiet
-            func sample() {
-                let now = usage()
-                peak = (max(peak.fds, now.fds), max(peak.threads, now.threads))
+            func sample() async {
+                let now = await usage()
+                peak = (max(peak.fds, now.fds), max(peak.threads, now.threads), max(peak.rssKB, now.rssKB), max(peak.bus, now.bus))
             }
             try await Rig.waitFor("alpha to count the forged adverts", seconds: 60) {
-                sample()
+                await sample()
                 guard forger.isRunning else { throw TestFailure("the forger stopped: \(forger.stdout) \(forger.stderr)") }
                 return try await rig.ctlJSON("alpha", PeersResponse.self, ["peers"]).strangers >= 500
             }
             for _ in 0..<20 {
-                sample()
+                await sample()
                 try await Task.sleep(for: .milliseconds(250))
             }
 
@@ -127,7 +139,7 @@ import Testing
             for round in 1...10 {
                 try await rig.avahi("alpha", "restart")
                 try await Rig.waitFor("alpha's discovery back after restart \(round)", seconds: 30) {
-                    sample()
+                    await sample()
                     guard rig.daemon("alpha")?.isRunning == true else {
                         throw TestFailure("handoffd on alpha ended at avahi restart \(round): \(rig.daemon("alpha")?.stderr.suffix(3000) ?? "")")
                     }
@@ -135,14 +147,16 @@ import Testing
                 }
             }
             try await Rig.waitFor("alpha to count the forged adverts again", seconds: 60) {
-                sample()
+                await sample()
                 return try await rig.ctlJSON("alpha", PeersResponse.self, ["peers"]).strangers >= 500
             }
             let after = try await changeReachesAlpha("After ten restarts")
             let strangers = try await rig.ctlJSON("alpha", PeersResponse.self, ["peers"]).strangers
-            print("forged adverts: alpha quiet \(quiet.fds) fds / \(quiet.threads) threads, at most \(peak.fds) / \(peak.threads) under 1051 forged adverts and 10 avahi restarts; \(strangers) strangers counted; a change on bravo reached alpha in \(during) during, \(after) after")
+            print("forged adverts: alpha quiet \(quiet.fds) fds / \(quiet.threads) threads / \(quiet.rssKB) kB / \(quiet.bus) bus connections, at most \(peak.fds) / \(peak.threads) / \(peak.rssKB) kB / \(peak.bus) under 1051 forged adverts and 10 avahi restarts; \(strangers) strangers counted; a change on bravo reached alpha in \(during) during, \(after) after")
             #expect(peak.fds < 200, "alpha's descriptors stay bounded: \(peak.fds) (quiet \(quiet.fds))")
             #expect(peak.threads < 60, "alpha's threads stay bounded: \(peak.threads) (quiet \(quiet.threads))")
+            #expect(peak.bus >= 1 && peak.bus < 40, "alpha's system-bus connections stay bounded: \(peak.bus) (quiet \(quiet.bus))")
+            #expect(peak.rssKB < quiet.rssKB + 32 * 1024, "alpha's memory stays bounded: \(peak.rssKB) kB (quiet \(quiet.rssKB) kB)")
             #expect(rig.daemon("alpha")?.isRunning == true)
         }
     }
