@@ -9,7 +9,7 @@
 #                              (as many home networks' second stack), Avahi on IPv6 only
 #   rig.sh exec RIG HOST CMD…  run CMD inside HOST (network, mounts, host name); it keeps this
 #                              script's pid, so `rig.sh exec … &` then `$!` is CMD's pid
-#   rig.sh avahi RIG HOST stop|start|restart
+#   rig.sh avahi RIG HOST stop|start|restart|crash   (crash: SIGKILL, then start again)
 #   rig.sh addr RIG HOST       print HOST's IPv4 address (on an IPv6-only link, its link-local one)
 #   rig.sh addr6 RIG HOST      print HOST's IPv6 link-local address, with its interface (fe80::…%eth0)
 #   rig.sh down RIG            stop everything and remove every namespace and file of RIG
@@ -74,11 +74,11 @@ start_avahi() {
 }
 
 stop_pid() {
-  local file=$1
+  local file=$1 signal=${2:-TERM}
   [[ -f $file ]] || return 0
   local pid; pid=$(cat "$file")
   if kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
+    kill -s "$signal" "$pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.02; done
     kill -9 "$pid" 2>/dev/null || true
   fi
@@ -163,7 +163,8 @@ avahi)
   stop) stop_pid "$root/$host/avahi.pid" ;;
   start) start_avahi "$host" ;;
   restart) stop_pid "$root/$host/avahi.pid"; start_avahi "$host" ;;
-  *) die "avahi stop|start|restart" ;;
+  crash) stop_pid "$root/$host/avahi.pid" KILL; start_avahi "$host" ;;  # no goodbye, then back
+  *) die "avahi stop|start|restart|crash" ;;
   esac
   ;;
 addr)

@@ -61,7 +61,8 @@ public enum PrivateFiles {
         let temp = "\(path).tmp-\(getpid())"
         let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
         guard fd >= 0 else {
-            throw DaemonError(.io, "cannot write \(temp)", cause: SystemCallError(call: "open", errno: errno))
+            let failure = SystemCallError(call: "open", errno: errno)
+            throw noSpace(failure, path) ?? DaemonError(.io, "cannot write \(temp)", cause: failure)
         }
         var failure: SystemCallError?
         var offset = 0
@@ -79,9 +80,18 @@ public enum PrivateFiles {
         if failure == nil, rename(temp, path) != 0 { failure = SystemCallError(call: "rename", errno: errno) }
         if let failure {
             unlink(temp)
-            throw DaemonError(.io, "cannot save \(path)", cause: failure)
+            throw noSpace(failure, path) ?? DaemonError(.io, "cannot save \(path)", cause: failure)
         }
         syncDirectory(of: path)
+    }
+
+    /// A full disk (or quota) said so, and that nothing was lost: the previous file is untouched.
+    private static func noSpace(_ failure: SystemCallError, _ path: String) -> DaemonError? {
+        guard failure.errno == ENOSPC || failure.errno == EDQUOT else { return nil }
+        return DaemonError(
+            .io,
+            "no space left on the disk that holds \(parentDirectory(of: path)) — nothing was changed there (the previous state stays); free some space and try again"
+        )
     }
 
     /// Makes a rename or unlink in `path`'s directory durable.
