@@ -61,22 +61,33 @@ class Pair:
         return r
 
     def start(self):
-        for host in self.hosts:
+        self.start_daemons(self.hosts)
+        self.ctl("alpha", "account", "create", "--device-name", "desk")
+        self.join("bravo", "alpha", name="laptop")
+        self.wait_until(lambda: any(p["reachable"] for p in self.peers("bravo")["peers"]), "the pair to connect")
+        self.wait_until(lambda: any(p["reachable"] for p in self.peers("alpha")["peers"]), "the pair to connect")
+
+    def start_daemons(self, hosts):
+        for host in hosts:
             log = open(os.path.join(self.dir, host + ".log"), "w")
             self.daemons[host] = subprocess.Popen(self.argv(host, [os.path.join(self.bindir, "handoffd")]), stdout=log, stderr=log)
-        for host in self.hosts:
+        for host in hosts:
             for _ in range(200):
                 if self.ctl(host, "status", check=False).returncode == 0:
                     break
                 time.sleep(0.05)
-        self.ctl("alpha", "account", "create", "--device-name", "desk")
-        invite = subprocess.Popen(self.argv("alpha", [os.path.join(self.bindir, "handoffctl"), "account", "invite"]),
+
+    def join(self, host, inviter, name=None, peer=None):
+        """`host` joins `inviter`'s account (found by its advert, or at `peer`)."""
+        invite = subprocess.Popen(self.argv(inviter, [os.path.join(self.bindir, "handoffctl"), "account", "invite"]),
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         code = invite.stdout.readline().strip()
-        self.ctl("bravo", "account", "join", code, "--device-name", "laptop")
+        args = ["account", "join", code, "--device-name", name or host] + (["--peer", peer] if peer else [])
+        self.ctl(host, *args)
         invite.wait(timeout=30)
-        self.wait_until(lambda: any(p["reachable"] for p in self.peers("bravo")["peers"]), "the pair to connect")
-        self.wait_until(lambda: any(p["reachable"] for p in self.peers("alpha")["peers"]), "the pair to connect")
+
+    def address(self, host):
+        return subprocess.run([RIG, "addr", self.rig, host], check=True, capture_output=True, text=True).stdout.strip()
 
     def peers(self, host):
         return json.loads(self.ctl(host, "peers", "--json").stdout)
