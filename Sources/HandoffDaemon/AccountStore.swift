@@ -44,6 +44,11 @@ actor AccountStore {
     /// Told when the account changes (created, joined, newer state): the advert depends on it.
     private var observer: (@Sendable () -> Void)?
 
+    /// Certificates are valid from this long before they are made: devices' clocks disagree, and
+    /// a wall clock may be set back (an NTP step, a dead RTC battery) — a device whose clock runs
+    /// up to two days behind still accepts a certificate made a moment ago.
+    static let clockSlackSeconds: Int64 = 2 * 86_400
+
     func observe(_ change: @escaping @Sendable () -> Void) {
         observer = change
     }
@@ -166,12 +171,12 @@ actor AccountStore {
         do {
             let rootKey = try SigningKey.generate()
             let root = try Certificate.makeAccountRoot(
-                key: rootKey, notBefore: now.adding(seconds: -3600), notAfter: now.adding(seconds: 86_400 * Self.rootCertificateDays)
+                key: rootKey, notBefore: now.adding(seconds: -Self.clockSlackSeconds), notAfter: now.adding(seconds: 86_400 * Self.rootCertificateDays)
             )
             let deviceKey = try SigningKey.generate()
             let certificate = try Certificate.issueDevice(
                 publicKey: deviceKey.publicKey, root: root, rootKey: rootKey,
-                notBefore: now.adding(seconds: -3600), notAfter: now.adding(seconds: 86_400 * Self.deviceCertificateDays)
+                notBefore: now.adding(seconds: -Self.clockSlackSeconds), notAfter: now.adding(seconds: 86_400 * Self.deviceCertificateDays)
             )
             let state = AccountState(
                 accountID: rootKey.id, name: accountName, version: 1, issuedAt: now,
@@ -243,7 +248,7 @@ actor AccountStore {
         do {
             let certificate = try Certificate.issueDevice(
                 publicKey: request.publicKey, root: m.root, rootKey: rootKey,
-                notBefore: now.adding(seconds: -3600), notAfter: now.adding(seconds: 86_400 * Self.deviceCertificateDays)
+                notBefore: now.adding(seconds: -Self.clockSlackSeconds), notAfter: now.adding(seconds: 86_400 * Self.deviceCertificateDays)
             )
             var next = m
             next.state = m.state.adding(.init(id: deviceID, name: name, addedAt: now), at: now)

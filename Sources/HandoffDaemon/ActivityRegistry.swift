@@ -206,13 +206,18 @@ public actor ActivityRegistry {
         }
     }
 
+    static let expiryCheckSeconds: Int64 = 15
+
     private func scheduleExpiry() {
         expiryTask?.cancel()
         expiryTask = nil
         guard let activity = current, let expiry = activity.expirationDate else { return }
         let id = activity.id
         expiryTask = Task { [weak self] in
-            let delay = Timestamp.now().microseconds(until: expiry)
+            // The sleep is monotonic and the expiry is wall-clock time: waking at least every
+            // `expiryCheckSeconds` notices a clock set forward past the expiry (one set back
+            // wakes early and sleeps again).
+            let delay = min(Timestamp.now().microseconds(until: expiry), Self.expiryCheckSeconds * 1_000_000)
             if delay > 0 {
                 try? await Task.sleep(for: .microseconds(delay))
             }

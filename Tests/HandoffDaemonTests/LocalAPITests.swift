@@ -143,10 +143,13 @@ import Testing
         let second = try await TestDaemon.start(directory: first.directory)
         #expect(try await second.client.currentActivity().activity == a)
         var brief = Self.content()
-        brief.expirationDate = Timestamp.now().adding(microseconds: 400_000)
+        // Room for a loaded machine to accept it before it expires; then the daemon is down
+        // until it has.
+        let expiry = Timestamp.now().adding(seconds: 3)
+        brief.expirationDate = expiry
         _ = try await second.client.becomeCurrent(PutCurrentActivityRequest(content: brief))
         try await second.stop()
-        try await Task.sleep(for: .milliseconds(500))
+        try await Task.sleep(for: .microseconds(max(0, Timestamp.now().microseconds(until: expiry)) + 200_000))
 
         let third = try await TestDaemon.start(directory: first.directory)
         do {

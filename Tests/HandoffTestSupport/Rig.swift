@@ -127,10 +127,13 @@ public final class Rig: @unchecked Sendable {
 
     /// Starts handoffd on `host` and waits until it answers.
     @discardableResult
-    public func startDaemon(_ host: String, arguments: [String] = []) async throws -> RunningProcess {
+    public func startDaemon(_ host: String, arguments: [String] = [], extraEnvironment: [String: String] = [:]) async throws -> RunningProcess {
         let process = try RunningProcess(
             Rig.script,
-            ["exec", name, host] + user.command([try user.product("handoffd"), "--log-level", "debug"] + arguments, environment: environment(host))
+            ["exec", name, host]
+                + user.command(
+                    [try user.product("handoffd"), "--log-level", "debug"] + arguments, environment: environment(host).merging(extraEnvironment) { $1 }
+                )
         )
         lock.withLock { daemons[host] = process }
         let deadline = ContinuousClock.now + .seconds(15)
