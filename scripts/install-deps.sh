@@ -7,7 +7,7 @@ set -euo pipefail
 
 build=(pkg-config libssl-dev libavahi-compat-libdnssd-dev)
 run=(avahi-daemon libnss-mdns dbus openssl)
-test=(curl util-linux iproute2 avahi-utils socat tcpdump procps strace systemd man-db python3 libfaketime)
+test=(curl util-linux iproute2 avahi-utils socat tcpdump procps strace systemd man-db python3)
 
 case "${1:-test}" in
   build) wanted=("${build[@]}") ;;

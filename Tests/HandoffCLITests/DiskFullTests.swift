@@ -13,6 +13,13 @@ import Testing
             Issue.record("needs root: it mounts a small tmpfs as the state directory (run `make test` as root)")
             return
         }
+        // A run that crashed left its tmpfs mounted: those go first.
+        let mounts = (try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? ""
+        for line in mounts.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count > 2, fields[0] == "tmpfs", fields[1].hasPrefix("/tmp/handoff-"), fields[1].hasSuffix("/.local/state") else { continue }
+            umount2(String(fields[1]), Int32(MNT_DETACH))
+        }
         let home = try DaemonHome()
         defer { home.remove() }
         let state = home.directory + "/.local/state"

@@ -147,7 +147,8 @@ import Testing
         // until it has.
         let expiry = Timestamp.now().adding(seconds: 3)
         brief.expirationDate = expiry
-        _ = try await second.client.becomeCurrent(PutCurrentActivityRequest(content: brief))
+        let made = try await second.client.becomeCurrent(PutCurrentActivityRequest(content: brief)).activity
+        #expect(try await second.client.currentActivity().activity.id == made.id, "still current when the daemon stops (else this tests nothing)")
         try await second.stop()
         try await Task.sleep(for: .microseconds(max(0, Timestamp.now().microseconds(until: expiry)) + 200_000))
 

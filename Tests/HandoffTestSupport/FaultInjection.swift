@@ -15,15 +15,40 @@ public struct FaultInjection: Sendable {
     /// Builds the library into `directory` (which the test user can read); the log goes to
     /// `logDirectory` (which the daemon's user can write).
     public static func build(in directory: String, logDirectory: String) async throws -> FaultInjection {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
-        let library = directory + "/faults.so"
-        let compiler = ["/usr/bin/cc", "/usr/bin/gcc", "/opt/swift/usr/bin/clang"].first { FileManager.default.isExecutableFile(atPath: $0) }
-        guard let compiler else { throw TestFailure("no C compiler (cc, gcc or the toolchain's clang) to build the fault library") }
-        let built = try await Subprocess.run(compiler, ["-shared", "-fPIC", "-O1", "-o", library, source, "-ldl", "-lpthread"])
-        guard built.status == 0 else { throw TestFailure("cannot build the fault library: \(built)") }
-        chmod(library, 0o755)
+        let library = try await Self.buildLibrary(source, named: "faults.so", in: directory)
         return FaultInjection(library: library, armFile: directory + "/armed", logFile: logDirectory + "/faults.log")
     }
+
+    /// Compiles a preload library from `source` into `directory` (which the test user can read).
+    static func buildLibrary(_ source: String, named name: String, in directory: String) async throws -> String {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        let library = directory + "/" + name
+        let compiler = ["/usr/bin/cc", "/usr/bin/gcc", "/opt/swift/usr/bin/clang"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let compiler else { throw TestFailure("no C compiler (cc, gcc or the toolchain's clang) to build \(name)") }
+        let built = try await Subprocess.run(compiler, ["-shared", "-fPIC", "-O1", "-o", library, source, "-ldl", "-lpthread"])
+        guard built.status == 0 else { throw TestFailure("cannot build \(name): \(built)") }
+        chmod(library, 0o755)
+        return library
+    }
+}
+
+/// A wall clock a test can move for one real handoffd (Faults/clock.c, preloaded): CLOCK_REALTIME
+/// only, as an NTP step or a user does — monotonic time, timers and sleeps are untouched.
+public struct WallClock: Sendable {
+    public static let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Faults/clock.c").path
+    public let library: String
+
+    public static func build(in directory: String) async throws -> WallClock {
+        WallClock(library: try await FaultInjection.buildLibrary(source, named: "clock.so", in: directory))
+    }
+
+    /// The daemon's extra environment: its wall clock is off by the seconds in `offsetFile`.
+    public func environment(offsetFile: String) -> [String: String] {
+        ["LD_PRELOAD": library, "HANDOFF_CLOCK_OFFSET_FILE": offsetFile]
+    }
+}
+
+extension FaultInjection {
 
     /// The daemon's extra environment: `setsockopt` and `accept` as "N:ERRNO,ERRNO…" (faults.c).
     public func environment(setsockopt: String? = nil, accept: String? = nil) -> [String: String] {
