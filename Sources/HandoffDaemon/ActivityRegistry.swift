@@ -206,7 +206,8 @@ public actor ActivityRegistry {
         }
     }
 
-    static let expiryCheckSeconds: Int64 = 15
+    /// At most one wake-up a minute (SPEC's idle budget) while an activity with an expiry is current.
+    static let expiryCheckSeconds: Int64 = 60
 
     private func scheduleExpiry() {
         expiryTask?.cancel()

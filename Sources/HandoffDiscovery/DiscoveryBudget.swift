@@ -25,8 +25,11 @@ struct DiscoveryBudget {
         /// change shows as the instance leaving and coming back (browse), which starts them again.
         var addressQueryLifetime: Duration = .seconds(10)
         /// An instance whose resolve or TXT query failed (a busy avahi-daemon) is tried again after
-        /// this: avahi does not report an instance again while it stays in its cache.
+        /// this, doubling for each failure in a row up to `longestRetry` (so that a record that
+        /// never resolves costs a wake-up every few minutes, not every 30 s): avahi does not
+        /// report an instance again while it stays in its cache.
         var retryAfter: Duration = .seconds(30)
+        var longestRetry: Duration = .seconds(960)
     }
 
     enum Action: Hashable {
@@ -56,6 +59,8 @@ struct DiscoveryBudget {
     /// Whose resolve failed or timed out, and when: resolved again after `retryAfter`, or when
     /// browsing reports them again.
     private var failed: [ServiceInstance: ContinuousClock.Instant] = [:]
+    /// Failures in a row, for the retry's backoff (forgotten once an instance resolves or goes).
+    private var failures: [ServiceInstance: Int] = [:]
     /// Resolved, not followed, and not remembered (beyond `maximumRemembered`): looked at again
     /// when the interest changes, like the remembered ones.
     private var dropped: Set<ServiceInstance> = []
@@ -95,6 +100,7 @@ struct DiscoveryBudget {
         remembered[instance] = nil
         dropped.remove(instance)
         failed[instance] = nil
+        failures[instance] = nil
         addressQueriesUntil[instance] = nil
         followedTXT[instance] = nil
         if followed.remove(instance) != nil {
@@ -107,6 +113,7 @@ struct DiscoveryBudget {
     /// Its resolve answered with `txt`; `interesting` says whether the TXT is one we follow.
     mutating func resolved(_ instance: ServiceInstance, txt: TXTRecord, interesting: Bool, now: ContinuousClock.Instant) -> [Action] {
         guard resolving.removeValue(forKey: instance) != nil else { return [] }
+        failures[instance] = nil
         var actions: [Action] = []
         if followed.contains(instance) {
             // Looked at again while followed (interest changes close together): nothing new.
@@ -124,8 +131,19 @@ struct DiscoveryBudget {
     /// Its resolve failed: it is tried again if browsing finds it again.
     mutating func resolveFailed(_ instance: ServiceInstance, now: ContinuousClock.Instant) -> [Action] {
         guard resolving.removeValue(forKey: instance) != nil else { return [] }
-        failed[instance] = now
+        fail(instance, now: now)
         return startResolves(now: now)
+    }
+
+    private mutating func fail(_ instance: ServiceInstance, now: ContinuousClock.Instant) {
+        failed[instance] = now
+        failures[instance, default: 0] += 1
+    }
+
+    /// When a failed instance is tried again.
+    private func retryAt(_ instance: ServiceInstance, failedAt: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        let doublings = min(max(0, failures[instance, default: 1] - 1), 10)
+        return failedAt + min(limits.retryAfter * (1 << doublings), limits.longestRetry)
     }
 
     /// The TXT query of a followed instance failed: it is no longer followed, and is looked at
@@ -134,7 +152,7 @@ struct DiscoveryBudget {
         guard followed.remove(instance) != nil else { return [] }
         followedTXT[instance] = nil
         addressQueriesUntil[instance] = nil
-        failed[instance] = now
+        fail(instance, now: now)
         return [.unfollow(instance)] + startResolves(now: now)
     }
 
@@ -168,10 +186,10 @@ struct DiscoveryBudget {
         var actions: [Action] = []
         for (instance, started) in resolving where now - started >= limits.resolveTimeout {
             resolving[instance] = nil
-            failed[instance] = now
+            fail(instance, now: now)
             actions.append(.cancelResolve(instance))
         }
-        for (instance, since) in failed where now - since >= limits.retryAfter {
+        for (instance, since) in failed where now >= retryAt(instance, failedAt: since) {
             failed[instance] = nil
             enqueue(instance)
         }
@@ -184,7 +202,7 @@ struct DiscoveryBudget {
 
     /// When `tick` next has something to do.
     var nextDeadline: ContinuousClock.Instant? {
-        (resolving.values.map { $0 + limits.resolveTimeout } + Array(addressQueriesUntil.values) + failed.values.map { $0 + limits.retryAfter }).min()
+        (resolving.values.map { $0 + limits.resolveTimeout } + Array(addressQueriesUntil.values) + failed.map { retryAt($0.key, failedAt: $0.value) }).min()
     }
 
     /// Whether `instance` was resolved and is not followed, for counting strangers.

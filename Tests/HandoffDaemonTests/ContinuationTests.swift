@@ -191,7 +191,8 @@ import Testing
         let started = ContinuousClock.now
         let response = try await b.client.continueActivity(ContinueRequest(peer: "desk"))
         #expect(response.activity.content.userInfo["text"] == .string("last"))
-        #expect(ContinuousClock.now - started < .seconds(3))
+        // The 1 s save window, not a request timeout (with room for a loaded machine).
+        #expect(ContinuousClock.now - started < .seconds(6))
         for d in [a, b] { try await d.finish() }
     }
 
