@@ -16,7 +16,7 @@ help:
 	@echo "make run      install missing packages, build, start Avahi if needed, run handoffd"
 	@echo "make test     install missing packages, build, run every test"
 	@echo "make build    debug build;  make release: release build"
-	@echo "make fuzz     long fuzzing of the activity decoder (FUZZ_SECONDS=$(FUZZ_SECONDS))"
+	@echo "make fuzz     long fuzzing of the model decoders (FUZZ_SECONDS=$(FUZZ_SECONDS) each)"
 	@echo "make bench    the benchmarks of docs/benchmarks.md (root: simulated hosts)"
 	@echo "make install  release build, then binaries, units, config, man pages, completions, firewall"
 	@echo "              definitions under DESTDIR/PREFIX (PREFIX=$(PREFIX)); make uninstall removes them"
@@ -48,14 +48,20 @@ test: deps-test
 	$(SWIFT) build --product generate-manual
 	$(SWIFT) test --skip-build
 
-# Millions of random and mutated encodings through the decoder: first the seeded generator of the
-# unit test in a release build, then libFuzzer (coverage-guided, with AddressSanitizer).
+# Millions of random and mutated encodings through the decoders: first the seeded generator of the
+# unit test in a release build, then libFuzzer (coverage-guided, with AddressSanitizer), each
+# target for FUZZ_SECONDS on its committed seed corpus (new finds go to .build/fuzz/corpus-NAME).
+FUZZ_TARGETS = activity-decoder:ActivityDecoderFuzzer:corpus advert-decoder:AdvertDecoderFuzzer:corpus-advert invite-code:InviteCodeFuzzer:corpus-invite
 fuzz: deps-build
 	HANDOFF_FUZZ_CASES=5000000 $(SWIFT) test -c release --filter DecoderFuzzTests
-	mkdir -p .build/fuzz fuzz-corpus
-	swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name HandoffFuzz \
-	    Sources/HandoffModel/*.swift fuzz/ActivityDecoderFuzzer.swift -o .build/fuzz/activity-decoder
-	.build/fuzz/activity-decoder -max_total_time=$(FUZZ_SECONDS) -max_len=4096 fuzz-corpus fuzz/corpus
+	mkdir -p .build/fuzz
+	set -e; for t in $(FUZZ_TARGETS); do \
+	  name=$${t%%:*}; rest=$${t#*:}; file=$${rest%%:*}; corpus=$${rest#*:}; \
+	  swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name HandoffFuzz \
+	    Sources/HandoffModel/*.swift fuzz/$$file.swift -o .build/fuzz/$$name; \
+	  mkdir -p .build/fuzz/corpus-$$name; \
+	  .build/fuzz/$$name -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 .build/fuzz/corpus-$$name fuzz/$$corpus; \
+	done
 
 # Tables for docs/benchmarks.md: release builds on two simulated hosts (root).
 bench: deps-test
