@@ -91,7 +91,7 @@ import Testing
         try await server.wait(for: "the stream server to attach") { $0.stderr.contains("attached") }
         try await waitUntilBravoSees(rig, title: "Big")
         let daemons = [try await daemonPID(rig, "alpha"), try await daemonPID(rig, "bravo")]
-        let before = daemons.map(rssKiB)
+        let before = daemons.map(ProcessUsage.residentKiB)
         let sampler = RSSSampler(daemons)
         let copy = rig.directory + "/copy.bin"
         let ctl = try rig.user.product("handoffctl")
@@ -207,14 +207,6 @@ import Testing
     }
 }
 
-/// Resident memory of a process, in KiB.
-func rssKiB(_ pid: pid_t) -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
-    else { return 0 }
-    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-}
-
 /// The peak RSS of some processes, sampled every 50 ms until stopped.
 final class RSSSampler: @unchecked Sendable {
     private let lock = NSLock()
@@ -223,10 +215,10 @@ final class RSSSampler: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
 
     init(_ pids: [pid_t]) {
-        peaks = pids.map(rssKiB)
+        peaks = pids.map(ProcessUsage.residentKiB)
         Thread.detachNewThread { [self] in
             while lock.withLock({ running }) {
-                let now = pids.map(rssKiB)
+                let now = pids.map(ProcessUsage.residentKiB)
                 lock.withLock { peaks = zip(peaks, now).map { max($0, $1) } }
                 usleep(50_000)
             }

@@ -33,13 +33,12 @@ import Testing
             // flood's median is compared with the quiet ones on both sides of it, and measured once
             // more if a busy moment may have caught it.
             var during = median(try await continueTimes(rig, count: 15))
-            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(alphaPID)/fd").count) ?? -1
-            let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(alphaPID)/task").count) ?? -1
+            let (fds, threads) = (ProcessUsage.descriptors(alphaPID), ProcessUsage.threads(alphaPID))
             if during > 2 * median(quiet) { during = min(during, median(try await continueTimes(rig, count: 15))) }
             let counts = flood.stop()
             // Alpha has let the strangers' connections go before the quiet after is measured.
             try await Rig.waitFor("alpha to close the strangers' connections", seconds: 30) {
-                ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(alphaPID)/fd").count) ?? 0) < 60
+                ProcessUsage.descriptors(alphaPID) < 60
             }
             let quietAfter = try await continueTimes(rig, count: 15)
 
@@ -77,8 +76,6 @@ import Testing
             // Descriptors, threads, resident memory (kB), and connections to alpha's system bus
             // (each avahi ref is one: dbus-daemon allows a user 256).
             let usage = { () async -> (fds: Int, threads: Int, rssKB: Int, bus: Int) in
-                let status = (try? String(contentsOfFile: "/proc/\(alphaPID)/status", encoding: .utf8)) ?? ""
-                let rss = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.flatMap { Int($0.split(separator: " ")[1]) } ?? -1
                 // dbus-daemon's own answers (busctl cannot tell the process without systemd).
                 let ask = "dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus"
                 let count = """
@@ -87,8 +84,7 @@ import Testing
                     done | wc -l
                     """
                 let bus = Int(((try? await rig.run("alpha", ["/bin/sh", "-c", count]))?.stdout ?? "").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
-                return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(alphaPID)/fd").count) ?? -1,
-                        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(alphaPID)/task").count) ?? -1, rss, bus)
+                return (ProcessUsage.descriptors(alphaPID), ProcessUsage.threads(alphaPID), ProcessUsage.residentKiB(alphaPID), bus)
             }
             let quiet = await usage()
 
