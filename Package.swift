@@ -111,7 +111,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HandoffEndToEndTests",
-            dependencies: ["HandoffTestSupport", "HandoffAPI", "HandoffModel"],
+            dependencies: ["HandoffTestSupport", "HandoffAPI", "HandoffModel", "HandoffTLS"],
             swiftSettings: strict
         ),
         .testTarget(

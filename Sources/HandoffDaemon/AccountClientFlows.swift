@@ -86,7 +86,7 @@ enum AccountJoiner {
             guard certificate.publicKey == key.publicKey, let state = AccountMaterial.verify(a.accountState, root: root),
                 state.device(key.id) != nil, a.accountSecret.count == 32
             else { throw bad }
-            let trust = try TrustPolicy(root: root)
+            let trust = try TrustPolicy(root: root, accountSecrets: [a.accountSecret])
             _ = try TLSContext.memberClient(identity: try DeviceIdentity(key: key, certificate: certificate), trust: trust)
             return AccountMaterial(
                 deviceName: deviceName,

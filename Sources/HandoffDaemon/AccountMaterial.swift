@@ -15,11 +15,13 @@ struct AccountMaterial: Sendable {
     var root: Certificate
     /// Only on the device that created the account: it alone can invite and remove devices.
     var rootKey: SigningKey?
-    /// Shared by the account's devices; keys advert sealing and account tags (never leaves TLS).
-    /// Replaced when a device is removed; the previous one is kept to recognise devices that have
-    /// not heard yet.
+    /// Shared by the account's devices; keys advert sealing, account tags and the PSK every member
+    /// connection opens with (never leaves TLS). Replaced when a device is removed; the previous one
+    /// is kept to recognise devices that have not heard yet.
     var accountSecret: [UInt8]
     var previousAccountSecret: [UInt8]?
+    /// The current secret, then the previous one if any.
+    var accountSecrets: [[UInt8]] { [accountSecret] + (previousAccountSecret.map { [$0] } ?? []) }
     var signedState: SignedAccountState
     var state: AccountState
     /// This device was removed from the account, as a member told it (signed by the root key).

@@ -132,7 +132,7 @@ actor AccountStore {
     /// has not heard of the latest removal is still recognised (and then told).
     var advertKeys: [AdvertKeys] {
         guard let m = material else { return [] }
-        return [AdvertKeys(accountSecret: m.accountSecret)] + (m.previousAccountSecret.map { [AdvertKeys(accountSecret: $0)] } ?? [])
+        return m.accountSecrets.map(AdvertKeys.init(accountSecret:))
     }
     var stateVersion: UInt64 { material?.state.version ?? 0 }
 
@@ -442,8 +442,9 @@ actor AccountStore {
         do {
             if let existing = security.contexts, existing.deviceID == next.deviceID, existing.trust.accountID == next.state.accountID {
                 existing.trust.setRevoked(revoked)
+                existing.trust.setAccountSecrets(next.accountSecrets)
             } else {
-                let trust = try TrustPolicy(root: next.root, revoked: revoked)
+                let trust = try TrustPolicy(root: next.root, accountSecrets: next.accountSecrets, revoked: revoked)
                 security.set(
                     PeerSecurity.Contexts(
                         server: try .memberServer(identity: next.identity, trust: trust, joins: invites),

@@ -11,30 +11,50 @@ enum PeerDialer {
 
     /// Connects and completes the TLS handshake. For member connections the other side may still
     /// refuse us afterwards (TLS 1.3); `MemberGreeting.asClient` waits for its hello to know.
+    ///
+    /// Right after a device removal the account has a new secret, and a device that has not heard
+    /// yet knows only the previous one: when the other device does not know our current secret's
+    /// key, we try once more with the previous secret (each side accepts both).
     static func connect(
         _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID? = nil, connectTimeout: TimeAmount = PeerDialer.connectTimeout
     ) async throws(LocalAPIError) -> (PeerLink, TLSPeer) {
-        let link: PeerLink
+        let generations = context.secretGenerations
+        var generation = 0
+        while true {
+            let secretGeneration = generation
+            let link = try await open(address, connectTimeout: connectTimeout) {
+                try TLSConnection(context: context, expectedPeer: expectedPeer, secretGeneration: secretGeneration)
+            }
+            do {
+                let done = try await link.completedHandshake()
+                return (link, done.peer)
+            } catch {
+                await link.discard()
+                if let tls = error as? TLSError, tls.code == .otherAccount, generation + 1 < generations {
+                    generation += 1
+                    continue
+                }
+                throw describe(error, address: address)
+            }
+        }
+    }
+
+    private static func open(
+        _ address: PeerAddress, connectTimeout: TimeAmount, connection: @escaping @Sendable () throws -> TLSConnection
+    ) async throws(LocalAPIError) -> PeerLink {
         do {
-            link = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(connectTimeout)
                 .connect(host: address.host, port: address.port) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try PeerPipeline.enableKeepalive(channel)
-                        return try PeerPipeline.configure(channel, connection: try TLSConnection(context: context, expectedPeer: expectedPeer))
+                        return try PeerPipeline.configure(channel, connection: try connection())
                     }
                 }
         } catch {
             throw LocalAPIError(
                 .unreachable, "cannot reach \(address): \(describeConnectError(error, timeout: connectTimeout)); is handoffd running there, and is its port open?"
             )
-        }
-        do {
-            let done = try await link.completedHandshake()
-            return (link, done.peer)
-        } catch {
-            await link.discard()
-            throw describe(error, address: address)
         }
     }
 

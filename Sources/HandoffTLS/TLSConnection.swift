@@ -15,17 +15,24 @@ public final class TLSConnection {
     let context: TLSContext
     private let expectedPeer: DeviceID?
 
-    /// Set by the verify callback: the first reason a certificate was refused.
-    private(set) var verifyFailure: TLSError?
-    /// Set by the verify callback once the leaf passed every check.
-    private(set) var verifiedPeer: DeviceID?
-    /// (Server, member protocol) the verified peer is a device the account removed.
-    private var verifiedPeerIsRemoved = false
-    /// (Server) the PSK identity a joiner offered, known or not.
-    var presentedPSKIdentity: [UInt8]?
-    /// (Server) the offered identity matched no invite.
-    var presentedUnknownPSK = false
+    /// (Client) the PSK this connection offers; its identity is handed to OpenSSL by pointer and
+    /// must outlive every handshake callback (FACTS.md), so it lives as long as the connection.
+    private(set) var pskOffer: (identity: UnsafeMutableBufferPointer<UInt8>, key: [UInt8])?
+    /// (Server) what the ClientHello offered and we know: a join code's or the account's key.
+    private var accepted: (identity: [UInt8], key: [UInt8], isJoin: Bool)?
+    /// The first reason we refused the peer during the TLS handshake (its ClientHello, or a
+    /// certificate a server should never show).
+    private var refusal: TLSError?
     private var peerSentEOF = false
+    private var phase = Phase.tls
+
+    private enum Phase {
+        /// OpenSSL's handshake.
+        case tls
+        /// Members: exchanging `DeviceProof` records; `received` holds what arrived so far.
+        case proving(received: [UInt8])
+        case done
+    }
 
     public private(set) var peer: TLSPeer?
     public private(set) var alpn: String?
@@ -48,8 +55,22 @@ public final class TLSConnection {
         case failed(TLSError)
     }
 
-    /// - Parameter expectedPeer: (client) the device id we meant to reach; anyone else is refused.
-    public init(context: TLSContext, expectedPeer: DeviceID? = nil) throws(TLSError) {
+    /// - Parameters:
+    ///   - expectedPeer: (client) the device id we meant to reach; anyone else is refused.
+    ///   - secretGeneration: (member client) which account secret keys the offer: 0, the current
+    ///     one; 1, the previous one (for a device that has not heard of the last removal).
+    public init(context: TLSContext, expectedPeer: DeviceID? = nil, secretGeneration: Int = 0) throws(TLSError) {
+        var key: [UInt8]?
+        var identity: [UInt8] = []
+        if context.role == .client, context.offersPSK {
+            if let join = context.joinPSK {
+                (identity, key) = (join.identity, join.key)
+            } else if let offer = context.trust?.offer(generation: secretGeneration) {
+                (identity, key) = (offer.identity, offer.key)
+            } else {
+                throw TLSError(.crypto, "no account secret of generation \(secretGeneration)")
+            }
+        }
         guard let ssl = SSL_new(context.ctx) else { throw OpenSSLErrors.failure("cannot create a TLS connection") }
         guard let r = BIO_new(BIO_s_mem()), let w = BIO_new(BIO_s_mem()) else {
             SSL_free(ssl)
@@ -62,6 +83,11 @@ public final class TLSConnection {
         self.writeBIO = w
         self.context = context
         self.expectedPeer = expectedPeer
+        if let key {
+            let storage = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: identity.count)
+            _ = storage.initialize(from: identity)
+            pskOffer = (storage, key)
+        }
         switch context.role {
         case .client: SSL_set_connect_state(ssl)
         case .server: SSL_set_accept_state(ssl)
@@ -72,6 +98,7 @@ public final class TLSConnection {
 
     deinit {
         SSL_free(ssl)
+        pskOffer?.identity.deallocate()
     }
 
     static func from(ssl: OpaquePointer) -> TLSConnection? {
@@ -117,132 +144,221 @@ public final class TLSConnection {
     public func handshake() -> HandshakeStatus {
         if let peer { return .complete(peer) }
         if let failure { return .failed(failure) }
-        let rc = SSL_do_handshake(ssl)
-        if rc == 1 { return finishHandshake() }
-        let error = SSL_get_error(ssl, rc)
-        if error == SSL_ERROR_WANT_READ && !peerSentEOF { return .inProgress }
-        if error == SSL_ERROR_WANT_WRITE { return .inProgress }
-        let classified = classifyFailure(sslError: error)
-        failure = classified
-        return .failed(classified)
+        switch phase {
+        case .tls:
+            let rc = SSL_do_handshake(ssl)
+            if rc == 1 { return finishTLS() }
+            let error = SSL_get_error(ssl, rc)
+            if error == SSL_ERROR_WANT_READ && !peerSentEOF { return .inProgress }
+            if error == SSL_ERROR_WANT_WRITE { return .inProgress }
+            let classified = classifyFailure(sslError: error)
+            failure = classified
+            return .failed(classified)
+        case .proving(let received):
+            return prove(received: received)
+        case .done:
+            return .inProgress
+        }
     }
 
-    /// The checks that can only be made once the handshake is over: how the peer authenticated
-    /// must match what it asked to do.
-    private func finishHandshake() -> HandshakeStatus {
+    /// OpenSSL's part is done: how the peer authenticated must match what it asked to do; a join is
+    /// then complete, a member connection goes on to the device proofs.
+    private func finishTLS() -> HandshakeStatus {
         var protocolName: UnsafePointer<UInt8>?
         var length: UInt32 = 0
         SSL_get0_alpn_selected(ssl, &protocolName, &length)
         alpn = protocolName.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self) }
-        let usedPSK = SSL_session_reused(ssl) == 1
+        guard SSL_session_reused(ssl) == 1 else {
+            return fail(TLSError(.otherAccount, "the other device did not use this account's key"))
+        }
+        let isJoin: Bool
+        switch context.role {
+        case .server:
+            guard let accepted else { return fail(TLSError(.other, "a pre-shared key nobody looked up")) }
+            isJoin = accepted.isJoin
+        case .client:
+            isJoin = context.joinPSK != nil
+        }
+        guard isJoin == (alpn == HandoffALPN.join), let alpn, HandoffALPN.all.contains(alpn) else {
+            return fail(TLSError(.applicationProtocol, isJoin ? "a join code was used outside a join" : "the peer does not speak \(HandoffALPN.member)"))
+        }
+        if isJoin {
+            let result: TLSPeer = context.role == .server ? .joiner(pskIdentity: accepted?.identity ?? []) : .inviter
+            return complete(result)
+        }
+        if context.role == .client, let failed = sendProof(role: .client) { return fail(failed) }
+        phase = .proving(received: [])
+        return prove(received: [])
+    }
 
-        let result: TLSPeer
-        switch (context.role, usedPSK) {
-        case (.server, true):
-            guard alpn == HandoffALPN.join, let identity = presentedPSKIdentity else {
-                return fail(TLSError(.applicationProtocol, "a pre-shared key was used outside a join"))
-            }
-            result = .joiner(pskIdentity: identity)
-        case (.client, true):
-            guard alpn == HandoffALPN.join, context.joinPSK != nil else {
-                return fail(TLSError(.applicationProtocol, "unexpected pre-shared key"))
-            }
-            result = .inviter
-        case (.client, false) where context.joinPSK != nil:
-            return fail(TLSError(.joinCodeRejected, "the other device did not accept the join code"))
-        case (_, false):
-            guard let alpn, HandoffALPN.certified.contains(alpn) else {
-                return fail(TLSError(.applicationProtocol, "the peer does not speak \(HandoffALPN.member)"))
-            }
-            guard let verifiedPeer, SSL_get_verify_result(ssl) == Int(X509_V_OK) else {
-                return fail(verifyFailure ?? TLSError(.noPeerCertificate, "the peer presented no certificate"))
-            }
-            if verifiedPeerIsRemoved {
-                // Only to be told so (PeerListener): nothing else is read or written.
-                guard context.role == .server, alpn == HandoffALPN.member else {
-                    return fail(TLSError(.revoked, "device \(verifiedPeer.short)… has been removed from the account"))
-                }
-                result = .removedMember(verifiedPeer)
+    /// Reads the other side's record, exactly — never past it, so that application data sent
+    /// right after stays for `read`.
+    private func prove(received start: [UInt8]) -> HandshakeStatus {
+        var received = start
+        while true {
+            let wanted: Int
+            if received.count < DeviceProof.headerLength {
+                wanted = DeviceProof.headerLength - received.count
             } else {
-                result = .member(verifiedPeer)
+                guard let (_, bodyLength) = DeviceProof.bodyLength(header: Array(received.prefix(DeviceProof.headerLength))) else {
+                    return refuse(TLSError(.malformed, "the peer sent something other than a device proof"))
+                }
+                let total = DeviceProof.headerLength + bodyLength
+                if received.count == total { break }
+                wanted = total - received.count
+            }
+            var chunk = [UInt8](repeating: 0, count: wanted)
+            var count = 0
+            let rc = chunk.withUnsafeMutableBytes { SSL_read_ex(ssl, $0.baseAddress, wanted, &count) }
+            if rc == 1 {
+                received += chunk.prefix(count)
+                continue
+            }
+            switch SSL_get_error(ssl, rc) {
+            case SSL_ERROR_WANT_READ where !peerSentEOF, SSL_ERROR_WANT_WRITE:
+                phase = .proving(received: received)
+                return .inProgress
+            case SSL_ERROR_ZERO_RETURN, SSL_ERROR_SYSCALL, SSL_ERROR_WANT_READ:
+                failure = TLSError(.truncated, "the connection ended before the other device proved which it is")
+                return .failed(failure!)
+            default:
+                let entries = OpenSSLErrors.drain()
+                if let alert = entries.first(where: { $0.reason >= SSL_AD_REASON_OFFSET && $0.reason < SSL_AD_REASON_OFFSET + 256 }) {
+                    failure = alertError(alert.reason - SSL_AD_REASON_OFFSET, detail: OpenSSLErrors.text(entries))
+                } else {
+                    failure = TLSError(.truncated, "the connection ended before the other device proved which it is", detail: OpenSSLErrors.text(entries))
+                }
+                return .failed(failure!)
             }
         }
+        let (kind, _) = DeviceProof.bodyLength(header: Array(received.prefix(DeviceProof.headerLength)))!
+        let body = Array(received.dropFirst(DeviceProof.headerLength))
+        phase = .done
+        if kind == .refusal {
+            return fail(context.role == .client ? DeviceProof.refusalError(body) : TLSError(.malformed, "the client refused before proving anything"))
+        }
+        return judgeProof(body)
+    }
+
+    private func judgeProof(_ body: [UInt8]) -> HandshakeStatus {
+        guard let trust = context.trust, let (der, signature) = DeviceProof.parseProof(body) else {
+            return refuse(TLSError(.malformed, "the peer's device proof is malformed"))
+        }
+        let judged = DeviceProof.judge(der: der, store: SSL_CTX_get_cert_store(context.ctx), trust: trust, expectedPeer: expectedPeer)
+        guard case .success(let (certificate, id, removed)) = judged else {
+            if case .failure(let error) = judged { return refuse(error) }
+            return refuse(TLSError(.other, "unreachable"))
+        }
+        let theirRole: DeviceProof.Role = context.role == .server ? .client : .server
+        guard let exporter = exporter(), let key = certificate.publicKey,
+            SigningKey.verify(signature: signature, message: DeviceProof.message(role: theirRole, exporter: exporter), publicKey: key)
+        else {
+            return refuse(TLSError(.wrongDeviceID, "the peer's device proof is not signed by its certificate's key"))
+        }
+        if removed {
+            // A server lets a removed device of its account through on the member protocol, only
+            // so that it can be told it was removed (PeerListener); nothing else is read or written.
+            guard context.role == .server, alpn == HandoffALPN.member else {
+                return refuse(TLSError(.revoked, "device \(id.short)… has been removed from the account"))
+            }
+        }
+        if context.role == .server, let failed = sendProof(role: .server) { return fail(failed) }
+        return complete(removed ? .removedMember(id) : .member(id))
+    }
+
+    private func sendProof(role: DeviceProof.Role) -> TLSError? {
+        guard let identity = context.identity, let exporter = exporter() else {
+            return TLSError(.crypto, "cannot make a device proof")
+        }
+        do throws(TLSError) {
+            let record = try DeviceProof.proof(identity: identity, role: role, exporter: exporter).bytes
+            return record.withUnsafeBytes { encrypt($0) }
+        } catch {
+            return error
+        }
+    }
+
+    /// 32 bytes of this connection's keying material (RFC 8446 §7.5), for the device proofs.
+    private func exporter() -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: 32)
+        let label = Array(DeviceProof.exporterLabel.utf8)
+        let ok = label.withUnsafeBufferPointer { l in
+            SSL_export_keying_material(ssl, &out, out.count, l.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) }, l.count, nil, 0, 0)
+        }
+        return ok == 1 ? out : nil
+    }
+
+    private func complete(_ result: TLSPeer) -> HandshakeStatus {
+        phase = .done
         peer = result
         return .complete(result)
+    }
+
+    /// A server tells a member why it refused it (the client already proved the account key);
+    /// a client just hangs up.
+    private func refuse(_ error: TLSError) -> HandshakeStatus {
+        if context.role == .server { _ = DeviceProof.refusal(error.code).bytes.withUnsafeBytes { encrypt($0) } }
+        return fail(error)
     }
 
     private func fail(_ error: TLSError) -> HandshakeStatus {
         // Tell the peer, in TLS terms, before we hang up.
         SSL_shutdown(ssl)
+        _ = OpenSSLErrors.drain()
+        phase = .done
         failure = error
         return .failed(error)
     }
 
-    /// Called by OpenSSL for each certificate of the peer's chain (root last, leaf at depth 0).
-    func verify(preverifyOK: Bool, store: OpaquePointer) -> Bool {
-        guard verifyFailure == nil else { return false }
-        if context.joinPSK != nil {
-            // A joiner cannot judge certificates yet: only the code authenticates the inviter.
-            verifyFailure = TLSError(.joinCodeRejected, "the other device did not accept the join code")
-            return false
-        }
-        guard let trust = context.trust else { return false }
-        let depth = X509_STORE_CTX_get_error_depth(store)
-        if !preverifyOK {
-            let code = X509_STORE_CTX_get_error(store)
-            let text = String(cString: X509_verify_cert_error_string(Int(code)))
-            switch code {
-            case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
-                verifyFailure = TLSError(.selfSigned, "the peer's certificate is self-signed, not issued by this account", detail: text)
-            case X509_V_ERR_CERT_HAS_EXPIRED, X509_V_ERR_CERT_NOT_YET_VALID:
-                verifyFailure = TLSError(.expired, "the peer's certificate is expired or not yet valid", detail: text)
-            default:
-                verifyFailure = TLSError(.otherAccount, "the peer's certificate was not issued by this account", detail: text)
-            }
-            return false
-        }
-        guard depth == 0, let leaf = X509_STORE_CTX_get_current_cert(store) else { return true }
+    // MARK: Callbacks' part
 
-        X509_up_ref(leaf)  // the Certificate frees this reference; the store keeps its own
-        let certificate = Certificate(owning: leaf)
-        guard X509_check_ca(leaf) == 0 else {
-            verifyFailure = TLSError(.otherAccount, "the peer presented a CA certificate instead of a device certificate")
-            X509_STORE_CTX_set_error(store, X509_V_ERR_INVALID_CA)
-            return false
-        }
-        guard let id = certificate.keyID, certificate.commonName == id.text else {
-            verifyFailure = TLSError(.wrongDeviceID, "the peer's certificate names a device id that is not its key's")
-            X509_STORE_CTX_set_error(store, X509_V_ERR_APPLICATION_VERIFICATION)
-            return false
-        }
-        if let expectedPeer, id != expectedPeer {
-            verifyFailure = TLSError(.wrongDeviceID, "the peer is device \(id.short)…, not the \(expectedPeer.short)… it advertised")
-            X509_STORE_CTX_set_error(store, X509_V_ERR_APPLICATION_VERIFICATION)
-            return false
-        }
-        if trust.isRevoked(id) {
-            // A server lets a removed device of its account finish the member handshake, and
-            // only so that it can be told it was removed (`TLSPeer.removedMember`); the ALPN is
-            // checked once the handshake is done. Everyone else refuses it here.
-            guard context.role == .server else {
-                verifyFailure = TLSError(.revoked, "device \(id.short)… has been removed from the account")
-                X509_STORE_CTX_set_error(store, X509_V_ERR_CERT_REVOKED)
-                return false
+    /// (Server) what the ClientHello offered: a join code's PSK, or one made from one of our
+    /// account secrets. Anything else is refused before OpenSSL answers.
+    func accept(_ decision: ClientHelloCheck.Decision) -> Result<Void, HelloRefusal> {
+        if accepted != nil { return .success(()) }  // the second ClientHello after a retry request
+        switch decision {
+        case .refused(let code, let alert, let message):
+            refusal = TLSError(code, message)
+            return .failure(HelloRefusal(alert: alert))
+        case .offered(let identity):
+            if identity.count == JoinPSK.identityLength, let key = context.joinLookup?.psk(forIdentity: identity) {
+                accepted = (identity, key, true)
+            } else if identity.count == AccountKeys.identityLength, let key = context.trust?.psk(forMemberIdentity: identity) {
+                accepted = (identity, key, false)
+            } else if identity.count == JoinPSK.identityLength {
+                refusal = TLSError(.joinCodeRejected, "a device offered a join code that no invite here matches")
+                return .failure(HelloRefusal(alert: SSL_AD_UNKNOWN_PSK_IDENTITY))
+            } else {
+                refusal = TLSError(.otherAccount, "the peer does not hold this account's key (another account, or a device that missed a removal)")
+                return .failure(HelloRefusal(alert: SSL_AD_UNKNOWN_PSK_IDENTITY))
             }
-            verifiedPeerIsRemoved = true
+            return .success(())
         }
-        verifiedPeer = id
-        return true
+    }
+
+    struct HelloRefusal: Error {
+        var alert: Int32
+    }
+
+    func acceptedKey(forIdentity identity: [UInt8]) -> [UInt8]? {
+        guard let accepted, accepted.identity == identity else { return nil }
+        return accepted.key
+    }
+
+    /// (Client) our servers never show a certificate: one that does is not a device of ours.
+    func refuseServerCertificate() {
+        guard refusal == nil else { return }
+        refusal =
+            context.joinPSK != nil
+            ? TLSError(.joinCodeRejected, "the other device did not accept the join code")
+            : TLSError(.otherAccount, "the other device showed a certificate instead of using this account's key")
     }
 
     /// Turns OpenSSL's reasons into ours, preferring what our own verification recorded.
     private func classifyFailure(sslError: Int32) -> TLSError {
         let entries = OpenSSLErrors.drain()
         let detail = OpenSSLErrors.text(entries)
-        if let verifyFailure { return TLSError(verifyFailure.code, verifyFailure.message, detail: detail) }
-        if presentedUnknownPSK {
-            return TLSError(.joinCodeRejected, "a device offered a join code that no invite here matches", detail: detail)
-        }
+        if let refusal { return TLSError(refusal.code, refusal.message, detail: detail) }
         if sslError == SSL_ERROR_SYSCALL || sslError == SSL_ERROR_ZERO_RETURN || (peerSentEOF && entries.isEmpty) {
             return TLSError(.truncated, "the connection ended during the TLS handshake", detail: detail)
         }
@@ -257,7 +373,7 @@ public final class TLSConnection {
             case SSL_R_NO_APPLICATION_PROTOCOL, SSL_AD_REASON_OFFSET + SSL_AD_NO_APPLICATION_PROTOCOL:
                 return TLSError(.applicationProtocol, "the peer does not speak \(HandoffALPN.member)", detail: detail)
             case (SSL_AD_REASON_OFFSET)..<(SSL_AD_REASON_OFFSET + 256):
-                return Self.alertError(e.reason - SSL_AD_REASON_OFFSET, detail: detail)
+                return alertError(e.reason - SSL_AD_REASON_OFFSET, detail: detail)
             default:
                 continue
             }
@@ -288,7 +404,7 @@ public final class TLSConnection {
         default:
             let entries = OpenSSLErrors.drain()
             if let alert = entries.first(where: { $0.reason >= SSL_AD_REASON_OFFSET && $0.reason < SSL_AD_REASON_OFFSET + 256 }) {
-                return .failed(Self.alertError(alert.reason - SSL_AD_REASON_OFFSET, detail: OpenSSLErrors.text(entries)))
+                return .failed(alertError(alert.reason - SSL_AD_REASON_OFFSET, detail: OpenSSLErrors.text(entries)))
             }
             return .failed(TLSError(.malformed, "the TLS stream is corrupt", detail: OpenSSLErrors.text(entries)))
         }
@@ -296,9 +412,14 @@ public final class TLSConnection {
 
     /// What an alert from the other side means. access_denied before any handshake is handoffd
     /// refusing our address for now (PeerListener's RefusalAlert).
-    static func alertError(_ alert: Int32, detail: String?) -> TLSError {
+    func alertError(_ alert: Int32, detail: String?) -> TLSError {
         if alert == SSL_AD_ACCESS_DENIED {
             return TLSError(.tooManyAttempts, "the other device refuses this address for now: too many attempts from it", detail: detail)
+        }
+        if alert == SSL_AD_UNKNOWN_PSK_IDENTITY {
+            if context.joinPSK != nil { return TLSError(.joinCodeRejected, "the other device did not accept the join code", detail: detail) }
+            // (Or one of the two missed a device removal: PeerDialer then tries the previous secret.)
+            return TLSError(.otherAccount, "it does not hold this account's key", detail: detail)
         }
         let text = String(cString: SSL_alert_desc_string_long(alert))
         return TLSError(.refusedByPeer, "the other device refused the connection (\(text))", detail: detail)

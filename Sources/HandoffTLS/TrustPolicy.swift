@@ -1,19 +1,24 @@
 import HandoffModel
 import Synchronization
 
-/// What a device trusts: certificates chaining to its account's root, minus the revoked devices.
-/// Shared by every connection of a context; the revocation list changes while the daemon runs
+/// What a device trusts: certificates chaining to its account's root, minus the revoked devices,
+/// presented inside a TLS channel keyed from the account secret (`AccountKeys`). Shared by every
+/// connection of a context; the revocation list and the secrets change while the daemon runs
 /// (`devices remove`, or a newer account state from a peer).
 public final class TrustPolicy: Sendable {
     public let root: Certificate
     public let accountID: DeviceID
     private let revoked: Mutex<Set<DeviceID>>
+    /// The current secret's keys first, then the previous secret's (docs/security.md).
+    private let accountKeys: Mutex<[AccountKeys]>
 
-    public init(root: Certificate, revoked: Set<DeviceID> = []) throws(TLSError) {
+    public init(root: Certificate, accountSecrets: [[UInt8]], revoked: Set<DeviceID> = []) throws(TLSError) {
         guard let id = root.keyID else { throw TLSError(.crypto, "the account root certificate has no Ed25519 key") }
+        guard !accountSecrets.isEmpty else { throw TLSError(.crypto, "an account needs a secret") }
         self.root = root
         self.accountID = id
         self.revoked = Mutex(revoked)
+        self.accountKeys = Mutex(accountSecrets.map(AccountKeys.init(accountSecret:)))
     }
 
     public func setRevoked(_ ids: Set<DeviceID>) {
@@ -22,6 +27,67 @@ public final class TrustPolicy: Sendable {
 
     public func isRevoked(_ id: DeviceID) -> Bool {
         revoked.withLock { $0.contains(id) }
+    }
+
+    /// The current account secret first, then the previous one (kept until the next removal).
+    public func setAccountSecrets(_ secrets: [[UInt8]]) {
+        guard !secrets.isEmpty else { return }
+        accountKeys.withLock { $0 = secrets.map(AccountKeys.init(accountSecret:)) }
+    }
+
+    /// How many secrets a client may try: 2 when a previous one is kept.
+    public var secretGenerations: Int { accountKeys.withLock { $0.count } }
+
+    /// (Client) a fresh PSK offer under the secret of `generation` (0 = current).
+    func offer(generation: Int) -> AccountKeys.Offer? {
+        accountKeys.withLock { keys in generation < keys.count ? keys[generation].offer() : nil }
+    }
+
+    /// (Server) the key for an identity one of our secrets made, or nil.
+    func psk(forMemberIdentity identity: [UInt8]) -> [UInt8]? {
+        accountKeys.withLock { keys in keys.lazy.compactMap { $0.psk(forIdentity: identity) }.first }
+    }
+}
+
+/// What a device derives from an account secret to open a TLS connection that only members can
+/// complete: an external PSK, new for every connection, so that nothing in a ClientHello stays the
+/// same from one connection to the next. The identity (sent in clear) is `salt ‖ HMAC(identityKey,
+/// salt)[0..<16]` with a random 16-byte salt; the key is HKDF(secret, salt). A server recognises its
+/// own account's identities by recomputing the HMAC; anyone else sees 32 random bytes.
+public struct AccountKeys: Sendable {
+    public static let identityLength = 32
+    static let saltLength = 16
+
+    struct Offer: Equatable {
+        var identity: [UInt8]
+        var key: [UInt8]
+    }
+
+    private let identityKey: [UInt8]
+    private let secret: [UInt8]
+
+    public init(accountSecret: [UInt8]) {
+        secret = accountSecret
+        identityKey = Crypto.hkdf(secret: accountSecret, info: Array("handoff member psk identity v1".utf8), length: 32)
+    }
+
+    func offer(salt: [UInt8] = Crypto.randomBytes(AccountKeys.saltLength)) -> Offer {
+        Offer(identity: salt + tag(salt), key: key(salt))
+    }
+
+    func psk(forIdentity identity: [UInt8]) -> [UInt8]? {
+        guard identity.count == Self.identityLength else { return nil }
+        let salt = Array(identity.prefix(Self.saltLength))
+        guard Crypto.constantTimeEqual(Array(identity.suffix(from: Self.saltLength)), tag(salt)) else { return nil }
+        return key(salt)
+    }
+
+    private func tag(_ salt: [UInt8]) -> [UInt8] {
+        Array(Crypto.hmacSHA256(key: identityKey, salt).prefix(Self.identityLength - Self.saltLength))
+    }
+
+    private func key(_ salt: [UInt8]) -> [UInt8] {
+        Crypto.hkdf(secret: secret, salt: salt, info: Array("handoff member psk v1".utf8), length: 32)
     }
 }
 
@@ -44,25 +110,25 @@ public struct DeviceIdentity: Sendable {
 /// The pre-shared key a join code stands for. The identity is sent in the clear in the ClientHello,
 /// so it is derived one-way from the code; the key never leaves either device.
 public struct JoinPSK: Sendable, Equatable {
+    static let identityLength = 16
     public let identity: [UInt8]
     public let key: [UInt8]
 
     public init(code: InviteCode) {
-        identity = Array(Crypto.hmacSHA256(key: code.secret, Array("handoff join identity v1".utf8)).prefix(16))
+        identity = Array(Crypto.hmacSHA256(key: code.secret, Array("handoff join identity v1".utf8)).prefix(Self.identityLength))
         key = Crypto.hkdf(secret: code.secret, info: Array("handoff join psk v1".utf8), length: 32)
     }
 }
 
 /// The server side's view of pending invitations, consulted during the handshake.
 public protocol JoinPSKLookup: Sendable {
-    /// The key for a presented identity, or nil (then the handshake continues as a member handshake
-    /// and a joiner without a certificate is refused).
+    /// The key for a presented identity, or nil (then the joiner is refused with unknown_psk_identity).
     func psk(forIdentity identity: [UInt8]) -> [UInt8]?
 }
 
 /// Who is on the other end once the handshake is done.
 public enum TLSPeer: Sendable, Equatable {
-    /// A verified, non-revoked device of our account.
+    /// A device of our account (it proved the account key, then its certificate), not revoked.
     case member(DeviceID)
     /// (Server, member protocol) a verified device of our account that the account removed: it
     /// gets the removal notice and nothing else.
@@ -81,6 +147,5 @@ public enum HandoffALPN {
     public static let stream = "handoff-stream/1"
     public static let join = "handoff-join/1"
 
-    /// Protocols authenticated by account certificates.
-    static let certified: Set<String> = [member, stream]
+    static let all: Set<String> = [member, stream, join]
 }

@@ -76,6 +76,28 @@ import Testing
         try await a.finish()
     }
 
+    /// B was off while C was removed, so it holds only the account's previous secret: A still
+    /// reaches it (its current key is unknown there, then the previous one works), B learns the
+    /// removal and the new secret, and from then on both use the new one.
+    @Test func aDeviceThatMissedARemovalStillMeetsTheOthers() async throws {
+        let (a, b) = try await AccountTests.pair()
+        let c = try await TestDaemon.start()
+        let (code, updates) = try await AccountTests.invite(a)
+        let phone = try await AccountTests.join(c, a, code: code, name: "phone")
+        _ = try await updates.next()
+        try await b.stop()
+        _ = try await a.client.removeDevice("phone")
+
+        let back = try await TestDaemon.start(directory: b.directory)
+        #expect(try await back.client.devices().revoked.isEmpty, "not heard yet")
+        _ = try await a.client.sync(SyncRequest(peer: back.peerAddress))
+        try await Rig.waitFor("B to learn the removal") { try await back.client.devices().revoked.contains { $0.id == phone.deviceID } }
+        _ = try await back.client.sync(SyncRequest(peer: a.peerAddress))
+        // C holds the previous secret too, but not a certificate the others accept any more.
+        await expectFailure(.revoked) { _ = try await c.client.sync(SyncRequest(peer: back.peerAddress)) }
+        for d in [a, back, c] { try await d.finish() }
+    }
+
     /// Leaving tells the device holding the account key, which removes the leaver ("left");
     /// the key holder itself leaves only last, or when forced.
     @Test func leavingTellsTheKeyHolder() async throws {

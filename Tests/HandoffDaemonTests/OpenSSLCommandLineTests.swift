@@ -37,37 +37,53 @@ import Testing
             #expect(r.status == 0, "\(args): \(r)")
         }
 
-        let noCertificate = try await sClient(port, ["-tls1_3"])
-        #expect(noCertificate.stdout.isEmpty, "no application data")
-        #expect(noCertificate.stderr.contains("alert certificate required"), "\(noCertificate.stderr)")
+        // A stock client: an alert at its ClientHello, and never a certificate.
+        let noKey = try await sClient(port, ["-tls1_3"])
+        #expect(noKey.stdout.isEmpty, "no application data")
+        #expect(noKey.stderr.contains("alert handshake failure"), "\(noKey.stderr)")
+        let transcript = try await Subprocess.run("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_3", "-msg", "-showcerts"])
+        let received = transcript.stdout.split(separator: "\n").filter { $0.hasPrefix("<<<") }
+        #expect(!received.isEmpty, "\(transcript)")
+        #expect(!received.contains { $0.contains("Certificate") || $0.contains("ServerHello") }, "\(received)")
 
         let foreign = try await sClient(port, ["-tls1_3", "-cert", files.path("leaf.crt"), "-key", files.path("leaf.key")])
         #expect(foreign.stdout.isEmpty, "no application data")
-        #expect(foreign.stderr.contains("alert unknown ca"), "\(foreign.stderr)")
+        #expect(foreign.stderr.contains("alert handshake failure"), "\(foreign.stderr)")
 
         let old = try await sClient(port, ["-tls1_2"])
         #expect(old.stdout.isEmpty, "no application data")
         #expect(old.stderr.contains("alert protocol version"), "\(old.stderr)")
 
-        // The control: a genuine member certificate, issued here from the account root, gets the
-        // server's hello — so the checks above would see application data if there were any.
+        // The control: the account's key, derived here from the secret as docs/security.md says,
+        // gets through the TLS handshake — so the checks above would see application data if
+        // there were any — and then no further than a refusal without a device proof.
         let account = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: a.stateDirectory + "/account"))) as! [String: Any]
-        let rootKey = try SigningKey(privateKeyPEM: Array((account["rootKey"] as! String).utf8))
-        let root = try Certificate(pem: Array((account["rootCertificate"] as! String).utf8))
-        let memberKey = try SigningKey.generate()
-        let member = try Certificate.issueDevice(
-            publicKey: memberKey.publicKey, root: root, rootKey: rootKey,
-            notBefore: .now().adding(seconds: -60), notAfter: .now().adding(seconds: 3600)
+        let secret = Array(Data(base64Encoded: account["accountSecret"] as! String)!)
+        let (identity, key) = Self.memberPSK(secret: secret)
+        let hex = key.map { String(format: "%02x", $0) }.joined()
+        let genuine = try await Subprocess.run(
+            "/usr/bin/openssl",
+            ["s_client", "-connect", "127.0.0.1:\(port)", "-quiet", "-tls1_3", "-alpn", "handoff/1", "-psk_identity", identity, "-psk", hex],
+            stdin: Data("not a device proof\n".utf8)
         )
-        try files.write("member.key", try memberKey.privateKeyPEM())
-        try files.write("member.crt", member.pem)
-        let genuine = try await sClient(port, ["-tls1_3", "-alpn", "handoff/1", "-cert", files.path("member.crt"), "-key", files.path("member.key")])
-        #expect(!genuine.stdout.isEmpty, "a member is greeted: \(genuine)")
-        #expect(genuine.stdout.utf8.first == 1, "the first frame is a hello")
+        #expect(Array(genuine.stdout.utf8) == [2, 0, 9] + Array("malformed".utf8), "refused inside the channel: \(genuine)")
 
-        // Without our ALPN even a member is not spoken to.
-        let noALPN = try await sClient(port, ["-tls1_3", "-cert", files.path("member.crt"), "-key", files.path("member.key")])
-        #expect(noALPN.stdout.isEmpty)
+        // A wrong key is an unknown identity.
+        let wrong = try await sClient(port, ["-tls1_3", "-alpn", "handoff/1", "-psk_identity", identity, "-psk", String(hex.reversed())])
+        #expect(wrong.stdout.isEmpty)
+        #expect(wrong.stderr.contains("alert"), "\(wrong.stderr)")
         try await a.finish()
+    }
+
+    /// A member PSK offer (docs/security.md, "Every connection between devices") whose identity
+    /// is valid UTF-8 without NUL, so that it can be an argument of `openssl s_client`.
+    static func memberPSK(secret: [UInt8]) -> (identity: String, key: [UInt8]) {
+        let identityKey = Crypto.hkdf(secret: secret, info: Array("handoff member psk identity v1".utf8), length: 32)
+        while true {
+            let salt = (0..<16).map { _ in UInt8.random(in: 0x21...0x7E) }
+            let tag = Array(Crypto.hmacSHA256(key: identityKey, salt).prefix(16))
+            guard !tag.contains(0), let text = String(validating: salt + tag, as: UTF8.self) else { continue }
+            return (text, Crypto.hkdf(secret: secret, salt: salt, info: Array("handoff member psk v1".utf8), length: 32))
+        }
     }
 }

@@ -8,12 +8,20 @@ import Testing
 struct TestAccount {
     let rootKey: SigningKey
     let root: Certificate
+    let secret: [UInt8]
     let trust: TrustPolicy
 
     init() throws {
         rootKey = try SigningKey.generate()
         root = try Certificate.makeAccountRoot(key: rootKey, notBefore: .now().adding(seconds: -60), notAfter: .now().adding(seconds: 86_400 * 365))
-        trust = try TrustPolicy(root: root)
+        secret = Crypto.randomBytes(32)
+        trust = try TrustPolicy(root: root, accountSecrets: [secret])
+    }
+
+    /// The same account as another device sees it, holding other secrets (one that missed, or
+    /// learned first of, a removal).
+    func trust(secrets: [[UInt8]]) throws -> TrustPolicy {
+        try TrustPolicy(root: root, accountSecrets: secrets)
     }
 
     func device(notBefore: Timestamp = .now().adding(seconds: -60), notAfter: Timestamp = .now().adding(seconds: 86_400)) throws
@@ -78,11 +86,11 @@ func failureCode(_ status: TLSConnection.HandshakeStatus) -> TLSError.Code? {
     return nil
 }
 
-/// What the client reads after its handshake "completed": in TLS 1.3 the server judges the client
-/// certificate after the client is done, so a refusal arrives as an alert on the first read.
-func clientsFirstRead(_ client: TLSConnection, _ server: TLSConnection) -> TLSConnection.ReadStatus {
-    client.receive(server.takeCiphertext())
-    return client.read().0
+/// Byte strings of `length` that both `a` and `b` contain.
+func commonStrings(_ a: [UInt8], _ b: [UInt8], length: Int = 8) -> Set<[UInt8]> {
+    guard a.count >= length, b.count >= length else { return [] }
+    let windows = Set((0...(a.count - length)).map { Array(a[$0..<($0 + length)]) })
+    return Set((0...(b.count - length)).map { Array(b[$0..<($0 + length)]) }).intersection(windows)
 }
 
 @Suite(.timeLimit(.minutes(3))) struct TLSHandshakeTests {
@@ -155,34 +163,104 @@ func clientsFirstRead(_ client: TLSConnection, _ server: TLSConnection) -> TLSCo
         #expect(error.code == .truncated)
     }
 
-    @Test func noClientCertificateIsRefused() throws {
+    /// A stock TLS client (no PSK) is turned away at its ClientHello: the server's answer is an
+    /// alert, with no certificate and no id in it.
+    @Test func aClientWithoutTheAccountKeyLearnsNothing() throws {
         let account = try TestAccount()
-        let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
-        let client = try TLSConnection(context: .testClient(identity: nil, trust: account.trust))
-        let (_, s) = pump(client, server)
-        #expect(failureCode(s) == .noPeerCertificate)
-        guard case .failed(let e) = clientsFirstRead(client, server) else { Issue.record("client was not told"); return }
-        #expect(e.code == .refusedByPeer)
+        let a = try account.device()
+        let server = try TLSConnection(context: .memberServer(identity: a, trust: account.trust))
+        let client = try TLSConnection(context: .testClient(identity: try account.device(), trust: account.trust, offersPSK: false))
+        _ = client.handshake()
+        server.receive(client.takeCiphertext())
+        #expect(failureCode(server.handshake()) == .otherAccount)
+        let answer = server.takeCiphertext()
+        #expect(answer.count < 16, "an alert, nothing more: \(answer.count) bytes")
+        #expect(commonStrings(answer, a.certificate.der).isEmpty)
+        #expect(commonStrings(answer, account.root.der).isEmpty)
+        client.receive(answer)
+        #expect(failureCode(client.handshake()) == .refusedByPeer)
+    }
+
+    /// Two connections from the same device share no 8-byte string in their ClientHellos that a
+    /// ClientHello of another account's device does not also have (protocol constants).
+    @Test func nothingInAClientHelloStaysTheSame() throws {
+        let account = try TestAccount()
+        let other = try TestAccount()
+        let device = try account.device()
+        func hello(_ identity: DeviceIdentity, _ trust: TrustPolicy) throws -> [UInt8] {
+            let client = try TLSConnection(context: .memberClient(identity: identity, trust: trust))
+            _ = client.handshake()
+            return client.takeCiphertext()
+        }
+        let first = try hello(device, account.trust)
+        let second = try hello(device, account.trust)
+        let stranger = try hello(try other.device(), other.trust)
+        let stable = commonStrings(first, second).subtracting(commonStrings(first, stranger))
+        #expect(stable.isEmpty, "\(stable.count) strings only this device's hellos share")
+        #expect(commonStrings(first, device.certificate.der).isEmpty)
     }
 
     @Test func aSelfSignedClientIsRefused() throws {
         let account = try TestAccount()
         let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
         let client = try TLSConnection(context: .testClient(identity: try TestAccount.selfSignedDevice(), trust: account.trust))
-        #expect(failureCode(pump(client, server).server) == .selfSigned)
+        let (c, s) = pump(client, server)
+        #expect(failureCode(s) == .selfSigned)
+        #expect(failureCode(c) == .refusedByPeer, "the client is told: \(c)")
     }
 
     @Test func aDeviceOfAnotherAccountIsRefusedByEitherSide() throws {
         let mine = try TestAccount()
         let theirs = try TestAccount()
+        // Their device, with their account's key: refused at the ClientHello.
         let server = try TLSConnection(context: .memberServer(identity: try mine.device(), trust: mine.trust))
-        let client = try TLSConnection(context: .testClient(identity: try theirs.device(), trust: mine.trust))
-        #expect(failureCode(pump(client, server).server) == .otherAccount)
+        let client = try TLSConnection(context: .memberClient(identity: try theirs.device(), trust: theirs.trust))
+        let (c, s) = pump(client, server)
+        #expect(failureCode(s) == .otherAccount)
+        #expect(failureCode(c) == .otherAccount)
 
-        // A client of our account dialling a server of another one refuses the server.
-        let foreignServer = try TLSConnection(context: .memberServer(identity: try theirs.device(), trust: theirs.trust))
+        // Our key but their certificate (a secret leaked to another account): refused by the proof.
+        let server2 = try TLSConnection(context: .memberServer(identity: try mine.device(), trust: mine.trust))
+        let client2 = try TLSConnection(context: .testClient(identity: try theirs.device(), trust: mine.trust))
+        #expect(failureCode(pump(client2, server2).server) == .otherAccount)
+
+        // The other way round: that server judges our client's certificate first and says so.
+        let foreignServer = try TLSConnection(context: .memberServer(identity: try theirs.device(), trust: theirs.trust(secrets: [mine.secret])))
         let ourClient = try TLSConnection(context: .memberClient(identity: try mine.device(), trust: mine.trust))
-        #expect(failureCode(pump(ourClient, foreignServer).client) == .otherAccount)
+        let (c3, s3) = pump(ourClient, foreignServer)
+        #expect(failureCode(s3) == .otherAccount)
+        #expect(failureCode(c3) == .refusedByPeer)
+    }
+
+    /// Right after a removal the account has a new secret; a device that has not heard yet holds
+    /// only the previous one. Each side accepts both; a client offers the one the other side knows.
+    @Test func devicesOneSecretApartStillMeet() throws {
+        let account = try TestAccount()
+        let newSecret = Crypto.randomBytes(32)
+        let updated = try account.trust(secrets: [newSecret, account.secret])
+        let behind = account.trust
+        let a = try account.device()
+        let b = try account.device()
+
+        // The device that is behind dials the updated one: its (only) secret is the previous one there.
+        let (c1, s1) = pump(
+            try TLSConnection(context: .memberClient(identity: b, trust: behind)),
+            try TLSConnection(context: .memberServer(identity: a, trust: updated)))
+        #expect(c1 == .complete(.member(a.id)))
+        #expect(s1 == .complete(.member(b.id)))
+
+        // The updated device dials the one that is behind: its current secret is unknown there…
+        let (c2, s2) = pump(
+            try TLSConnection(context: .memberClient(identity: a, trust: updated)),
+            try TLSConnection(context: .memberServer(identity: b, trust: behind)))
+        #expect(failureCode(c2) == .otherAccount)
+        #expect(failureCode(s2) == .otherAccount)
+        // …and the previous one works (what PeerDialer does next).
+        let (c3, _) = pump(
+            try TLSConnection(context: .memberClient(identity: a, trust: updated), secretGeneration: 1),
+            try TLSConnection(context: .memberServer(identity: b, trust: behind)))
+        #expect(c3 == .complete(.member(b.id)))
+        #expect(try TLSContext.memberClient(identity: a, trust: updated).secretGenerations == 2)
     }
 
     /// A removed device gets through the member handshake only as `removedMember`, so that the
@@ -200,7 +278,9 @@ func clientsFirstRead(_ client: TLSConnection, _ server: TLSConnection) -> TLSCo
 
         let streamServer = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
         let streamClient = try TLSConnection(context: .memberClient(identity: b, trust: account.trust, alpn: HandoffALPN.stream))
-        #expect(failureCode(pump(streamClient, streamServer).server) == .revoked)
+        let (sc, ss) = pump(streamClient, streamServer)
+        #expect(failureCode(ss) == .revoked)
+        #expect(failureCode(sc) == .revoked, "the removed device is told why: \(sc)")
 
         // A member dialling the removed device refuses it.
         let removedServer = try TLSConnection(context: .memberServer(identity: b, trust: account.trust))
@@ -213,7 +293,10 @@ func clientsFirstRead(_ client: TLSConnection, _ server: TLSConnection) -> TLSCo
         let old = try account.device(notBefore: .now().adding(seconds: -7200), notAfter: .now().adding(seconds: -3600))
         let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust))
         let client = try TLSConnection(context: .memberClient(identity: old, trust: account.trust))
-        #expect(failureCode(pump(client, server).server) == .expired)
+        let (c, s) = pump(client, server)
+        #expect(failureCode(s) == .expired)
+        #expect(failureCode(c) == .refusedByPeer)
+        if case .failed(let e) = c { #expect(e.message.contains("expired")) }
     }
 
     @Test func wrongDeviceIDsAreRefused() throws {
@@ -284,8 +367,8 @@ func clientsFirstRead(_ client: TLSConnection, _ server: TLSConnection) -> TLSCo
         }
     }
 
-    @Test func aMemberClientCannotUseAJoinPSKToSkipCertificates() throws {
-        // A member-protocol ALPN with a PSK is refused: PSKs are for joins only.
+    @Test func aJoinCodeOpensNothingButAJoin() throws {
+        // A join code's PSK with the member protocol is refused: it would skip the device proofs.
         let account = try TestAccount()
         let psk = JoinPSK(code: InviteCode(secret: Crypto.randomBytes(16)))
         let server = try TLSConnection(context: .memberServer(identity: try account.device(), trust: account.trust, joins: StaticInvites(psk: psk)))
