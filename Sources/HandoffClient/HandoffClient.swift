@@ -275,3 +275,18 @@ enum PathEscaping {
         return out
     }
 }
+
+extension HandoffClient {
+    /// Reads an event-stream answer — status line, headers, then NDJSON lines (chunked or not) —
+    /// from a descriptor already connected to whatever sends it, as `events()` does from handoffd;
+    /// returns how many events decoded before the end or the first error. For the fuzz harness
+    /// (`make fuzz`), which feeds recorded and mutated answers through a socket pair.
+    package static func readEventStream(connected fd: Int32, maximumEvents: Int) -> Int {
+        let connection = UnixHTTPConnection(connected: fd, name: "fuzz")
+        guard let (status, headers) = try? connection.readHead(), status == 200 else { return 0 }
+        let events = NDJSONSubscription<LocalEvent>(connection: connection, chunked: headers.contains { $0.0 == "transfer-encoding" })
+        var count = 0
+        while count < maximumEvents, (try? events.next()) != nil { count += 1 }
+        return count
+    }
+}

@@ -28,6 +28,12 @@ final class UnixHTTPConnection {
         }
     }
 
+    /// Over a descriptor someone else connected (`HandoffClient.readEventStream`); closed with us.
+    init(connected fd: Int32, name: String) {
+        self.socketPath = name
+        self.fd = fd
+    }
+
     deinit {
         close(fd)
     }

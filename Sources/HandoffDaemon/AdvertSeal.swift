@@ -9,11 +9,11 @@ import HandoffTLS
 
 /// The keys an account's devices derive from the account secret to recognise each other on the
 /// network. Strangers, lacking the secret, see only noise.
-struct AdvertKeys: Sendable, Equatable {
+package struct AdvertKeys: Sendable, Equatable {
     let seal: [UInt8]
     let tag: [UInt8]
 
-    init(accountSecret: [UInt8]) {
+    package init(accountSecret: [UInt8]) {
         seal = Crypto.hkdf(secret: accountSecret, info: Array("handoff advert seal v1".utf8), length: 32)
         tag = Crypto.hkdf(secret: accountSecret, info: Array("handoff advert tag v1".utf8), length: 32)
     }
@@ -28,7 +28,7 @@ struct AdvertKeys: Sendable, Equatable {
 ///
 /// The salt is new at every rotation, so the tag — like the random instance name — never stays
 /// the same across one. The seal's associated data binds it to the tag it travels with.
-enum AdvertSeal {
+package enum AdvertSeal {
     static let maximumTXTBytes = 1300
     static let chunk = 200
     static let protocolVersion = "1"
@@ -82,7 +82,7 @@ enum AdvertSeal {
 
     /// The advert, if the record is one of our account's (any of `keys`); nil for strangers,
     /// forgeries and garbage alike — and nothing is done on their account.
-    static func open(_ txt: TXTRecord, keys: [AdvertKeys], instanceName: String) -> Advert? {
+    package static func open(_ txt: TXTRecord, keys: [AdvertKeys], instanceName: String) -> Advert? {
         guard txt.string("v") == protocolVersion, let tagText = txt.string("t"), let tag = fromBase64url(tagText), tag.count == 16 else {
             return nil
         }
@@ -108,7 +108,7 @@ enum AdvertSeal {
     }
 
     /// Whether the record looks like handoff's (version present), whoever it belongs to.
-    static func isHandoff(_ txt: TXTRecord) -> Bool {
+    package static func isHandoff(_ txt: TXTRecord) -> Bool {
         txt.string("v") != nil && txt.string("t") != nil
     }
 
@@ -117,7 +117,7 @@ enum AdvertSeal {
         Array(Crypto.hmacSHA256(key: code.secret, Array("handoff join advert v1".utf8)).prefix(12))
     }
 
-    static func joinTag(of txt: TXTRecord) -> [UInt8]? {
+    package static func joinTag(of txt: TXTRecord) -> [UInt8]? {
         txt.string("j").flatMap(fromBase64url)
     }
 

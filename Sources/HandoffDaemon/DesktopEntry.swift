@@ -1,12 +1,12 @@
 /// The parts of a freedesktop.org `.desktop` file handoff uses: an application's name and `Exec`
 /// line, and the activity types it continues (`X-Handoff-ActivityTypes=a;b;`, the Linux analogue
 /// of `NSUserActivityTypes` in an app's Info.plist).
-struct DesktopEntry: Sendable, Equatable {
+package struct DesktopEntry: Sendable, Equatable {
     /// The desktop file id: its path below `applications/`, with `/` turned into `-`.
     var id: String
     var path: String
     var name: String
-    var exec: String?
+    package var exec: String?
     var icon: String?
     var tryExec: String?
     var activityTypes: [String]
@@ -17,7 +17,7 @@ struct DesktopEntry: Sendable, Equatable {
     static let activityTypesKey = "X-Handoff-ActivityTypes"
 
     /// Reads the `[Desktop Entry]` group; nil when there is none.
-    init?(id: String, path: String, text: String) {
+    package init?(id: String, path: String, text: String) {
         var values: [String: String] = [:]
         var inEntry = false
         var sawEntry = false
@@ -97,14 +97,14 @@ struct DesktopEntry: Sendable, Equatable {
 /// A command line as `.desktop` `Exec` keys (and handoffd.toml's `browser` and `[handlers]`) write
 /// it: arguments separated by spaces, double quotes around arguments with spaces, and inside quotes
 /// `\"`, `` \` ``, `\$` and `\\`. Never given to a shell.
-struct ExecLine: Sendable, Equatable {
-    struct SyntaxError: Error, Equatable, CustomStringConvertible {
-        var description: String
+package struct ExecLine: Sendable, Equatable {
+    package struct SyntaxError: Error, Equatable, CustomStringConvertible {
+        package var description: String
     }
 
     var arguments: [String]
 
-    init(parsing text: String) throws(SyntaxError) {
+    package init(parsing text: String) throws(SyntaxError) {
         var arguments: [String] = []
         var current = ""
         var inArgument = false

@@ -30,7 +30,7 @@ enum PeerDialer {
                 return (link, done.peer)
             } catch {
                 await link.discard()
-                if let tls = error as? TLSError, tls.code == .otherAccount, generation + 1 < generations {
+                if let tls = error as? TLSError, tls.code == .accountKeyUnknown, generation + 1 < generations {
                     generation += 1
                     continue
                 }
@@ -87,7 +87,7 @@ enum PeerDialer {
             return LocalAPIError(.refused, "\(address) refused this device: it is not a member of that device's account (\(tls.message))")
         case .revoked:
             return LocalAPIError(.revoked, "\(address) has been removed from this account")
-        case .otherAccount, .selfSigned, .noPeerCertificate, .wrongDeviceID, .expired:
+        case .otherAccount, .accountKeyUnknown, .selfSigned, .noPeerCertificate, .wrongDeviceID, .expired:
             return LocalAPIError(.refused, "\(address) is not a device of this account: \(tls.message)")
         case .protocolVersion, .applicationProtocol, .malformed:
             return LocalAPIError(.versionMismatch, "\(address) does not speak the handoff protocol (\(tls.message))")

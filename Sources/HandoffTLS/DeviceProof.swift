@@ -76,7 +76,8 @@ enum DeviceProof {
     static func refusalError(_ body: [UInt8]) -> TLSError {
         let code = TLSError.Code(rawValue: String(decoding: body.prefix(64), as: UTF8.self)) ?? .refusedByPeer
         switch code {
-        case .revoked: return TLSError(.revoked, "the other device refused this one: it has been removed from the account")
+        // (Not `.revoked`: on a client that code means the *other* device was removed.)
+        case .revoked: return TLSError(.refusedByPeer, "the other device refused this one (certificate revoked: it has been removed from the account)")
         case .expired: return TLSError(.refusedByPeer, "the other device refused this one: its certificate is expired or not yet valid (are both clocks right?)")
         default: return TLSError(.refusedByPeer, "the other device refused this one (\(code.rawValue))")
         }

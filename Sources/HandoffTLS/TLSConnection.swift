@@ -325,12 +325,15 @@ public final class TLSConnection {
                 accepted = (identity, key, true)
             } else if identity.count == AccountKeys.identityLength, let key = context.trust?.psk(forMemberIdentity: identity) {
                 accepted = (identity, key, false)
-            } else if identity.count == JoinPSK.identityLength {
-                refusal = TLSError(.joinCodeRejected, "a device offered a join code that no invite here matches")
-                return .failure(HelloRefusal(alert: SSL_AD_UNKNOWN_PSK_IDENTITY))
             } else {
-                refusal = TLSError(.otherAccount, "the peer does not hold this account's key (another account, or a device that missed a removal)")
-                return .failure(HelloRefusal(alert: SSL_AD_UNKNOWN_PSK_IDENTITY))
+                // Answered like a known identity whose key is wrong: a random key fails the
+                // binder (decrypt_error), so whoever replays a captured identity with a made-up
+                // binder cannot tell this account's devices from anyone else's.
+                refusal =
+                    identity.count == JoinPSK.identityLength
+                    ? TLSError(.joinCodeRejected, "a device offered a join code that no invite here matches")
+                    : TLSError(.otherAccount, "the peer does not hold this account's key (another account, or a device that missed a removal)")
+                accepted = (identity, Crypto.randomBytes(32), identity.count == JoinPSK.identityLength)
             }
             return .success(())
         }
@@ -416,10 +419,13 @@ public final class TLSConnection {
         if alert == SSL_AD_ACCESS_DENIED {
             return TLSError(.tooManyAttempts, "the other device refuses this address for now: too many attempts from it", detail: detail)
         }
-        if alert == SSL_AD_UNKNOWN_PSK_IDENTITY {
+        // A server answers an identity none of its secrets made exactly as a known one with a
+        // wrong key: the binder fails (see `accept`), which OpenSSL 3.0 reports with
+        // illegal_parameter or decrypt_error. Before the handshake is done, any of these means the
+        // key we offered is not one it holds.
+        if peer == nil, [SSL_AD_UNKNOWN_PSK_IDENTITY, SSL_AD_DECRYPT_ERROR, SSL_AD_ILLEGAL_PARAMETER].contains(alert) {
             if context.joinPSK != nil { return TLSError(.joinCodeRejected, "the other device did not accept the join code", detail: detail) }
-            // (Or one of the two missed a device removal: PeerDialer then tries the previous secret.)
-            return TLSError(.otherAccount, "it does not hold this account's key", detail: detail)
+            return TLSError(.accountKeyUnknown, "it does not hold this account's key", detail: detail)
         }
         let text = String(cString: SSL_alert_desc_string_long(alert))
         return TLSError(.refusedByPeer, "the other device refused the connection (\(text))", detail: detail)

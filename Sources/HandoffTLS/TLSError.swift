@@ -8,8 +8,12 @@ public struct TLSError: Error, Sendable, Equatable, CustomStringConvertible {
         case noPeerCertificate = "no_peer_certificate"
         /// The peer's certificate signs itself instead of chaining to our account root.
         case selfSigned = "self_signed"
-        /// The peer's certificate chains to some other root: another account.
+        /// The peer's certificate chains to some other root: another account (or, as a server,
+        /// the client offered no key of this account).
         case otherAccount = "other_account"
+        /// (Client) the other device does not know the account key we offered: another account's,
+        /// or one that has not heard of the last removal yet (`PeerDialer` then tries the previous).
+        case accountKeyUnknown = "account_key_unknown"
         /// The peer's device is on the account's revocation list.
         case revoked = "revoked"
         /// The peer's certificate has expired (or is not valid yet).

@@ -68,11 +68,23 @@ import Testing
         )
         #expect(Array(genuine.stdout.utf8) == [2, 0, 9] + Array("malformed".utf8), "refused inside the channel: \(genuine)")
 
-        // A wrong key is an unknown identity.
+        // A known identity with a wrong key, and an identity no secret of this account made, get
+        // the same answer: replaying a captured identity tells nobody whose it is.
         let wrong = try await sClient(port, ["-tls1_3", "-alpn", "handoff/1", "-psk_identity", identity, "-psk", String(hex.reversed())])
         #expect(wrong.stdout.isEmpty)
         #expect(wrong.stderr.contains("alert"), "\(wrong.stderr)")
+        let (otherIdentity, otherKey) = Self.memberPSK(secret: Crypto.randomBytes(32))
+        let unknown = try await sClient(
+            port, ["-tls1_3", "-alpn", "handoff/1", "-psk_identity", otherIdentity, "-psk", otherKey.map { String(format: "%02x", $0) }.joined()])
+        #expect(unknown.stdout.isEmpty)
+        #expect(unknown.stderr.contains("alert"), "\(unknown.stderr)")
+        #expect(Self.alert(wrong.stderr) == Self.alert(unknown.stderr), "the same alert either way")
         try await a.finish()
+    }
+
+    /// The alert s_client reports ("… alert decrypt error …").
+    static func alert(_ stderr: String) -> String? {
+        stderr.split(separator: "\n").lazy.compactMap { line in line.range(of: "alert ").map { String(line[$0.upperBound...].prefix { $0 != ":" }) } }.first
     }
 
     /// A member PSK offer (docs/security.md, "Every connection between devices") whose identity
