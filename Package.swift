@@ -71,6 +71,21 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Every decoder of outside input under one fuzz harness: `make fuzz` (long runs) and
+        // `make fuzz-smoke` (a few seconds each, part of `make test`) build it with libFuzzer.
+        .systemLibrary(name: "CHandoffFuzz", path: "fuzz/CHandoffFuzz"),
+        .executableTarget(
+            name: "handoff-fuzz",
+            dependencies: [
+                "CHandoffFuzz", "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffDiscovery",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "fuzz/Harness",
+            swiftSettings: strict
+        ),
+
         .executableTarget(
             name: "handoffd",
             dependencies: [
