@@ -9,7 +9,7 @@ stranger's connection to the device), it collects what the device sent: every TC
 its mDNS packets the records about `_handoff._tcp` — not Avahi's own host records (A/AAAA, the
 reverse names, the SRV target), which name the host by design. It prints, one per line in hex,
 every 8-byte string found in what the device sent in *every* round that does not also appear in
-the reference: what another account's device sent on the same link, and `--reference-bytes`
+the reference, nor is 7 bytes of it (a constant next to a random byte): what another account's device sent on the same link, and `--reference-bytes`
 (e.g. a handshake between two devices of an unrelated account) — strings every handoff device
 sends are protocol constants, not identifiers. Nothing printed: nothing stable. Exit status 0
 either way; 2 on unreadable input.
@@ -154,11 +154,11 @@ def received_in_transcript(path):
     return pieces
 
 
-def windows(pieces):
+def windows(pieces, width=WINDOW):
     out = set()
     for piece in pieces:
-        for i in range(len(piece) - WINDOW + 1):
-            out.add(bytes(piece[i:i + WINDOW]))
+        for i in range(len(piece) - width + 1):
+            out.add(bytes(piece[i:i + width]))
     return out
 
 
@@ -189,7 +189,10 @@ def main():
     common = windows(rounds[0])
     for pieces in rounds[1:]:
         common &= windows(pieces)
-    stable = sorted(common - windows(reference))
+    # A protocol constant next to one random byte (a ServerHello's key share ends right before the
+    # pre_shared_key extension) matches across rounds once in 256: 7 of its 8 bytes are constant.
+    constant = windows(reference, WINDOW - 1)
+    stable = sorted(s for s in common - windows(reference) if s[:-1] not in constant and s[1:] not in constant)
     sizes = ", ".join(str(sum(len(p) for p in pieces)) for pieces in rounds)
     print(f"# rounds: {len(rounds)}; bytes the device sent per round: {sizes}; stable 8-byte strings: {len(stable)}", file=sys.stderr)
     for s in stable:

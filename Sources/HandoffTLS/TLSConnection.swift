@@ -218,17 +218,16 @@ public final class TLSConnection {
             case SSL_ERROR_WANT_READ where !peerSentEOF, SSL_ERROR_WANT_WRITE:
                 phase = .proving(received: received)
                 return .inProgress
-            case SSL_ERROR_ZERO_RETURN, SSL_ERROR_SYSCALL, SSL_ERROR_WANT_READ:
-                failure = TLSError(.truncated, "the connection ended before the other device proved which it is")
-                return .failed(failure!)
             default:
+                // The peer hung up, or sent an alert, before its proof was whole.
                 let entries = OpenSSLErrors.drain()
-                if let alert = entries.first(where: { $0.reason >= SSL_AD_REASON_OFFSET && $0.reason < SSL_AD_REASON_OFFSET + 256 }) {
-                    failure = alertError(alert.reason - SSL_AD_REASON_OFFSET, detail: OpenSSLErrors.text(entries))
-                } else {
-                    failure = TLSError(.truncated, "the connection ended before the other device proved which it is", detail: OpenSSLErrors.text(entries))
-                }
-                return .failed(failure!)
+                let detail = OpenSSLErrors.text(entries)
+                let ended =
+                    OpenSSLErrors.receivedAlert(entries).map { alertError($0, detail: detail) }
+                    ?? TLSError(.truncated, "the connection ended before the other device proved which it is", detail: detail)
+                phase = .done
+                failure = ended
+                return .failed(ended)
             }
         }
         let (kind, _) = DeviceProof.bodyLength(header: Array(received.prefix(DeviceProof.headerLength)))!
@@ -244,10 +243,12 @@ public final class TLSConnection {
         guard let trust = context.trust, let (der, signature) = DeviceProof.parseProof(body) else {
             return refuse(TLSError(.malformed, "the peer's device proof is malformed"))
         }
-        let judged = DeviceProof.judge(der: der, store: SSL_CTX_get_cert_store(context.ctx), trust: trust, expectedPeer: expectedPeer)
-        guard case .success(let (certificate, id, removed)) = judged else {
-            if case .failure(let error) = judged { return refuse(error) }
-            return refuse(TLSError(.other, "unreachable"))
+        let certificate: Certificate
+        let id: DeviceID
+        let removed: Bool
+        switch DeviceProof.judge(der: der, store: SSL_CTX_get_cert_store(context.ctx), trust: trust, expectedPeer: expectedPeer) {
+        case .success(let judged): (certificate, id, removed) = judged
+        case .failure(let error): return refuse(error)
         }
         let theirRole: DeviceProof.Role = context.role == .server ? .client : .server
         guard let exporter = exporter(), let key = certificate.publicKey,
@@ -406,8 +407,8 @@ public final class TLSConnection {
             return .failed(TLSError(.truncated, "the connection ended without a TLS close_notify", detail: OpenSSLErrors.text(OpenSSLErrors.drain())))
         default:
             let entries = OpenSSLErrors.drain()
-            if let alert = entries.first(where: { $0.reason >= SSL_AD_REASON_OFFSET && $0.reason < SSL_AD_REASON_OFFSET + 256 }) {
-                return .failed(alertError(alert.reason - SSL_AD_REASON_OFFSET, detail: OpenSSLErrors.text(entries)))
+            if let alert = OpenSSLErrors.receivedAlert(entries) {
+                return .failed(alertError(alert, detail: OpenSSLErrors.text(entries)))
             }
             return .failed(TLSError(.malformed, "the TLS stream is corrupt", detail: OpenSSLErrors.text(entries)))
         }

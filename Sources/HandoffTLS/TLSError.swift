@@ -82,6 +82,11 @@ enum OpenSSLErrors {
         return entries
     }
 
+    /// The alert the other side sent, when one of the entries reports it.
+    static func receivedAlert(_ entries: [Entry]) -> Int32? {
+        entries.first { $0.reason >= SSL_AD_REASON_OFFSET && $0.reason < SSL_AD_REASON_OFFSET + 256 }.map { $0.reason - SSL_AD_REASON_OFFSET }
+    }
+
     static func text(_ entries: [Entry]) -> String {
         entries.map(\.text).joined(separator: "; ")
     }

@@ -20,14 +20,20 @@ import Testing
         try await joiner.client.joinAccount(JoinAccountRequest(code: code, peer: inviter.peerAddress, deviceName: name))
     }
 
+    /// A new daemon, joined to `inviter`'s account as `name`, once the inviter saw it join.
+    static func joinNew(_ inviter: TestDaemon, name: String) async throws -> (TestDaemon, AccountInfo) {
+        let joiner = try await TestDaemon.start()
+        let (code, updates) = try await invite(inviter)
+        let info = try await join(joiner, inviter, code: code, name: name)
+        _ = try await updates.next()
+        return (joiner, info)
+    }
+
     /// A with an account, B joined to it.
     static func pair() async throws -> (TestDaemon, TestDaemon) {
         let a = try await TestDaemon.start()
         _ = try await a.client.createAccount(CreateAccountRequest(name: "Ana's devices", deviceName: "desk"))
-        let b = try await TestDaemon.start()
-        let (code, updates) = try await invite(a)
-        _ = try await join(b, a, code: code, name: "laptop")
-        _ = try await updates.next()
+        let (b, _) = try await joinNew(a, name: "laptop")
         return (a, b)
     }
 
@@ -142,10 +148,7 @@ import Testing
 
     @Test func aRevocationSpreadsThroughAnyDeviceThatKnowsIt() async throws {
         let (a, b) = try await Self.pair()
-        let c = try await TestDaemon.start()
-        let (code, updates) = try await Self.invite(a)
-        let cInfo = try await Self.join(c, a, code: code, name: "phone")
-        _ = try await updates.next()
+        let (c, cInfo) = try await Self.joinNew(a, name: "phone")
         // B learns about C only by talking to A.
         #expect(try await b.client.sync(SyncRequest(peer: a.peerAddress)).updated)
         #expect(try await c.client.sync(SyncRequest(peer: b.peerAddress)).peerName == "laptop", "B accepts C")

@@ -46,10 +46,7 @@ import Testing
     /// restart. Then it leaves, and joins again as a new device.
     @Test func aRemovedDeviceLearnsAtItsNextContactThenRejoins() async throws {
         let (a, _) = try await AccountTests.pair()
-        let c = try await TestDaemon.start()
-        let (code, updates) = try await AccountTests.invite(a)
-        let joined = try await AccountTests.join(c, a, code: code, name: "phone")
-        _ = try await updates.next()
+        let (c, joined) = try await AccountTests.joinNew(a, name: "phone")
         try await c.stop()
         _ = try await a.client.removeDevice("phone")
 
@@ -81,10 +78,7 @@ import Testing
     /// removal and the new secret, and from then on both use the new one.
     @Test func aDeviceThatMissedARemovalStillMeetsTheOthers() async throws {
         let (a, b) = try await AccountTests.pair()
-        let c = try await TestDaemon.start()
-        let (code, updates) = try await AccountTests.invite(a)
-        let phone = try await AccountTests.join(c, a, code: code, name: "phone")
-        _ = try await updates.next()
+        let (c, phone) = try await AccountTests.joinNew(a, name: "phone")
         try await b.stop()
         _ = try await a.client.removeDevice("phone")
 
