@@ -47,7 +47,11 @@ run: deps-run build
 test: deps-test
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) build --product generate-manual
-	$(SWIFT) test --skip-build
+	@# The failures again at the end, where a log cut to its last lines still shows them.
+	{ $(SWIFT) test --skip-build; echo $$? > .build/test-status; } 2>&1 | tee .build/test.log; \
+	status=$$(cat .build/test-status); \
+	if [ "$$status" != 0 ]; then echo "== what failed (all of it in .build/test.log):"; grep -E "✘|error:" .build/test.log | head -60; fi; \
+	exit $$status
 	$(MAKE) fuzz-smoke
 
 # Millions of random and mutated encodings through the decoders: first the seeded generator of the

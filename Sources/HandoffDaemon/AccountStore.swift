@@ -21,6 +21,8 @@ final class PeerSecurity: Sendable {
     }
 
     private let current = Mutex<Contexts?>(nil)
+    /// Outlives the contexts: the names we advertise under do not change with the account.
+    let hellos = MemberHelloGuard()
 
     var contexts: Contexts? { current.withLock { $0 } }
     func set(_ contexts: Contexts?) { current.withLock { $0 = contexts } }
@@ -447,7 +449,7 @@ actor AccountStore {
                 let trust = try TrustPolicy(root: next.root, accountSecrets: next.accountSecrets, revoked: revoked)
                 security.set(
                     PeerSecurity.Contexts(
-                        server: try .memberServer(identity: next.identity, trust: trust, joins: invites),
+                        server: try .memberServer(identity: next.identity, trust: trust, hellos: security.hellos, joins: invites),
                         client: try .memberClient(identity: next.identity, trust: trust),
                         streamClient: try .memberClient(identity: next.identity, trust: trust, alpn: HandoffALPN.stream),
                         trust: trust,

@@ -89,7 +89,8 @@ struct ContinuationStreams: Sendable {
         for target in targets {
             do {
                 let (connection, streamID, length) = try await PeerDialer.openStream(
-                    target, context: contexts.streamClient, expectedPeer: peer.id, activityID: continuation.activityID, peerName: peer.name
+                    target, context: contexts.streamClient, expectedPeer: peer.id, addressee: await directory.addressee(peer.id),
+                    activityID: continuation.activityID, peerName: peer.name
                 )
                 let record = book.makeRecord(id: streamID, role: .resuming, peer: peer, activityID: continuation.activityID, continuationID: continuationID)
                 if let length { record.expect(length) }

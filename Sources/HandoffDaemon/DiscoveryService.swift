@@ -180,6 +180,8 @@ final class DiscoveryService: Service {
         do {
             let txt = try AdvertSeal.txt(advert, keys: keys, salt: identity.salt, instanceName: identity.instanceName, joinTag: joinTag)
             state.withLock { $0.advertising = true }
+            // Members that see this advert address their hellos to it: answered from now on.
+            store.security.hellos.advertising(as: identity.instanceName)
             await backend.publish(instanceName: identity.instanceName, port: port(), txt: txt)
         } catch {
             logger.error("the advert does not fit in a TXT record", metadata: ["bytes": "\(AdvertSeal.maximumTXTBytes)"])
@@ -215,6 +217,7 @@ final class DiscoveryService: Service {
                 s.identity.instanceName = name
                 return true
             }
+            store.security.hellos.advertising(as: name)
             if renamed { republish() }
             logger.debug("advertising", metadata: ["instance": "\(name)"])
         case .seen(let sighting):

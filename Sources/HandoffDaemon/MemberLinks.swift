@@ -375,7 +375,11 @@ actor MemberLinks {
         let outcome = Once<Result<MemberSession, LocalAPIError>>()
         spawn { [self] in
             do {
-                let (link, peer) = try await PeerDialer.connect(address, context: contexts.client, expectedPeer: expected, connectTimeout: connectTimeout)
+                var addressee = HelloAddressee.anyone
+                if let expected { addressee = await self.directory.addressee(expected) }
+                let (link, peer) = try await PeerDialer.connect(
+                    address, context: contexts.client, expectedPeer: expected, addressee: addressee, connectTimeout: connectTimeout
+                )
                 guard case .member(let peerID) = peer else {
                     await link.discard()
                     outcome.settle(.failure(LocalAPIError(.refused, "\(address) is not a device of this account")))

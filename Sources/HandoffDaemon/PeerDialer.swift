@@ -12,31 +12,38 @@ enum PeerDialer {
     /// Connects and completes the TLS handshake. For member connections the other side may still
     /// refuse us afterwards (TLS 1.3); `MemberGreeting.asClient` waits for its hello to know.
     ///
-    /// Right after a device removal the account has a new secret, and a device that has not heard
-    /// yet knows only the previous one: when the other device does not know our current secret's
-    /// key, we try once more with the previous secret (each side accepts both).
+    /// When the other device does not know the key we offered, we try again (`helloAttempts`).
     static func connect(
-        _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID? = nil, connectTimeout: TimeAmount = PeerDialer.connectTimeout
+        _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID? = nil, addressee: HelloAddressee = .anyone,
+        connectTimeout: TimeAmount = PeerDialer.connectTimeout
     ) async throws(LocalAPIError) -> (PeerLink, TLSPeer) {
-        let generations = context.secretGenerations
-        var generation = 0
-        while true {
-            let secretGeneration = generation
+        let attempts = helloAttempts(addressee, secretGenerations: context.secretGenerations)
+        for (index, attempt) in attempts.enumerated() {
             let link = try await open(address, connectTimeout: connectTimeout) {
-                try TLSConnection(context: context, expectedPeer: expectedPeer, secretGeneration: secretGeneration)
+                try TLSConnection(context: context, expectedPeer: expectedPeer, secretGeneration: attempt.generation, addressee: attempt.addressee)
             }
             do {
                 let done = try await link.completedHandshake()
                 return (link, done.peer)
             } catch {
                 await link.discard()
-                if let tls = error as? TLSError, tls.code == .accountKeyUnknown, generation + 1 < generations {
-                    generation += 1
-                    continue
-                }
+                if let tls = error as? TLSError, tls.code == .accountKeyUnknown, index + 1 < attempts.count { continue }
                 throw describe(error, address: address)
             }
         }
+        preconditionFailure("helloAttempts is never empty")
+    }
+
+    /// What to offer, in order, while the other device answers that it does not know the key:
+    /// our current secret addressed as asked; then — if that was its advert — to the device alone
+    /// (it may have restarted under a new name we have not seen yet); then the previous secret,
+    /// for a device that has not heard of the last removal (each side accepts both;
+    /// docs/security.md).
+    static func helloAttempts(_ addressee: HelloAddressee, secretGenerations: Int) -> [(generation: Int, addressee: HelloAddressee)] {
+        var attempts = [(generation: 0, addressee: addressee)]
+        if addressee.withoutAdvert != addressee { attempts.append((0, addressee.withoutAdvert)) }
+        if secretGenerations > 1 { attempts.append((1, addressee.withoutAdvert)) }
+        return attempts
     }
 
     private static func open(

@@ -7,6 +7,7 @@ import HandoffAPI
 import HandoffDiscovery
 import HandoffModel
 import HandoffPeer
+import HandoffTLS
 
 /// Everything we know about the account's other devices, merged from their sealed adverts
 /// (DNS-SD), their sessions (the fast path) and the static peers of the configuration. This is
@@ -215,6 +216,13 @@ actor PeerDirectory {
             }
         }
         return out
+    }
+
+    /// Whom to address a hello to `id` (`HelloAddressee`): the advert of it seen last, else the
+    /// device.
+    func addressee(_ id: DeviceID) -> HelloAddressee {
+        guard let newest = entries[id]?.sightings.max(by: { $0.value.at < $1.value.at }) else { return .device(id) }
+        return .advert(id, instanceName: newest.key.name)
     }
 
     func isSighted(_ id: DeviceID) -> Bool { !(entries[id]?.sightings.isEmpty ?? true) }

@@ -216,14 +216,36 @@ enum ProtocolSwitch {
 
 extension PeerDialer {
     /// Connects a continuation stream to `address` and asks for `activityID`'s stream; returns once
-    /// the originator accepted it, with the stream id it gave.
+    /// the originator accepted it, with the stream id it gave. Offers are tried as for sessions
+    /// (`helloAttempts`).
     static func openStream(
-        _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID, activityID: UUID, peerName: String
+        _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID, addressee: HelloAddressee, activityID: UUID, peerName: String
     ) async throws(LocalAPIError) -> (StreamConnection, UUID, length: Int64?) {
-        let connection: StreamConnection
-        let handshake: EventLoopFuture<TLSHandshakeCompleted>
+        let attempts = helloAttempts(addressee, secretGenerations: context.secretGenerations)
+        var next = 0
+        while true {
+            let attempt = attempts[next]
+            next += 1
+            let (connection, handshake) = try await connectStream(
+                address, context: context, expectedPeer: expectedPeer, attempt: attempt, activityID: activityID, peerName: peerName
+            )
+            do {
+                _ = try await handshake.get()
+            } catch {
+                connection.close()
+                if let tls = error as? TLSError, tls.code == .accountKeyUnknown, next < attempts.count { continue }
+                throw describe(error, address: address)
+            }
+            return try await awaitStreamAnswer(connection, address: address, peerName: peerName)
+        }
+    }
+
+    private static func connectStream(
+        _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID, attempt: (generation: Int, addressee: HelloAddressee),
+        activityID: UUID, peerName: String
+    ) async throws(LocalAPIError) -> (StreamConnection, EventLoopFuture<TLSHandshakeCompleted>) {
         do {
-            (connection, handshake) = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(connectTimeout)
                 .channelOption(.allowRemoteHalfClosure, value: true)
                 .connect(host: address.host, port: address.port) { channel in
@@ -233,7 +255,12 @@ extension PeerDialer {
                         let remote = RemoteAddress()
                         let sync = channel.pipeline.syncOperations
                         try sync.addHandler(
-                            TLSHandler(connection: try TLSConnection(context: context, expectedPeer: expectedPeer), allowHalfClosure: true)
+                            TLSHandler(
+                                connection: try TLSConnection(
+                                    context: context, expectedPeer: expectedPeer, secretGeneration: attempt.generation, addressee: attempt.addressee
+                                ),
+                                allowHalfClosure: true
+                            )
                         )
                         try sync.addHandler(HandshakeGate(promise: promise, remote: remote))
                         let stream = try StreamConnection.configure(
@@ -246,8 +273,12 @@ extension PeerDialer {
         } catch {
             throw LocalAPIError(.unreachable, "cannot reach \(peerName) at \(address): \(describeConnectError(error))")
         }
+    }
+
+    private static func awaitStreamAnswer(
+        _ connection: StreamConnection, address: PeerAddress, peerName: String
+    ) async throws(LocalAPIError) -> (StreamConnection, UUID, length: Int64?) {
         do {
-            _ = try await handshake.get()
             switch try await connection.receivedFrame() {
             case .streamAccepted(let id, let length):
                 return (connection, id, length)

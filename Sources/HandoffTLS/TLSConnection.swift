@@ -59,13 +59,14 @@ public final class TLSConnection {
     ///   - expectedPeer: (client) the device id we meant to reach; anyone else is refused.
     ///   - secretGeneration: (member client) which account secret keys the offer: 0, the current
     ///     one; 1, the previous one (for a device that has not heard of the last removal).
-    public init(context: TLSContext, expectedPeer: DeviceID? = nil, secretGeneration: Int = 0) throws(TLSError) {
+    ///   - addressee: (member client) whom the hello is for: the narrowest we know (`HelloAddressee`).
+    public init(context: TLSContext, expectedPeer: DeviceID? = nil, secretGeneration: Int = 0, addressee: HelloAddressee = .anyone) throws(TLSError) {
         var key: [UInt8]?
         var identity: [UInt8] = []
         if context.role == .client, context.offersPSK {
             if let join = context.joinPSK {
                 (identity, key) = (join.identity, join.key)
-            } else if let offer = context.trust?.offer(generation: secretGeneration) {
+            } else if let offer = context.trust?.offer(generation: secretGeneration, to: addressee) {
                 (identity, key) = (offer.identity, offer.key)
             } else {
                 throw TLSError(.crypto, "no account secret of generation \(secretGeneration)")
@@ -324,12 +325,13 @@ public final class TLSConnection {
         case .offered(let identity):
             if identity.count == JoinPSK.identityLength, let key = context.joinLookup?.psk(forIdentity: identity) {
                 accepted = (identity, key, true)
-            } else if identity.count == AccountKeys.identityLength, let key = context.trust?.psk(forMemberIdentity: identity) {
+            } else if identity.count == AccountKeys.identityLength, let key = context.memberKey(forIdentity: identity) {
                 accepted = (identity, key, false)
             } else {
                 // Answered like a known identity whose key is wrong: a random key fails the
                 // binder (decrypt_error), so whoever replays a captured identity with a made-up
-                // binder cannot tell this account's devices from anyone else's.
+                // binder cannot tell this account's devices from anyone else's — nor, replaying a
+                // whole hello, which device it was for (`MemberHelloGuard`).
                 refusal =
                     identity.count == JoinPSK.identityLength
                     ? TLSError(.joinCodeRejected, "a device offered a join code that no invite here matches")

@@ -15,6 +15,8 @@ public final class TLSContext: @unchecked Sendable {
     let ctx: OpaquePointer
     public let role: Role
     let trust: TrustPolicy?
+    /// (Member server) what member hellos must be addressed to, and which were answered already.
+    let hellos: MemberHelloGuard?
     let joinLookup: (any JoinPSKLookup)?
     let joinPSK: JoinPSK?
     let identity: DeviceIdentity?
@@ -33,6 +35,7 @@ public final class TLSContext: @unchecked Sendable {
         role: Role,
         identity: DeviceIdentity?,
         trust: TrustPolicy?,
+        hellos: MemberHelloGuard? = nil,
         joinLookup: (any JoinPSKLookup)?,
         joinPSK: JoinPSK?,
         alpn: [String],
@@ -44,6 +47,7 @@ public final class TLSContext: @unchecked Sendable {
         self.role = role
         self.identity = identity
         self.trust = trust
+        self.hellos = hellos
         self.joinLookup = joinLookup
         self.joinPSK = joinPSK
         self.offersPSK = offersPSK
@@ -96,14 +100,24 @@ public final class TLSContext: @unchecked Sendable {
     /// `secretGeneration`): 2 while the previous secret is kept, else 1.
     public var secretGenerations: Int { trust?.secretGenerations ?? 1 }
 
+    /// (Member server) the key for a member PSK identity made by one of our secrets, addressed to
+    /// this device, and not seen before; nil for anything else (answered like a wrong key).
+    func memberKey(forIdentity identity: [UInt8]) -> [UInt8]? {
+        guard let trust, let hellos, let me = self.identity?.id,
+            let (key, salt) = trust.psk(forMemberIdentity: identity, addressedTo: hellos.addressees(for: me)),
+            hellos.firstUse(ofSalt: salt)
+        else { return nil }
+        return key
+    }
+
     // MARK: Kinds of context
 
     /// The peer listener: member handshakes, and joins while an invite is pending.
-    public static func memberServer(identity: DeviceIdentity, trust: TrustPolicy, joins: (any JoinPSKLookup)? = nil)
-        throws(TLSError) -> TLSContext
-    {
+    public static func memberServer(
+        identity: DeviceIdentity, trust: TrustPolicy, hellos: MemberHelloGuard = MemberHelloGuard(), joins: (any JoinPSKLookup)? = nil
+    ) throws(TLSError) -> TLSContext {
         try TLSContext(
-            role: .server, identity: identity, trust: trust, joinLookup: joins, joinPSK: nil,
+            role: .server, identity: identity, trust: trust, hellos: hellos, joinLookup: joins, joinPSK: nil,
             alpn: [HandoffALPN.member, HandoffALPN.stream, HandoffALPN.join]
         )
     }

@@ -38,22 +38,23 @@ public final class TrustPolicy: Sendable {
     /// How many secrets a client may try: 2 when a previous one is kept.
     public var secretGenerations: Int { accountKeys.withLock { $0.count } }
 
-    /// (Client) a fresh PSK offer under the secret of `generation` (0 = current).
-    func offer(generation: Int) -> AccountKeys.Offer? {
-        accountKeys.withLock { keys in generation < keys.count ? keys[generation].offer() : nil }
+    /// (Client) a fresh PSK offer for `addressee` under the secret of `generation` (0 = current).
+    func offer(generation: Int, to addressee: HelloAddressee) -> AccountKeys.Offer? {
+        accountKeys.withLock { keys in generation < keys.count ? keys[generation].offer(to: addressee) : nil }
     }
 
-    /// (Server) the key for an identity one of our secrets made, or nil.
-    func psk(forMemberIdentity identity: [UInt8]) -> [UInt8]? {
-        accountKeys.withLock { keys in keys.lazy.compactMap { $0.psk(forIdentity: identity) }.first }
+    /// (Server) the key and salt of an identity one of our secrets made for one of `addressees`, or nil.
+    func psk(forMemberIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee]) -> (key: [UInt8], salt: [UInt8])? {
+        accountKeys.withLock { keys in keys.lazy.compactMap { $0.psk(forIdentity: identity, addressedTo: addressees) }.first }
     }
 }
 
 /// What a device derives from an account secret to open a TLS connection that only members can
 /// complete: an external PSK, new for every connection, so that nothing in a ClientHello stays the
 /// same from one connection to the next. The identity (sent in clear) is `salt ‖ HMAC(identityKey,
-/// salt)[0..<16]` with a random 16-byte salt; the key is HKDF(secret, salt). A server recognises its
-/// own account's identities by recomputing the HMAC; anyone else sees 32 random bytes.
+/// salt ‖ addressee)[0..<16]` with a random 16-byte salt; the key is HKDF(secret, salt). A server
+/// recognises its own account's identities, addressed to it, by recomputing the HMAC; anyone else
+/// sees 32 random bytes (docs/security.md, "A captured ClientHello").
 public struct AccountKeys: Sendable {
     public static let identityLength = 32
     static let saltLength = 16
@@ -71,19 +72,20 @@ public struct AccountKeys: Sendable {
         identityKey = Crypto.hkdf(secret: accountSecret, info: Array("handoff member psk identity v1".utf8), length: 32)
     }
 
-    func offer(salt: [UInt8] = Crypto.randomBytes(AccountKeys.saltLength)) -> Offer {
-        Offer(identity: salt + tag(salt), key: key(salt))
+    func offer(to addressee: HelloAddressee, salt: [UInt8] = Crypto.randomBytes(AccountKeys.saltLength)) -> Offer {
+        Offer(identity: salt + tag(salt, addressee), key: key(salt))
     }
 
-    func psk(forIdentity identity: [UInt8]) -> [UInt8]? {
+    func psk(forIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee]) -> (key: [UInt8], salt: [UInt8])? {
         guard identity.count == Self.identityLength else { return nil }
         let salt = Array(identity.prefix(Self.saltLength))
-        guard Crypto.constantTimeEqual(Array(identity.suffix(from: Self.saltLength)), tag(salt)) else { return nil }
-        return key(salt)
+        let presented = Array(identity.suffix(from: Self.saltLength))
+        guard addressees.contains(where: { Crypto.constantTimeEqual(presented, tag(salt, $0)) }) else { return nil }
+        return (key(salt), salt)
     }
 
-    private func tag(_ salt: [UInt8]) -> [UInt8] {
-        Array(Crypto.hmacSHA256(key: identityKey, salt).prefix(Self.identityLength - Self.saltLength))
+    private func tag(_ salt: [UInt8], _ addressee: HelloAddressee) -> [UInt8] {
+        Array(Crypto.hmacSHA256(key: identityKey, salt + addressee.encoded).prefix(Self.identityLength - Self.saltLength))
     }
 
     private func key(_ salt: [UInt8]) -> [UInt8] {

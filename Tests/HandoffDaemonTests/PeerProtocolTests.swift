@@ -9,6 +9,25 @@ import Testing
 @Suite(.timeLimit(.minutes(3))) struct PeerProtocolTests {
     static let id = DeviceID(digest: Array(repeating: 5, count: 32))
 
+    /// What a dialler offers, in order, while the other side does not know the key (docs/security.md).
+    @Test(arguments: [
+        (HelloAddressee.advert(id, instanceName: "x"), 2, ["0 advert", "0 device", "1 device"]),
+        (.advert(id, instanceName: "x"), 1, ["0 advert", "0 device"]),
+        (.device(id), 2, ["0 device", "1 device"]),
+        (.anyone, 2, ["0 anyone", "1 anyone"]),
+        (.anyone, 1, ["0 anyone"]),
+    ])
+    func helloAttemptsGoFromNarrowToWide(addressee: HelloAddressee, generations: Int, expected: [String]) {
+        let attempts = PeerDialer.helloAttempts(addressee, secretGenerations: generations).map { attempt in
+            switch attempt.addressee {
+            case .advert: "\(attempt.generation) advert"
+            case .device: "\(attempt.generation) device"
+            case .anyone: "\(attempt.generation) anyone"
+            }
+        }
+        #expect(attempts == expected)
+    }
+
     @Test func everyMessageRoundTrips() throws {
         let state = SignedAccountState(stateBytes: [1, 2, 3], signature: Array(repeating: 9, count: 64))
         let messages: [PeerMessage] = [

@@ -36,15 +36,46 @@ import Testing
 
     @Test func anOfferIsRecognisedOnlyWithItsSecret() {
         let keys = AccountKeys(accountSecret: Crypto.randomBytes(32))
-        let offer = keys.offer()
+        let offer = keys.offer(to: .anyone)
         #expect(offer.identity.count == AccountKeys.identityLength)
-        #expect(keys.psk(forIdentity: offer.identity) == offer.key)
-        #expect(AccountKeys(accountSecret: Crypto.randomBytes(32)).psk(forIdentity: offer.identity) == nil)
+        #expect(keys.psk(forIdentity: offer.identity, addressedTo: [.anyone])?.key == offer.key)
+        #expect(AccountKeys(accountSecret: Crypto.randomBytes(32)).psk(forIdentity: offer.identity, addressedTo: [.anyone]) == nil)
         var tampered = offer.identity
         tampered[3] ^= 1
-        #expect(keys.psk(forIdentity: tampered) == nil)
-        #expect(keys.offer().identity != offer.identity, "a fresh identity every time")
-        #expect(keys.psk(forIdentity: Array(offer.identity.prefix(16))) == nil)
+        #expect(keys.psk(forIdentity: tampered, addressedTo: [.anyone]) == nil)
+        #expect(keys.offer(to: .anyone).identity != offer.identity, "a fresh identity every time")
+        #expect(keys.psk(forIdentity: Array(offer.identity.prefix(16)), addressedTo: [.anyone]) == nil)
+    }
+
+    /// Which hellos a device answers: each row is an addressee, and whether device A (advertising
+    /// as "a-now", previously "a-before") takes it.
+    @Test(arguments: [
+        (HelloAddressee.advert(deviceA, instanceName: "a-now"), true),
+        (.advert(deviceA, instanceName: "a-before"), true),
+        (.advert(deviceA, instanceName: "a-long-ago"), false),
+        (.advert(deviceB, instanceName: "a-now"), false),
+        (.device(deviceA), true),
+        (.device(deviceB), false),
+        (.anyone, true),
+    ])
+    func anOfferIsAnsweredOnlyByItsAddressee(addressee: HelloAddressee, answered: Bool) {
+        let keys = AccountKeys(accountSecret: Crypto.randomBytes(32))
+        let hellos = MemberHelloGuard()
+        hellos.advertising(as: "a-long-ago")
+        hellos.advertising(as: "a-before")
+        hellos.advertising(as: "a-now")
+        let offer = keys.offer(to: addressee)
+        #expect((keys.psk(forIdentity: offer.identity, addressedTo: hellos.addressees(for: deviceA))?.key == offer.key) == answered)
+    }
+
+    @Test func aSaltIsUsedOnce() {
+        let hellos = MemberHelloGuard()
+        let salts = (0..<(MemberHelloGuard.remembered + 1)).map { _ in Crypto.randomBytes(16) }
+        #expect(hellos.firstUse(ofSalt: salts[0]))
+        #expect(!hellos.firstUse(ofSalt: salts[0]), "a replay")
+        #expect(salts.dropFirst().allSatisfy { hellos.firstUse(ofSalt: $0) })
+        #expect(hellos.firstUse(ofSalt: salts[0]), "the oldest is forgotten beyond the limit")
+        #expect(!hellos.firstUse(ofSalt: salts[2]), "the newer ones are not")
     }
 
     @Test func aProofIsBoundToItsConnectionAndItsRole() throws {
@@ -73,3 +104,6 @@ import Testing
         #expect(DeviceProof.refusalError(Crypto.randomBytes(100)).code == .refusedByPeer)
     }
 }
+
+private let deviceA = DeviceID(digest: Array(repeating: 0xA, count: 32))
+private let deviceB = DeviceID(digest: Array(repeating: 0xB, count: 32))
