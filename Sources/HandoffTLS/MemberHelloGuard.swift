@@ -71,10 +71,11 @@ public final class MemberHelloGuard: Sendable {
         return names.map { .advert(me, instanceName: $0) } + [.device(me), .anyone]
     }
 
-    /// True the first time a salt comes (and it is remembered from then on); false for a replay.
-    func firstUse(ofSalt salt: [UInt8]) -> Bool {
+    /// True the first time a salt comes; false for a replay. Remembered from then on if asked.
+    func firstUse(ofSalt salt: [UInt8], remember: Bool = true) -> Bool {
         state.withLock { s in
             guard !s.seen.contains(salt) else { return false }
+            guard remember else { return true }
             s.seen.insert(salt)
             if s.order.count < Self.remembered {
                 s.order.append(salt)

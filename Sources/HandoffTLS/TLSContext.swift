@@ -103,11 +103,11 @@ public final class TLSContext: @unchecked Sendable {
     /// (Member server) the key for a member PSK identity made by one of our secrets, addressed to
     /// this device, and not seen before; nil for anything else (answered like a wrong key).
     func memberKey(forIdentity identity: [UInt8]) -> [UInt8]? {
-        guard let trust, let hellos, let me = self.identity?.id,
-            let (key, salt) = trust.psk(forMemberIdentity: identity, addressedTo: hellos.addressees(for: me)),
-            hellos.firstUse(ofSalt: salt)
-        else { return nil }
-        return key
+        guard let trust, let hellos, let me = self.identity?.id else { return nil }
+        let key = trust.psk(forMemberIdentity: identity, addressedTo: hellos.addressees(for: me))
+        // Looked up for every identity (remembered only for ours), so a replay costs what a stranger's hello does.
+        let fresh = hellos.firstUse(ofSalt: AccountKeys.salt(ofIdentity: identity), remember: key != nil)
+        return fresh ? key : nil
     }
 
     // MARK: Kinds of context

@@ -43,9 +43,10 @@ public final class TrustPolicy: Sendable {
         accountKeys.withLock { keys in generation < keys.count ? keys[generation].offer(to: addressee) : nil }
     }
 
-    /// (Server) the key and salt of an identity one of our secrets made for one of `addressees`, or nil.
-    func psk(forMemberIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee]) -> (key: [UInt8], salt: [UInt8])? {
-        accountKeys.withLock { keys in keys.lazy.compactMap { $0.psk(forIdentity: identity, addressedTo: addressees) }.first }
+    /// (Server) the key of an identity one of our secrets made for one of `addressees`, or nil.
+    /// Every secret is tried whatever matches, so that the time taken says nothing about which.
+    func psk(forMemberIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee]) -> [UInt8]? {
+        accountKeys.withLock { keys in keys.map { $0.psk(forIdentity: identity, addressedTo: addressees) }.compactMap { $0 }.first }
     }
 }
 
@@ -76,13 +77,22 @@ public struct AccountKeys: Sendable {
         Offer(identity: salt + tag(salt, addressee), key: key(salt))
     }
 
-    func psk(forIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee]) -> (key: [UInt8], salt: [UInt8])? {
+    /// The same work whether the identity is ours, for which addressee, or not ours at all: a
+    /// stranger timing our answers learns no more than from their bytes.
+    func psk(forIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee]) -> [UInt8]? {
         guard identity.count == Self.identityLength else { return nil }
         let salt = Array(identity.prefix(Self.saltLength))
         let presented = Array(identity.suffix(from: Self.saltLength))
-        guard addressees.contains(where: { Crypto.constantTimeEqual(presented, tag(salt, $0)) }) else { return nil }
-        return (key(salt), salt)
+        var matched = false
+        for addressee in addressees {
+            let equal = Crypto.constantTimeEqual(presented, tag(salt, addressee))
+            matched = matched || equal
+        }
+        let key = key(salt)
+        return matched ? key : nil
     }
+
+    static func salt(ofIdentity identity: [UInt8]) -> [UInt8] { Array(identity.prefix(saltLength)) }
 
     private func tag(_ salt: [UInt8], _ addressee: HelloAddressee) -> [UInt8] {
         Array(Crypto.hmacSHA256(key: identityKey, salt + addressee.encoded).prefix(Self.identityLength - Self.saltLength))
