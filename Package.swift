@@ -57,14 +57,78 @@ let package = Package(
         // The local-API client used by handoffctl and apps: links neither OpenSSL nor dns_sd.
         .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel", "HandoffSystem", "CHandoffLinux"], swiftSettings: strict),
 
-        // The daemon as a library of services.
+        // The daemon, as feature modules that only look down (docs/architecture.md):
+        // DaemonCore ← DaemonAccounts ← DaemonLinks ← DaemonStreams ← DaemonContinue ←
+        // DaemonLocalAPI ← HandoffDaemon (the composition root).
         .target(
-            name: "HandoffDaemon",
+            name: "DaemonCore",
             dependencies: [
-                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem", "CHandoffLinux",
+                "HandoffModel", "HandoffAPI", "HandoffPeer",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "DaemonAccounts",
+            dependencies: [
+                "DaemonCore", "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "DaemonLinks",
+            dependencies: [
+                "DaemonCore", "DaemonAccounts", "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "DaemonStreams",
+            dependencies: [
+                "DaemonCore", "DaemonAccounts", "DaemonLinks", "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffSystem",
+                "CHandoffLinux",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "DaemonContinue",
+            dependencies: [
+                "DaemonCore", "DaemonAccounts", "DaemonLinks", "DaemonStreams", "HandoffModel", "HandoffAPI", "HandoffPeer", "HandoffSystem",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "DaemonLocalAPI",
+            dependencies: [
+                "DaemonCore", "DaemonAccounts", "DaemonLinks", "DaemonStreams", "DaemonContinue",
+                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffSystem", "CHandoffLinux",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "HandoffDaemon",
+            dependencies: [
+                "DaemonCore", "DaemonAccounts", "DaemonLinks", "DaemonStreams", "DaemonContinue", "DaemonLocalAPI",
+                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem", "CHandoffLinux",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -77,7 +141,7 @@ let package = Package(
         .executableTarget(
             name: "handoff-fuzz",
             dependencies: [
-                "CHandoffFuzz", "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffDiscovery",
+                "CHandoffFuzz", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonContinue", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -89,7 +153,7 @@ let package = Package(
         .executableTarget(
             name: "handoffd",
             dependencies: [
-                "HandoffDaemon",
+                "HandoffDaemon", "DaemonCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -121,7 +185,10 @@ let package = Package(
         .testTarget(name: "HandoffTLSTests", dependencies: ["HandoffTLS", "HandoffModel"], swiftSettings: strict),
         .testTarget(
             name: "HandoffDaemonTests",
-            dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem"],
+            dependencies: [
+                "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonLinks", "DaemonStreams", "DaemonContinue", "DaemonLocalAPI",
+                "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

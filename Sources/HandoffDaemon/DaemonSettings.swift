@@ -7,6 +7,8 @@ import HandoffAPI
 import HandoffModel
 
 #if canImport(Glibc)
+import DaemonContinue
+import DaemonCore
 import Glibc
 #endif
 
@@ -71,7 +73,7 @@ public struct DaemonSettings: Sendable, Equatable {
                 }
                 var addresses: [String] = []
                 for item in items {
-                    guard case .string(let a) = item, DaemonSettings.isIPAddress(a) else {
+                    guard case .string(let a) = item, PeerAddress.isIPAddress(a) else {
                         throw fail("listen holds \(item.typeName == "a string" ? "something that is not an IP address" : item.typeName); give IP addresses such as \"0.0.0.0\" or \"::\"")
                     }
                     addresses.append(a)
@@ -137,9 +139,5 @@ public struct DaemonSettings: Sendable, Equatable {
         }
     }
 
-    static func isIPAddress(_ text: String) -> Bool {
-        var v4 = in_addr()
-        var v6 = in6_addr()
-        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
-    }
+
 }

@@ -14,13 +14,19 @@ import ServiceLifecycle
 import Synchronization
 
 #if canImport(Glibc)
+import DaemonAccounts
+import DaemonContinue
+import DaemonCore
+import DaemonLinks
+import DaemonLocalAPI
+import DaemonStreams
 import Glibc
 #endif
 
 /// Everything the daemon needs to know to start. `handoffd` fills it from flags, the configuration
 /// files and the environment; tests fill it with temp paths.
 public struct DaemonConfiguration: Sendable {
-    public static let defaultPeerPort = 47810
+    public static let defaultPeerPort = PeerAddress.defaultPeerPort
 
     public var socketPath: String
     public var stateDirectory: String
@@ -150,7 +156,7 @@ public final class HandoffDaemon: Sendable {
         self.launcher = try Self.makeLauncher(configuration, logger: logger)
         let links = MemberLinks(
             store: accounts, security: security, directory: directory, registry: registry, presence: presence,
-            attachments: attachments, book: book, logger: logger, saveWindow: configuration.saveWindow
+            attachments: attachments, announce: { Self.route($0, book: book) }, logger: logger, saveWindow: configuration.saveWindow
         )
         self.links = links
         self.streams = ContinuationStreams(
@@ -170,6 +176,13 @@ public final class HandoffDaemon: Sendable {
             port: { boundPeerPort.value ?? configuredPort },
             logger: logger
         )
+    }
+
+    /// Where each feature's announcements go: the one place features reach those above them.
+    private static func route(_ event: DaemonEvent, book: StreamBook) {
+        switch event {
+        case .activityGiven(let peer, let activityID): book.grant(peer, activityID: activityID)
+        }
     }
 
     private static func makeLauncher(_ configuration: DaemonConfiguration, logger: Logger) throws(DaemonError) -> Launcher {
@@ -249,6 +262,10 @@ public final class HandoffDaemon: Sendable {
             book: book,
             attachments: attachments,
             streams: streams,
+            continueFlow: ContinueFlow(
+                accounts: accounts, directory: directory, links: links, book: book, launcher: launcher, events: events,
+                peerPort: { [self] in self.peerPort }, maximumActivityBytes: configuration.limits.maximumEncodedSize
+            ),
             statusProvider: { [self] in await self.status() },
             peerPort: { [self] in self.peerPort },
             maximumActivityBytes: configuration.limits.maximumEncodedSize,
@@ -485,9 +502,3 @@ struct StateLifecycle: Service {
     }
 }
 
-/// The peer port once bound (with port 0 the system picks it).
-final class BoundPort: Sendable {
-    private let port = Mutex<Int?>(nil)
-    var value: Int? { port.withLock { $0 } }
-    func set(_ value: Int) { port.withLock { $0 = value } }
-}

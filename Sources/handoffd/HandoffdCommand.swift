@@ -1,4 +1,5 @@
 import ArgumentParser
+import DaemonCore
 import Dispatch
 import HandoffAPI
 import HandoffDaemon

@@ -1,9 +1,10 @@
 import Foundation
-@testable import HandoffDaemon
 import HandoffDiscovery
 import HandoffModel
 import HandoffTLS
 import Testing
+@testable import DaemonAccounts
+@testable import HandoffDaemon
 
 /// A sealed advert says nothing by its size: padded to a few fixed sizes (docs/security.md).
 struct AdvertSealTests {

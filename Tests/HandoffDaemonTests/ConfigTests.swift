@@ -2,6 +2,7 @@ import Foundation
 import HandoffTestSupport
 import Testing
 
+@testable import DaemonCore
 @testable import HandoffDaemon
 
 @Suite(.timeLimit(.minutes(3))) struct ConfigTests {

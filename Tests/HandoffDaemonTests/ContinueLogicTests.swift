@@ -5,6 +5,9 @@ import HandoffPeer
 import HandoffTestSupport
 import Testing
 
+@testable import DaemonContinue
+@testable import DaemonCore
+@testable import DaemonLinks
 @testable import HandoffDaemon
 
 /// How a device answers "send me your current activity", and how the asker reads the answer.

@@ -1,5 +1,5 @@
-@testable import HandoffDiscovery
 import Testing
+@testable import HandoffDiscovery
 
 /// What a link full of strangers may cost: table tests of `DiscoveryBudget`, the decisions behind
 /// every avahi ref `DNSSDDiscovery` holds.

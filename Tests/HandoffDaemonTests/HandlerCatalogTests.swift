@@ -2,6 +2,7 @@ import Foundation
 import HandoffTestSupport
 import Testing
 
+@testable import DaemonContinue
 @testable import HandoffDaemon
 
 /// Finding the app for an activity type: `.desktop` files, Exec lines and their field codes, and

@@ -5,6 +5,7 @@ import HandoffModel
 import HandoffTestSupport
 import Testing
 
+import DaemonCore
 @testable import HandoffClient
 
 /// The local API against a real daemon in this process, over its real Unix socket.

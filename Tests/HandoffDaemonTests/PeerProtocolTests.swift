@@ -4,6 +4,9 @@ import HandoffPeer
 import HandoffTLS
 import Testing
 
+@testable import DaemonAccounts
+@testable import DaemonCore
+@testable import DaemonLinks
 @testable import HandoffDaemon
 
 @Suite(.timeLimit(.minutes(3))) struct PeerProtocolTests {

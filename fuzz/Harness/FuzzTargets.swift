@@ -1,3 +1,6 @@
+import DaemonAccounts
+import DaemonContinue
+import DaemonCore
 import Foundation
 import HandoffAPI
 import HandoffClient

@@ -1,0 +1,494 @@
+import HandoffAPI
+import HandoffModel
+import HandoffPeer
+import HandoffTLS
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import DaemonCore
+import Glibc
+#endif
+
+/// The TLS contexts of the current account, read synchronously by the listener and the dialer.
+package final class PeerSecurity: Sendable {
+    package init() {}
+
+    package struct Contexts: Sendable {
+        package let server: TLSContext
+        package let client: TLSContext
+        /// For continuation streams (their own ALPN).
+        package let streamClient: TLSContext
+        let trust: TrustPolicy
+        package let deviceID: DeviceID
+    }
+
+    private let current = Mutex<Contexts?>(nil)
+    /// Outlives the contexts: the names we advertise under do not change with the account.
+    package let hellos = MemberHelloGuard()
+
+    package var contexts: Contexts? { current.withLock { $0 } }
+    func set(_ contexts: Contexts?) { current.withLock { $0 = contexts } }
+}
+
+/// This device's account (SPEC §3): its keys and certificate, the account root, the signed
+/// account state, invitations, and revocations. Every change is saved to the one account file
+/// (atomically, 0600) before it takes effect.
+package actor AccountStore {
+    static let fileName = "account"
+    static let deviceCertificateDays: Int64 = 3 * 365
+    static let rootCertificateDays: Int64 = 20 * 365
+
+    private let path: String
+    private let logger: Logger
+    package nonisolated let security: PeerSecurity
+    package nonisolated let invites: InviteBook
+    private let events: EventHub
+    private let registry: ActivityRegistry
+    private(set) var material: AccountMaterial?
+    /// Told when the account changes (created, joined, newer state): the advert depends on it.
+    private var observer: (@Sendable () -> Void)?
+
+    /// Certificates are valid from this long before they are made: devices' clocks disagree, and
+    /// a wall clock may be set back (an NTP step, a dead RTC battery) — a device whose clock runs
+    /// up to two days behind still accepts a certificate made a moment ago.
+    static let clockSlackSeconds: Int64 = 2 * 86_400
+
+    package func observe(_ change: @escaping @Sendable () -> Void) {
+        observer = change
+    }
+
+    package init(stateDirectory: String, security: PeerSecurity, invites: InviteBook, events: EventHub, registry: ActivityRegistry, logger: Logger) {
+        self.path = stateDirectory + "/" + AccountStore.fileName
+        self.logger = logger
+        self.security = security
+        self.invites = invites
+        self.events = events
+        self.registry = registry
+        self.material = AccountStore.load(path: path, logger: logger)
+        if let material {
+            logger.info(
+                "account loaded",
+                metadata: ["account": "\(material.state.accountID.short)", "device": "\(material.deviceID.short)", "version": "\(material.state.version)"]
+            )
+        }
+    }
+
+    private static func load(path: String, logger: Logger) -> AccountMaterial? {
+        do {
+            guard let bytes = try PrivateFiles.read(path, maximumSize: 4 * 1024 * 1024) else { return nil }
+            return try AccountMaterial(fileBytes: bytes)
+        } catch {
+            let aside = PrivateFiles.quarantine(path)
+            logger.error("the account file is unreadable; moved it aside and started without an account", metadata: ["path": "\(aside)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Builds the TLS contexts for what was loaded. Called once the daemon runs.
+    package func start() async {
+        guard let material else { return }
+        do {
+            try await install(material, saving: false)
+        } catch {
+            logger.error("cannot set up TLS for the saved account", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: Reading
+
+    package func info() throws(LocalAPIError) -> AccountInfo {
+        try requireAccount().info
+    }
+
+    package func devices() throws(LocalAPIError) -> DevicesResponse {
+        let m = try requireAccount()
+        return DevicesResponse(
+            stateVersion: m.state.version,
+            devices: m.state.devices.map { DeviceInfo(id: $0.id, name: $0.name, addedAt: $0.addedAt, isThisDevice: $0.id == m.deviceID) },
+            revoked: m.state.revoked
+        )
+    }
+
+    package func hello() -> PeerHello? {
+        guard let m = material else { return nil }
+        return PeerHello(deviceID: m.deviceID, deviceName: m.deviceName, accountStateVersion: m.state.version, clock: .now())
+    }
+
+    /// A device of the account as events name it (its id's start when the state does not list it).
+    package func peerRef(_ id: DeviceID) -> LocalEvent.PeerRef {
+        LocalEvent.PeerRef(id: id, name: material?.state.devices.first { $0.id == id }?.name ?? id.short)
+    }
+
+    var signedState: SignedAccountState? { material?.signedState }
+    package var currentState: AccountState? { material?.state }
+    /// This device was removed from its account (it learned so from another device).
+    package var isRevokedSelf: Bool { material?.isRevoked ?? false }
+    package var isAdmin: Bool { material?.isAdmin ?? false }
+    package var removalInfo: RemovalInfo? { material?.removalInfo }
+
+    /// What a member that is behind should get: the signed state and the secret that goes with it.
+    package func stateToShare() -> (SignedAccountState, [UInt8])? {
+        guard let m = material else { return nil }
+        return (m.signedState, m.accountSecret)
+    }
+
+    /// The keys for adverts: the current secret's, and the previous one's so that a device that
+    /// has not heard of the latest removal is still recognised (and then told).
+    package var advertKeys: [AdvertKeys] {
+        guard let m = material else { return [] }
+        return m.accountSecrets.map(AdvertKeys.init(accountSecret:))
+    }
+    package var stateVersion: UInt64 { material?.state.version ?? 0 }
+
+    private func requireAccount() throws(LocalAPIError) -> AccountMaterial {
+        guard let material else {
+            throw LocalAPIError(.noAccount, "this device has no account yet; create one (handoffctl account create) or join one (handoffctl account join CODE)")
+        }
+        return material
+    }
+
+    /// The account, for what only a member may do: a removed device is told at once (exit 32),
+    /// with who removed it and how to rejoin, instead of trying the network.
+    package func requireMembership() throws(LocalAPIError) -> AccountMaterial {
+        let m = try requireAccount()
+        if let removal = m.removalInfo {
+            throw LocalAPIError(.revoked, "this device was \(removal.sentence); \(removal.advice)")
+        }
+        return m
+    }
+
+    /// The signed notice to give `id`, a device the account removed (nil if it is not, or the
+    /// removal predates signed notices).
+    package func removalNotice(for id: DeviceID) -> RemovalNotice? {
+        guard let notice = material?.state.notice(for: id), !notice.signature.isEmpty else { return nil }
+        return notice
+    }
+
+    // MARK: Creating and joining
+
+    package func create(_ request: CreateAccountRequest, now: Timestamp = .now()) async throws(LocalAPIError) -> AccountInfo {
+        guard material == nil else {
+            throw LocalAPIError(.accountExists, "this device already belongs to an account (handoffctl account show)")
+        }
+        let accountName = try Self.validName(request.name ?? Self.defaultAccountName(), what: "account name")
+        let deviceName = try Self.validName(request.deviceName ?? Self.hostName(), what: "device name")
+        do {
+            let rootKey = try SigningKey.generate()
+            let root = try Certificate.makeAccountRoot(
+                key: rootKey, notBefore: now.adding(seconds: -Self.clockSlackSeconds), notAfter: now.adding(seconds: 86_400 * Self.rootCertificateDays)
+            )
+            let deviceKey = try SigningKey.generate()
+            let certificate = try Certificate.issueDevice(
+                publicKey: deviceKey.publicKey, root: root, rootKey: rootKey,
+                notBefore: now.adding(seconds: -Self.clockSlackSeconds), notAfter: now.adding(seconds: 86_400 * Self.deviceCertificateDays)
+            )
+            let state = AccountState(
+                accountID: rootKey.id, name: accountName, version: 1, issuedAt: now,
+                devices: [.init(id: deviceKey.id, name: deviceName, addedAt: now)], revoked: []
+            )
+            let material = AccountMaterial(
+                deviceName: deviceName,
+                identity: try DeviceIdentity(key: deviceKey, certificate: certificate),
+                root: root,
+                rootKey: rootKey,
+                accountSecret: Crypto.randomBytes(32),
+                signedState: try AccountMaterial.sign(state, with: rootKey),
+                state: state
+            )
+            try await install(material, saving: true)
+            logger.info("account created", metadata: ["account": "\(state.accountID.short)", "device": "\(deviceKey.id.short)"])
+            return material.info
+        } catch let e as LocalAPIError {
+            throw e
+        } catch {
+            throw LocalAPIError(.internalError, "cannot create the account: \(error)")
+        }
+    }
+
+    /// Keeps what a join brought back (see `AccountJoiner`).
+    package func completeJoin(_ material: AccountMaterial) async throws(LocalAPIError) -> AccountInfo {
+        guard self.material == nil else {
+            throw LocalAPIError(.accountExists, "this device joined an account meanwhile (handoffctl account show)")
+        }
+        try await install(material, saving: true)
+        logger.info("joined account", metadata: ["account": "\(material.state.accountID.short)", "device": "\(material.deviceID.short)"])
+        return material.info
+    }
+
+    package var isMember: Bool { material != nil }
+
+    // MARK: Inviting
+
+    package func invite() throws(LocalAPIError) -> (code: InviteCode, expiresAt: Timestamp, outcome: AsyncStream<InviteBook.Outcome>) {
+        let m = try requireAccount()
+        guard m.isAdmin else {
+            throw LocalAPIError(.notAccountAdmin, "only the device that created the account can invite; run handoffctl account invite there")
+        }
+        return invites.create()
+    }
+
+    /// A joiner proved its code and asks for a certificate.
+    package func handleJoin(pskIdentity: [UInt8], request: JoinRequest, now: Timestamp = .now()) async -> PeerMessage {
+        guard let m = material, let rootKey = m.rootKey else {
+            return .joinRefused(JoinRefusal(.internalError, "this device cannot invite (it does not hold the account key)"))
+        }
+        switch invites.claim(pskIdentity, now: now) {
+        case .granted: break
+        case .alreadyUsed:
+            return .joinRefused(JoinRefusal(.alreadyUsed, "this invite code was already used; ask for a new one (handoffctl account invite)"))
+        case .expired:
+            let at = invites.expiry(of: pskIdentity).map { " at \($0.rfc3339)" } ?? ""
+            return .joinRefused(JoinRefusal(.expired, "this invite code expired\(at); ask for a new one (handoffctl account invite)"))
+        case .unknown:
+            return .joinRefused(JoinRefusal(.invalidRequest, "no such invite"))
+        }
+        guard request.publicKey.count == 32, let name = try? Self.validName(request.deviceName, what: "device name") else {
+            return .joinRefused(JoinRefusal(.invalidRequest, "the join request is malformed"))
+        }
+        let deviceID = DeviceID(digest: Crypto.sha256(request.publicKey))
+        guard !m.state.isRevoked(deviceID), deviceID != m.deviceID else {
+            return .joinRefused(JoinRefusal(.invalidRequest, "that device key cannot join this account"))
+        }
+        do {
+            let certificate = try Certificate.issueDevice(
+                publicKey: request.publicKey, root: m.root, rootKey: rootKey,
+                notBefore: now.adding(seconds: -Self.clockSlackSeconds), notAfter: now.adding(seconds: 86_400 * Self.deviceCertificateDays)
+            )
+            var next = m
+            next.state = m.state.adding(.init(id: deviceID, name: name, addedAt: now), at: now)
+            next.signedState = try AccountMaterial.sign(next.state, with: rootKey)
+            try await install(next, saving: true)
+            let device = DeviceInfo(id: deviceID, name: name, addedAt: now, isThisDevice: false)
+            invites.complete(pskIdentity, joined: device)
+            logger.info("device joined", metadata: ["device": "\(deviceID.short)", "version": "\(next.state.version)"])
+            return .joinAccepted(
+                JoinAccepted(deviceCertificate: certificate.der, rootCertificate: m.root.der, accountState: next.signedState, accountSecret: m.accountSecret)
+            )
+        } catch {
+            logger.error("cannot admit a joining device", metadata: ["error": "\(error)"])
+            return .joinRefused(JoinRefusal(.internalError, "the inviting device failed to add this one; try again"))
+        }
+    }
+
+    // MARK: Revoking and learning
+
+    /// Removes a device (id or unique prefix) from the account for good.
+    package func revoke(_ text: String, now: Timestamp = .now()) async throws(LocalAPIError) -> RevokedDeviceInfo {
+        let m = try requireAccount()
+        guard let rootKey = m.rootKey else {
+            throw LocalAPIError(.notAccountAdmin, "only the device that created the account can remove devices; run handoffctl devices remove there")
+        }
+        let device = try findDevice(text, in: m.state)
+        guard device.id != m.deviceID else {
+            throw LocalAPIError(.badRequest, "this device holds the account key and cannot remove itself; to leave the account, handoffctl account leave")
+        }
+        return try await remove(device, by: m.state.device(m.deviceID) ?? .init(id: m.deviceID, name: m.deviceName, addedAt: now), rootKey: rootKey, now: now)
+    }
+
+    /// A member asked to be removed (`account leave` there): done here if this device holds the
+    /// account key. Returns whether it was.
+    package func removeLeaving(_ id: DeviceID, now: Timestamp = .now()) async -> Bool {
+        guard let m = material, let rootKey = m.rootKey, let device = m.state.device(id), id != m.deviceID else { return false }
+        return (try? await remove(device, by: device, rootKey: rootKey, now: now)) != nil
+    }
+
+    /// The removal itself: a new state, its notice signed, a new account secret (the removed
+    /// device must not read the account's adverts any more).
+    private func remove(_ device: AccountState.Device, by: AccountState.Device, rootKey: SigningKey, now: Timestamp) async throws(LocalAPIError)
+        -> RevokedDeviceInfo
+    {
+        guard let m = material else { throw LocalAPIError(.noAccount, "this device has no account") }
+        var next = m
+        next.previousAccountSecret = m.accountSecret
+        next.accountSecret = Crypto.randomBytes(32)
+        do {
+            (next.state, next.signedState) = try AccountMaterial.signRemoval(of: device.id, in: m.state.revoking(device.id, at: now, by: by), with: rootKey)
+        } catch {
+            throw LocalAPIError(.internalError, "cannot sign the account state: \(error)")
+        }
+        try await install(next, saving: true)
+        logger.notice("device removed from the account", metadata: ["device": "\(device.id.short)", "version": "\(next.state.version)", "left": "\(by.id == device.id)"])
+        return next.state.revoked.first { $0.id == device.id } ?? RevokedDeviceInfo(id: device.id, name: device.name, revokedAt: now)
+    }
+
+    /// A member says this device was removed: kept (and nothing done with the account any more)
+    /// if the account's root signed it. Returns whether it was news.
+    package func learnRemoval(_ notice: RemovalNotice) async -> Bool {
+        guard var next = material, next.removal == nil, notice.deviceID == next.deviceID, AccountMaterial.verify(notice, root: next.root) else {
+            return false
+        }
+        next.removal = notice
+        do {
+            try await install(next, saving: true)
+        } catch {
+            logger.error("cannot save the removal notice", metadata: ["error": "\(error)"])
+            return false
+        }
+        logger.warning("this device was removed from its account", metadata: ["by": "\(notice.byName ?? "?")", "at": "\(notice.removedAt.rfc3339)"])
+        return true
+    }
+
+    // MARK: Leaving and renaming
+
+    /// Forgets the account on this device: its keys and state are deleted. The caller has told
+    /// the other devices first.
+    package func forget(force: Bool) async throws(LocalAPIError) -> String {
+        let m = try requireAccount()
+        if m.isAdmin, !force, m.state.devices.contains(where: { $0.id != m.deviceID }) {
+            let others = m.state.devices.filter { $0.id != m.deviceID }.map(\.name).joined(separator: ", ")
+            throw LocalAPIError(
+                .accountExists,
+                "this device holds the account key: remove the other devices first (\(others): handoffctl devices remove NAME), or leave with --force and they keep an account nobody can change"
+            )
+        }
+        if unlink(path) != 0, errno != ENOENT {
+            throw LocalAPIError(.internalError, "cannot delete the account file \(path): \(String(cString: strerror(errno)))")
+        }
+        PrivateFiles.syncDirectory(of: path)
+        material = nil
+        security.set(nil)
+        await registry.setDeviceID(nil)
+        logger.notice("left the account", metadata: ["account": "\(m.state.accountID.short)"])
+        observer?()
+        return m.state.name
+    }
+
+    /// Renames a device in the account (this device holds the key): a new signed state.
+    package func rename(_ text: String?, to newName: String, now: Timestamp = .now()) async throws(LocalAPIError) -> DeviceInfo {
+        let m = try requireMembership()
+        guard let rootKey = m.rootKey else {
+            throw LocalAPIError(.notAccountAdmin, "only the device holding the account key renames devices")
+        }
+        let name = try Self.validName(newName, what: "device name")
+        let device: AccountState.Device
+        if let text {
+            device = try findDevice(text, in: m.state)
+        } else {
+            device = m.state.device(m.deviceID) ?? .init(id: m.deviceID, name: m.deviceName, addedAt: now)
+        }
+        guard !m.state.devices.contains(where: { $0.id != device.id && $0.name.lowercased() == name.lowercased() }) else {
+            throw LocalAPIError(.accountExists, "another device of the account is called \(displayQuoted(name)); choose another name")
+        }
+        var next = m
+        next.state = m.state.renaming(device.id, to: name, at: now)
+        if device.id == m.deviceID { next.deviceName = name }
+        do {
+            next.signedState = try AccountMaterial.sign(next.state, with: rootKey)
+        } catch {
+            throw LocalAPIError(.internalError, "cannot sign the account state: \(error)")
+        }
+        try await install(next, saving: true)
+        logger.notice("device renamed", metadata: ["device": "\(device.id.short)", "version": "\(next.state.version)"])
+        return DeviceInfo(id: device.id, name: name, addedAt: device.addedAt, isThisDevice: device.id == m.deviceID)
+    }
+
+    /// The name the account state gives this device, once a newer state says so.
+    private func adoptingOwnName(_ next: inout AccountMaterial) {
+        if let mine = next.state.device(next.deviceID) { next.deviceName = mine.name }
+    }
+
+    /// A device of the account by name (any case) or the start of its id.
+    private func findDevice(_ text: String, in state: AccountState) throws(LocalAPIError) -> AccountState.Device {
+        let needle = text.lowercased()
+        let matches = state.devices.filter { $0.id.text.hasPrefix(needle) || $0.name.lowercased() == needle }
+        guard !needle.isEmpty, let device = matches.first else {
+            throw LocalAPIError(.unknownDevice, "no device of this account matches \(displayQuoted(text)); see handoffctl devices")
+        }
+        guard matches.count == 1 else {
+            throw LocalAPIError(.ambiguousDevice, "\(displayQuoted(text)) matches \(matches.count) devices; give more of the id")
+        }
+        return device
+    }
+
+    package enum Adoption: Equatable {
+        case updated
+        case notNewer
+        case invalid
+    }
+
+    /// A member sent its account state: keep it if it is ours, validly signed, and newer, with the
+    /// account secret it came with.
+    package func adopt(_ signed: SignedAccountState, accountSecret: [UInt8]) async -> Adoption {
+        guard let m = material, let state = AccountMaterial.verify(signed, root: m.root), accountSecret.count == 32 else { return .invalid }
+        guard state.version > m.state.version else { return .notNewer }
+        var next = m
+        next.state = state
+        next.signedState = signed
+        adoptingOwnName(&next)
+        if accountSecret != m.accountSecret {
+            next.previousAccountSecret = m.accountSecret
+            next.accountSecret = accountSecret
+        }
+        do {
+            try await install(next, saving: true)
+        } catch {
+            logger.error("cannot save a newer account state", metadata: ["error": "\(error)"])
+            return .notNewer
+        }
+        logger.info("learned a newer account state", metadata: ["version": "\(state.version)", "revoked": "\(state.revoked.count)"])
+        if next.isRevoked { logger.warning("this device has been removed from its account") }
+        return .updated
+    }
+
+    // MARK: Installing
+
+    /// Saves (when asked) and then makes `material` current: trust, TLS contexts, activity origin.
+    private func install(_ next: AccountMaterial, saving: Bool) async throws(LocalAPIError) {
+        if saving {
+            do {
+                try PrivateFiles.writeAtomically(try next.encodedFile(), to: path)
+            } catch {
+                logger.error("cannot save the account", metadata: ["error": "\(error)"])
+                throw LocalAPIError(.internalError, "cannot save the account in \(path): \(error)")
+            }
+        }
+        let revoked = Set(next.state.revoked.map(\.id))
+        do {
+            if let existing = security.contexts, existing.deviceID == next.deviceID, existing.trust.accountID == next.state.accountID {
+                existing.trust.setRevoked(revoked)
+                existing.trust.setAccountSecrets(next.accountSecrets)
+            } else {
+                let trust = try TrustPolicy(root: next.root, accountSecrets: next.accountSecrets, revoked: revoked)
+                security.set(
+                    PeerSecurity.Contexts(
+                        server: try .memberServer(identity: next.identity, trust: trust, hellos: security.hellos, joins: invites),
+                        client: try .memberClient(identity: next.identity, trust: trust),
+                        streamClient: try .memberClient(identity: next.identity, trust: trust, alpn: HandoffALPN.stream),
+                        trust: trust,
+                        deviceID: next.deviceID
+                    )
+                )
+            }
+        } catch {
+            throw LocalAPIError(.internalError, "cannot set up TLS for the account: \(error)")
+        }
+        material = next
+        await registry.setDeviceID(next.deviceID.text)
+        observer?()
+    }
+
+    // MARK: Names
+
+    package static func validName(_ name: String, what: String) throws(LocalAPIError) -> String {
+        let trimmed = String(name.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 64, !trimmed.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw LocalAPIError(.badRequest, "the \(what) must be 1–64 bytes of text on one line")
+        }
+        return trimmed
+    }
+
+    package static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "device" }
+        let name = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return name.isEmpty ? "device" : name
+    }
+
+    static func defaultAccountName() -> String {
+        if let pw = getpwuid(geteuid()), let user = pw.pointee.pw_name {
+            return "\(String(cString: user))'s devices"
+        }
+        return "my devices"
+    }
+}

@@ -1,0 +1,98 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import HandoffSystem
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Which local program continues an activity of a given type: one set in handoffd.toml's
+/// `[handlers]`, else an application whose `.desktop` file lists the type in
+/// `X-Handoff-ActivityTypes`. Looked up afresh for each continuation, so an app installed a
+/// minute ago counts. Only this device's user and administrator choose these programs — a peer
+/// only names a type.
+package struct HandlerCatalog: Sendable {
+    enum Handler: Sendable, Equatable {
+        case configured(type: String, ExecLine)
+        case desktop(DesktopEntry, ExecLine)
+
+        var label: String {
+            switch self {
+            case .configured: "config"
+            case .desktop(let entry, _): entry.id
+            }
+        }
+    }
+
+    /// Activity type → command, from handoffd.toml.
+    var configured: [String: ExecLine]
+    /// Where `applications/` directories are looked for, most important first.
+    var dataDirectories: [String]
+
+    package init(configured: [String: ExecLine], dataDirectories: [String]) {
+        self.configured = configured
+        self.dataDirectories = dataDirectories
+    }
+
+    /// `$XDG_DATA_HOME` (default `~/.local/share`), then `$XDG_DATA_DIRS` (default
+    /// `/usr/local/share:/usr/share`).
+    package static func dataDirectories(environment: [String: String]) -> [String] {
+        var dirs: [String] = []
+        if let home = environment["XDG_DATA_HOME"], home.hasPrefix("/") {
+            dirs.append(home)
+        } else if let home = environment["HOME"], home.hasPrefix("/") {
+            dirs.append(home + "/.local/share")
+        }
+        let system = environment["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/local/share:/usr/share"
+        dirs += system.split(separator: ":").map(String.init).filter { $0.hasPrefix("/") }
+        return dirs
+    }
+
+    func handler(for type: String, searchPath: String) -> Handler? {
+        if let line = configured[type] { return .configured(type: type, line) }
+        var seen: Set<String> = []
+        for directory in dataDirectories {
+            for (id, path) in HandlerCatalog.desktopFiles(in: directory + "/applications") {
+                // The first file with an id wins; a later one of the same id is shadowed by it.
+                guard seen.insert(id).inserted else { continue }
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8), text.contains(DesktopEntry.activityTypesKey),
+                    let entry = DesktopEntry(id: id, path: path, text: text), entry.isApplication, !entry.hidden,
+                    entry.activityTypes.contains(type), let exec = entry.exec, let line = try? ExecLine(parsing: exec)
+                else { continue }
+                if let tryExec = entry.tryExec {
+                    let found = tryExec.hasPrefix("/") ? access(tryExec, X_OK) == 0 : ChildProcess.search(tryExec, path: searchPath) != nil
+                    guard found else { continue }
+                }
+                return .desktop(entry, line)
+            }
+        }
+        return nil
+    }
+
+    /// `(desktop file id, path)` of every `.desktop` file below `directory`, sorted by id.
+    static func desktopFiles(in directory: String) -> [(String, String)] {
+        var found: [(String, String)] = []
+        // Subdirectories name the id's prefix (kde/app.desktop is kde-app.desktop); a few levels suffice.
+        func walk(_ relative: String, depth: Int) {
+            let path = relative.isEmpty ? directory : directory + "/" + relative
+            guard depth <= 4, let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
+            for name in names where !name.hasPrefix(".") {
+                let child = relative.isEmpty ? name : relative + "/" + name
+                if name.hasSuffix(".desktop") {
+                    found.append((child.replacing("/", with: "-"), directory + "/" + child))
+                } else {
+                    var isDirectory = false
+                    if FileManager.default.fileExists(atPath: directory + "/" + child, isDirectory: &isDirectory), isDirectory {
+                        walk(child, depth: depth + 1)
+                    }
+                }
+            }
+        }
+        walk("", depth: 1)
+        return found.sorted { $0.0 < $1.0 }
+    }
+}

@@ -1,0 +1,184 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import HandoffModel
+import HandoffSystem
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import DaemonCore
+import Glibc
+#endif
+
+/// Hands a continued activity to a program on this device (SPEC §5): the handler for its type
+/// (started with the activity in a private file and the continuation id in its environment), else
+/// its web page to the browser, else a clear "no application handles TYPE".
+///
+/// What a peer sent only ever becomes data: the program is chosen here by type, the file name is
+/// the continuation id, and the only URL passed on is an http(s) one, as one argument, never
+/// through a shell.
+package final class Launcher: Sendable {
+    /// What opens what: replaced as a whole when handoffd.toml is reloaded (SIGHUP).
+    private let choices: Mutex<(catalog: HandlerCatalog, browser: ExecLine)>
+    /// `$XDG_RUNTIME_DIR/handoff/continuations`: the activity files handlers read.
+    let directory: String
+    private let socketPath: String
+    private let environment: [String: String]
+    private let logger: Logger
+    private let children = Mutex<[pid_t]>([])
+    private let reaping = Mutex(false)
+
+    /// How long the browser command may take to say whether it worked (xdg-open returns once the
+    /// browser has the page; a browser run directly keeps running, which counts as success).
+    static let browserVerdictWindow: Duration = .seconds(3)
+    /// Activity files older than this are removed when a new one is written.
+    static let fileLifetimeSeconds: Int64 = 24 * 3600
+
+    package init(catalog: HandlerCatalog, browser: ExecLine, directory: String, socketPath: String, environment: [String: String], logger: Logger) {
+        self.choices = Mutex((catalog, browser))
+        self.directory = directory
+        self.socketPath = socketPath
+        self.environment = environment
+        self.logger = logger
+    }
+
+    /// Starts the program for `activity`; returns once it runs (or the browser accepted the page).
+    func deliver(
+        _ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef, session: [String: String]
+    ) async throws(LocalAPIError) -> DeliveryOutcome {
+        var env = environment.merging(SessionEnvironment.pick(session)) { _, new in new }
+        let (catalog, browser) = choices.withLock { ($0.catalog, $0.browser) }
+        let type = activity.type
+        if let handler = catalog.handler(for: type, searchPath: env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") {
+            let file = try writeActivityFile(activity, continuationID: continuationID)
+            env[HandlerEnvironment.activityFile] = file
+            env[HandlerEnvironment.continuationID] = continuationID.lowercasedString
+            env[HandlerEnvironment.activityType] = type
+            env[HandlerEnvironment.peerID] = peer.id.text
+            env[HandlerEnvironment.peerName] = peer.name
+            env[HandlerEnvironment.socket] = socketPath
+            let command: [String]
+            switch handler {
+            case .configured(_, let line):
+                command = line.expanded(.init(file: file))
+            case .desktop(let entry, let line):
+                command = line.expanded(.init(file: file, name: entry.name, icon: entry.icon, desktopFile: entry.path))
+            }
+            let pid = try start(command, environment: env, what: "the handler for \(type) (\(handler.label))")
+            logger.info("continuation handed to an app", metadata: ["type": "\(type)", "handler": "\(handler.label)", "pid": "\(pid)"])
+            return DeliveryOutcome(kind: .handler, handler: handler.label, command: command, activityFile: file, pid: pid)
+        }
+        guard let url = activity.content.webpageURL else {
+            throw LocalAPIError(
+                .noHandler,
+                "no application handles \(type): install one whose .desktop file says \(DesktopEntry.activityTypesKey)=\(type); or set a command for it under [handlers] in handoffd.toml"
+            )
+        }
+        guard URIRules.isWebURL(url) else {
+            throw LocalAPIError(.invalidWebpageURL, "the activity's web page is not an http(s) URL; it was not opened")
+        }
+        let command = browser.arguments.contains { $0.contains("%u") || $0.contains("%U") } ? browser.expanded(.init(url: url)) : browser.arguments + [url]
+        let pid = try start(command, environment: env, what: "the browser (\(browser.arguments[0]))")
+        if let ended = await termination(of: pid, within: Launcher.browserVerdictWindow), ended != .exited(0) {
+            throw LocalAPIError(.handlerFailed, "the browser command \(browser.arguments[0]) \(ended) instead of opening \(url)")
+        }
+        logger.info("continuation handed to the browser", metadata: ["type": "\(type)", "browser": "\(browser.arguments[0])"])
+        return DeliveryOutcome(kind: .browser, handler: browser.arguments[0], command: command, url: url, pid: pid)
+    }
+
+    /// The browser command's program, and whether it can be started as it would be.
+    package var browserStatus: BrowserStatus {
+        let program = choices.withLock { $0.browser.arguments.first ?? "" }
+        let found = program.contains("/") ? access(program, X_OK) == 0 : ChildProcess.search(program, path: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") != nil
+        return BrowserStatus(program: program, found: found)
+    }
+
+    /// New handlers and browser (from a reloaded configuration); continuations under way keep theirs.
+    package func replace(configured: [String: ExecLine], browser: ExecLine) {
+        choices.withLock { c in
+            c.catalog.configured = configured
+            c.browser = browser
+        }
+    }
+
+    /// The activity as the local API's JSON, in a file only the user can read.
+    private func writeActivityFile(_ activity: Activity, continuationID: UUID) throws(LocalAPIError) -> String {
+        let path = directory + "/" + continuationID.lowercasedString + ".json"
+        do {
+            try PrivateFiles.ensureDirectory(directory)
+            removeStaleFiles()
+            let json = try LocalAPIJSON.encoder(pretty: true).encode(activity)
+            try PrivateFiles.writeAtomically(Array(json), to: path)
+        } catch {
+            throw LocalAPIError(.handlerFailed, "cannot write the activity for its app to \(path): \(error)")
+        }
+        return path
+    }
+
+    private func removeStaleFiles() {
+        let now = Timestamp.now()
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names where name.hasSuffix(".json") {
+            var st = stat()
+            let path = directory + "/" + name
+            if stat(path, &st) == 0, now.microsecondsSinceEpoch / 1_000_000 - Int64(st.st_mtim.tv_sec) > Launcher.fileLifetimeSeconds {
+                unlink(path)
+            }
+        }
+    }
+
+    private func start(_ command: [String], environment: [String: String], what: String) throws(LocalAPIError) -> pid_t {
+        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+        let pid: pid_t
+        do {
+            pid = try ChildProcess.spawn(
+                command[0], arguments: Array(command.dropFirst()), environment: environment, newSession: true, workingDirectory: home
+            )
+        } catch {
+            throw LocalAPIError(.handlerFailed, "cannot start \(what): \(String(cString: strerror(error.errno))) (\(command[0]))")
+        }
+        children.withLock { $0.append(pid) }
+        startReaping()
+        return pid
+    }
+
+    /// How `pid` ended if it did within `window`; nil if it still runs.
+    private func termination(of pid: pid_t, within window: Duration) async -> ChildProcess.Termination? {
+        let deadline = ContinuousClock.now + window
+        while ContinuousClock.now < deadline {
+            if let ended = reap(pid) { return ended }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    private func reap(_ pid: pid_t) -> ChildProcess.Termination? {
+        guard let ended = ChildProcess.poll(pid) else { return nil }
+        children.withLock { $0.removeAll { $0 == pid } }
+        return ended
+    }
+
+    /// Programs we started are collected when they exit (no zombies), checking every 2 s while any runs.
+    private func startReaping() {
+        guard reaping.withLock({ r in defer { r = true }; return !r }) else { return }
+        Task.detached { [self] in
+            while true {
+                try? await Task.sleep(for: .seconds(2))
+                let running = children.withLock { $0 }
+                for pid in running {
+                    if let ended = reap(pid) { logger.debug("a started program ended", metadata: ["pid": "\(pid)", "how": "\(ended)"]) }
+                }
+                let done = reaping.withLock { r in
+                    let empty = children.withLock { $0.isEmpty }
+                    if empty { r = false }
+                    return empty
+                }
+                if done { return }
+            }
+        }
+    }
+}

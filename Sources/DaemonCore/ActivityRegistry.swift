@@ -1,0 +1,248 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import HandoffModel
+import Logging
+
+/// The device's one current activity (SPEC §2): replaced by `becomeCurrent`, withdrawn by
+/// `resignCurrent` or by its expiration date, and kept on disk so that it survives a restart.
+///
+/// Every change is saved before it is made visible: if the disk refuses, the request fails and the
+/// previous state stands.
+public actor ActivityRegistry {
+    public static let fileName = "current-activity"
+
+    private let path: String
+    private let limits: ActivityLimits
+    private let events: EventHub
+    private let logger: Logger
+    private var current: Activity?
+    private var expiryTask: Task<Void, Never>?
+    /// Stamped on activities as `originDevice` once the device has an identity.
+    private var deviceID: String?
+    /// Told of every change (the daemon announces it to peers).
+    private var observer: (@Sendable (Activity?) async -> Void)?
+    /// Waiting for the next change (a needsSave activity being saved).
+    private var changeWaiters: [UUID: Once<Void>] = [:]
+
+    /// Loads the saved activity, dropping it if it expired while the daemon was down.
+    public init(
+        stateDirectory: String,
+        limits: ActivityLimits,
+        events: EventHub,
+        logger: Logger,
+        now: Timestamp = .now()
+    ) {
+        self.path = stateDirectory + "/" + ActivityRegistry.fileName
+        self.limits = limits
+        self.events = events
+        self.logger = logger
+        self.current = ActivityRegistry.load(path: path, now: now, logger: logger)
+        if let current {
+            logger.info("restored the current activity", metadata: ["activity": "\(current.id.lowercasedString)", "type": "\(current.type)"])
+        }
+    }
+
+    private static func load(path: String, now: Timestamp, logger: Logger) -> Activity? {
+        do {
+            guard let bytes = try PrivateFiles.read(path, maximumSize: 16 * 1024 * 1024) else { return nil }
+            let activity = try ActivityEncoding.decode(bytes, maximumSize: .max)
+            if activity.isExpired(at: now) {
+                PrivateFiles.remove(path)
+                logger.info("dropped the saved activity: it expired while the daemon was down")
+                return nil
+            }
+            return activity
+        } catch {
+            let aside = PrivateFiles.quarantine(path)
+            logger.warning("the saved activity is unreadable; moved it aside", metadata: ["path": "\(aside)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Starts the expiry timer for what was restored. Called once the daemon runs.
+    public func start() {
+        scheduleExpiry()
+    }
+
+    public func setDeviceID(_ id: String?) {
+        deviceID = id
+    }
+
+    package func observe(_ change: @escaping @Sendable (Activity?) async -> Void) {
+        observer = change
+    }
+
+    public func currentActivity() -> Activity? { current }
+
+    /// Returns at the next change of the current activity (updated, replaced or withdrawn), or
+    /// after `timeout`.
+    package func waitForChange(within timeout: Duration) async {
+        let key = UUID()
+        let once = Once<Void>()
+        changeWaiters[key] = once
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            once.settle(())
+        }
+        await once.value
+        timer.cancel()
+        changeWaiters[key] = nil
+    }
+
+    private func changed() {
+        let waiters = changeWaiters.values
+        changeWaiters = [:]
+        waiters.forEach { $0.settle(()) }
+    }
+
+    public func currentResponse() throws(LocalAPIError) -> CurrentActivityResponse {
+        guard let current else {
+            throw LocalAPIError(.noCurrentActivity, "there is no current activity (start one with: handoffctl become-current)")
+        }
+        return CurrentActivityResponse(activity: current, encodedSize: ActivityEncoding.encodedSize(of: current))
+    }
+
+    /// Makes `request` the current activity (new, or an update of the current one when it names its id).
+    public func becomeCurrent(_ request: PutCurrentActivityRequest, now: Timestamp = .now()) async throws(LocalAPIError)
+        -> CurrentActivityResponse
+    {
+        let activity: Activity
+        if let id = request.id {
+            guard let existing = current, existing.id == id else {
+                throw LocalAPIError(
+                    .activityChanged,
+                    "activity \(id.lowercasedString) is no longer current; start a new one instead of updating it"
+                )
+            }
+            guard existing.type == request.content.type else {
+                throw LocalAPIError(
+                    .typeImmutable,
+                    "an activity's type cannot change (\(existing.type) → \(request.content.type)); start a new activity instead"
+                )
+            }
+            activity = Activity(
+                id: id,
+                content: request.content,
+                createdAt: existing.createdAt,
+                updatedAt: max(now, existing.updatedAt),
+                originDevice: deviceID
+            )
+        } else {
+            activity = Activity(content: request.content, createdAt: now, originDevice: deviceID)
+        }
+
+        let size: Int
+        do {
+            size = try activity.validate(now: now, limits: limits)
+        } catch {
+            throw LocalAPIError(error)
+        }
+        try save(activity)
+        current = activity
+        scheduleExpiry()
+        events.publish(LocalEvent(at: now, .currentActivityChanged(activity)))
+        changed()
+        await observer?(activity)
+        logger.info(
+            "activity became current",
+            metadata: ["activity": "\(activity.id.lowercasedString)", "type": "\(activity.type)", "bytes": "\(size)"]
+        )
+        var warnings: [String] = []
+        if size > ActivityLimits.warningEncodedSize {
+            warnings.append(
+                "the activity encodes to \(size) bytes, more than \(ActivityLimits.warningEncodedSize / 1024) KiB; keep activities small and move bulk data into a continuation stream"
+            )
+        }
+        return CurrentActivityResponse(activity: activity, encodedSize: size, warnings: warnings)
+    }
+
+    /// The app that served `id`'s continuation streams left: the activity stays current (SPEC
+    /// §2: an activity whose app detaches stays), updated to no longer offer streams, so that
+    /// other devices are not promised streams nobody would serve.
+    package func stopOfferingStreams(_ id: UUID) async {
+        guard let activity = current, activity.id == id, activity.content.supportsContinuationStreams else { return }
+        var content = activity.content
+        content.supportsContinuationStreams = false
+        do {
+            _ = try await becomeCurrent(PutCurrentActivityRequest(id: id, content: content))
+            logger.notice("the app serving the activity's streams left; it no longer offers them", metadata: ["activity": "\(id.lowercasedString)"])
+        } catch {
+            logger.error("cannot update the activity after its stream server left", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Withdraws the current activity. Idempotent: with none, nothing happens.
+    public func resignCurrent(now: Timestamp = .now()) async throws(LocalAPIError) -> Activity? {
+        try await withdraw(reason: .resigned, now: now)
+    }
+
+    private func withdraw(reason: LocalEvent.ResignReason, now: Timestamp) async throws(LocalAPIError) -> Activity? {
+        guard let resigned = current else { return nil }
+        try save(nil)
+        current = nil
+        expiryTask?.cancel()
+        expiryTask = nil
+        events.publish(LocalEvent(at: now, .currentActivityResigned(activityID: resigned.id, reason: reason)))
+        changed()
+        await observer?(nil)
+        logger.info("activity withdrawn", metadata: ["activity": "\(resigned.id.lowercasedString)", "reason": "\(reason.rawValue)"])
+        return resigned
+    }
+
+    private func save(_ activity: Activity?) throws(LocalAPIError) {
+        do {
+            if let activity {
+                try PrivateFiles.writeAtomically(ActivityEncoding.encode(activity), to: path)
+            } else {
+                PrivateFiles.remove(path)
+            }
+        } catch {
+            logger.error("cannot save the current activity", metadata: ["error": "\(error)"])
+            throw LocalAPIError(.internalError, "the daemon cannot save the activity: \(error)")
+        }
+    }
+
+    /// At most one wake-up a minute (SPEC's idle budget) while an activity with an expiry is current.
+    static let expiryCheckSeconds: Int64 = 60
+
+    private func scheduleExpiry() {
+        expiryTask?.cancel()
+        expiryTask = nil
+        guard let activity = current, let expiry = activity.expirationDate else { return }
+        let id = activity.id
+        expiryTask = Task { [weak self] in
+            // The sleep is monotonic and the expiry is wall-clock time: waking at least every
+            // `expiryCheckSeconds` notices a clock set forward past the expiry (one set back
+            // wakes early and sleeps again).
+            let delay = min(Timestamp.now().microseconds(until: expiry), Self.expiryCheckSeconds * 1_000_000)
+            if delay > 0 {
+                try? await Task.sleep(for: .microseconds(delay))
+            }
+            guard !Task.isCancelled else { return }
+            await self?.expire(id: id)
+        }
+    }
+
+    private func expire(id: UUID) async {
+        let now = Timestamp.now()
+        guard let activity = current, activity.id == id, activity.isExpired(at: now) else {
+            scheduleExpiry()  // woke early (clock change): try again
+            return
+        }
+        do {
+            _ = try await withdraw(reason: .expired, now: now)
+        } catch {
+            logger.error("cannot withdraw the expired activity", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Stops the expiry timer (daemon shutdown).
+    public func stop() {
+        expiryTask?.cancel()
+        expiryTask = nil
+    }
+}

@@ -1,0 +1,10 @@
+/// The daemon (or one of its services) became ready, or failed before it could; anyone may wait.
+package final class ReadinessSignal: Sendable {
+    private let outcome = Once<Result<Void, DaemonError>>()
+
+    package init() {}
+
+    package func succeed() { outcome.settle(.success(())) }
+    package func fail(_ error: DaemonError) { outcome.settle(.failure(error)) }
+    package func wait() async throws { try await outcome.value.get() }
+}

@@ -1,0 +1,148 @@
+import DaemonAccounts
+import DaemonCore
+import HandoffAPI
+import HandoffModel
+import HandoffPeer
+import HandoffTLS
+import Logging
+
+/// `account join`: prove the code to the inviting device over a PSK-keyed TLS 1.3 connection, send
+/// our public key, and keep the certificate, root and account state it sends back.
+package enum AccountJoiner {
+    /// How long `account join CODE` looks for the inviting device on the network: its advert
+    /// carries the code's tag within about a second of `account invite` (docs/discovery.md), so
+    /// a longer wait would only be a silent one.
+    package static let findInviterTimeout: Duration = .seconds(3)
+
+    package static func join(
+        _ request: JoinAccountRequest, store: AccountStore, defaultPort: Int, logger: Logger,
+        findInviter: @Sendable (InviteCode) async -> PeerAddress?
+    ) async throws(LocalAPIError) -> AccountInfo {
+        guard await !store.isMember else {
+            throw LocalAPIError(.accountExists, "this device already belongs to an account (handoffctl account show)")
+        }
+        let code: InviteCode
+        do {
+            code = try InviteCode(parsing: request.code)
+        } catch {
+            throw LocalAPIError(.invalidCode, error.description)
+        }
+        let address: PeerAddress
+        if let peerText = request.peer {
+            address = try PeerAddress(parsing: peerText, defaultPort: defaultPort)
+        } else if let found = await findInviter(code) {
+            // The inviter advertises a tag derived from the code while the invite is open.
+            address = found
+        } else {
+            throw LocalAPIError(
+                .unreachable,
+                "no device on this network is inviting with this code (is `handoffctl account invite` still waiting there, on the same network?); or give its address: --peer HOST:PORT"
+            )
+        }
+        let deviceName = try AccountStore.validName(request.deviceName ?? AccountStore.hostName(), what: "device name")
+
+        let key: SigningKey
+        let context: TLSContext
+        do {
+            key = try SigningKey.generate()
+            context = try TLSContext.joinClient(psk: JoinPSK(code: code))
+        } catch {
+            throw LocalAPIError(.internalError, "cannot prepare the join: \(error)")
+        }
+        let (link, _) = try await PeerDialer.connect(address, context: context)
+        let reply: PeerMessage
+        do {
+            reply = try await link.channel.executeThenClose { inbound, outbound in
+                var messages = inbound.makeAsyncIterator()
+                try await outbound.write(.joinRequest(JoinRequest(deviceName: deviceName, publicKey: key.publicKey)))
+                return try await MemberGreeting.receive(&messages, link: link, within: .seconds(30))
+            }
+        } catch {
+            throw PeerDialer.describe(error, address: address)
+        }
+
+        switch reply {
+        case .joinAccepted(let accepted):
+            let material = try validate(accepted, key: key, deviceName: deviceName, from: address)
+            return try await store.completeJoin(material)
+        case .joinRefused(let refusal):
+            switch refusal.reason {
+            case .expired: throw LocalAPIError(.inviteExpired, refusal.message)
+            case .alreadyUsed: throw LocalAPIError(.inviteUsed, refusal.message)
+            case .invalidRequest, .internalError: throw LocalAPIError(.codeRejected, "\(address) refused the join: \(refusal.message)")
+            }
+        default:
+            throw LocalAPIError(.versionMismatch, "\(address) answered the join with a \(reply.kindName); are both devices up to date?")
+        }
+    }
+
+    /// Everything the inviter sent must fit together: a certificate for our key, issued by the root,
+    /// and a state signed by that root that lists us.
+    private static func validate(_ a: JoinAccepted, key: SigningKey, deviceName: String, from address: PeerAddress) throws(LocalAPIError)
+        -> AccountMaterial
+    {
+        let bad = LocalAPIError(.refused, "\(address) sent an inconsistent account; the join was not completed")
+        do {
+            let root = try Certificate(der: a.rootCertificate)
+            let certificate = try Certificate(der: a.deviceCertificate)
+            guard certificate.publicKey == key.publicKey, let state = AccountMaterial.verify(a.accountState, root: root),
+                state.device(key.id) != nil, a.accountSecret.count == 32
+            else { throw bad }
+            let trust = try TrustPolicy(root: root, accountSecrets: [a.accountSecret])
+            _ = try TLSContext.memberClient(identity: try DeviceIdentity(key: key, certificate: certificate), trust: trust)
+            return AccountMaterial(
+                deviceName: deviceName,
+                identity: try DeviceIdentity(key: key, certificate: certificate),
+                root: root,
+                rootKey: nil,
+                accountSecret: a.accountSecret,
+                signedState: a.accountState,
+                state: state
+            )
+        } catch let e as LocalAPIError {
+            throw e
+        } catch {
+            throw bad
+        }
+    }
+}
+
+/// `account sync PEER`: exchange account states with one device now, as members do whenever
+/// they meet (this is how a revocation reaches a device). Over the session with it — the open
+/// one, or a new one whose greeting already did the exchange — it asks for the device's state
+/// and keeps it if newer, and sends ours if the device's is older.
+package enum AccountSync {
+    package static func sync(
+        _ request: SyncRequest, store: AccountStore, links: MemberLinks, directory: PeerDirectory, defaultPort: Int
+    ) async throws(LocalAPIError) -> SyncResponse {
+        let account = try await store.requireMembership()
+        let (state, me) = (account.state, account.deviceID)
+        let before = state.version
+        let target = try await PeerTarget.resolve(request.peer, state: state, me: me, directory: directory, defaultPort: defaultPort)
+        let session = try await target.session(links: links, directory: directory)
+        let reply: PeerMessage
+        do {
+            reply = try await session.request { PeerMessage.getAccountState(requestID: $0) }
+        } catch is PeerRequestTimeout {
+            throw LocalAPIError(.timeout, "\(session.peerName) did not send its account state in time; is it up to date?")
+        } catch {
+            throw LocalAPIError(.unreachable, "the connection to \(session.peerName) ended before it answered")
+        }
+        guard case .accountStateReply(_, let signed, let secret) = reply else {
+            throw LocalAPIError(.versionMismatch, "\(session.peerName) answered with a \(reply.kindName); are both devices up to date?")
+        }
+        switch await store.adopt(signed, accountSecret: secret) {
+        case .updated:
+            await links.stateChanged()
+        case .notNewer:
+            let theirs = (try? AccountState(decoding: signed.stateBytes))?.version ?? 0
+            if theirs < (await store.stateVersion), let (mine, secret) = await store.stateToShare() {
+                try? await session.send(.accountState(mine, accountSecret: secret))
+            }
+        case .invalid:
+            throw LocalAPIError(.refused, "\(session.peerName) sent an account state that is not this account's")
+        }
+        let after = await store.stateVersion
+        return SyncResponse(peerID: session.peerID, peerName: session.peerName, stateVersion: after, updated: after > before)
+    }
+}

@@ -1,0 +1,564 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import DaemonAccounts
+import DaemonCore
+import HandoffAPI
+import HandoffModel
+import HandoffPeer
+import HandoffTLS
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// An open, authenticated session with another device of the account.
+package final class MemberSession: Sendable {
+    package let peerID: DeviceID
+    package let peerName: String
+    let initiatedByUs: Bool
+    let remote: String
+    private let outbound: NIOAsyncChannelOutboundWriter<PeerMessage>
+    private let channel: any Channel
+    private let pending = Mutex<[UInt32: CheckedContinuation<PeerMessage, any Error>]>([:])
+    private let nextID = Mutex<UInt32>(1)
+
+    init(peerID: DeviceID, peerName: String, initiatedByUs: Bool, remote: String, outbound: NIOAsyncChannelOutboundWriter<PeerMessage>, channel: any Channel) {
+        self.peerID = peerID
+        self.peerName = peerName
+        self.initiatedByUs = initiatedByUs
+        self.remote = remote
+        self.outbound = outbound
+        self.channel = channel
+    }
+
+    var isOpen: Bool { channel.isActive }
+
+    package func send(_ message: PeerMessage) async throws {
+        try await outbound.write(message)
+    }
+
+    /// Sends a request built around a fresh id and waits (at most `timeout`) for its answer.
+    package func request(_ make: (UInt32) -> PeerMessage, timeout: Duration = .seconds(5)) async throws -> PeerMessage {
+        let id = nextID.withLock { n in
+            defer { n &+= 1 }
+            return n
+        }
+        let message = make(id)
+        return try await withCheckedThrowingContinuation { continuation in
+            pending.withLock { $0[id] = continuation }
+            Task {
+                do {
+                    try await outbound.write(message)
+                } catch {
+                    self.settle(id, .failure(error))
+                }
+            }
+            Task {
+                try? await Task.sleep(for: timeout)
+                self.settle(id, .failure(PeerRequestTimeout()))
+            }
+        }
+    }
+
+    /// Delivers an answer (or a failure) to whoever waits for request `id`; later ones are ignored.
+    func settle(_ id: UInt32, _ result: Result<PeerMessage, any Error>) {
+        pending.withLock { $0.removeValue(forKey: id) }?.resume(with: result)
+    }
+
+    func failAll(_ error: any Error) {
+        let waiting = pending.withLock { p -> [CheckedContinuation<PeerMessage, any Error>] in
+            defer { p.removeAll() }
+            return Array(p.values)
+        }
+        waiting.forEach { $0.resume(throwing: error) }
+    }
+
+    func close() {
+        channel.close(promise: nil)
+    }
+}
+
+package struct PeerRequestTimeout: Error, CustomStringConvertible {
+    package init() {}
+    package var description: String { "the other device did not answer in time" }
+}
+
+/// The sessions with the account's other devices (the fast path): at most one per device. They
+/// carry activity notices both ways as changes happen, answer `continue`, and spread account
+/// state. When a session ends, the device shows as unreachable at once; TCP keepalive notices a
+/// silent peer without waking us (docs/discovery.md).
+package actor MemberLinks {
+    private var sessions: [DeviceID: MemberSession] = [:]
+    private var dialing: Set<DeviceID> = []
+    private var retryDelay: [DeviceID: Duration] = [:]
+    /// When dialling a device last failed at every address (cleared once a session is up).
+    private var dialFailedAt: [DeviceID: Timestamp] = [:]
+    private var ourID: DeviceID?
+    let store: AccountStore
+    let security: PeerSecurity
+    let directory: PeerDirectory
+    let registry: ActivityRegistry
+    let presence: Presence
+    let attachments: Attachments
+    /// Tells the other features what happened here (routed in the composition root).
+    let announce: @Sendable (DaemonEvent) -> Void
+    let logger: Logger
+    /// How long an app asked to save has (`ActivityAnswer.saveWindow`; tests on a loaded
+    /// machine give more).
+    let saveWindow: Duration
+    /// Background work (dials, sessions we started) runs in the service's task group.
+    private let jobs: AsyncStream<@Sendable () async -> Void>.Continuation
+    let jobStream: AsyncStream<@Sendable () async -> Void>
+
+    package init(
+        store: AccountStore, security: PeerSecurity, directory: PeerDirectory, registry: ActivityRegistry, presence: Presence,
+        attachments: Attachments, announce: @escaping @Sendable (DaemonEvent) -> Void, logger: Logger, saveWindow: Duration = ActivityAnswer.saveWindow
+    ) {
+        self.saveWindow = saveWindow
+        self.attachments = attachments
+        self.announce = announce
+        self.store = store
+        self.security = security
+        self.directory = directory
+        self.registry = registry
+        self.presence = presence
+        self.logger = logger
+        (jobStream, jobs) = AsyncStream.makeStream(of: (@Sendable () async -> Void).self)
+    }
+
+    nonisolated func spawn(_ job: @escaping @Sendable () async -> Void) {
+        jobs.yield(job)
+    }
+
+    /// The session with `id`, unless its connection is already closing (the loser of two crossed
+    /// dials stays listed until its task ends).
+    func session(for id: DeviceID) -> MemberSession? { sessions[id].flatMap { $0.isOpen ? $0 : nil } }
+    var connectedIDs: [DeviceID] { Array(sessions.keys) }
+    /// Open sessions the other device dialled.
+    package var inboundCount: Int { sessions.values.filter { !$0.initiatedByUs && $0.isOpen }.count }
+
+    // MARK: Registering sessions
+
+    /// One session per device. When two race (both sides dialled), both ends keep the one
+    /// dialled by the device with the smaller id; a newer session in the same direction replaces
+    /// an older one (a reconnection).
+    private func register(_ session: MemberSession) -> Bool {
+        let me = security.contexts?.deviceID
+        ourID = me
+        if let existing = sessions[session.peerID] {
+            let preferOurs = (me.map { $0 < session.peerID } ?? true)  // the smaller id dials
+            let keepExisting = existing.initiatedByUs != session.initiatedByUs && existing.initiatedByUs == preferOurs
+            if keepExisting { return false }
+            existing.close()
+        }
+        sessions[session.peerID] = session
+        retryDelay[session.peerID] = nil
+        dialFailedAt[session.peerID] = nil
+        return true
+    }
+
+    private func unregister(_ session: MemberSession) {
+        if sessions[session.peerID] === session { sessions[session.peerID] = nil }
+    }
+
+    /// Sends `message` to every session (activity notices, a newer account state).
+    package func broadcast(_ message: PeerMessage) {
+        for session in sessions.values {
+            let s = session
+            spawn { try? await s.send(message) }
+        }
+    }
+
+    /// Ends the sessions of devices that have been removed from the account, telling each first.
+    func dropRevoked(_ revoked: Set<DeviceID>) async {
+        for (id, session) in sessions where revoked.contains(id) {
+            sessions[id] = nil
+            if let notice = await store.removalNotice(for: id) { try? await session.send(.removed(notice)) }
+            session.close()
+            await directory.forget(id)
+        }
+    }
+
+    /// Ends every session: this device left its account, or was removed from it.
+    package func dropAll() async {
+        let all = sessions
+        sessions = [:]
+        for (id, session) in all {
+            session.close()
+            await directory.forget(id)
+        }
+    }
+
+    /// Sends `message` to every open session and waits for it to be written; the names of the
+    /// devices it reached.
+    func tellAll(_ message: PeerMessage) async -> [String] {
+        var told: [String] = []
+        for session in sessions.values where session.isOpen {
+            if (try? await session.send(message)) != nil { told.append(session.peerName) }
+        }
+        return told
+    }
+
+    // MARK: Serving a session (either side)
+
+    /// Runs an established session until it ends. Called inside the connection's
+    /// `executeThenClose`, after the greeting.
+    nonisolated func serve(
+        _ greeting: MemberGreeting.Outcome,
+        link: PeerLink,
+        initiatedByUs: Bool,
+        messages: inout NIOAsyncChannelInboundStream<PeerMessage>.AsyncIterator,
+        outbound: NIOAsyncChannelOutboundWriter<PeerMessage>,
+        established: (@Sendable (MemberSession) -> Void)? = nil
+    ) async {
+        let session = MemberSession(
+            peerID: greeting.peer.deviceID, peerName: greeting.peer.deviceName, initiatedByUs: initiatedByUs, remote: link.remote,
+            outbound: outbound, channel: link.channel.channel
+        )
+        guard await register(session) else {
+            logger.debug("dropped a duplicate session", metadata: ["peer": "\(session.peerID.short)"])
+            return
+        }
+        if greeting.learnedNewerState { await stateChanged() }
+        established?(session)
+        await directory.sessionUp(session.peerID, name: session.peerName, address: link.remote, theirClock: greeting.peer.clock)
+        logger.info("device connected", metadata: ["peer": "\(session.peerID.short)", "remote": "\(link.remote)", "dialled": "\(initiatedByUs)"])
+        do {
+            try await outbound.write(.activityNotice(presence.notice))
+            while let message = try await messages.next() {
+                try await handle(message, on: session)
+            }
+        } catch {
+            logger.debug("session ended", metadata: ["peer": "\(session.peerID.short)", "error": "\(error)"])
+        }
+        session.failAll(PeerSessionError.closed)
+        await unregister(session)
+        await directory.sessionDown(session.peerID)
+        logger.info("device disconnected", metadata: ["peer": "\(session.peerID.short)"])
+        await sessionEnded(session.peerID)
+    }
+
+    private nonisolated func handle(_ message: PeerMessage, on session: MemberSession) async throws {
+        switch message {
+        case .activityNotice(let notice):
+            await directory.notice(session.peerID, notice)
+        case .getActivity(let id, let seen):
+            // Its own task: saving a needsSave activity may take a second, and the session must
+            // not stall meanwhile.
+            let peer = LocalEvent.PeerRef(id: session.peerID, name: session.peerName)
+            let (registry, attachments, announce, window) = (self.registry, self.attachments, self.announce, self.saveWindow)
+            spawn {
+                let (answer, activity) = await ActivityAnswer.answerAndActivity(
+                    id, seen: seen, registry: registry, askToSave: { activity in attachments.willSave(activity.id, peer: peer) }, saveWindow: window
+                )
+                if let activity { announce(.activityGiven(to: peer.id, activityID: activity.id)) }
+                try? await session.send(answer)
+            }
+        case .activityContinued(let activityID):
+            attachments.wasContinued(activityID, peer: LocalEvent.PeerRef(id: session.peerID, name: session.peerName))
+        case .unknown(let kind):
+            logger.debug("skipped a message of unknown type", metadata: ["peer": "\(session.peerID.short)", "type": "\(kind)"])
+        case .activity(let id, _), .activityUnavailable(let id, _), .accountStateReply(let id, _, _):
+            session.settle(id, .success(message))
+        case .getAccountState(let id):
+            try await sendState(answering: id, on: session)
+        case .leaving(let id):
+            // Only the device holding the account key can do it; the others just answer.
+            let removed = await store.removeLeaving(session.peerID)
+            // The leaver learns that it is out — never the secret made new by its removal.
+            let out = await store.currentState?.isRevoked(session.peerID) ?? false
+            try await sendState(answering: id, on: session, withSecret: !out)
+            if removed { await stateChanged() }
+        case .renameRequest(let id, let name):
+            let renamed = await store.isAdmin ? (try? await store.rename(session.peerID.text, to: name)) : nil
+            try await sendState(answering: id, on: session)
+            if renamed != nil { await stateChanged() }
+        case .removed(let notice):
+            // Only a notice about this device, that verifies, ends anything; another is ignored.
+            let learned = await store.learnRemoval(notice)
+            let removedHere = await store.isRevokedSelf
+            guard learned || removedHere else {
+                logger.notice("ignored a removal notice that is not about this device or does not verify", metadata: ["peer": "\(session.peerID.short)"])
+                return
+            }
+            if learned { await dropAll() }
+            throw PeerSessionError.removed(notice)
+        case .accountState(let signed, let secret):
+            if await store.adopt(signed, accountSecret: secret) == .updated { await stateChanged() }
+        case .failure(let f):
+            throw PeerSessionError.peerFailed(f)
+        case .hello, .joinRequest, .joinAccepted, .joinRefused, .openStream, .streamAccepted, .streamRefused:
+            try await session.send(.failure(PeerFailure(.unexpectedMessage, "unexpected \(message.kindName)")))
+            throw PeerSessionError.unexpected(message.kindName)
+        }
+    }
+
+    /// After the account state changed here (a removal, a rename, a newer state learned): tell
+    /// and drop removed devices, show the names it gives, and pass the news on.
+    package func stateChanged() async {
+        guard let state = await store.currentState else { return }
+        await dropRevoked(Set(state.revoked.map(\.id)))
+        await directory.rename(from: state)
+        if let (signed, secret) = await store.stateToShare() {
+            broadcast(.accountState(signed, accountSecret: secret))
+        }
+    }
+
+    /// `account leave` on a device without the account key: asks every device it has a session
+    /// with to remove it; the one holding the key does. The names that answered, and whether the
+    /// key holder's answer lists this device as removed.
+    package func askToBeRemoved() async -> (told: [String], removed: Bool) {
+        guard let me = await store.hello()?.deviceID else { return ([], false) }
+        let open = sessions.values.filter(\.isOpen)
+        return await withTaskGroup(of: (String, Bool)?.self) { group in
+            for session in open {
+                group.addTask {
+                    guard case .accountStateReply(_, let signed, _)? = try? await session.request({ .leaving(requestID: $0) }, timeout: .seconds(3)) else {
+                        return nil
+                    }
+                    return (session.peerName, (try? AccountState(decoding: signed.stateBytes))?.isRevoked(me) ?? false)
+                }
+            }
+            var told: [String] = []
+            var removed = false
+            for await answer in group {
+                guard let (name, listed) = answer else { continue }
+                told.append(name)
+                removed = removed || listed
+            }
+            return (told.sorted(), removed)
+        }
+    }
+
+    /// `devices rename NAME` on a device without the account key: the device holding it signs
+    /// the new name; whoever answers sends the state it has, which this device adopts.
+    package func askToBeRenamed(_ name: String) async throws(LocalAPIError) -> DeviceInfo {
+        guard let me = await store.hello()?.deviceID else { throw LocalAPIError(.noAccount, "this device has no account") }
+        let open = sessions.values.filter(\.isOpen)
+        var reached: [String] = []
+        for session in open {
+            guard case .accountStateReply(_, let signed, let secret)? = try? await session.request({ .renameRequest(requestID: $0, name: name) }, timeout: .seconds(3))
+            else { continue }
+            reached.append(session.peerName)
+            if await store.adopt(signed, accountSecret: secret) == .updated { await stateChanged() }
+            if let mine = await store.currentState?.device(me), mine.name == name {
+                return DeviceInfo(id: me, name: name, addedAt: mine.addedAt, isThisDevice: true)
+            }
+        }
+        let tried = reached.isEmpty ? "no other device is reachable now" : "\(reached.joined(separator: ", ")) answered but \(reached.count == 1 ? "does" : "do") not hold it, or refused the name"
+        throw LocalAPIError(
+            .unreachable,
+            "names in the account are signed by the device holding the account key, and \(tried); try again when it is reachable, or rename this one there (handoffctl devices rename THIS-DEVICE \(name))"
+        )
+    }
+
+    private nonisolated func sendState(answering id: UInt32, on session: MemberSession, withSecret: Bool = true) async throws {
+        guard let (signed, secret) = await store.stateToShare() else { throw PeerSessionError.noAccount }
+        try await session.send(.accountStateReply(requestID: id, signed, accountSecret: withSecret ? secret : []))
+    }
+
+    // MARK: Dialling
+
+    /// Connects to `address`, greets, and keeps the session running in the background; returns
+    /// once it is established.
+    ///
+    /// The whole connection — dial included — runs as one background job, so that a channel is
+    /// never left open without an owner (if the job never runs, no channel was made).
+    /// When this device last failed to reach `id` at any of its addresses (nil once it did).
+    func lastDialFailure(_ id: DeviceID) -> Timestamp? { dialFailedAt[id] }
+
+    func connect(
+        _ address: PeerAddress, expecting expected: DeviceID? = nil, connectTimeout: TimeAmount = PeerDialer.connectTimeout
+    ) async throws(LocalAPIError) -> MemberSession {
+        guard let contexts = security.contexts else {
+            throw LocalAPIError(.noAccount, "this device has no account yet; create one (handoffctl account create) or join one (handoffctl account join CODE)")
+        }
+        let outcome = Once<Result<MemberSession, LocalAPIError>>()
+        spawn { [self] in
+            do {
+                var addressee = HelloAddressee.anyone
+                if let expected { addressee = await self.directory.addressee(expected) }
+                let (link, peer) = try await PeerDialer.connect(
+                    address, context: contexts.client, expectedPeer: expected, addressee: addressee, connectTimeout: connectTimeout
+                )
+                guard case .member(let peerID) = peer else {
+                    await link.discard()
+                    outcome.settle(.failure(LocalAPIError(.refused, "\(address) is not a device of this account")))
+                    return
+                }
+                // One session per device: reached by its address while a session with it is
+                // open (`continue HOST:PORT`), the open one serves, and this connection goes
+                // before its greeting (the other side never registers it).
+                if let open = await self.session(for: peerID) {
+                    await link.discard()
+                    outcome.settle(.success(open))
+                    return
+                }
+                try await link.channel.executeThenClose { inbound, outbound in
+                    var messages = inbound.makeAsyncIterator()
+                    let greeting = try await MemberGreeting.asClient(peerID: peerID, link: link, inbound: &messages, outbound: outbound, store: store)
+                    await self.serve(greeting, link: link, initiatedByUs: true, messages: &messages, outbound: outbound) { session in
+                        outcome.settle(.success(session))
+                    }
+                }
+            } catch PeerSessionError.removed(let notice) {
+                // The other device says this one was removed: kept if the account signed it.
+                if await self.store.learnRemoval(notice) { await self.dropAll() }
+                let info = await self.store.removalInfo
+                outcome.settle(
+                    .failure(LocalAPIError(.revoked, info.map { "this device was \($0.sentence); \($0.advice)" } ?? "\(address) says this device was removed from the account"))
+                )
+            } catch {
+                outcome.settle(.failure(PeerDialer.describe(error, address: address)))
+            }
+            outcome.settle(.failure(LocalAPIError(.unreachable, "\(address) closed the connection")))
+        }
+        // If shutdown begins first, the job may never run: cancellation must end this wait.
+        return try await withTaskCancellationHandler {
+            await outcome.value
+        } onCancel: {
+            outcome.settle(.failure(LocalAPIError(.unreachable, "handoffd is stopping")))
+        }.get()
+    }
+
+    /// A member was seen on the network: make sure there is a session. The device with the
+    /// smaller id dials at once; the other waits a little for it, then dials itself (in case only
+    /// it can reach the other). Failures back off, 1 s doubling to a minute, while it stays seen.
+    func consider(_ id: DeviceID) {
+        guard sessions[id] == nil, !dialing.contains(id), let me = security.contexts?.deviceID, id != me else { return }
+        dialing.insert(id)
+        let delay = retryDelay[id] ?? (me < id ? .zero : .seconds(3))
+        spawn { [self] in
+            if delay > .zero { try? await Task.sleep(for: delay) }
+            await self.dialNow(id)
+        }
+    }
+
+    private func dialNow(_ id: DeviceID) async {
+        guard sessions[id] == nil, await directory.isSighted(id) else {
+            dialing.remove(id)
+            return
+        }
+        for target in await directory.dialTargets(id) {
+            do {
+                _ = try await connect(target, expecting: id)
+                dialing.remove(id)
+                return
+            } catch {
+                logger.debug("cannot reach a device", metadata: ["peer": "\(id.short)", "address": "\(target)", "error": "\(error)"])
+            }
+        }
+        // Not reachable (or not resolved yet): try again later while it stays seen. The mark is
+        // cleared before `consider` sets it again for the retry, never after.
+        retryDelay[id] = min((retryDelay[id] ?? .milliseconds(500)) * 2, .seconds(60))
+        dialFailedAt[id] = .now()
+        dialing.remove(id)
+        if await directory.isSighted(id) { consider(id) }
+    }
+
+    /// A session ended; if the device is still seen, try again (it may have restarted).
+    func sessionEnded(_ id: DeviceID) async {
+        if await directory.isSighted(id) { consider(id) }
+    }
+
+    /// Keeps a session with a configured static peer, reconnecting with backoff.
+    nonisolated func maintainStatic(_ address: PeerAddress) {
+        spawn { [self] in
+            var delay: Duration = .seconds(1)
+            while !Task.isCancelled {
+                do {
+                    let session = try await self.connect(address)
+                    await self.directory.staticPeer(session.peerID, name: session.peerName, address: address.description)
+                    delay = .seconds(1)
+                    await self.waitUntilClosed(session)
+                } catch {
+                    logger.debug("static peer unreachable", metadata: ["address": "\(address)", "error": "\(error)"])
+                }
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(60))
+            }
+        }
+    }
+
+    private func waitUntilClosed(_ session: MemberSession) async {
+        while sessions[session.peerID] === session, !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+}
+
+/// `MemberLinks` runs its background work (dials, sessions it started) inside the daemon's
+/// service group, and ends it all on shutdown.
+package struct MemberLinksService: Service {
+    let links: MemberLinks
+    let staticPeers: [PeerAddress]
+
+    package init(links: MemberLinks, staticPeers: [PeerAddress]) {
+        self.links = links
+        self.staticPeers = staticPeers
+    }
+
+    package func run() async throws {
+        for peer in staticPeers { links.maintainStatic(peer) }
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                for await job in links.jobStream {
+                    group.addTask { await job() }
+                }
+            }
+        }
+    }
+}
+
+/// How a device answers "send me your current activity".
+enum ActivityAnswer {
+    /// How long an app asked to save (needsSave) has before the last state is sent (SPEC §2).
+    static let saveWindow: Duration = .seconds(1)
+
+    /// The current activity, or why there is none to give. With `askToSave`, a needsSave activity
+    /// is first saved by its app: when that asks one (it returns true), the answer waits for the
+    /// update, at most `saveWindow`.
+    static func answer(
+        _ requestID: UInt32, seen: UUID?, registry: ActivityRegistry, askToSave: (@Sendable (Activity) -> Bool)? = nil, now: Timestamp = .now()
+    ) async -> PeerMessage {
+        await answerAndActivity(requestID, seen: seen, registry: registry, askToSave: askToSave, now: now).message
+    }
+
+    /// The answer, and the activity it carries (if it carries one).
+    static func answerAndActivity(
+        _ requestID: UInt32, seen: UUID?, registry: ActivityRegistry, askToSave: (@Sendable (Activity) -> Bool)? = nil,
+        saveWindow: Duration = ActivityAnswer.saveWindow, now: Timestamp = .now()
+    ) async -> (message: PeerMessage, activity: Activity?) {
+        guard let current = await registry.currentActivity() else {
+            return (.activityUnavailable(requestID: requestID, ActivityUnavailable(.none, message: "there is no current activity")), nil)
+        }
+        if let refusal = refusal(requestID, for: current, seen: seen, now: now) { return (refusal, nil) }
+        guard current.content.needsSave, let askToSave, askToSave(current) else {
+            return (.activity(requestID: requestID, encoded: ActivityEncoding.encode(current)), current)
+        }
+        await registry.waitForChange(within: saveWindow)
+        guard let saved = await registry.currentActivity() else {
+            return (.activityUnavailable(requestID: requestID, ActivityUnavailable(.none, message: "the activity was withdrawn")), nil)
+        }
+        // Saving updates the activity; an app that started another one instead changed it.
+        if let refusal = refusal(requestID, for: saved, seen: current.id, now: .now()) { return (refusal, nil) }
+        return (.activity(requestID: requestID, encoded: ActivityEncoding.encode(saved)), saved)
+    }
+
+    private static func refusal(_ requestID: UInt32, for current: Activity, seen: UUID?, now: Timestamp) -> PeerMessage? {
+        if let seen, seen != current.id {
+            return .activityUnavailable(
+                requestID: requestID,
+                ActivityUnavailable(.changed, currentID: current.id, message: "the current activity is now \(current.type) \(displayQuoted(current.title))")
+            )
+        }
+        if current.isExpired(at: now) {
+            return .activityUnavailable(requestID: requestID, ActivityUnavailable(.expired, currentID: current.id, message: "the activity expired"))
+        }
+        return nil
+    }
+}
+

@@ -1,0 +1,127 @@
+import DaemonCore
+import HandoffAPI
+import HandoffModel
+import HandoffPeer
+import HandoffTLS
+import NIOCore
+import NIOPosix
+
+/// Connecting to another device, and turning what can go wrong into messages a user can act on.
+package enum PeerDialer {
+    package static let connectTimeout: TimeAmount = .seconds(5)
+
+    /// Connects and completes the TLS handshake. For member connections the other side may still
+    /// refuse us afterwards (TLS 1.3); `MemberGreeting.asClient` waits for its hello to know.
+    ///
+    /// When the other device does not know the key we offered, we try again (`helloAttempts`).
+    static func connect(
+        _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID? = nil, addressee: HelloAddressee = .anyone,
+        connectTimeout: TimeAmount = PeerDialer.connectTimeout
+    ) async throws(LocalAPIError) -> (PeerLink, TLSPeer) {
+        let attempts = helloAttempts(addressee, secretGenerations: context.secretGenerations)
+        for (index, attempt) in attempts.enumerated() {
+            let link = try await open(address, connectTimeout: connectTimeout) {
+                try TLSConnection(context: context, expectedPeer: expectedPeer, secretGeneration: attempt.generation, addressee: attempt.addressee)
+            }
+            do {
+                let done = try await link.completedHandshake()
+                return (link, done.peer)
+            } catch {
+                await link.discard()
+                if let tls = error as? TLSError, tls.code == .accountKeyUnknown, index + 1 < attempts.count { continue }
+                throw describe(error, address: address)
+            }
+        }
+        preconditionFailure("helloAttempts is never empty")
+    }
+
+    /// What to offer, in order, while the other device answers that it does not know the key:
+    /// our current secret addressed as asked; then — if that was its advert — to the device alone
+    /// (it may have restarted under a new name we have not seen yet); then the previous secret,
+    /// for a device that has not heard of the last removal (each side accepts both;
+    /// docs/security.md).
+    package static func helloAttempts(_ addressee: HelloAddressee, secretGenerations: Int) -> [(generation: Int, addressee: HelloAddressee)] {
+        var attempts = [(generation: 0, addressee: addressee)]
+        if addressee.withoutAdvert != addressee { attempts.append((0, addressee.withoutAdvert)) }
+        if secretGenerations > 1 { attempts.append((1, addressee.withoutAdvert)) }
+        return attempts
+    }
+
+    private static func open(
+        _ address: PeerAddress, connectTimeout: TimeAmount, connection: @escaping @Sendable () throws -> TLSConnection
+    ) async throws(LocalAPIError) -> PeerLink {
+        do {
+            return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(connectTimeout)
+                .connect(host: address.host, port: address.port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try PeerPipeline.enableKeepalive(channel)
+                        return try PeerPipeline.configure(channel, connection: try connection())
+                    }
+                }
+        } catch {
+            throw LocalAPIError(
+                .unreachable, "cannot reach \(address): \(describeConnectError(error, timeout: connectTimeout)); is handoffd running there, and is its port open?"
+            )
+        }
+    }
+
+    /// What a failure talking to `address` means for the user.
+    package static func describe(_ error: any Error, address: PeerAddress) -> LocalAPIError {
+        if let e = error as? LocalAPIError { return e }
+        if let e = error as? PeerSessionError {
+            switch e {
+            case .versionMismatch: return LocalAPIError(.versionMismatch, "\(address) \(e); update handoff on both devices")
+            case .peerFailed(let f) where f.code == .revoked:
+                return LocalAPIError(.revoked, "\(address) refused this device: it has been removed from the account")
+            case .closed: return LocalAPIError(.unreachable, "\(address) closed the connection")
+            default: return LocalAPIError(.refused, "\(address): \(e)")
+            }
+        }
+        if let e = error as? PeerMessageError {
+            return LocalAPIError(.versionMismatch, "\(address) sent a message this handoff cannot read (\(e)); are both devices up to date?")
+        }
+        guard let tls = error as? TLSError else {
+            if error is ChannelError { return LocalAPIError(.unreachable, "\(address) closed the connection") }
+            return LocalAPIError(.unreachable, "the connection to \(address) failed: \(SocketErrorText.describe(error))")
+        }
+        switch tls.code {
+        case .joinCodeRejected:
+            return LocalAPIError(.codeRejected, "\(address) did not accept the code: it is wrong, or no invite is waiting there (run handoffctl account invite on that device)")
+        case .refusedByPeer:
+            if tls.message.contains("revoked") {
+                return LocalAPIError(.revoked, "\(address) refused this device: it has been removed from the account")
+            }
+            return LocalAPIError(.refused, "\(address) refused this device: it is not a member of that device's account (\(tls.message))")
+        case .revoked:
+            return LocalAPIError(.revoked, "\(address) has been removed from this account")
+        case .otherAccount, .accountKeyUnknown, .selfSigned, .noPeerCertificate, .wrongDeviceID, .expired:
+            return LocalAPIError(.refused, "\(address) is not a device of this account: \(tls.message)")
+        case .protocolVersion, .applicationProtocol, .malformed:
+            return LocalAPIError(.versionMismatch, "\(address) does not speak the handoff protocol (\(tls.message))")
+        case .handshakeTimeout:
+            return LocalAPIError(.timeout, "\(address) did not finish the TLS handshake in time")
+        case .tooManyAttempts:
+            return LocalAPIError(
+                .rateLimited,
+                "\(address) refuses this address for now: too many attempts from it (wrong invite codes shut it out for 10 minutes; too many connections, for a minute); wait and try again"
+            )
+        case .truncated:
+            return LocalAPIError(
+                .unreachable,
+                "\(address) closed the connection during the TLS handshake (it may be busy with other connections, or not handoff); try again in a moment"
+            )
+        case .crypto, .other:
+            return LocalAPIError(.unreachable, "the connection to \(address) failed: \(tls.message)")
+        }
+    }
+
+    package static func describeConnectError(_ error: any Error, timeout: TimeAmount = PeerDialer.connectTimeout) -> String {
+        if let e = error as? NIOConnectionError, let first = e.connectionErrors.first { return describeConnectError(first.error, timeout: timeout) }
+        if let e = error as? ChannelError, case .connectTimeout = e {
+            let ms = timeout.nanoseconds / 1_000_000
+            return ms % 1000 == 0 ? "no answer within \(ms / 1000) s" : "no answer within \(ms) ms"
+        }
+        return SocketErrorText.describe(error)
+    }
+}

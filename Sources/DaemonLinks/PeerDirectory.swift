@@ -1,0 +1,230 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import DaemonCore
+import HandoffAPI
+import HandoffDiscovery
+import HandoffModel
+import HandoffPeer
+import HandoffTLS
+
+/// Everything we know about the account's other devices, merged from their sealed adverts
+/// (DNS-SD), their sessions (the fast path) and the static peers of the configuration. This is
+/// what `handoffctl peers` shows, and where `continue` finds a device's addresses.
+///
+/// A device's activity is the one with the highest sequence number, whichever way it came:
+/// adverts can arrive late and out of order (FACTS.md), notices arrive at once.
+package actor PeerDirectory {
+    struct Sighted {
+        var source: DiscoverySource
+        /// The SRV target (`alpha.local.`): resolved afresh at each dial, so a changed address
+        /// is followed without anyone restarting.
+        var host: String
+        var port: Int
+        var addresses: [String]
+        var at: Timestamp
+    }
+
+    struct Entry {
+        var id: DeviceID
+        var name: String
+        var sightings: [ServiceInstance: Sighted] = [:]
+        var staticAddresses: Set<String> = []
+        var sequence: UInt64 = 0
+        var activity: ActivitySummary?
+        var sessions = 0
+        /// The peer's IP on the open session: where it really is now.
+        var sessionAddress: String?
+        var lastSeen: Timestamp?
+        var lastAdvert: Timestamp?
+        var unreachableSince: Timestamp?
+        var clockOffsetSeconds: Double?
+
+        var isKnownSomehow: Bool { !sightings.isEmpty || sessions > 0 || !staticAddresses.isEmpty }
+
+        func info(now: Timestamp) -> PeerInfo {
+            var via = Set(sightings.values.map(\.source.rawValue))
+            if !staticAddresses.isEmpty { via.insert(DiscoverySource.staticPeer.rawValue) }
+            var addresses: [String] = []
+            let advertisedPort = sightings.values.first?.port ?? PeerAddress.defaultPeerPort
+            if sessions > 0, let live = sessionAddress {
+                // Where it is now; cached resolutions may be stale after it moved.
+                addresses.append(PeerAddress(host: live, port: advertisedPort).description)
+            } else {
+                for s in sightings.values {
+                    for a in s.addresses {
+                        let text = PeerAddress(host: a, port: s.port).description
+                        if !addresses.contains(text) { addresses.append(text) }
+                    }
+                }
+            }
+            addresses += staticAddresses.sorted().filter { !addresses.contains($0) }
+            let current = activity.flatMap { a -> ActivitySummary? in
+                if let expiry = a.expirationDate, expiry <= now { return nil }
+                return a
+            }
+            return PeerInfo(
+                id: id, name: name, reachable: sessions > 0, foundVia: via.sorted(), addresses: addresses, activity: current,
+                lastSeen: lastSeen, lastAdvert: lastAdvert, unreachableSince: sessions > 0 ? nil : unreachableSince,
+                clockOffsetSeconds: clockOffsetSeconds
+            )
+        }
+    }
+
+    private var entries: [DeviceID: Entry] = [:]
+    private var owners: [ServiceInstance: DeviceID] = [:]
+    private var strangerInstances: Set<ServiceInstance> = []
+    private let events: EventHub
+
+    package init(events: EventHub) {
+        self.events = events
+    }
+
+    // MARK: What discovery reports
+
+    /// A sealed advert of one of our devices.
+    func sighted(_ advert: Advert, name: String, sighting: Sighting, now: Timestamp = .now()) {
+        strangerInstances.remove(sighting.instance)
+        if let previous = owners[sighting.instance], previous != advert.deviceID {
+            update(previous) { $0.sightings[sighting.instance] = nil }
+        }
+        owners[sighting.instance] = advert.deviceID
+        update(advert.deviceID, name: name) { e in
+            // An advert is new when its instance appears or its sequence grows; the same one
+            // reported again with addresses found later says nothing about the device now.
+            if e.sightings[sighting.instance] == nil || advert.sequence > e.sequence {
+                e.lastAdvert = now
+                e.lastSeen = now
+            }
+            e.sightings[sighting.instance] = Sighted(
+                source: sighting.source, host: sighting.host, port: sighting.port, addresses: sighting.addresses, at: now
+            )
+            Self.apply(sequence: advert.sequence, activity: advert.activity, to: &e)
+        }
+    }
+
+    /// A handoff service that is not ours: counted, never shown, never contacted.
+    func stranger(_ instance: ServiceInstance) {
+        if let owner = owners.removeValue(forKey: instance) {
+            update(owner) { $0.sightings[instance] = nil }
+        }
+        strangerInstances.insert(instance)
+    }
+
+    func lost(_ instance: ServiceInstance) {
+        strangerInstances.remove(instance)
+        guard let owner = owners.removeValue(forKey: instance) else { return }
+        update(owner) { $0.sightings[instance] = nil }
+    }
+
+    // MARK: What sessions report
+
+    func sessionUp(_ id: DeviceID, name: String, address: String?, theirClock: Timestamp? = nil, now: Timestamp = .now()) {
+        update(id, name: name) { e in
+            e.sessions += 1
+            if let theirClock { e.clockOffsetSeconds = Double(theirClock.microsecondsSinceEpoch - now.microsecondsSinceEpoch) / 1_000_000 }
+            if let address, address != "unknown" { e.sessionAddress = address }
+            e.lastSeen = now
+            e.unreachableSince = nil
+        }
+    }
+
+    func sessionDown(_ id: DeviceID, now: Timestamp = .now()) {
+        update(id) { e in
+            e.sessions = max(0, e.sessions - 1)
+            if e.sessions == 0 { e.unreachableSince = now }
+        }
+    }
+
+    func notice(_ id: DeviceID, _ notice: ActivityNotice, now: Timestamp = .now()) {
+        update(id) { e in
+            e.lastSeen = now
+            Self.apply(sequence: notice.sequence, activity: notice.activity, to: &e)
+        }
+    }
+
+    func staticPeer(_ id: DeviceID, name: String, address: String) {
+        update(id, name: name) { $0.staticAddresses.insert(address) }
+    }
+
+    /// The names a (newer) account state gives the devices.
+    func rename(from state: AccountState) {
+        for device in state.devices where entries[device.id] != nil && entries[device.id]?.name != device.name {
+            update(device.id, name: device.name) { _ in }
+        }
+    }
+
+    /// A device was removed from the account: it disappears.
+    func forget(_ id: DeviceID) {
+        guard entries.removeValue(forKey: id) != nil else { return }
+        owners = owners.filter { $0.value != id }
+        events.publish(LocalEvent(at: .now(), .peerGone(id)))
+    }
+
+    private static func apply(sequence: UInt64, activity: ActivitySummary?, to e: inout Entry) {
+        guard sequence > e.sequence else { return }  // an older announcement, arriving late
+        e.sequence = sequence
+        e.activity = activity
+    }
+
+    /// Applies `change` and tells subscribers if what `peers` would show changed.
+    private func update(_ id: DeviceID, name: String? = nil, _ change: (inout Entry) -> Void) {
+        let now = Timestamp.now()
+        let existed = entries[id] != nil
+        var entry = entries[id] ?? Entry(id: id, name: name ?? id.short)
+        let before = existed ? entry.info(now: now) : nil
+        if let name { entry.name = name }
+        change(&entry)
+        guard entry.isKnownSomehow else {
+            entries[id] = nil
+            if existed { events.publish(LocalEvent(at: now, .peerGone(id))) }
+            return
+        }
+        entries[id] = entry
+        let after = entry.info(now: now)
+        if before != after { events.publish(LocalEvent(at: now, .peerChanged(after))) }
+    }
+
+    // MARK: Reading
+
+    package func all(now: Timestamp = .now()) -> [PeerInfo] {
+        entries.values.map { $0.info(now: now) }.sorted { $0.name == $1.name ? $0.id < $1.id : $0.name < $1.name }
+    }
+
+    package var strangers: Int { strangerInstances.count }
+    package var reachableCount: Int { entries.values.filter { $0.sessions > 0 }.count }
+
+    func info(_ id: DeviceID) -> PeerInfo? { entries[id]?.info(now: .now()) }
+
+    /// Where to dial `id`: each advert's host name (looked up now), its addresses as last
+    /// resolved (IPv4 before IPv6), then static ones.
+    package func dialTargets(_ id: DeviceID) -> [PeerAddress] {
+        guard let e = entries[id] else { return [] }
+        var out: [PeerAddress] = []
+        for s in e.sightings.values.sorted(by: { $0.at > $1.at }) {
+            let name = PeerAddress(host: s.host.hasSuffix(".") ? String(s.host.dropLast()) : s.host, port: s.port)
+            if !name.host.isEmpty, !out.contains(name) { out.append(name) }
+            for a in s.addresses.sorted(by: { !$0.contains(":") && $1.contains(":") }) {
+                let target = PeerAddress(host: a, port: s.port)
+                if !out.contains(target) { out.append(target) }
+            }
+        }
+        for text in e.staticAddresses.sorted() {
+            if let target = try? PeerAddress(parsing: text, defaultPort: PeerAddress.defaultPeerPort), !out.contains(target) {
+                out.append(target)
+            }
+        }
+        return out
+    }
+
+    /// Whom to address a hello to `id` (`HelloAddressee`): the advert of it seen last, else the
+    /// device.
+    package func addressee(_ id: DeviceID) -> HelloAddressee {
+        guard let newest = entries[id]?.sightings.max(by: { $0.value.at < $1.value.at }) else { return .device(id) }
+        return .advert(id, instanceName: newest.key.name)
+    }
+
+    func isSighted(_ id: DeviceID) -> Bool { !(entries[id]?.sightings.isEmpty ?? true) }
+}

@@ -1,0 +1,156 @@
+import DaemonAccounts
+import DaemonLinks
+import HandoffAPI
+import HandoffModel
+import HandoffTLS
+
+/// The account and device routes. Every handler's first line checks who is asking.
+extension LocalAPIRouter {
+    func getAccount(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        return .ok(try await services.accounts.info())
+    }
+
+    func createAccount(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        let create = request.body.readableBytes == 0 ? CreateAccountRequest() : try body(CreateAccountRequest.self, of: request)
+        return .ok(try await services.accounts.create(create))
+    }
+
+    func joinAccount(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        let join = try body(JoinAccountRequest.self, of: request)
+        let discovery = services.discovery
+        return .ok(
+            try await AccountJoiner.join(
+                join, store: services.accounts, defaultPort: services.peerPort(), logger: logger,
+                findInviter: { code in await discovery.findInviter(code: code, timeout: AccountJoiner.findInviterTimeout) }
+            )
+        )
+    }
+
+    /// NDJSON: the code at once, then who joined, or that it expired. Hanging up cancels the invite.
+    func invite(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        let (code, expiresAt, outcomes) = try await services.accounts.invite()
+        let invites = services.accounts.invites
+        let identity = JoinPSK(code: code).identity
+        let first = InviteUpdate(invite: .init(code: code.text, expiresAt: expiresAt, port: services.peerPort()))
+        let (updates, continuation) = AsyncStream.makeStream(of: InviteUpdate.self)
+        let waiter = Task {
+            continuation.yield(first)
+            let outcome = await withTaskGroup(of: InviteBook.Outcome?.self) { group in
+                group.addTask {
+                    for await outcome in outcomes { return outcome }
+                    return nil
+                }
+                group.addTask {
+                    let wait = Timestamp.now().microseconds(until: expiresAt)
+                    try? await Task.sleep(for: .microseconds(max(0, wait)))
+                    return Task.isCancelled ? nil : .expired
+                }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first
+            }
+            switch outcome {
+            case .joined(let device): continuation.yield(InviteUpdate(joined: device))
+            case .expired:
+                invites.expire(identity)
+                continuation.yield(InviteUpdate(expired: true))
+            case nil: break
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in
+            waiter.cancel()
+            invites.cancel(identity)
+        }
+        return .ndjson(updates)
+    }
+
+    func sync(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        let sync = try body(SyncRequest.self, of: request)
+        return .ok(
+            try await AccountSync.sync(sync, store: services.accounts, links: services.links, directory: services.directory, defaultPort: services.peerPort())
+        )
+    }
+
+    /// Tells the devices it has sessions with (the one holding the account key removes this
+    /// one), then forgets the account: keys, certificate and state are deleted.
+    func leave(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        let leave = request.body.readableBytes == 0 ? LeaveRequest() : try body(LeaveRequest.self, of: request)
+        let account = try await services.accounts.info()
+        var (told, removed) = ([String](), false)
+        if account.removal == nil, !account.isAdmin {
+            (told, removed) = await services.links.askToBeRemoved()
+        }
+        let name = try await services.accounts.forget(force: leave.force)
+        await services.links.dropAll()
+        return .ok(LeaveResponse(accountName: name, told: told, removedByKeyHolder: removed, wasRemoved: account.removal != nil))
+    }
+
+    /// On the device holding the account key: any device. Elsewhere: this one, signed there.
+    func renameDevice(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        let rename = try body(RenameDeviceRequest.self, of: request)
+        if await services.accounts.isAdmin {
+            let renamed = try await services.accounts.rename(rename.device, to: rename.name)
+            await services.links.stateChanged()
+            return .ok(renamed)
+        }
+        let me = try await services.accounts.info()
+        if let removal = me.removal { throw LocalAPIError(.revoked, "this device was \(removal.sentence); \(removal.advice)") }
+        if let device = rename.device, device.lowercased() != me.deviceName.lowercased(), !me.deviceID.text.hasPrefix(device.lowercased()) {
+            throw LocalAPIError(.notAccountAdmin, "only the device holding the account key renames other devices; run it there, or rename this one (handoffctl devices rename NEWNAME)")
+        }
+        let name = try AccountStore.validName(rename.name, what: "device name")
+        return .ok(try await services.links.askToBeRenamed(name))
+    }
+
+    func peers(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        return .ok(PeersResponse(peers: await services.directory.all(), strangers: await services.directory.strangers, discovery: services.discovery.status))
+    }
+
+    func continueActivity(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        let ask = try body(ContinueRequest.self, of: request)
+        return .ok(try await services.continueFlow.run(ask))
+    }
+
+    func devices(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        return .ok(try await services.accounts.devices())
+    }
+
+    func removeDevice(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        let id = String(request.path.dropFirst(LocalAPIRoute.devices.count + 1))
+        let removed = try await services.accounts.revoke(PercentDecoding.decode(id))
+        // Close its sessions now, and tell every connected device at once.
+        await services.links.stateChanged()
+        return .ok(removed)
+    }
+}
+
+enum PercentDecoding {
+    /// `%20` and friends back to bytes; malformed escapes are left as they are.
+    static func decode(_ text: String) -> String {
+        var out: [UInt8] = []
+        let b = Array(text.utf8)
+        var i = 0
+        while i < b.count {
+            if b[i] == 0x25, i + 2 < b.count, let v = UInt8(String(decoding: b[(i + 1)...(i + 2)], as: UTF8.self), radix: 16) {
+                out.append(v)
+                i += 3
+            } else {
+                out.append(b[i])
+                i += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

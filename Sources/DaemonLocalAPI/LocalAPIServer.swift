@@ -1,0 +1,444 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import HandoffSystem
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import ServiceLifecycle
+import Synchronization
+
+#if canImport(Glibc)
+import DaemonCore
+import DaemonStreams
+import Glibc
+#endif
+
+/// The local API (SPEC §6): HTTP/1.1 on a Unix socket only its owner can reach.
+///
+/// Transport only: it binds the socket (0600, in a 0700 directory), learns each connection's
+/// peer credentials, reads requests with size limits, and writes responses. What a request means
+/// is `LocalAPIRouter`'s business.
+package final class LocalAPIServer: Service {
+    typealias HTTPChannel = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+
+    /// What a connection became after its first request head: HTTP (perhaps answering a refused
+    /// upgrade first), or a continuation stream's byte pipe.
+    enum Negotiated: Sendable {
+        case http(HTTPChannel, refusedUpgrade: LocalAPIError?)
+        case stream
+    }
+
+    struct Connection: IncomingConnection {
+        let channel: any Channel
+        let peer: PeerCredentials
+        let negotiated: EventLoopFuture<Negotiated>
+        let deadline: RequestDeadline
+    }
+
+    /// How long a client has to send a whole request, from connecting or from the end of the
+    /// previous answer: a client that sends half a request, or keeps an idle connection, is
+    /// closed after this (each costs a descriptor).
+    static let requestTimeout: TimeAmount = .seconds(10)
+
+    private let socketPath: String
+    private let router: LocalAPIRouter
+    private let maximumRequestBody: Int
+    private let logger: Logger
+    private let ready: ReadinessSignal
+
+    package init(socketPath: String, router: LocalAPIRouter, maximumRequestBody: Int, logger: Logger, ready: ReadinessSignal) {
+        self.socketPath = socketPath
+        self.router = router
+        self.maximumRequestBody = maximumRequestBody
+        self.logger = logger
+        self.ready = ready
+    }
+
+    package func run() async throws {
+        try PrivateFiles.ensureDirectory(PrivateFiles.parentDirectory(of: socketPath))
+        try LocalAPIServer.clearStaleSocket(socketPath)
+        let loop = AcceptLoop<Connection>(what: socketPath, logger: logger) { [self] intake in
+            unlink(socketPath)  // ours: stale, or the one that stopped
+            return try await listen(intake: intake)
+        }
+        let first = try await loop.bind()
+        defer { unlink(socketPath) }
+        logger.info("local API listening", metadata: ["socket": "\(socketPath)"])
+        let files: FileSocketServer
+        do {
+            files = try FileSocketServer(path: FileStreamSocket.path(forAPISocket: socketPath), router: router, logger: logger)
+        } catch {
+            try? await first.server.channel.close()
+            throw error
+        }
+        defer { files.stop() }
+        ready.succeed()
+
+        // Served until shutdown, whatever a connection does; on shutdown open requests end too
+        // (event streams last forever otherwise).
+        await loop.run(first) { await self.serve($0) }
+        logger.info("local API closed", metadata: ["socket": "\(socketPath)"])
+    }
+
+    /// Binds the socket and makes it the owner's only (0600).
+    private func listen(intake: AcceptLoop<Connection>.Intake) async throws -> NIOAsyncChannel<Connection, Never> {
+        let server: NIOAsyncChannel<Connection, Never>
+        do {
+            let router = self.router
+            let logger = self.logger
+            // No child options or child initializer (see AcceptLoop): each connection is set up
+            // in the closure, guarded.
+            server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.backlog, value: 128)
+                .bind(unixDomainSocketPath: socketPath) { channel in
+                    ConnectionSetup.guarded(channel, intake: intake, peer: "a local client", logger: logger) {
+                        // A stream's app shuts down its sending side when it is done sending, and keeps reading.
+                        channel.setOption(.allowRemoteHalfClosure, value: true).flatMap {
+                            PeerCredentials.of(channel)
+                        }.flatMapThrowing { peer in
+                            let deadline = RequestDeadline(channel: channel, timeout: Self.requestTimeout)
+                            deadline.arm()
+                            let upgrade = StreamUpgrader(router: router, peer: peer, logger: logger, headReceived: deadline.disarm)
+                            let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(
+                                configuration: NIOUpgradableHTTPServerPipelineConfiguration(
+                                    upgradeConfiguration: NIOTypedHTTPServerUpgradeConfiguration(
+                                        upgraders: [upgrade],
+                                        notUpgradingCompletionHandler: { channel in
+                                            channel.eventLoop.makeCompletedFuture {
+                                                try channel.pipeline.syncOperations.addHandler(RequestDeadline.Watcher(deadline))
+                                                let wrapped = try HTTPChannel(wrappingChannelSynchronously: channel)
+                                                return .http(wrapped, refusedUpgrade: upgrade.refusal)
+                                            }
+                                        }
+                                    )
+                                )
+                            )
+                            channel.closeFuture.whenComplete { _ in upgrade.connectionClosed() }
+                            return Connection(channel: channel, peer: peer, negotiated: negotiated, deadline: deadline)
+                        }
+                    }
+                }
+        } catch {
+            if error is SocketAddressError || (error as? IOError).map({ $0.errnoCode == ENAMETOOLONG }) == true {
+                throw DaemonError(.socket, "the socket path \(socketPath) is too long for a Unix socket; give a shorter --socket")
+            }
+            throw DaemonError(.socket, "cannot listen on \(socketPath)", cause: error)
+        }
+        guard chmod(socketPath, 0o600) == 0 else {
+            let e = errno
+            try? await server.channel.close()
+            throw DaemonError(.socket, "cannot restrict \(socketPath) to its owner", cause: SystemCallError(call: "chmod", errno: e))
+        }
+        return server
+    }
+
+    /// A socket file left by a daemon that died is removed; one that still answers means another
+    /// daemon is running, and we must not steal its socket.
+    static func clearStaleSocket(_ path: String) throws(DaemonError) {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return }
+        guard st.st_mode & S_IFMT == S_IFSOCK else {
+            throw DaemonError(.socket, "\(path) exists and is not a socket; move it away and start handoffd again")
+        }
+        switch UnixSocketProbe.connect(path) {
+        case .accepting:
+            throw DaemonError(
+                .alreadyRunning,
+                "another handoffd is already running on \(path); stop it first, or give this one --socket PATH"
+            )
+        case .refused, .absent:
+            unlink(path)
+        }
+    }
+
+    // MARK: Connections
+
+    private func serve(_ connection: Connection) async {
+        let channel = connection.channel
+        do {
+            // Waiting on a future ignores cancellation: closing the channel ends the wait.
+            let negotiated = try await withTaskCancellationHandler {
+                try await connection.negotiated.get()
+            } onCancel: {
+                channel.close(promise: nil)
+            }
+            switch negotiated {
+            case .stream:
+                // The splice owns the connection now; it closes it when the stream ends.
+                try await withTaskCancellationHandler {
+                    try await channel.closeFuture.get()
+                } onCancel: {
+                    channel.close(promise: nil)
+                }
+            case .http(let http, let refusal):
+                try await serveHTTP(http, peer: connection.peer, refusedUpgrade: refusal)
+            }
+        } catch {
+            channel.close(promise: nil)
+            logger.debug("local API connection ended", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func serveHTTP(_ http: HTTPChannel, peer: PeerCredentials, refusedUpgrade: LocalAPIError?) async throws {
+        try await http.executeThenClose { inbound, outbound in
+            var parts = inbound.makeAsyncIterator()
+            if let refusedUpgrade {
+                // NIO's upgrade handler does not pass on a request it did not upgrade: it was read
+                // whole, and is answered with why there is no stream.
+                _ = try await self.write(.error(refusedUpgrade), keepAlive: false, outbound: outbound, closed: nil)
+                return
+            }
+            while let request = try await self.readRequest(&parts, peer: peer, outbound: outbound) {
+                let response = await self.router.handle(request)
+                let keepAlive = try await self.write(
+                    response, keepAlive: request.head.isKeepAlive, outbound: outbound, closed: http.channel.closeFuture
+                )
+                if !keepAlive { break }
+            }
+        }
+    }
+
+    /// The next whole request on the connection, or nil when the client is done. A body beyond the
+    /// limit is read and dropped, answered with 413, and the connection closed.
+    private func readRequest(
+        _ parts: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator,
+        peer: PeerCredentials,
+        outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+    ) async throws -> LocalAPIRequest? {
+        guard let first = try await parts.next() else { return nil }
+        guard case .head(let head) = first else {
+            throw DaemonError(.socket, "HTTP request body without a head")
+        }
+        var body = ByteBuffer()
+        var received = 0
+        while let part = try await parts.next() {
+            switch part {
+            case .head:
+                throw DaemonError(.socket, "HTTP request head inside a request")
+            case .body(var chunk):
+                received += chunk.readableBytes
+                if received <= maximumRequestBody {
+                    body.writeBuffer(&chunk)
+                } else if received > maximumRequestBody * 16 {
+                    throw DaemonError(.socket, "HTTP request body far over the limit")  // not worth answering
+                }
+            case .end:
+                let request = LocalAPIRequest(head: head, body: body, peer: peer)
+                guard received <= maximumRequestBody else {
+                    // The body was read to its end (and dropped) so the client is listening for this answer.
+                    let refusal = LocalAPIError(
+                        .requestTooLarge,
+                        "the request body is larger than \(maximumRequestBody) bytes; activities are small — move bulk data into a continuation stream"
+                    )
+                    _ = try await write(.error(refusal), keepAlive: false, outbound: outbound, closed: nil)
+                    return nil
+                }
+                return request
+            }
+        }
+        return nil
+    }
+
+    /// Writes `response`; returns whether the connection may carry another request.
+    private func write(
+        _ response: LocalAPIResponse,
+        keepAlive: Bool,
+        outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
+        closed: EventLoopFuture<Void>?
+    ) async throws -> Bool {
+        var headers = HTTPHeaders()
+        switch response {
+        case .json(let status, let body), .jsonWithHeaders(let status, let body, _):
+            if case .jsonWithHeaders(_, _, let extra) = response { headers.add(contentsOf: extra) }
+            headers.add(name: "content-type", value: "application/json")
+            headers.add(name: "content-length", value: String(body.count))
+            if !keepAlive { headers.add(name: "connection", value: "close") }
+            try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)))
+            try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body))))
+            try await outbound.write(.end(nil))
+            return keepAlive
+
+        case .lines(let lines):
+            headers.add(name: "content-type", value: "application/x-ndjson")
+            headers.add(name: "cache-control", value: "no-store")
+            headers.add(name: "connection", value: "close")
+            try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)))
+            // Stream until the source ends (or the daemon stops), or the client leaves.
+            let writer = Task {
+                for await var line in lines {
+                    line.append(0x0A)
+                    do {
+                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: line))))
+                    } catch {
+                        return
+                    }
+                }
+                try? await outbound.write(.end(nil))
+            }
+            closed?.whenComplete { _ in writer.cancel() }
+            await withTaskCancellationHandler {
+                await writer.value
+            } onCancel: {
+                writer.cancel()
+            }
+            return false
+        }
+    }
+}
+
+/// `Upgrade: handoff-stream` on a connection's first request: the stream is opened (or taken)
+/// while the client waits, then `101 Switching Protocols` and the connection is spliced to the
+/// other device. A refusal is kept for the HTTP handling that follows, which answers it.
+final class StreamUpgrader: NIOTypedHTTPServerProtocolUpgrader, Sendable {
+    typealias UpgradeResult = LocalAPIServer.Negotiated
+
+    private enum Stage {
+        case waiting
+        case prepared(ContinuationStreams.Prepared)
+        case refused(LocalAPIError)
+        case spliced
+        case closed
+    }
+
+    let supportedProtocol = StreamUpgrade.protocolName
+    let requiredUpgradeHeaders: [String] = []
+    private let router: LocalAPIRouter
+    private let peer: PeerCredentials
+    private let logger: Logger
+    private let stage = Mutex(Stage.waiting)
+    private let headReceived: @Sendable () -> Void
+
+    init(router: LocalAPIRouter, peer: PeerCredentials, logger: Logger, headReceived: @escaping @Sendable () -> Void) {
+        self.router = router
+        self.peer = peer
+        self.logger = logger
+        self.headReceived = headReceived
+    }
+
+    var refusal: LocalAPIError? {
+        stage.withLock { s in
+            if case .refused(let e) = s { return e }
+            return nil
+        }
+    }
+
+    func buildUpgradeResponse(channel: any Channel, upgradeRequest: HTTPRequestHead, initialResponseHeaders: HTTPHeaders) -> EventLoopFuture<HTTPHeaders> {
+        // The request is whole (an upgrade has no body); opening the stream may take a while.
+        headReceived()
+        let promise = channel.eventLoop.makePromise(of: HTTPHeaders.self)
+        let (router, peer) = (self.router, self.peer)
+        promise.completeWithTask { [self] in
+            let prepared: ContinuationStreams.Prepared
+            do {
+                prepared = try await router.prepareStream(upgradeRequest, peer: peer)
+            } catch let error as LocalAPIError {
+                stage.withLock { $0 = .refused(error) }
+                throw error
+            }
+            let kept = stage.withLock { s -> Bool in
+                guard case .waiting = s else { return false }
+                s = .prepared(prepared)
+                return true
+            }
+            // The app hung up while the stream was being opened.
+            guard kept else {
+                prepared.abandon()
+                throw ChannelError.ioOnClosedChannel
+            }
+            var headers = initialResponseHeaders
+            headers.add(name: StreamUpgrade.streamIDHeader, value: prepared.record.id.lowercasedString)
+            return headers
+        }
+        return promise.futureResult
+    }
+
+    func upgrade(channel: any Channel, upgradeRequest: HTTPRequestHead) -> EventLoopFuture<LocalAPIServer.Negotiated> {
+        let prepared = stage.withLock { s -> ContinuationStreams.Prepared? in
+            guard case .prepared(let p) = s else { return nil }
+            s = .spliced
+            return p
+        }
+        guard let prepared else { return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
+        // Synchronously: bytes the app sent right after its request are handed on as soon as this returns.
+        prepared.splice(to: channel, logger: logger)
+        return channel.eventLoop.makeSucceededFuture(.stream)
+    }
+
+    /// A stream opened for a connection that closed before it became the pipe is given up.
+    func connectionClosed() {
+        let orphan = stage.withLock { s -> ContinuationStreams.Prepared? in
+            defer { if case .spliced = s {} else { s = .closed } }
+            if case .prepared(let p) = s { return p }
+            return nil
+        }
+        orphan?.abandon()
+    }
+}
+
+/// Closes a connection whose client has not sent a whole request in time: armed at connect and
+/// after each answer, disarmed as the last byte of a request arrives (on the event loop, as it is
+/// parsed: the time is the client's, however long handoffd then takes to answer).
+final class RequestDeadline: Sendable {
+    /// Watches the HTTP parts going by.
+    final class Watcher: ChannelDuplexHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias InboundOut = HTTPServerRequestPart
+        typealias OutboundIn = HTTPServerResponsePart
+        typealias OutboundOut = HTTPServerResponsePart
+
+        private let deadline: RequestDeadline
+
+        init(_ deadline: RequestDeadline) {
+            self.deadline = deadline
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            if case .end = unwrapInboundIn(data) { deadline.disarm() }
+            context.fireChannelRead(data)
+        }
+
+        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+            if case .end = unwrapOutboundIn(data) { deadline.arm() }
+            context.write(data, promise: promise)
+        }
+    }
+
+    private let channel: any Channel
+    private let timeout: TimeAmount
+    private let scheduled = Mutex<Scheduled<Void>?>(nil)
+
+    init(channel: any Channel, timeout: TimeAmount) {
+        self.channel = channel
+        self.timeout = timeout
+    }
+
+    func arm() {
+        let channel = self.channel
+        let task = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+        scheduled.withLock { $0?.cancel(); $0 = task }
+    }
+
+    @Sendable func disarm() {
+        scheduled.withLock { $0?.cancel(); $0 = nil }
+    }
+}
+
+
+/// A blocking connect() to a Unix socket, to tell a live daemon from a dead one's socket file.
+enum UnixSocketProbe {
+    enum Result { case accepting, refused, absent }
+
+    static func connect(_ path: String) -> Result {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return .refused }
+        defer { close(fd) }
+        guard let rc = UnixSocketAddress.with(path, { Glibc.connect(fd, $0, $1) }) else { return .refused }
+        if rc == 0 { return .accepting }
+        return errno == ENOENT ? .absent : .refused
+    }
+}

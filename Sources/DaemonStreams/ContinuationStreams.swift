@@ -1,0 +1,208 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import DaemonAccounts
+import DaemonCore
+import DaemonLinks
+import HandoffAPI
+import HandoffModel
+import HandoffPeer
+import HandoffTLS
+import Logging
+import NIOCore
+
+/// Continuation streams (SPEC §5): a byte stream between the resuming app and the originating
+/// app, each stream on a TLS connection of its own between the two daemons.
+///
+/// - Resuming: an app (or `handoffctl continue --stream-…`) asks with its continuation id; we dial
+///   the device the activity came from and ask for a stream of that activity.
+/// - Originating: a device that continued the current activity asks; the attached app that serves
+///   streams is told, and takes the stream through the local API within `takeDeadline`.
+///
+/// Either way the local API connection becomes the stream's byte pipe (an HTTP Upgrade), or the app
+/// hands over a file on the file socket; a `StreamSplice` joins that to the connection to the
+/// other device.
+package struct ContinuationStreams: Sendable {
+    /// How long the originator waits for its app to take a stream.
+    static let takeDeadline: Duration = .seconds(10)
+    /// How long a stream connection may take to send its one request frame.
+    static let requestDeadline: TimeAmount = .seconds(15)
+
+    let book: StreamBook
+    let registry: ActivityRegistry
+    let attachments: Attachments
+    let store: AccountStore
+    let security: PeerSecurity
+    let directory: PeerDirectory
+    let logger: Logger
+
+    package init(book: StreamBook, registry: ActivityRegistry, attachments: Attachments, store: AccountStore, security: PeerSecurity, directory: PeerDirectory, logger: Logger) {
+        self.book = book
+        self.registry = registry
+        self.attachments = attachments
+        self.store = store
+        self.security = security
+        self.directory = directory
+        self.logger = logger
+    }
+
+    /// A stream about to become an app's byte pipe.
+    package struct Prepared: Sendable {
+        package let record: StreamRecord
+        let connection: StreamConnection
+        let peerName: String
+        /// (Originator) `streamAccepted` is still to be sent.
+        let mustAccept: Bool
+
+        /// Joins `local` to the other device: the upgraded local-API connection itself, or the
+        /// file handed over on the file socket (`local` is then that connection).
+        package func splice(to local: any Channel, file: StreamFile? = nil, logger: Logger) {
+            let splice = StreamSplice(
+                record: record, local: local, localEnd: file.map { .file($0) } ?? .pipe, peer: connection.channel, peerName: peerName, logger: logger
+            )
+            // A file sent has a known length: both devices can show how far along it is.
+            let length = file.flatMap { $0.role == .send ? $0.size : nil }
+            if let length { record.expect(length) }
+            let (connection, accept, id) = (self.connection, mustAccept, record.id)
+            splice.start {
+                if accept { connection.answer(.streamAccepted(streamID: id, length: length)) }
+                connection.release()
+            }
+        }
+
+        /// The app went away before its pipe was joined.
+        package func abandon() {
+            record.fail("the app left before the stream started")
+            connection.channel.triggerUserOutboundEvent(TLSHandler.Abort(), promise: nil)
+        }
+    }
+
+    // MARK: Resuming
+
+    /// `POST /v1/continuations/ID/streams`: connects to the originator and asks for a stream.
+    package func open(continuationID: UUID) async throws(LocalAPIError) -> Prepared {
+        guard let continuation = book.continuation(continuationID) else {
+            throw LocalAPIError(.unknownContinuation, "no continuation \(continuationID.lowercasedString) on this device (they last until handoffd restarts)")
+        }
+        let peer = continuation.peer
+        guard continuation.supportsStreams else {
+            throw LocalAPIError(.streamsUnsupported, "the activity from \(peer.name) does not offer continuation streams")
+        }
+        guard let contexts = security.contexts else {
+            throw LocalAPIError(.noAccount, "this device has no account any more")
+        }
+        var targets = await directory.dialTargets(peer.id)
+        if let given = continuation.address { targets.insert(given, at: 0) }
+        guard !targets.isEmpty else {
+            throw LocalAPIError(.unreachable, "\(peer.name) is no longer seen on the network")
+        }
+        var lastError = LocalAPIError(.unreachable, "\(peer.name) cannot be reached")
+        for target in targets {
+            do {
+                let (connection, streamID, length) = try await PeerDialer.openStream(
+                    target, context: contexts.streamClient, expectedPeer: peer.id, addressee: await directory.addressee(peer.id),
+                    activityID: continuation.activityID, peerName: peer.name
+                )
+                let record = book.makeRecord(id: streamID, role: .resuming, peer: peer, activityID: continuation.activityID, continuationID: continuationID)
+                if let length { record.expect(length) }
+                logger.info("continuation stream opened", metadata: ["stream": "\(streamID.lowercasedString)", "peer": "\(peer.id.short)"])
+                return Prepared(record: record, connection: connection, peerName: peer.name, mustAccept: false)
+            } catch {
+                lastError = error
+                // A refusal is an answer; only an unreachable address is worth trying another.
+                guard error.code == .unreachable else { throw error }
+            }
+        }
+        throw lastError
+    }
+
+    // MARK: Originating
+
+    /// A device asks for a stream (its connection is past TLS). Answered here unless an app takes
+    /// it, in which case the local API answers when it splices.
+    func serveIncoming(_ connection: StreamConnection) async {
+        let message: PeerMessage
+        do {
+            message = try await connection.receivedFrame()
+        } catch {
+            logger.debug("stream request not received", metadata: ["remote": "\(connection.remote)", "error": "\(error)"])
+            connection.close()
+            return
+        }
+        guard case .openStream(let activityID) = message else {
+            refuse(connection, .internalError, "expected a stream request, got a \(message.kindName)")
+            return
+        }
+        let peer = await store.peerRef(connection.peerID)
+        guard let current = await registry.currentActivity(), current.id == activityID else {
+            refuse(connection, .activityChanged, "the activity is no longer current there")
+            return
+        }
+        guard current.content.supportsContinuationStreams else {
+            refuse(connection, .unsupported, "the activity does not offer continuation streams")
+            return
+        }
+        guard book.isGranted(peer.id, activityID: activityID) else {
+            refuse(connection, .notContinued, "this device has not continued that activity")
+            return
+        }
+        let streamID = UUID()
+        let record = book.makeRecord(id: streamID, role: .originating, peer: peer, activityID: activityID, continuationID: nil)
+        let taken = Once<Bool>()
+        book.offer(StreamBook.Offer(record: record, connection: connection, taken: taken))
+        guard attachments.requestStream(streamID, activityID: activityID, peer: peer) else {
+            _ = book.claim(streamID)
+            record.fail("no app serves streams for the activity")
+            refuse(connection, .noServer, "no app serves streams for that activity right now")
+            return
+        }
+        logger.info("continuation stream requested", metadata: ["stream": "\(streamID.lowercasedString)", "peer": "\(peer.id.short)"])
+        let timer = Task {
+            try? await Task.sleep(for: ContinuationStreams.takeDeadline)
+            taken.settle(false)
+        }
+        let wasTaken = await taken.value
+        timer.cancel()
+        // Claiming settles the race with an app arriving right at the deadline.
+        if !wasTaken, book.claim(streamID) != nil {
+            record.fail("the originating app did not take the stream within \(ContinuationStreams.takeDeadline)")
+            refuse(connection, .noServer, "the app did not take the stream in time")
+        }
+    }
+
+    /// `POST /v1/streams/ID`: the originating app takes a stream it was offered.
+    package func take(streamID: UUID) throws(LocalAPIError) -> Prepared {
+        guard let offer = book.claim(streamID) else {
+            if book.stream(streamID) != nil {
+                throw LocalAPIError(.unknownStream, "stream \(streamID.lowercasedString) is not waiting to be taken (taken already, or it timed out)")
+            }
+            throw LocalAPIError(.unknownStream, "no stream \(streamID.lowercasedString) on this device")
+        }
+        offer.taken.settle(true)
+        return Prepared(record: offer.record, connection: offer.connection, peerName: offer.record.info.peerName, mustAccept: true)
+    }
+
+    private func refuse(_ connection: StreamConnection, _ reason: StreamRefusalReason, _ message: String) {
+        logger.info("continuation stream refused", metadata: ["remote": "\(connection.remote)", "reason": "\(message)"])
+        connection.answer(.streamRefused(StreamRefusal(reason, message)))
+        // The refusal goes out with close_notify before the connection closes.
+        connection.channel.eventLoop.execute { connection.close() }
+    }
+}
+
+extension ContinuationStreams: StreamService {
+    package func prepareIncoming(on channel: any Channel, from peer: DeviceID, remote: String) throws -> any IncomingStream {
+        let connection = try StreamConnection.configure(channel, peerID: peer, remote: remote, opening: nil, deadline: Self.requestDeadline)
+        return StreamRequest(connection: connection, streams: self)
+    }
+
+    /// A stream connection from another device, its request not read yet.
+    struct StreamRequest: IncomingStream {
+        let connection: StreamConnection
+        let streams: ContinuationStreams
+
+        func serve() async { await streams.serveIncoming(connection) }
+    }
+}

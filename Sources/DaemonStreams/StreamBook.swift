@@ -1,0 +1,253 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import DaemonCore
+import HandoffAPI
+import HandoffModel
+import Synchronization
+
+/// What this device remembers about continuations and their streams, from both ends:
+///
+/// - resuming: each continuation (which device, which activity, where to reach it), so that its
+///   app can open streams with the continuation id;
+/// - originating: which device continued which activity (only those may ask for its streams), and
+///   the streams asked for that wait for the originating app to take them;
+/// - every stream's state and byte counts, so that an app whose byte pipe ended can ask whether it
+///   got everything.
+///
+/// Kept in memory only: a restart of handoffd ends every stream anyway.
+package final class StreamBook: Sendable {
+    package struct Continuation: Sendable {
+        var id: UUID
+        var peer: LocalEvent.PeerRef
+        var activityID: UUID
+        var supportsStreams: Bool
+        /// The address `continue` was given, if it was given one (else the directory's).
+        var address: PeerAddress?
+
+        package init(id: UUID, peer: LocalEvent.PeerRef, activityID: UUID, supportsStreams: Bool, address: PeerAddress?) {
+            self.id = id
+            self.peer = peer
+            self.activityID = activityID
+            self.supportsStreams = supportsStreams
+            self.address = address
+        }
+    }
+
+    /// A stream asked for by another device, waiting for the originating app.
+    struct Offer: Sendable {
+        var record: StreamRecord
+        var connection: StreamConnection
+        /// Settled true when the app takes the stream, false when the wait for it ends.
+        var taken: Once<Bool>
+    }
+
+    private struct State {
+        var continuations: [UUID: Continuation] = [:]
+        var continuationOrder: [UUID] = []
+        var grants: Set<Grant> = []
+        var records: [UUID: StreamRecord] = [:]
+        var recordOrder: [UUID] = []
+        var offers: [UUID: Offer] = [:]
+    }
+
+    private struct Grant: Hashable {
+        var peer: DeviceID
+        var activityID: UUID
+    }
+
+    static let rememberedContinuations = 256
+    static let rememberedStreams = 256
+
+    private let state = Mutex(State())
+    private let events: EventHub
+
+    package init(events: EventHub) {
+        self.events = events
+    }
+
+    // MARK: Resuming side
+
+    package func record(_ continuation: Continuation) {
+        state.withLock { s in
+            s.continuations[continuation.id] = continuation
+            s.continuationOrder.append(continuation.id)
+            while s.continuationOrder.count > StreamBook.rememberedContinuations {
+                s.continuations[s.continuationOrder.removeFirst()] = nil
+            }
+        }
+    }
+
+    func continuation(_ id: UUID) -> Continuation? {
+        state.withLock { $0.continuations[id] }
+    }
+
+    // MARK: Originating side
+
+    /// `peer` received `activityID`: it may ask for that activity's streams.
+    package func grant(_ peer: DeviceID, activityID: UUID) {
+        _ = state.withLock { $0.grants.insert(Grant(peer: peer, activityID: activityID)) }
+    }
+
+    func isGranted(_ peer: DeviceID, activityID: UUID) -> Bool {
+        state.withLock { $0.grants.contains(Grant(peer: peer, activityID: activityID)) }
+    }
+
+    /// Forgets grants for activities other than `current` (they can no longer be streamed from).
+    package func keepGrants(for current: UUID?) {
+        state.withLock { s in s.grants = s.grants.filter { $0.activityID == current } }
+    }
+
+    func offer(_ offer: Offer) {
+        state.withLock { $0.offers[offer.record.id] = offer }
+    }
+
+    /// Takes a waiting offer (the originating app came for it); nil if there is none (any more).
+    func claim(_ streamID: UUID) -> Offer? {
+        state.withLock { $0.offers.removeValue(forKey: streamID) }
+    }
+
+    // MARK: Streams
+
+    func register(_ record: StreamRecord) {
+        state.withLock { s in
+            s.records[record.id] = record
+            s.recordOrder.append(record.id)
+            // Forget the oldest finished streams beyond the limit; open ones stay.
+            var index = 0
+            while s.recordOrder.count > StreamBook.rememberedStreams, index < s.recordOrder.count {
+                let id = s.recordOrder[index]
+                if s.records[id]?.info.state.isFinal ?? true {
+                    s.records[id] = nil
+                    s.recordOrder.remove(at: index)
+                } else {
+                    index += 1
+                }
+            }
+        }
+    }
+
+    package func stream(_ id: UUID) -> StreamRecord? {
+        state.withLock { $0.records[id] }
+    }
+
+    package var streams: [StreamInfo] {
+        let records = state.withLock { s in s.recordOrder.compactMap { s.records[$0] } }
+        return records.map(\.info)
+    }
+
+    func makeRecord(id: UUID, role: StreamInfo.Role, peer: LocalEvent.PeerRef, activityID: UUID, continuationID: UUID?) -> StreamRecord {
+        let record = StreamRecord(
+            StreamInfo(
+                id: id, role: role, state: role == .originating ? .pending : .open, peerID: peer.id, peerName: peer.name,
+                activityID: activityID, continuationID: continuationID, openedAt: .now()
+            ),
+            events: events
+        )
+        register(record)
+        return record
+    }
+}
+
+/// One stream's live state: byte counts kept by the glue as data flows, and an outcome set once.
+/// Readers can wait for the outcome.
+package final class StreamRecord: Sendable {
+    private struct State {
+        var info: StreamInfo
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        /// Waiters whose time ran out before they started waiting.
+        var expired: Set<Int> = []
+        var nextWaiter = 0
+    }
+
+    package let id: UUID
+    private let state: Mutex<State>
+    private let events: EventHub
+
+    init(_ info: StreamInfo, events: EventHub) {
+        self.id = info.id
+        self.state = Mutex(State(info: info))
+        self.events = events
+    }
+
+    package var info: StreamInfo { state.withLock { $0.info } }
+
+    func opened() {
+        let info = state.withLock { s -> StreamInfo? in
+            guard s.info.state == .pending else { return nil }
+            s.info.state = .open
+            return s.info
+        }
+        if let info { events.publish(LocalEvent(at: .now(), .streamChanged(info))) }
+    }
+
+    /// The originating side will send `bytes` (a file's size).
+    func expect(_ bytes: Int64) {
+        state.withLock { $0.info.expectedBytes = bytes }
+    }
+
+    func sent(_ count: Int) {
+        state.withLock { $0.info.bytesSent += Int64(count) }
+    }
+
+    func received(_ count: Int) {
+        state.withLock { $0.info.bytesReceived += Int64(count) }
+    }
+
+    /// Both directions ended in order.
+    func complete() {
+        finish(.completed, error: nil)
+    }
+
+    func fail(_ reason: String) {
+        finish(.failed, error: reason)
+    }
+
+    /// The first outcome stands: a stream that failed does not later complete, nor the reverse.
+    private func finish(_ final: StreamInfo.State, error: String?) {
+        let (info, waiters) = state.withLock { s -> (StreamInfo?, [CheckedContinuation<Void, Never>]) in
+            guard !s.info.state.isFinal else { return (nil, []) }
+            s.info.state = final
+            s.info.error = error
+            s.info.endedAt = .now()
+            defer { s.waiters = [:] }
+            return (s.info, Array(s.waiters.values))
+        }
+        guard let info else { return }
+        waiters.forEach { $0.resume() }
+        events.publish(LocalEvent(at: .now(), .streamChanged(info)))
+    }
+
+    /// The final state, or the state at `timeout` if it is not final by then.
+    package func final(within timeout: Duration) async -> StreamInfo {
+        let key = state.withLock { s in
+            defer { s.nextWaiter += 1 }
+            return s.nextWaiter
+        }
+        let timer = Task { [self] in
+            try? await Task.sleep(for: timeout)
+            state.withLock { s -> CheckedContinuation<Void, Never>? in
+                guard let waiter = s.waiters.removeValue(forKey: key) else {
+                    s.expired.insert(key)
+                    return nil
+                }
+                return waiter
+            }?.resume()
+        }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { s in
+                if s.info.state.isFinal || s.expired.contains(key) { return true }
+                s.waiters[key] = c
+                return false
+            }
+            if done { c.resume() }
+        }
+        timer.cancel()
+        return state.withLock { s in
+            s.expired.remove(key)
+            return s.info
+        }
+    }
+}
