@@ -172,7 +172,7 @@ let package = Package(
         .target(
             name: "HandoffTestSupport",
             dependencies: [
-                "HandoffDaemon", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffDiscovery", "HandoffSystem",
+                "HandoffDaemon", "DaemonCore", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffDiscovery", "HandoffSystem",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/HandoffTestSupport",

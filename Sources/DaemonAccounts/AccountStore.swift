@@ -233,7 +233,7 @@ package actor AccountStore {
         guard let m = material, let rootKey = m.rootKey else {
             return .joinRefused(JoinRefusal(.internalError, "this device cannot invite (it does not hold the account key)"))
         }
-        switch invites.claim(pskIdentity, now: now) {
+        switch invites.claim(pskIdentity) {
         case .granted: break
         case .alreadyUsed:
             return .joinRefused(JoinRefusal(.alreadyUsed, "this invite code was already used; ask for a new one (handoffctl account invite)"))

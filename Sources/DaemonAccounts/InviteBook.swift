@@ -1,3 +1,4 @@
+import DaemonCore
 import HandoffAPI
 import HandoffModel
 import HandoffTLS
@@ -33,6 +34,7 @@ package final class InviteBook: JoinPSKLookup, Sendable {
     static let rememberSeconds: Int64 = 3600
 
     private let lifetimeSeconds: Int64
+    private let clock: any DaemonClock
     private let entries = Mutex<[[UInt8]: Entry]>([:])
     private let observer = Mutex<(@Sendable () -> Void)?>(nil)
 
@@ -42,18 +44,21 @@ package final class InviteBook: JoinPSKLookup, Sendable {
     }
 
     /// The most recent invite still open, if any.
-    package func newestPending(now: Timestamp = .now()) -> InviteCode? {
-        entries.withLock { all in
+    package func newestPending() -> InviteCode? {
+        let now = clock.now()
+        return entries.withLock { all in
             all.values.filter { !$0.used && $0.expiresAt > now }.max { $0.createdAt < $1.createdAt }?.code
         }
     }
 
-    package init(lifetimeSeconds: Int64 = 600) {
+    package init(lifetimeSeconds: Int64 = 600, clock: any DaemonClock = SystemDaemonClock()) {
         self.lifetimeSeconds = lifetimeSeconds
+        self.clock = clock
     }
 
     /// A new single-use code, valid for 10 minutes, and the stream on which its outcome arrives.
-    func create(now: Timestamp = .now()) -> (code: InviteCode, expiresAt: Timestamp, outcome: AsyncStream<Outcome>) {
+    func create() -> (code: InviteCode, expiresAt: Timestamp, outcome: AsyncStream<Outcome>) {
+        let now = clock.now()
         let code = InviteCode(secret: Crypto.randomBytes(InviteCode.secretLength))
         let psk = JoinPSK(code: code)
         let expiresAt = now.adding(seconds: lifetimeSeconds)
@@ -73,7 +78,8 @@ package final class InviteBook: JoinPSKLookup, Sendable {
     }
 
     /// Uses up the invite for a joiner who proved its code. Only one joiner ever gets `.granted`.
-    func claim(_ identity: [UInt8], now: Timestamp = .now()) -> Claim {
+    func claim(_ identity: [UInt8]) -> Claim {
+        let now = clock.now()
         let result = entries.withLock { all -> Claim in
             guard var entry = all[identity] else { return .unknown }
             if entry.used { return .alreadyUsed }
@@ -88,6 +94,12 @@ package final class InviteBook: JoinPSKLookup, Sendable {
 
     func expiry(of identity: [UInt8]) -> Timestamp? {
         entries.withLock { $0[identity]?.expiresAt }
+    }
+
+    /// Returns when the invite runs out (at once for one we do not hold); throws when cancelled.
+    package func waitForExpiry(of identity: [UInt8]) async throws {
+        guard let expiresAt = expiry(of: identity) else { return }
+        try await clock.sleep(until: expiresAt)
     }
 
     /// Tells whoever waits on the invite that a device joined with it.
@@ -107,7 +119,8 @@ package final class InviteBook: JoinPSKLookup, Sendable {
 
     /// The inviter stopped waiting (Ctrl-C) before anyone joined: the code is forgotten at once.
     /// (A used or expired invite is kept, so a late joiner still hears why.)
-    package func cancel(_ identity: [UInt8], now: Timestamp = .now()) {
+    package func cancel(_ identity: [UInt8]) {
+        let now = clock.now()
         let continuation = entries.withLock { all -> AsyncStream<Outcome>.Continuation? in
             guard let entry = all[identity], !entry.used, entry.expiresAt > now else { return nil }
             all[identity] = nil

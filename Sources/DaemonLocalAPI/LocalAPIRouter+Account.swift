@@ -45,9 +45,12 @@ extension LocalAPIRouter {
                     return nil
                 }
                 group.addTask {
-                    let wait = Timestamp.now().microseconds(until: expiresAt)
-                    try? await Task.sleep(for: .microseconds(max(0, wait)))
-                    return Task.isCancelled ? nil : .expired
+                    do {
+                        try await invites.waitForExpiry(of: identity)
+                        return .expired
+                    } catch {
+                        return nil
+                    }
                 }
                 let first = await group.next() ?? nil
                 group.cancelAll()

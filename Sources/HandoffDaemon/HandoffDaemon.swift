@@ -37,6 +37,8 @@ public struct DaemonConfiguration: Sendable {
     public var peerBindAddresses: [String]
     /// How long an invite code is valid (SPEC §3: 10 minutes).
     public var inviteLifetimeSeconds: Int64 = 600
+    /// The time of day invites run out by (tests move a manual one).
+    package var clock: any DaemonClock = SystemDaemonClock()
     /// Handshake budget per address, cap on unauthenticated connections, wrong-code penalty.
     public var admissionLimits = AdmissionLimits()
     /// A peer that has not completed its TLS handshake by then is disconnected.
@@ -136,7 +138,7 @@ public final class HandoffDaemon: Sendable {
             logger: logger
         )
         self.registry = registry
-        let invites = InviteBook(lifetimeSeconds: configuration.inviteLifetimeSeconds)
+        let invites = InviteBook(lifetimeSeconds: configuration.inviteLifetimeSeconds, clock: configuration.clock)
         self.invites = invites
         let accounts = AccountStore(
             stateDirectory: configuration.stateDirectory,

@@ -86,8 +86,8 @@ import Testing
     }
 
     @Test func codesThatAreMistypedWrongUsedOrExpiredAreRefusedClearly() async throws {
-        // Long enough for three joins on a loaded machine, short enough to watch one expire.
-        let a = try await TestDaemon.start { $0.inviteLifetimeSeconds = 4 }
+        let clock = ManualDaemonClock()
+        let a = try await TestDaemon.start { $0.clock = clock }
         _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
         let b = try await TestDaemon.start()
         let c = try await TestDaemon.start()
@@ -108,6 +108,7 @@ import Testing
 
         // An invite nobody used runs out, says so to the inviter, and then to a late joiner.
         let (late, lateUpdates) = try await Self.invite(a)
+        clock.advance(seconds: 601)
         #expect(try await lateUpdates.next()?.expired == true)
         await expectFailure(.inviteExpired) { _ = try await Self.join(c, a, code: late, name: "c") }
         await expectFailure(.accountExists) { _ = try await Self.join(b, a, code: late, name: "b") }

@@ -2,6 +2,7 @@ import Foundation
 import HandoffModel
 import HandoffPeer
 import HandoffTLS
+import HandoffTestSupport
 import Testing
 
 @testable import DaemonAccounts
@@ -134,18 +135,21 @@ import Testing
     }
 
     @Test func invitesAreSingleUseAndRememberWhyTheyEnded() {
-        let book = InviteBook(lifetimeSeconds: 600)
-        let t0 = Timestamp.now()
-        let (code, _, _) = book.create(now: t0)
+        let clock = ManualDaemonClock()
+        let book = InviteBook(lifetimeSeconds: 600, clock: clock)
+        let (code, _, _) = book.create()
         let identity = JoinPSK(code: code).identity
         #expect(book.psk(forIdentity: identity) == JoinPSK(code: code).key)
         #expect(book.psk(forIdentity: [1, 2, 3]) == nil)
-        #expect(book.claim(identity, now: t0) == .granted)
-        #expect(book.claim(identity, now: t0) == .alreadyUsed)
-        let (late, _, _) = book.create(now: t0)
-        #expect(book.claim(JoinPSK(code: late).identity, now: t0.adding(seconds: 601)) == .expired)
-        let (dropped, _, _) = book.create(now: t0)
-        book.cancel(JoinPSK(code: dropped).identity, now: t0)
+        #expect(book.claim(identity) == .granted)
+        #expect(book.claim(identity) == .alreadyUsed)
+        let (dropped, _, _) = book.create()
+        book.cancel(JoinPSK(code: dropped).identity)
         #expect(book.psk(forIdentity: JoinPSK(code: dropped).identity) == nil, "a cancelled code is forgotten")
+        let (late, _, _) = book.create()
+        #expect(book.newestPending() == late)
+        clock.advance(seconds: 601)
+        #expect(book.claim(JoinPSK(code: late).identity) == .expired)
+        #expect(book.newestPending() == nil)
     }
 }
