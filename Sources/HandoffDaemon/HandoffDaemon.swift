@@ -251,7 +251,9 @@ public final class HandoffDaemon: Sendable {
     public var peerPort: Int { boundPeerPort.value ?? configuration.peerPort }
 
     /// Runs until SIGTERM/SIGINT (when `handleSignals`) or `shutdown()`.
-    public func run(handleSignals: Bool = true) async throws {
+    /// Runs every service until SIGTERM or SIGINT (with `handleSignals`), or until cancelled.
+    /// With `onHangup`, SIGHUP calls it (`HangupService`).
+    public func run(handleSignals: Bool = true, onHangup: (@Sendable () -> Void)? = nil) async throws {
         let services = DaemonServices(
             registry: registry,
             events: events,
@@ -309,7 +311,7 @@ public final class HandoffDaemon: Sendable {
                     .init(service: listener),
                     .init(service: discovery),
                     .init(service: api),
-                ],
+                ] + (onHangup.map { [.init(service: HangupService(reload: $0))] } ?? []),
                 gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
                 logger: logger
             )

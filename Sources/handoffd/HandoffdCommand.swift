@@ -1,6 +1,5 @@
 import ArgumentParser
 import DaemonCore
-import Dispatch
 import HandoffAPI
 import HandoffDaemon
 import HandoffModel
@@ -161,13 +160,11 @@ struct HandoffdCommand: AsyncParsableCommand {
             configuration.firstUse = .createAccount
         }
         do {
-            let daemon = try HandoffDaemon(configuration: configuration, logger: logger)
+            // Until the daemon's hangup service traps it, a SIGHUP (systemctl reload) must not end
+            // the daemon, as its default action would.
             signal(SIGHUP, SIG_IGN)
-            let hangups = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "handoffd.sighup"))
-            hangups.setEventHandler { reload(daemon, level: level, logger: logger) }
-            hangups.resume()
-            defer { hangups.cancel() }
-            try await daemon.run()
+            let daemon = try HandoffDaemon(configuration: configuration, logger: logger)
+            try await daemon.run { reload(daemon, level: level, logger: logger) }
         } catch let error as DaemonError {
             FileHandleStderr.write("handoffd: error: \(error)\n")
             throw ExitCode(error.code == .alreadyRunning ? 3 : error.code == .firstUse ? 4 : 1)
