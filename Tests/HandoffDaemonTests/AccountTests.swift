@@ -37,18 +37,6 @@ import Testing
         return (a, b)
     }
 
-    func expectFailure(_ code: APIErrorCode, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async {
-        do {
-            try await body()
-            Issue.record("succeeded, expected \(code)", sourceLocation: sourceLocation)
-        } catch let e as HandoffClientError {
-            #expect(e.code == .api(code), "\(e)", sourceLocation: sourceLocation)
-            #expect(!e.message.contains("\n"), sourceLocation: sourceLocation)
-        } catch {
-            Issue.record("unexpected \(error)", sourceLocation: sourceLocation)
-        }
-    }
-
     @Test func createInviteJoinListRemoveRefuse() async throws {
         let a = try await TestDaemon.start()
         let created = try await a.client.createAccount(CreateAccountRequest(name: "Ana's devices", deviceName: "desk"))

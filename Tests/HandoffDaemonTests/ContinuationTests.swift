@@ -291,9 +291,9 @@ import Testing
         let plain = ActivityContent(type: "org.example.Editor.edit", title: "No streams")
         let (a, b, _) = try await Self.paired(plain)
         let response = try await b.client.continueActivity(ContinueRequest(peer: "desk"))
-        await expect(.streamsUnsupported) { _ = try await b.client.openStream(continuationID: response.continuationID) }
-        await expect(.unknownContinuation) { _ = try await b.client.openStream(continuationID: UUID()) }
-        await expect(.unknownStream) { _ = try await a.client.takeStream(UUID()) }
+        await expectFailure(.streamsUnsupported) { _ = try await b.client.openStream(continuationID: response.continuationID) }
+        await expectFailure(.unknownContinuation) { _ = try await b.client.openStream(continuationID: UUID()) }
+        await expectFailure(.unknownStream) { _ = try await a.client.takeStream(UUID()) }
 
         // Offered, but no app serves them right now.
         var streaming = plain
@@ -301,7 +301,7 @@ import Testing
         let put = try await a.client.becomeCurrent(PutCurrentActivityRequest(content: streaming))
         try await PeerDiscoveryTests.waitForPeers(b, "the new activity") { $0.peers.first?.activity?.id == put.activity.id }
         let second = try await b.client.continueActivity(ContinueRequest(peer: "desk"))
-        await expect(.streamRefused) { _ = try await b.client.openStream(continuationID: second.continuationID) }
+        await expectFailure(.streamRefused) { _ = try await b.client.openStream(continuationID: second.continuationID) }
         for d in [a, b] { try await d.finish() }
     }
 
@@ -321,14 +321,3 @@ import Testing
     }
 }
 
-/// Runs `body`, which must fail with the local API's `code`.
-func expect(_ code: APIErrorCode, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
-    do {
-        try await body()
-        Issue.record("succeeded, expected \(code)", sourceLocation: sourceLocation)
-    } catch let e as HandoffClientError {
-        #expect(e.code == .api(code), "\(e)", sourceLocation: sourceLocation)
-    } catch {
-        Issue.record("\(error)", sourceLocation: sourceLocation)
-    }
-}

@@ -116,10 +116,10 @@ import Testing
         #expect(pipe(&ends) == 0)
         defer { [readOnly, ends[0], ends[1]].forEach { close($0) } }
 
-        await expect(.badRequest) { _ = try await b.client.openStream(continuationID: setup.continuationID, file: ends[1], role: .receive) }
-        await expect(.badRequest) { _ = try await b.client.openStream(continuationID: setup.continuationID, file: readOnly, role: .receive) }
-        await expect(.unknownContinuation) { _ = try await b.client.openStream(continuationID: UUID(), file: readOnly, role: .send) }
-        await expect(.unknownStream) { _ = try await a.client.takeStream(UUID(), file: readOnly, role: .send) }
+        await expectFailure(.badRequest) { _ = try await b.client.openStream(continuationID: setup.continuationID, file: ends[1], role: .receive) }
+        await expectFailure(.badRequest) { _ = try await b.client.openStream(continuationID: setup.continuationID, file: readOnly, role: .receive) }
+        await expectFailure(.unknownContinuation) { _ = try await b.client.openStream(continuationID: UUID(), file: readOnly, role: .send) }
+        await expectFailure(.unknownStream) { _ = try await a.client.takeStream(UUID(), file: readOnly, role: .send) }
 
         // Without a file, or with a request that is not one: an answer, not silence — even while
         // another client sits connected saying nothing (it has 5 s; nobody waits for it).

@@ -9,20 +9,6 @@ import Testing
 /// A device's membership as its user sees it: removed (and told so, at once or at its next
 /// contact), leaving, renamed — between real daemons in this process.
 @Suite(.timeLimit(.minutes(3))) struct MembershipTests {
-    @discardableResult
-    func expectFailure(_ code: APIErrorCode, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async -> String {
-        do {
-            try await body()
-            Issue.record("succeeded, expected \(code)", sourceLocation: sourceLocation)
-        } catch let e as HandoffClientError {
-            #expect(e.code == .api(code), "\(e)", sourceLocation: sourceLocation)
-            return e.message
-        } catch {
-            Issue.record("unexpected \(error)", sourceLocation: sourceLocation)
-        }
-        return ""
-    }
-
     /// B has a session with A: removed on A, B knows at once — who, when, how to rejoin — and
     /// refuses to continue without trying the network.
     @Test func aRemovedDeviceIsToldAtOnce() async throws {

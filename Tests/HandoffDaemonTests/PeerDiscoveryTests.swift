@@ -67,9 +67,9 @@ import Testing
 
         _ = try await a.client.resignCurrent()
         try await Self.waitForPeers(b, "A resigned") { $0.peers.first { $0.id == aID }?.activity == nil }
-        await expect(.noCurrentActivity) { _ = try await b.client.continueActivity(ContinueRequest(peer: "desk")) }
-        await expect(.unknownPeer) { _ = try await b.client.continueActivity(ContinueRequest(peer: "nobody")) }
-        await expect(.unknownPeer) { _ = try await b.client.continueActivity(ContinueRequest(peer: "laptop")) }
+        await expectFailure(.noCurrentActivity) { _ = try await b.client.continueActivity(ContinueRequest(peer: "desk")) }
+        await expectFailure(.unknownPeer) { _ = try await b.client.continueActivity(ContinueRequest(peer: "nobody")) }
+        await expectFailure(.unknownPeer) { _ = try await b.client.continueActivity(ContinueRequest(peer: "laptop")) }
         for d in [a, b] { try await d.finish() }
     }
 
@@ -85,8 +85,8 @@ import Testing
         let fromC = try await Self.waitForPeers(c, "A and B counted") { $0.strangers == 2 }
         #expect(fromC.peers.isEmpty)
         #expect(try await c.client.status().reachablePeers == 0, "nobody dialled a stranger")
-        await expect(.unknownPeer) { _ = try await c.client.continueActivity(ContinueRequest(peer: "desk")) }
-        await expect(.refused) { _ = try await c.client.continueActivity(ContinueRequest(peer: a.peerAddress)) }
+        await expectFailure(.unknownPeer) { _ = try await c.client.continueActivity(ContinueRequest(peer: "desk")) }
+        await expectFailure(.refused) { _ = try await c.client.continueActivity(ContinueRequest(peer: a.peerAddress)) }
         for d in [a, b, c] { try await d.finish() }
     }
 
@@ -104,8 +104,8 @@ import Testing
         try await Self.waitForPeers(b, "A unseen from B") { !$0.peers.contains { $0.id == aID } }
         // …and B was told over the session before it closed: it says so, at once, however it asks.
         #expect(try await b.client.account().removal?.byName == "desk")
-        await expect(.revoked) { _ = try await b.client.continueActivity(ContinueRequest(peer: "desk")) }
-        await expect(.revoked) { _ = try await b.client.continueActivity(ContinueRequest(peer: a.peerAddress)) }
+        await expectFailure(.revoked) { _ = try await b.client.continueActivity(ContinueRequest(peer: "desk")) }
+        await expectFailure(.revoked) { _ = try await b.client.continueActivity(ContinueRequest(peer: a.peerAddress)) }
         try await a.stop()
         try await Self.waitForPeers(b, "A gone after it stopped") { !$0.peers.contains { $0.id == aID } }
         try await b.finish()
@@ -136,7 +136,7 @@ import Testing
         try await Self.waitForPeers(b, "A's activity") { $0.peers.first?.activity != nil }
         try await Task.sleep(for: .milliseconds(2100))
         try await Self.waitForPeers(b, "the expiry shown") { $0.peers.first?.activity == nil }
-        await expect(.noCurrentActivity) { _ = try await b.client.continueActivity(ContinueRequest(peer: "desk")) }
+        await expectFailure(.noCurrentActivity) { _ = try await b.client.continueActivity(ContinueRequest(peer: "desk")) }
         for d in [a, b] { try await d.finish() }
     }
 }
