@@ -122,61 +122,53 @@ package struct LocalAPIRouter: Sendable {
             if request.head.headers.contains(name: "origin") || request.head.headers.contains(name: "referer") {
                 throw LocalAPIError(.forbiddenOrigin, "requests from web pages (with Origin or Referer) are refused")
             }
-            switch (request.path, request.head.method) {
-            case (LocalAPIRoute.status[...], .GET): return try await status(request)
-            case (LocalAPIRoute.currentActivity[...], .GET): return try await getCurrent(request)
-            case (LocalAPIRoute.currentActivity[...], .PUT): return try await putCurrent(request)
-            case (LocalAPIRoute.currentActivity[...], .DELETE): return try await deleteCurrent(request)
-            case (LocalAPIRoute.events[...], .GET): return try events(request)
-            case (LocalAPIRoute.account[...], .GET): return try await getAccount(request)
-            case (LocalAPIRoute.account[...], .POST): return try await createAccount(request)
-            case (LocalAPIRoute.accountJoin[...], .POST): return try await joinAccount(request)
-            case (LocalAPIRoute.accountInvites[...], .POST): return try await invite(request)
-            case (LocalAPIRoute.accountSync[...], .POST): return try await sync(request)
-            case (LocalAPIRoute.accountLeave[...], .POST): return try await leave(request)
-            case (LocalAPIRoute.devicesRename[...], .POST): return try await renameDevice(request)
-            case (LocalAPIRoute.devices[...], .GET): return try await devices(request)
-            case (LocalAPIRoute.peers[...], .GET): return try await peers(request)
-            case (LocalAPIRoute.continue[...], .POST): return try await continueActivity(request)
-            case (LocalAPIRoute.attach[...], .POST): return try await attach(request)
-            case (LocalAPIRoute.streams[...], .GET): return try listStreams(request)
-            case (let path, .GET) where path.hasPrefix(LocalAPIRoute.streams + "/"): return try await getStream(request)
-            case (let path, .POST) where path.hasPrefix(LocalAPIRoute.streams + "/"): return try streamNeedsUpgrade(request)
-            case (let path, .POST) where path.hasPrefix(LocalAPIRoute.continuations + "/"): return try streamNeedsUpgrade(request)
-            case (let path, .DELETE) where path.hasPrefix(LocalAPIRoute.devices + "/"): return try await removeDevice(request)
-            default: return try unrouted(request)
+            try request.peer.authorize(daemonUID: daemonUID)
+            switch LocalAPIEndpoints.match(method: request.head.method.rawValue, path: request.path) {
+            case .endpoint(let endpoint): return try await handle(endpoint, request)
+            case .methodNotAllowed(let allowed):
+                return .error(
+                    LocalAPIError(.methodNotAllowed, "\(request.head.method.rawValue) is not allowed on \(request.path)"),
+                    headers: ["allow": allowed]
+                )
+            case .notFound:
+                throw LocalAPIError(.notFound, "no endpoint \(request.head.method.rawValue) \(request.path); the routes are listed in docs/local-api.md")
             }
         } catch let e as LocalAPIError {
             if e.code == .forbidden || e.code == .forbiddenOrigin {
                 logger.notice("local API request refused", metadata: ["uid": "\(request.peer.uid)", "pid": "\(request.peer.pid)", "code": "\(e.code.rawValue)"])
             }
-            var headers = HTTPHeaders()
-            if e.code == .methodNotAllowed, let allowed = Self.allowedMethods[String(request.path)] {
-                headers.add(name: "allow", value: allowed)
-            }
-            return .error(e, headers: headers)
+            return .error(e)
         } catch {
             logger.error("local API handler failed", metadata: ["error": "\(error)"])
             return .error(LocalAPIError(.internalError, "the daemon failed: \(error)"))
         }
     }
 
-    static let allowedMethods = [
-        LocalAPIRoute.status: "GET",
-        LocalAPIRoute.currentActivity: "GET, PUT, DELETE",
-        LocalAPIRoute.events: "GET",
-        LocalAPIRoute.account: "GET, POST",
-        LocalAPIRoute.accountJoin: "POST",
-        LocalAPIRoute.accountInvites: "POST",
-        LocalAPIRoute.accountSync: "POST",
-        LocalAPIRoute.accountLeave: "POST",
-        LocalAPIRoute.devicesRename: "POST",
-        LocalAPIRoute.devices: "GET",
-        LocalAPIRoute.peers: "GET",
-        LocalAPIRoute.continue: "POST",
-        LocalAPIRoute.attach: "POST",
-        LocalAPIRoute.streams: "GET",
-    ]
+    /// Each endpoint's handler (the caller checked who is asking).
+    private func handle(_ endpoint: LocalAPIEndpoints.Endpoint, _ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        switch endpoint {
+        case .status: try await status(request)
+        case .getCurrent: try await getCurrent(request)
+        case .putCurrent: try await putCurrent(request)
+        case .deleteCurrent: try await deleteCurrent(request)
+        case .attach: try await attach(request)
+        case .events: try events(request)
+        case .getAccount: try await getAccount(request)
+        case .createAccount: try await createAccount(request)
+        case .joinAccount: try await joinAccount(request)
+        case .invite: try await invite(request)
+        case .sync: try await sync(request)
+        case .leave: try await leave(request)
+        case .devices: try await devices(request)
+        case .renameDevice: try await renameDevice(request)
+        case .removeDevice: try await removeDevice(request)
+        case .peers: try await peers(request)
+        case .continue: try await continueActivity(request)
+        case .listStreams: try listStreams(request)
+        case .getStream: try await getStream(request)
+        case .takeStream, .openContinuationStream: try streamNeedsUpgrade(request)
+        }
+    }
 
     /// The JSON body of a request, or a 400 that says where it is wrong.
     func body<T: Decodable>(_ type: T.Type, of request: LocalAPIRequest) throws(LocalAPIError) -> T {
@@ -215,13 +207,5 @@ package struct LocalAPIRouter: Sendable {
     private func events(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
         return .ndjson(services.events.subscribe())
-    }
-
-    private func unrouted(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
-        if Self.allowedMethods[String(request.path)] != nil {
-            throw LocalAPIError(.methodNotAllowed, "\(request.head.method.rawValue) is not allowed on \(request.path)")
-        }
-        throw LocalAPIError(.notFound, "no endpoint \(request.head.method.rawValue) \(request.path); the routes are listed in docs/local-api.md")
     }
 }

@@ -205,6 +205,22 @@ import DaemonCore
         try await restarted.finish()
     }
 
+    /// The route table: every endpoint has a row, no two rows take the same request.
+    @Test func everyEndpointHasOneRoute() {
+        let routes = LocalAPIEndpoints.routes
+        #expect(Set(LocalAPIEndpoints.Endpoint.allCases.map { "\($0)" }) == Set(routes.map { "\($0.endpoint)" }))
+        for route in routes {
+            let path: Substring
+            switch route.path {
+            case .exact(let p): path = p[...]
+            case .under(let p): path = (p + "/x")[...]
+            }
+            #expect(LocalAPIEndpoints.match(method: route.method, path: path) == .endpoint(route.endpoint), "\(route.method) \(path)")
+        }
+        #expect(LocalAPIEndpoints.match(method: "GET", path: "/v1/nope") == .notFound)
+        #expect(LocalAPIEndpoints.match(method: "PATCH", path: "/v1/devices/abc") == .methodNotAllowed(allowed: "DELETE"))
+    }
+
     @Test func webOriginsUnknownRoutesAndOversizedBodiesAreRefused() async throws {
         let d = try await TestDaemon.start()
         let socketPath = d.socketPath
@@ -225,6 +241,8 @@ import DaemonCore
         #expect(unknown.0 == 404 && unknown.1.contains("not_found"))
         let wrongMethod = try await raw("POST", "/v1/activity/current")
         #expect(wrongMethod.0 == 405 && wrongMethod.2 == "GET, PUT, DELETE")
+        let wrongMethodUnder = try await raw("DELETE", "/v1/streams/0c8d")
+        #expect(wrongMethodUnder.0 == 405 && wrongMethodUnder.2 == "GET, POST")
         let notJSON = try await raw("PUT", "/v1/activity/current", body: Array("{nope".utf8))
         #expect(notJSON.0 == 400 && notJSON.1.contains("bad_request"))
         let missingType = try await raw("PUT", "/v1/activity/current", body: Array(#"{"title":"x"}"#.utf8))

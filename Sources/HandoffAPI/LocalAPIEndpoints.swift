@@ -1,0 +1,72 @@
+/// Every endpoint of the local API, in one table (docs/local-api.md): the daemon's router switches
+/// over `Endpoint`s, and the `Allow` header of a 405 comes from the same rows.
+public enum LocalAPIEndpoints {
+    public enum Endpoint: Sendable, CaseIterable {
+        case status
+        case getCurrent, putCurrent, deleteCurrent, attach
+        case events
+        case getAccount, createAccount, joinAccount, invite, sync, leave
+        case devices, renameDevice, removeDevice
+        case peers
+        case `continue`
+        case listStreams, getStream, takeStream
+        case openContinuationStream
+    }
+
+    /// A row: an exact path, or every path under a prefix (`/v1/streams/ID`).
+    public struct Route: Sendable {
+        public enum Path: Sendable {
+            case exact(String)
+            case under(String)
+
+            func matches(_ path: Substring) -> Bool {
+                switch self {
+                case .exact(let p): path == p
+                case .under(let p): path.hasPrefix(p + "/")
+                }
+            }
+        }
+
+        public let method: String
+        public let path: Path
+        public let endpoint: Endpoint
+    }
+
+    public static let routes: [Route] = [
+        Route(method: "GET", path: .exact(LocalAPIRoute.status), endpoint: .status),
+        Route(method: "GET", path: .exact(LocalAPIRoute.currentActivity), endpoint: .getCurrent),
+        Route(method: "PUT", path: .exact(LocalAPIRoute.currentActivity), endpoint: .putCurrent),
+        Route(method: "DELETE", path: .exact(LocalAPIRoute.currentActivity), endpoint: .deleteCurrent),
+        Route(method: "POST", path: .exact(LocalAPIRoute.attach), endpoint: .attach),
+        Route(method: "GET", path: .exact(LocalAPIRoute.events), endpoint: .events),
+        Route(method: "GET", path: .exact(LocalAPIRoute.account), endpoint: .getAccount),
+        Route(method: "POST", path: .exact(LocalAPIRoute.account), endpoint: .createAccount),
+        Route(method: "POST", path: .exact(LocalAPIRoute.accountJoin), endpoint: .joinAccount),
+        Route(method: "POST", path: .exact(LocalAPIRoute.accountInvites), endpoint: .invite),
+        Route(method: "POST", path: .exact(LocalAPIRoute.accountSync), endpoint: .sync),
+        Route(method: "POST", path: .exact(LocalAPIRoute.accountLeave), endpoint: .leave),
+        Route(method: "GET", path: .exact(LocalAPIRoute.devices), endpoint: .devices),
+        Route(method: "POST", path: .exact(LocalAPIRoute.devicesRename), endpoint: .renameDevice),
+        Route(method: "DELETE", path: .under(LocalAPIRoute.devices), endpoint: .removeDevice),
+        Route(method: "GET", path: .exact(LocalAPIRoute.peers), endpoint: .peers),
+        Route(method: "POST", path: .exact(LocalAPIRoute.continue), endpoint: .continue),
+        Route(method: "GET", path: .exact(LocalAPIRoute.streams), endpoint: .listStreams),
+        Route(method: "GET", path: .under(LocalAPIRoute.streams), endpoint: .getStream),
+        Route(method: "POST", path: .under(LocalAPIRoute.streams), endpoint: .takeStream),
+        Route(method: "POST", path: .under(LocalAPIRoute.continuations), endpoint: .openContinuationStream),
+    ]
+
+    public enum Match: Equatable, Sendable {
+        case endpoint(Endpoint)
+        /// The path exists, not with this method: these are the ones it has (`Allow`).
+        case methodNotAllowed(allowed: String)
+        case notFound
+    }
+
+    public static func match(method: String, path: Substring) -> Match {
+        let rows = routes.filter { $0.path.matches(path) }
+        if let row = rows.first(where: { $0.method == method }) { return .endpoint(row.endpoint) }
+        if rows.isEmpty { return .notFound }
+        return .methodNotAllowed(allowed: rows.map(\.method).joined(separator: ", "))
+    }
+}
