@@ -42,7 +42,7 @@ let package = Package(
 
         // The only importer of CHandoffDNSSD: advertising, browsing, resolving; and an in-memory
         // backend so that in-process tests can run several daemons with discovery.
-        .target(name: "HandoffDiscovery", dependencies: ["CHandoffDNSSD", "HandoffModel"], swiftSettings: strict),
+        .target(name: "HandoffDiscovery", dependencies: ["CHandoffDNSSD", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
 
         // Daemon-to-daemon messages and framing; knows nothing about TLS.
         .target(
@@ -63,7 +63,7 @@ let package = Package(
         .target(
             name: "DaemonCore",
             dependencies: [
-                "HandoffModel", "HandoffAPI", "HandoffPeer",
+                "HandoffModel", "HandoffAPI", "HandoffPeer", "HandoffSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -74,7 +74,7 @@ let package = Package(
         .target(
             name: "DaemonAccounts",
             dependencies: [
-                "DaemonCore", "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery",
+                "DaemonCore", "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -1,12 +1,13 @@
+import DaemonCore
 import HandoffAPI
 import HandoffModel
 import HandoffPeer
+import HandoffSystem
 import HandoffTLS
 import Logging
 import Synchronization
 
 #if canImport(Glibc)
-import DaemonCore
 import Glibc
 #endif
 
@@ -343,7 +344,7 @@ package actor AccountStore {
             )
         }
         if unlink(path) != 0, errno != ENOENT {
-            throw LocalAPIError(.internalError, "cannot delete the account file \(path): \(String(cString: strerror(errno)))")
+            throw LocalAPIError(.internalError, "cannot delete the account file \(path): \(SystemCall.describe(errno))")
         }
         PrivateFiles.syncDirectory(of: path)
         material = nil

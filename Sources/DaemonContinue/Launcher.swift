@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import DaemonCore
 import HandoffAPI
 import HandoffModel
 import HandoffSystem
@@ -10,7 +11,6 @@ import Logging
 import Synchronization
 
 #if canImport(Glibc)
-import DaemonCore
 import Glibc
 #endif
 
@@ -139,7 +139,7 @@ package final class Launcher: Sendable {
                 command[0], arguments: Array(command.dropFirst()), environment: environment, newSession: true, workingDirectory: home
             )
         } catch {
-            throw LocalAPIError(.handlerFailed, "cannot start \(what): \(String(cString: strerror(error.errno))) (\(command[0]))")
+            throw LocalAPIError(.handlerFailed, "cannot start \(what): \(SystemCall.describe(error.errno)) (\(command[0]))")
         }
         children.withLock { $0.append(pid) }
         startReaping()

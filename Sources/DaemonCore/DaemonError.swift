@@ -1,3 +1,4 @@
+import HandoffSystem
 /// A failure of the daemon itself (not of one request): it names what went wrong and what to do.
 public struct DaemonError: Error, Sendable, CustomStringConvertible {
     public enum Code: String, Sendable {
@@ -37,7 +38,7 @@ public struct SystemCallError: Error, Sendable, CustomStringConvertible {
         self.errno = errno
     }
 
-    public var description: String { "\(call): \(String(cString: strerror(errno)))" }
+    public var description: String { "\(call): \(SystemCall.describe(errno))" }
 }
 
 #if canImport(Glibc)

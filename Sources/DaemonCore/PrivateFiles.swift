@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import HandoffSystem
 
 /// Directories and files only their owner may read: the state directory (0700) and what is in it
 /// (0600), and the runtime directory holding the socket.
@@ -67,9 +68,9 @@ public enum PrivateFiles {
         var failure: SystemCallError?
         var offset = 0
         while offset < bytes.count, failure == nil {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) }
+            let n = bytes.withUnsafeBytes { raw in SystemCall.retrying { write(fd, raw.baseAddress! + offset, bytes.count - offset) } }
             if n < 0 {
-                if errno != EINTR { failure = SystemCallError(call: "write", errno: errno) }
+                failure = SystemCallError(call: "write", errno: errno)
             } else {
                 offset += n
             }
@@ -114,9 +115,8 @@ public enum PrivateFiles {
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, $0.count) }
+            let n = chunk.withUnsafeMutableBytes { raw in SystemCall.retrying { Glibc.read(fd, raw.baseAddress!, raw.count) } }
             if n < 0 {
-                if errno == EINTR { continue }
                 throw DaemonError(.io, "cannot read \(path)", cause: SystemCallError(call: "read", errno: errno))
             }
             if n == 0 { return result }

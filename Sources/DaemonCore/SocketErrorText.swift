@@ -1,3 +1,4 @@
+import HandoffSystem
 import NIOCore
 import NIOPosix
 
@@ -39,8 +40,8 @@ package enum SocketErrorText {
         case ECONNREFUSED: "nothing listens there"
         case EHOSTUNREACH, ENETUNREACH: "no route to it on this network"
         case EADDRINUSE: "the address is already in use"
-        case EACCES, EPERM: "not allowed (\(String(cString: strerror(code))))"
-        default: String(cString: strerror(code)).lowercased()
+        case EACCES, EPERM: "not allowed (\(SystemCall.describe(code)))"
+        default: SystemCall.describe(code).lowercased()
         }
     }
 }

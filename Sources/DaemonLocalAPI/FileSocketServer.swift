@@ -4,6 +4,8 @@ import FoundationEssentials
 import Foundation
 #endif
 import CHandoffLinux
+import DaemonCore
+import DaemonStreams
 import HandoffAPI
 import HandoffSystem
 import Logging
@@ -11,8 +13,6 @@ import NIOCore
 import NIOPosix
 
 #if canImport(Glibc)
-import DaemonCore
-import DaemonStreams
 import Glibc
 #endif
 
@@ -93,11 +93,11 @@ final class FileSocketServer: Sendable {
     private static func acceptLoop(_ listening: Int32, daemonUID: UInt32, serve: @escaping @Sendable (Accepted) -> Void) {
         while true {
             // (accept4 is _GNU_SOURCE only; children are started with every descriptor closed anyway.)
-            let connection = accept(listening, nil, nil)
+            let connection = SystemCall.retrying { accept(listening, nil, nil) }
             if connection >= 0 { _ = fcntl(connection, F_SETFD, FD_CLOEXEC) }
             if connection < 0 {
                 switch errno {
-                case EINTR, ECONNABORTED: continue
+                case ECONNABORTED: continue
                 case EINVAL, EBADF:
                     return  // shut down (`stop`)
                 default:

@@ -132,28 +132,9 @@ extension LocalAPIRouter {
     func removeDevice(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
         let id = String(request.path.dropFirst(LocalAPIRoute.devices.count + 1))
-        let removed = try await services.accounts.revoke(PercentDecoding.decode(id))
+        let removed = try await services.accounts.revoke(PathSegment.unescape(id))
         // Close its sessions now, and tell every connected device at once.
         await services.links.stateChanged()
         return .ok(removed)
-    }
-}
-
-enum PercentDecoding {
-    /// `%20` and friends back to bytes; malformed escapes are left as they are.
-    static func decode(_ text: String) -> String {
-        var out: [UInt8] = []
-        let b = Array(text.utf8)
-        var i = 0
-        while i < b.count {
-            if b[i] == 0x25, i + 2 < b.count, let v = UInt8(String(decoding: b[(i + 1)...(i + 2)], as: UTF8.self), radix: 16) {
-                out.append(v)
-                i += 3
-            } else {
-                out.append(b[i])
-                i += 1
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

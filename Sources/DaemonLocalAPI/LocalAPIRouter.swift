@@ -3,6 +3,11 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import DaemonAccounts
+import DaemonContinue
+import DaemonCore
+import DaemonLinks
+import DaemonStreams
 import HandoffAPI
 import HandoffModel
 import Logging
@@ -10,11 +15,6 @@ import NIOCore
 import NIOHTTP1
 
 #if canImport(Glibc)
-import DaemonAccounts
-import DaemonContinue
-import DaemonCore
-import DaemonLinks
-import DaemonStreams
 import Glibc
 #endif
 

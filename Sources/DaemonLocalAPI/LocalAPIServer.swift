@@ -3,6 +3,8 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import DaemonCore
+import DaemonStreams
 import HandoffAPI
 import HandoffSystem
 import Logging
@@ -13,8 +15,6 @@ import ServiceLifecycle
 import Synchronization
 
 #if canImport(Glibc)
-import DaemonCore
-import DaemonStreams
 import Glibc
 #endif
 

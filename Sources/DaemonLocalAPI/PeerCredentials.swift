@@ -1,9 +1,9 @@
 import CHandoffLinux
+import DaemonCore
 import HandoffAPI
 import NIOCore
 
 #if canImport(Glibc)
-import DaemonCore
 import Glibc
 #endif
 

@@ -165,7 +165,7 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
             splice.inputEnded(.local)
             partner.later { $0.closeOutput() }
         case .failed(let errno):
-            splice.fail("cannot read the file being sent: \(String(cString: strerror(errno)))")
+            splice.fail("cannot read the file being sent: \(SystemCall.describe(errno))")
         case .wouldBlock, .unsupported:
             break  // only from attempts on the loop, handled there
         }
@@ -218,7 +218,7 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
     fileprivate func written(_ failure: Int32?) {
         guard !closing, let partner else { return }
         if let failure {
-            splice.fail("cannot write the file: \(String(cString: strerror(failure)))")
+            splice.fail("cannot write the file: \(SystemCall.describe(failure))")
             return
         }
         splice.delivered(from: .peer)
@@ -406,21 +406,18 @@ final class FileWorker: Sendable {
     /// One chunk from the file's offset; without waiting, what is in memory or `wouldBlock`.
     static func read(_ fd: Int32, allocator: ByteBufferAllocator, wait: Bool) -> ReadResult {
         var chunk = allocator.buffer(capacity: StreamFileEnd.chunkSize)
-        while true {
-            let (n, error) = chunk.withUnsafeMutableWritableBytes { raw in
-                let n = wait ? Glibc.read(fd, raw.baseAddress, raw.count) : handoff_read_nowait(fd, raw.baseAddress, raw.count)
-                return (n, n < 0 ? errno : 0)
-            }
-            if n > 0 {
-                chunk.moveWriterIndex(forwardBy: n)
-                return .data(chunk)
-            }
-            // Without waiting, only data is an answer: Linux 5.9 and 5.10 may return 0 before the
-            // end of the file, and a failure may be the flag's; the thread's plain read decides.
-            if !wait { return error == EOPNOTSUPP || error == EINVAL ? .unsupported : .wouldBlock }
-            if n == 0 { return .end }
-            if error != EINTR { return .failed(error) }
+        let (n, error) = chunk.withUnsafeMutableWritableBytes { raw in
+            let n = wait ? SystemCall.retrying { Glibc.read(fd, raw.baseAddress, raw.count) } : handoff_read_nowait(fd, raw.baseAddress, raw.count)
+            return (n, n < 0 ? errno : 0)
         }
+        if n > 0 {
+            chunk.moveWriterIndex(forwardBy: n)
+            return .data(chunk)
+        }
+        // Without waiting, only data is an answer: Linux 5.9 and 5.10 may return 0 before the
+        // end of the file, and a failure may be the flag's; the thread's plain read decides.
+        if !wait { return error == EOPNOTSUPP || error == EINVAL ? .unsupported : .wouldBlock }
+        return n == 0 ? .end : .failed(error)
     }
 
     /// Writes `chunks` in order at the file's offset. Waiting, until all are written or it fails;
@@ -430,7 +427,7 @@ final class FileWorker: Sendable {
         var rest = chunks
         while var chunk = rest.first {
             let (n, error) = chunk.withUnsafeReadableBytes { raw in
-                let n = wait ? Glibc.write(fd, raw.baseAddress, raw.count) : handoff_write_nowait(fd, raw.baseAddress, raw.count)
+                let n = wait ? SystemCall.retrying { Glibc.write(fd, raw.baseAddress, raw.count) } : handoff_write_nowait(fd, raw.baseAddress, raw.count)
                 return (n, n < 0 ? errno : 0)
             }
             if n == chunk.readableBytes {
@@ -438,7 +435,7 @@ final class FileWorker: Sendable {
             } else if n > 0 {
                 chunk.moveReaderIndex(forwardBy: n)
                 rest[rest.startIndex] = chunk
-            } else if !(wait && error == EINTR) {
+            } else {
                 return (rest, n == 0 && wait ? EIO : error)
             }
         }

@@ -49,6 +49,45 @@ public enum LocalAPIRoute {
     public static func stream(_ id: UUID) -> String {
         streams + "/" + id.lowercasedString
     }
+
+    /// `DELETE` removes the device whose name or id (prefix) is `nameOrID`.
+    public static func device(_ nameOrID: String) -> String {
+        devices + "/" + PathSegment.escape(nameOrID)
+    }
+}
+
+/// One segment of a path, percent-encoded by the client and decoded by the daemon.
+public enum PathSegment {
+    /// Everything but unreserved characters (RFC 3986) becomes `%XX`.
+    public static func escape(_ text: String) -> String {
+        var out = ""
+        for b in text.utf8 {
+            let c = Character(Unicode.Scalar(b))
+            if (b >= 0x30 && b <= 0x39) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x7A) || c == "-" || c == "." || c == "_" || c == "~" {
+                out.append(c)
+            } else {
+                out += "%" + (b < 16 ? "0" : "") + String(b, radix: 16, uppercase: true)
+            }
+        }
+        return out
+    }
+
+    /// `%XX` back to bytes; a malformed escape is left as it is.
+    public static func unescape(_ text: String) -> String {
+        var out: [UInt8] = []
+        let b = Array(text.utf8)
+        var i = 0
+        while i < b.count {
+            if b[i] == 0x25, i + 2 < b.count, let v = UInt8(String(decoding: b[(i + 1)...(i + 2)], as: UTF8.self), radix: 16) {
+                out.append(v)
+                i += 3
+            } else {
+                out.append(b[i])
+                i += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
 }
 
 /// JSON as the API writes it: keys sorted (stable for diffs and snapshots), slashes unescaped

@@ -5,6 +5,7 @@ import Foundation
 #endif
 import CHandoffLinux
 import HandoffAPI
+import HandoffSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -48,7 +49,7 @@ public final class FileStream: @unchecked Sendable {
         guard sent == line.count else {
             let e = errno
             Glibc.close(fd)
-            throw HandoffClientError(.protocolError, "cannot hand the file to handoffd at \(path): \(String(cString: strerror(e)))")
+            throw HandoffClientError(.protocolError, "cannot hand the file to handoffd at \(path): \(SystemCall.describe(e))")
         }
         // Opening reaches the other device, which may take a TLS handshake or two.
         var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
@@ -96,8 +97,7 @@ public final class FileStream: @unchecked Sendable {
     private static func nextReply(_ fd: Int32, pending: inout [UInt8]) throws(HandoffClientError) -> FileStreamReply {
         var chunk = [UInt8](repeating: 0, count: 4096)
         while !pending.contains(UInt8(ascii: "\n")) {
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0, errno == EINTR { continue }
+            let n = chunk.withUnsafeMutableBytes { raw in SystemCall.retrying { recv(fd, raw.baseAddress, raw.count, 0) } }
             if n < 0, errno == EAGAIN || errno == EWOULDBLOCK {
                 throw HandoffClientError(.timeout, "handoffd did not answer on the file socket in time")
             }

@@ -87,7 +87,7 @@ public struct HandoffClient: Sendable {
 
     /// Removes a device (id, unique id prefix, or exact name) from the account.
     public func removeDevice(_ id: String) throws(HandoffClientError) -> RevokedDeviceInfo {
-        try call("DELETE", LocalAPIRoute.devices + "/" + PathEscaping.escape(id))
+        try call("DELETE", LocalAPIRoute.device(id))
     }
 
     // MARK: Other devices
@@ -257,22 +257,6 @@ extension UnixHTTPConnection {
             return Array(body.prefix(length))
         }
         return []
-    }
-}
-
-enum PathEscaping {
-    /// Percent-encodes everything but unreserved characters, for one path segment.
-    static func escape(_ text: String) -> String {
-        var out = ""
-        for b in text.utf8 {
-            let c = Character(Unicode.Scalar(b))
-            if (b >= 0x30 && b <= 0x39) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x7A) || c == "-" || c == "." || c == "_" || c == "~" {
-                out.append(c)
-            } else {
-                out += "%" + (b < 16 ? "0" : "") + String(b, radix: 16, uppercase: true)
-            }
-        }
-        return out
     }
 }
 

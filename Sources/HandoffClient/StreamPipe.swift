@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import HandoffAPI
+import HandoffSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -33,12 +34,9 @@ public final class StreamPipe: @unchecked Sendable {
 
     /// Reads up to `buffer.count` bytes; 0 at end of stream.
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(HandoffClientError) -> Int {
-        while true {
-            let n = recv(fileDescriptor, buffer.baseAddress, buffer.count, 0)
-            if n >= 0 { return n }
-            if errno == EINTR { continue }
-            throw HandoffClientError(.protocolError, "the stream broke: \(String(cString: strerror(errno)))")
-        }
+        let n = SystemCall.retrying { recv(fileDescriptor, buffer.baseAddress, buffer.count, 0) }
+        if n >= 0 { return n }
+        throw HandoffClientError(.protocolError, "the stream broke: \(SystemCall.describe(errno))")
     }
 
     /// Up to `maximum` bytes; empty at end of stream.
@@ -52,10 +50,9 @@ public final class StreamPipe: @unchecked Sendable {
     public func write(_ bytes: UnsafeRawBufferPointer) throws(HandoffClientError) {
         var offset = 0
         while offset < bytes.count {
-            let n = send(fileDescriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            let n = SystemCall.retrying { send(fileDescriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
             if n < 0 {
-                if errno == EINTR { continue }
-                throw HandoffClientError(.protocolError, "the stream broke: \(String(cString: strerror(errno)))")
+                throw HandoffClientError(.protocolError, "the stream broke: \(SystemCall.describe(errno))")
             }
             offset += n
         }

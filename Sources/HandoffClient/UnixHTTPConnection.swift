@@ -46,7 +46,7 @@ final class UnixHTTPConnection {
         try checkDirectory(of: socketPath)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else {
-            throw HandoffClientError(.protocolError, "cannot create a socket: \(String(cString: strerror(errno)))")
+            throw HandoffClientError(.protocolError, "cannot create a socket: \(SystemCall.describe(errno))")
         }
         guard let rc = UnixSocketAddress.with(socketPath, { Glibc.connect(fd, $0, $1) }) else {
             close(fd)
@@ -69,7 +69,7 @@ final class UnixHTTPConnection {
             default:
                 throw HandoffClientError(
                     .daemonNotRunning,
-                    "cannot connect to handoffd at \(socketPath): \(String(cString: strerror(e)))"
+                    "cannot connect to handoffd at \(socketPath): \(SystemCall.describe(e))"
                 )
             }
         }
@@ -77,7 +77,7 @@ final class UnixHTTPConnection {
         guard handoff_get_peer_credentials(fd, &peer) == 0 else {
             let e = errno
             close(fd)
-            throw HandoffClientError(.protocolError, "cannot tell who serves \(socketPath): \(String(cString: strerror(e)))")
+            throw HandoffClientError(.protocolError, "cannot tell who serves \(socketPath): \(SystemCall.describe(e))")
         }
         // Root may talk to any user's handoffd (it serves root too); its own default directory
         // is checked above.
@@ -161,15 +161,15 @@ final class UnixHTTPConnection {
         var byte: UInt8 = 0
         while !(head.count >= 4 && head.suffix(4).elementsEqual([0x0D, 0x0A, 0x0D, 0x0A])) {
             guard head.count < 64 * 1024 else { throw HandoffClientError(.protocolError, "handoffd sent an over-long answer head") }
-            let n = recv(fd, &byte, 1, 0)
+            let n = SystemCall.retrying { recv(fd, &byte, 1, 0) }
             if n == 1 {
                 head.append(byte)
             } else if n == 0 {
                 throw HandoffClientError(.protocolError, "handoffd closed the connection mid-answer")
-            } else if errno != EINTR {
+            } else {
                 throw errno == EAGAIN || errno == EWOULDBLOCK
                     ? HandoffClientError(.timeout, "handoffd did not answer in time")
-                    : HandoffClientError(.protocolError, "lost the connection to handoffd: \(String(cString: strerror(errno)))")
+                    : HandoffClientError(.protocolError, "lost the connection to handoffd: \(SystemCall.describe(errno))")
             }
         }
         buffer = head
@@ -237,13 +237,12 @@ final class UnixHTTPConnection {
     func writeAll(_ bytes: [UInt8]) throws(HandoffClientError) {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes { raw in SystemCall.retrying { Glibc.send(fd, raw.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) } }
             if n < 0 {
-                if errno == EINTR { continue }
                 if errno == EAGAIN || errno == EWOULDBLOCK {
                     throw HandoffClientError(.timeout, "handoffd did not accept the request in time")
                 }
-                throw HandoffClientError(.protocolError, "lost the connection to handoffd: \(String(cString: strerror(errno)))")
+                throw HandoffClientError(.protocolError, "lost the connection to handoffd: \(SystemCall.describe(errno))")
             }
             offset += n
         }
@@ -259,16 +258,13 @@ final class UnixHTTPConnection {
             return Array(buffer[bufferStart...])
         }
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
-            if n > 0 { return Array(chunk[0..<n]) }
-            if n == 0 { return nil }
-            if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EWOULDBLOCK {
-                throw HandoffClientError(.timeout, "handoffd did not answer in time")
-            }
-            throw HandoffClientError(.protocolError, "lost the connection to handoffd: \(String(cString: strerror(errno)))")
+        let n = chunk.withUnsafeMutableBytes { raw in SystemCall.retrying { recv(fd, raw.baseAddress!, raw.count, 0) } }
+        if n > 0 { return Array(chunk[0..<n]) }
+        if n == 0 { return nil }
+        if errno == EAGAIN || errno == EWOULDBLOCK {
+            throw HandoffClientError(.timeout, "handoffd did not answer in time")
         }
+        throw HandoffClientError(.protocolError, "lost the connection to handoffd: \(SystemCall.describe(errno))")
     }
 
     private func fill() throws(HandoffClientError) -> Bool {
@@ -277,19 +273,16 @@ final class UnixHTTPConnection {
             bufferStart = 0
         }
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
-            if n > 0 {
-                buffer += chunk[0..<n]
-                return true
-            }
-            if n == 0 { return false }
-            if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EWOULDBLOCK {
-                throw HandoffClientError(.timeout, "handoffd did not answer in time")
-            }
-            throw HandoffClientError(.protocolError, "lost the connection to handoffd: \(String(cString: strerror(errno)))")
+        let n = chunk.withUnsafeMutableBytes { raw in SystemCall.retrying { recv(fd, raw.baseAddress!, raw.count, 0) } }
+        if n > 0 {
+            buffer += chunk[0..<n]
+            return true
         }
+        if n == 0 { return false }
+        if errno == EAGAIN || errno == EWOULDBLOCK {
+            throw HandoffClientError(.timeout, "handoffd did not answer in time")
+        }
+        throw HandoffClientError(.protocolError, "lost the connection to handoffd: \(SystemCall.describe(errno))")
     }
 
     private func readLine() throws(HandoffClientError) -> String {

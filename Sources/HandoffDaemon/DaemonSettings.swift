@@ -3,12 +3,12 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import DaemonContinue
+import DaemonCore
 import HandoffAPI
 import HandoffModel
 
 #if canImport(Glibc)
-import DaemonContinue
-import DaemonCore
 import Glibc
 #endif
 

@@ -4,6 +4,12 @@ import FoundationEssentials
 import Foundation
 #endif
 import CHandoffLinux
+import DaemonAccounts
+import DaemonContinue
+import DaemonCore
+import DaemonLinks
+import DaemonLocalAPI
+import DaemonStreams
 import HandoffAPI
 import HandoffDiscovery
 import HandoffModel
@@ -14,12 +20,6 @@ import ServiceLifecycle
 import Synchronization
 
 #if canImport(Glibc)
-import DaemonAccounts
-import DaemonContinue
-import DaemonCore
-import DaemonLinks
-import DaemonLocalAPI
-import DaemonStreams
 import Glibc
 #endif
 

@@ -1,4 +1,5 @@
 import CHandoffDNSSD
+import HandoffSystem
 import Synchronization
 
 #if canImport(Glibc)
@@ -108,11 +109,8 @@ final class DNSSDEngine: @unchecked Sendable {
             var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
             let ids = Array(refs.keys)
             for id in ids { fds.append(pollfd(fd: DNSServiceRefSockFD(refs[id]!.ref), events: Int16(POLLIN), revents: 0)) }
-            let n = poll(&fds, nfds_t(fds.count), -1)
-            if n < 0 {
-                if errno == EINTR { continue }
-                break
-            }
+            let n = SystemCall.retrying { poll(&fds, nfds_t(fds.count), -1) }
+            if n < 0 { break }
             if fds[0].revents != 0 {
                 var drain = [UInt8](repeating: 0, count: 64)
                 while read(wakeRead, &drain, drain.count) > 0 {}

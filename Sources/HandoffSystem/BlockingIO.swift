@@ -63,7 +63,7 @@ public enum BytePump {
         /// Whether reading (else writing) failed.
         public var reading: Bool
         public var errno: Int32
-        public var description: String { "\(reading ? "reading" : "writing") failed: \(String(cString: strerror(errno)))" }
+        public var description: String { "\(reading ? "reading" : "writing") failed: \(SystemCall.describe(errno))" }
     }
 
     public static let chunkSize = 256 * 1024
@@ -76,10 +76,9 @@ public enum BytePump {
         var st = stat()
         let isSocket = fstat(destination, &st) == 0 && st.st_mode & S_IFMT == S_IFSOCK
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(source, $0.baseAddress, $0.count) }
+            let n = buffer.withUnsafeMutableBytes { raw in SystemCall.retrying { Glibc.read(source, raw.baseAddress, raw.count) } }
             if n == 0 { return .success(total) }
             if n < 0 {
-                if errno == EINTR { continue }
                 return .failure(Failure(reading: true, errno: errno))
             }
             if let e = buffer.withUnsafeBytes({ writeAll(destination, UnsafeRawBufferPointer(rebasing: $0[0..<n]), isSocket: isSocket) }) {
@@ -94,11 +93,10 @@ public enum BytePump {
         var offset = 0
         while offset < bytes.count {
             let pending = bytes.count - offset
-            let n = isSocket ? send(fd, bytes.baseAddress! + offset, pending, Int32(MSG_NOSIGNAL)) : Glibc.write(fd, bytes.baseAddress! + offset, pending)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno
+            let n = SystemCall.retrying {
+                isSocket ? send(fd, bytes.baseAddress! + offset, pending, Int32(MSG_NOSIGNAL)) : Glibc.write(fd, bytes.baseAddress! + offset, pending)
             }
+            if n < 0 { return errno }
             offset += n
         }
         return nil
@@ -108,8 +106,8 @@ public enum BytePump {
     public static func drain(_ fd: Int32) {
         var buffer = [UInt8](repeating: 0, count: chunkSize)
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n > 0 || (n < 0 && errno == EINTR) { continue }
+            let n = buffer.withUnsafeMutableBytes { raw in SystemCall.retrying { Glibc.read(fd, raw.baseAddress, raw.count) } }
+            if n > 0 { continue }
             return
         }
     }

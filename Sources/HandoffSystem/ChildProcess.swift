@@ -22,7 +22,7 @@ public enum ChildProcess {
     public struct SpawnError: Error, Sendable, CustomStringConvertible {
         public var executable: String
         public var errno: Int32
-        public var description: String { "cannot start \(executable): \(String(cString: strerror(errno)))" }
+        public var description: String { "cannot start \(executable): \(SystemCall.describe(errno))" }
     }
 
     /// How a child ended.
@@ -114,9 +114,7 @@ public enum ChildProcess {
     /// Waits for `pid` to end (blocking: never call it on an event loop or the cooperative pool).
     public static func wait(_ pid: pid_t) -> Termination {
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { return .exited(-1) }
-        }
+        guard SystemCall.retrying({ waitpid(pid, &status, 0) }) >= 0 else { return .exited(-1) }
         return termination(status)
     }
 

@@ -5,6 +5,7 @@ import Foundation
 #endif
 import HandoffAPI
 import HandoffModel
+import HandoffSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -105,13 +106,13 @@ enum InfoArguments {
         let limit = 16 * 1024 * 1024
         let fd = path == "-" ? 0 : open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw CLIError(.badValueSyntax, "cannot read \(path): \(String(cString: strerror(errno)))")
+            throw CLIError(.badValueSyntax, "cannot read \(path): \(SystemCall.describe(errno))")
         }
         defer { if fd != 0 { close(fd) } }
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let n = read(fd, &buffer, buffer.count)
+            let n = SystemCall.retrying { read(fd, &buffer, buffer.count) }
             if n > 0 {
                 data.append(contentsOf: buffer[0..<n])
                 guard data.count <= limit else {
@@ -119,8 +120,8 @@ enum InfoArguments {
                 }
             } else if n == 0 {
                 return data
-            } else if errno != EINTR {
-                throw CLIError(.badValueSyntax, "cannot read \(path): \(String(cString: strerror(errno)))")
+            } else {
+                throw CLIError(.badValueSyntax, "cannot read \(path): \(SystemCall.describe(errno))")
             }
         }
     }

@@ -32,7 +32,7 @@ enum ShellCommand {
         guard !pipeInput || Glibc.pipe(&input) == 0, !pipeOutput || Glibc.pipe(&output) == 0 else {
             let e = errno
             closeAll()
-            throw CLIError(.failure, "cannot create pipes: \(String(cString: strerror(e)))")
+            throw CLIError(.failure, "cannot create pipes: \(SystemCall.describe(e))")
         }
         let pid: pid_t
         do {
@@ -56,13 +56,10 @@ enum ShellCommand {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(out, $0.baseAddress, $0.count) }
-            if n > 0 {
-                bytes += buffer[0..<n]
-                if bytes.count > outputLimit { break }
-            } else if n == 0 || errno != EINTR {
-                break
-            }
+            let n = buffer.withUnsafeMutableBytes { raw in SystemCall.retrying { read(out, raw.baseAddress, raw.count) } }
+            guard n > 0 else { break }
+            bytes += buffer[0..<n]
+            if bytes.count > outputLimit { break }
         }
         close(out)
         let ended = ChildProcess.wait(started.pid)

@@ -48,7 +48,7 @@ enum StreamTransfer {
             throw CLIError(.streamFailed, "\(destination) would hold other than the \(info.bytesReceived) bytes handoffd received; it was not written")
         }
         guard fsync(fd) == 0, rename(temporary, destination) == 0 else {
-            throw CLIError(.streamFailed, "cannot put the stream in place at \(destination): \(String(cString: strerror(errno)))")
+            throw CLIError(.streamFailed, "cannot put the stream in place at \(destination): \(SystemCall.describe(errno))")
         }
         kept = true
         return info
@@ -62,7 +62,7 @@ enum StreamTransfer {
         stream.finishWriting()
         let info = try outcome(of: stream, client: client)
         if case .failure(let failure) = copied, !failure.reading {
-            throw CLIError(.streamFailed, "cannot write the stream to standard output: \(String(cString: strerror(failure.errno)))")
+            throw CLIError(.streamFailed, "cannot write the stream to standard output: \(SystemCall.describe(failure.errno))")
         }
         return info
     }
@@ -72,7 +72,7 @@ enum StreamTransfer {
     static func send(file path: String, streamID: UUID, client: HandoffClient, progress: Bool) throws -> StreamInfo {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            let reason = String(cString: strerror(errno))
+            let reason = SystemCall.describe(errno)
             // Taken and dropped at once, so that the other device hears now, not at a timeout.
             (try? client.takeStream(streamID))?.close()
             throw CLIError(.failure, "cannot read \(path): \(reason)")
@@ -179,7 +179,7 @@ enum StreamTransfer {
         var template = Array((directory + "." + name + ".handoff-XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else {
-            throw CLIError(.failure, "cannot create a file beside \(destination): \(String(cString: strerror(errno)))")
+            throw CLIError(.failure, "cannot create a file beside \(destination): \(SystemCall.describe(errno))")
         }
         // mkstemp makes it 0600; a received file gets the usual mode.
         let mask = umask(0)

@@ -2,6 +2,7 @@ import ArgumentParser
 import HandoffAPI
 import HandoffClient
 import HandoffModel
+import HandoffSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -95,7 +96,7 @@ struct BecomeCurrent: ParsableCommand {
             throw ValidationError("--stream-file and --stream-exec cannot be used together")
         }
         if let streamFile, access(streamFile, R_OK) != 0 {
-            throw ValidationError("--stream-file \(streamFile): \(String(cString: strerror(errno)))")
+            throw ValidationError("--stream-file \(streamFile): \(SystemCall.describe(errno))")
         }
     }
 
