@@ -205,6 +205,13 @@ import DaemonCore
         try await restarted.finish()
     }
 
+    @Test(arguments: ["laptop", "Ana's laptop", "ü/%?#", "", "%", "a%2", "😀 x"])
+    func pathSegmentsSurviveTheTrip(text: String) {
+        let escaped = PathSegment.escape(text)
+        #expect(!escaped.contains(where: { "/?# ".contains($0) }))
+        #expect(PathSegment.unescape(escaped) == text)
+    }
+
     /// The route table: every endpoint has a row, no two rows take the same request.
     @Test func everyEndpointHasOneRoute() {
         let routes = LocalAPIEndpoints.routes

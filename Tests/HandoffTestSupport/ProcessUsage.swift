@@ -11,10 +11,18 @@ public enum ProcessUsage {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? -1
     }
 
-    /// Resident memory, in KiB.
-    public static func residentKiB(_ pid: pid_t) -> Int {
+    /// Resident memory, in KiB: all of it (`VmRSS`, which counts the program's code and libraries
+    /// as far as they are paged in) …
+    public static func residentKiB(_ pid: pid_t) -> Int { statusKiB(pid, "VmRSS:") }
+
+    /// … or only the process's own memory (`RssAnon`: heaps, stacks, buffers), which is what grows
+    /// when it holds on to data. Code paged back in after the system reclaimed it counts in VmRSS
+    /// and not here.
+    public static func anonymousKiB(_ pid: pid_t) -> Int { statusKiB(pid, "RssAnon:") }
+
+    private static func statusKiB(_ pid: pid_t, _ field: String) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) })
         else { return -1 }
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
     }
