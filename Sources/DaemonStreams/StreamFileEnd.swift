@@ -325,9 +325,10 @@ final class FileWorker: Sendable {
         add(.read)
     }
 
-    /// Queues a batch; false when the queue is full and `reader` is woken once it drained.
+    /// Queues a batch; false when the queue is full and `reader` is woken once it drained. The
+    /// queue counts the memory its chunks hold (a chunk may carry less than it holds).
     func write(_ chunks: [ByteBuffer], wake reader: StreamSplice.End) -> Bool {
-        let bytes = chunks.reduce(0) { $0 + $1.readableBytes }
+        let bytes = chunks.reduce(0) { $0 + $1.capacity }
         let room = state.withLock { s -> Bool in
             s.jobs.append(.write(chunks, bytes: bytes))
             s.queued += bytes

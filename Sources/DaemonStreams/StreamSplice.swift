@@ -249,9 +249,12 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler, StreamSpl
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         // Bulk data: big reads (fewer syscalls, and whole TLS records), and room for a few of them
-        // in flight before back-pressure stops the other side. Memory stays bounded per stream.
+        // in flight before back-pressure stops the other side. Memory stays bounded per stream:
+        // one read per demand (NIO's default of four would decrypt 512 KiB before the other end
+        // can say it is full).
         if let options = context.channel.syncOptions {
             try? options.setOption(.autoRead, value: false)
+            try? options.setOption(.maxMessagesPerRead, value: 1)
             try? options.setOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: StreamGlue.readSize))
             try? options.setOption(.writeBufferWaterMark, value: .init(low: StreamGlue.readSize, high: 2 * StreamGlue.readSize))
         } else {
