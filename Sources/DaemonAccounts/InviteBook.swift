@@ -96,9 +96,10 @@ package final class InviteBook: JoinPSKLookup, Sendable {
         entries.withLock { $0[identity]?.expiresAt }
     }
 
-    /// Returns when the invite runs out (at once for one we do not hold); throws when cancelled.
+    /// Returns when the invite runs out; throws when cancelled, or for an invite we no longer
+    /// hold (the inviter stopped waiting: it did not expire).
     package func waitForExpiry(of identity: [UInt8]) async throws {
-        guard let expiresAt = expiry(of: identity) else { return }
+        guard let expiresAt = expiry(of: identity) else { throw CancellationError() }
         try await clock.sleep(until: expiresAt)
     }
 

@@ -79,14 +79,15 @@ extension LocalAPIRouter {
     /// file socket.
     func prepareStream(path: Substring, peer: PeerCredentials) async throws(LocalAPIError) -> ContinuationStreams.Prepared {
         try peer.authorize(daemonUID: daemonUID)
-        if path.hasPrefix(LocalAPIRoute.continuations + "/"), path.hasSuffix("/streams") {
+        switch LocalAPIEndpoints.match(method: "POST", path: path) {
+        case .endpoint(.openContinuationStream) where path.hasSuffix("/streams"):
             let id = try Self.uuid(after: LocalAPIRoute.continuations + "/", in: path.dropLast("/streams".count), what: "continuation")
             return try await services.streams.open(continuationID: id)
-        }
-        if path.hasPrefix(LocalAPIRoute.streams + "/") {
+        case .endpoint(.takeStream):
             return try services.streams.take(streamID: try Self.uuid(after: LocalAPIRoute.streams + "/", in: path, what: "stream"))
+        default:
+            throw LocalAPIError(.notFound, "no stream endpoint \(path); see docs/local-api.md")
         }
-        throw LocalAPIError(.notFound, "no stream endpoint \(path); see docs/local-api.md")
     }
 
     static func uuid(after prefix: String, in path: Substring, what: String) throws(LocalAPIError) -> UUID {

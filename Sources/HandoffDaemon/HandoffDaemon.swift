@@ -250,9 +250,8 @@ public final class HandoffDaemon: Sendable {
     /// The port other devices reach this one on (the configured one, or the one picked for 0).
     public var peerPort: Int { boundPeerPort.value ?? configuration.peerPort }
 
-    /// Runs until SIGTERM/SIGINT (when `handleSignals`) or `shutdown()`.
-    /// Runs every service until SIGTERM or SIGINT (with `handleSignals`), or until cancelled.
-    /// With `onHangup`, SIGHUP calls it (`HangupService`).
+    /// Runs every service until SIGTERM or SIGINT (with `handleSignals`) or `shutdown()`. With
+    /// `onHangup`, SIGHUP calls it (`HangupService`).
     public func run(handleSignals: Bool = true, onHangup: (@Sendable () -> Void)? = nil) async throws {
         let services = DaemonServices(
             registry: registry,
@@ -303,6 +302,7 @@ public final class HandoffDaemon: Sendable {
             registry: registry, accounts: accounts, events: events, presence: presence, links: links, discovery: discovery, invites: invites,
             attachments: attachments, book: book, notifier: configuration.notifier
         )
+        let hangup = onHangup.map { HangupService(reload: $0) }
         let serviceGroup = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [
@@ -311,7 +311,7 @@ public final class HandoffDaemon: Sendable {
                     .init(service: listener),
                     .init(service: discovery),
                     .init(service: api),
-                ] + (onHangup.map { [.init(service: HangupService(reload: $0))] } ?? []),
+                ] + (hangup.map { [.init(service: $0)] } ?? []),
                 gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
                 logger: logger
             )
@@ -321,6 +321,7 @@ public final class HandoffDaemon: Sendable {
                 try await apiReady.wait()
                 try await listener.bound.wait()
                 try await discovery.ready.wait()
+                try await hangup?.trapping.wait()
                 if let failure = await self.applyFirstUse() {
                     // A daemon asked to join that could not is no use without an account: it
                     // stops and says why, rather than running on with none.

@@ -1,3 +1,4 @@
+import DaemonCore
 import ServiceLifecycle
 import UnixSignals
 
@@ -6,9 +7,14 @@ import UnixSignals
 /// sequence, rather than a signal source of our own.
 struct HangupService: Service {
     let reload: @Sendable () -> Void
+    /// Settled once SIGHUP is trapped: the daemon is not ready before (a reload sent earlier would
+    /// be lost, `handoffd` ignoring the signal until then).
+    let trapping = ReadinessSignal()
 
     func run() async throws {
-        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        trapping.succeed()
+        for await _ in hangups.cancelOnGracefulShutdown() {
             reload()
         }
     }
