@@ -28,7 +28,7 @@ import Glibc
 final class FileSocketServer: Sendable {
     let path: String
     private let listening: Int32
-    private let router: LocalAPIRouter
+    private let streams: StreamRoutes
     private let logger: Logger
     private let acceptor: BlockingThread
     /// How long a client may take to send its request after connecting.
@@ -36,9 +36,9 @@ final class FileSocketServer: Sendable {
 
     /// Binds and listens; accepting starts at once. The caller has made sure no other daemon
     /// owns the directory (the API socket's check), so a socket file found here is stale.
-    init(path: String, router: LocalAPIRouter, logger: Logger) throws(DaemonError) {
+    init(path: String, streams: StreamRoutes, logger: Logger) throws(DaemonError) {
         self.path = path
-        self.router = router
+        self.streams = streams
         self.logger = logger
         var st = stat()
         if lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK { unlink(path) }
@@ -65,9 +65,9 @@ final class FileSocketServer: Sendable {
         }
         listening = fd
         let serve: @Sendable (Accepted) -> Void = { accepted in
-            Task { await FileSocketServer.serve(accepted, router: router, logger: logger) }
+            Task { await FileSocketServer.serve(accepted, streams: streams, logger: logger) }
         }
-        let daemonUID = router.daemonUID
+        let daemonUID = streams.daemonUID
         acceptor = BlockingThread { FileSocketServer.acceptLoop(fd, daemonUID: daemonUID, serve: serve) }
         logger.info("file socket listening", metadata: ["socket": "\(path)"])
     }
@@ -157,7 +157,7 @@ final class FileSocketServer: Sendable {
         return (request, passed)
     }
 
-    private static func serve(_ accepted: Accepted, router: LocalAPIRouter, logger: Logger) async {
+    private static func serve(_ accepted: Accepted, streams: StreamRoutes, logger: Logger) async {
         let channel: any Channel
         do {
             channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -171,8 +171,8 @@ final class FileSocketServer: Sendable {
             return
         }
         do {
-            let (file, path) = try open(accepted, daemonUID: router.daemonUID)
-            let prepared = try await router.prepareStream(path: path[...], peer: accepted.peer)
+            let (file, path) = try open(accepted, daemonUID: streams.daemonUID)
+            let prepared = try await streams.prepareStream(path: path[...], peer: accepted.peer)
             guard channel.isActive else {
                 prepared.abandon()
                 return

@@ -28,6 +28,17 @@ struct LocalAPIRequest: Sendable {
         let parts = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         return parts.count > 1 ? parts[1] : ""
     }
+
+    /// The JSON body, or a 400 that says where it is wrong.
+    func decoded<T: Decodable>(_ type: T.Type) throws(LocalAPIError) -> T {
+        do {
+            return try LocalAPIJSON.decoder().decode(T.self, from: Data(body.readableBytesView))
+        } catch let e as DecodingError {
+            throw LocalAPIError(.badRequest, "the request JSON is not valid: \(DecodingErrorText.describe(e))")
+        } catch {
+            throw LocalAPIError(.badRequest, "the request JSON is not valid")
+        }
+    }
 }
 
 enum LocalAPIResponse: Sendable {
@@ -64,56 +75,29 @@ enum LocalAPIResponse: Sendable {
     }
 }
 
-/// The daemon's parts that requests act on.
-package struct DaemonServices: Sendable {
-    let registry: ActivityRegistry
-    let events: EventHub
-    let accounts: AccountStore
-    let security: PeerSecurity
-    let directory: PeerDirectory
-    let links: MemberLinks
-    let discovery: DiscoveryService
-    let launcher: Launcher
-    let book: StreamBook
-    let attachments: Attachments
-    let streams: ContinuationStreams
-    let continueFlow: ContinueFlow
-    let statusProvider: @Sendable () async -> DaemonStatus
-    let peerPort: @Sendable () -> Int
-    let maximumActivityBytes: Int
+/// Takes each local-API request to the routes of its feature (`LocalAPIEndpoints` says which),
+/// after the checks every request gets: no web origin, and the daemon's own user.
+package struct LocalAPIRouter: Sendable {
+    let activity: ActivityRoutes
+    let account: AccountRoutes
+    let peers: PeerRoutes
+    package let streams: StreamRoutes
+    let status: @Sendable () async -> DaemonStatus
     let daemonUID: UInt32
     let logger: Logger
 
-    package init(registry: ActivityRegistry, events: EventHub, accounts: AccountStore, security: PeerSecurity, directory: PeerDirectory, links: MemberLinks, discovery: DiscoveryService, launcher: Launcher, book: StreamBook, attachments: Attachments, streams: ContinuationStreams, continueFlow: ContinueFlow, statusProvider: @escaping @Sendable () async -> DaemonStatus, peerPort: @escaping @Sendable () -> Int, maximumActivityBytes: Int, daemonUID: UInt32, logger: Logger) {
-        self.registry = registry
-        self.events = events
-        self.accounts = accounts
-        self.security = security
-        self.directory = directory
-        self.links = links
-        self.discovery = discovery
-        self.launcher = launcher
-        self.book = book
-        self.attachments = attachments
+    package init(
+        activity: ActivityRoutes, account: AccountRoutes, peers: PeerRoutes, streams: StreamRoutes,
+        status: @escaping @Sendable () async -> DaemonStatus, daemonUID: UInt32, logger: Logger
+    ) {
+        self.activity = activity
+        self.account = account
+        self.peers = peers
         self.streams = streams
-        self.continueFlow = continueFlow
-        self.statusProvider = statusProvider
-        self.peerPort = peerPort
-        self.maximumActivityBytes = maximumActivityBytes
+        self.status = status
         self.daemonUID = daemonUID
         self.logger = logger
     }
-}
-
-/// What each local-API route does. Every handler's first line checks who is asking.
-package struct LocalAPIRouter: Sendable {
-    let services: DaemonServices
-
-    package init(services: DaemonServices) {
-        self.services = services
-    }
-    var daemonUID: UInt32 { services.daemonUID }
-    var logger: Logger { services.logger }
 
     func handle(_ request: LocalAPIRequest) async -> LocalAPIResponse {
         do {
@@ -147,65 +131,35 @@ package struct LocalAPIRouter: Sendable {
     /// Each endpoint's handler (the caller checked who is asking).
     private func handle(_ endpoint: LocalAPIEndpoints.Endpoint, _ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         switch endpoint {
-        case .status: try await status(request)
-        case .getCurrent: try await getCurrent(request)
-        case .putCurrent: try await putCurrent(request)
-        case .deleteCurrent: try await deleteCurrent(request)
-        case .attach: try await attach(request)
-        case .events: try events(request)
-        case .getAccount: try await getAccount(request)
-        case .createAccount: try await createAccount(request)
-        case .joinAccount: try await joinAccount(request)
-        case .invite: try await invite(request)
-        case .sync: try await sync(request)
-        case .leave: try await leave(request)
-        case .devices: try await devices(request)
-        case .renameDevice: try await renameDevice(request)
-        case .removeDevice: try await removeDevice(request)
-        case .peers: try await peers(request)
-        case .continue: try await continueActivity(request)
-        case .listStreams: try listStreams(request)
-        case .getStream: try await getStream(request)
-        case .takeStream, .openContinuationStream: try streamNeedsUpgrade(request)
+        case .status:
+            try request.peer.authorize(daemonUID: daemonUID)
+            return .ok(await status())
+        case .getCurrent: return try await activity.getCurrent(request)
+        case .putCurrent: return try await activity.putCurrent(request)
+        case .deleteCurrent: return try await activity.deleteCurrent(request)
+        case .attach: return try await activity.attach(request)
+        case .events: return try activity.events(request)
+        case .getAccount: return try await account.getAccount(request)
+        case .createAccount: return try await account.createAccount(request)
+        case .joinAccount: return try await account.joinAccount(request)
+        case .invite: return try await account.invite(request)
+        case .sync: return try await account.sync(request)
+        case .leave: return try await account.leave(request)
+        case .devices: return try await account.devices(request)
+        case .renameDevice: return try await account.renameDevice(request)
+        case .removeDevice: return try await account.removeDevice(request)
+        case .peers: return try await peers.peers(request)
+        case .continue: return try await peers.continueActivity(request)
+        case .listStreams: return try streams.listStreams(request)
+        case .getStream: return try await streams.getStream(request)
+        case .takeStream, .openContinuationStream: return try streams.streamNeedsUpgrade(request)
         }
     }
 
-    /// The JSON body of a request, or a 400 that says where it is wrong.
-    func body<T: Decodable>(_ type: T.Type, of request: LocalAPIRequest) throws(LocalAPIError) -> T {
-        do {
-            return try LocalAPIJSON.decoder().decode(T.self, from: Data(request.body.readableBytesView))
-        } catch let e as DecodingError {
-            throw LocalAPIError(.badRequest, "the request JSON is not valid: \(DecodingErrorText.describe(e))")
-        } catch {
-            throw LocalAPIError(.badRequest, "the request JSON is not valid")
-        }
-    }
 
-    // MARK: Status and the current activity
 
-    private func status(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
-        return .ok(await services.statusProvider())
-    }
 
-    private func getCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
-        return .ok(try await services.registry.currentResponse())
-    }
 
-    private func putCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
-        let put = try body(PutCurrentActivityRequest.self, of: request)
-        return .ok(try await services.registry.becomeCurrent(put))
-    }
 
-    private func deleteCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
-        return .ok(ResignResponse(resigned: try await services.registry.resignCurrent()))
-    }
 
-    private func events(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
-        return .ndjson(services.events.subscribe())
-    }
 }

@@ -71,7 +71,7 @@ package final class LocalAPIServer: Service {
         logger.info("local API listening", metadata: ["socket": "\(socketPath)"])
         let files: FileSocketServer
         do {
-            files = try FileSocketServer(path: FileStreamSocket.path(forAPISocket: socketPath), router: router, logger: logger)
+            files = try FileSocketServer(path: FileStreamSocket.path(forAPISocket: socketPath), streams: router.streams, logger: logger)
         } catch {
             try? await first.server.channel.close()
             throw error
@@ -335,7 +335,7 @@ final class StreamUpgrader: NIOTypedHTTPServerProtocolUpgrader, Sendable {
         promise.completeWithTask { [self] in
             let prepared: ContinuationStreams.Prepared
             do {
-                prepared = try await router.prepareStream(upgradeRequest, peer: peer)
+                prepared = try await router.streams.prepareStream(upgradeRequest, peer: peer)
             } catch let error as LocalAPIError {
                 stage.withLock { $0 = .refused(error) }
                 throw error

@@ -253,26 +253,25 @@ public final class HandoffDaemon: Sendable {
     /// Runs every service until SIGTERM or SIGINT (with `handleSignals`) or `shutdown()`. With
     /// `onHangup`, SIGHUP calls it (`HangupService`).
     public func run(handleSignals: Bool = true, onHangup: (@Sendable () -> Void)? = nil) async throws {
-        let services = DaemonServices(
-            registry: registry,
-            events: events,
-            accounts: accounts,
-            security: security,
-            directory: directory,
-            links: links,
-            discovery: discovery,
-            launcher: launcher,
-            book: book,
-            attachments: attachments,
-            streams: streams,
-            continueFlow: ContinueFlow(
-                accounts: accounts, directory: directory, links: links, book: book, launcher: launcher, events: events,
-                peerPort: { [self] in self.peerPort }, maximumActivityBytes: configuration.limits.maximumEncodedSize
+        let daemonUID = geteuid()
+        let peerPort: @Sendable () -> Int = { [self] in self.peerPort }
+        let router = LocalAPIRouter(
+            activity: ActivityRoutes(registry: registry, events: events, attachments: attachments, daemonUID: daemonUID),
+            account: AccountRoutes(
+                accounts: accounts, links: links, directory: directory, discovery: discovery, peerPort: peerPort, daemonUID: daemonUID,
+                logger: logger
             ),
-            statusProvider: { [self] in await self.status() },
-            peerPort: { [self] in self.peerPort },
-            maximumActivityBytes: configuration.limits.maximumEncodedSize,
-            daemonUID: geteuid(),
+            peers: PeerRoutes(
+                directory: directory, discovery: discovery,
+                continueFlow: ContinueFlow(
+                    accounts: accounts, directory: directory, links: links, book: book, launcher: launcher, events: events, peerPort: peerPort,
+                    maximumActivityBytes: configuration.limits.maximumEncodedSize
+                ),
+                daemonUID: daemonUID
+            ),
+            streams: StreamRoutes(book: book, streams: streams, daemonUID: daemonUID),
+            status: { [self] in await self.status() },
+            daemonUID: daemonUID,
             logger: logger
         )
         // Room for the largest activity as JSON: base64 grows data by 4/3, tags add a little.
@@ -280,7 +279,7 @@ public final class HandoffDaemon: Sendable {
         let apiReady = ReadinessSignal()
         let api = LocalAPIServer(
             socketPath: configuration.socketPath,
-            router: LocalAPIRouter(services: services),
+            router: router,
             maximumRequestBody: maximumBody,
             logger: logger,
             ready: apiReady

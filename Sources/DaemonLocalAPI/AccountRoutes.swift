@@ -3,27 +3,49 @@ import DaemonLinks
 import HandoffAPI
 import HandoffModel
 import HandoffTLS
+import Logging
 
 /// The account and device routes. Every handler's first line checks who is asking.
-extension LocalAPIRouter {
+package struct AccountRoutes: Sendable {
+    let accounts: AccountStore
+    let links: MemberLinks
+    let directory: PeerDirectory
+    let discovery: DiscoveryService
+    let peerPort: @Sendable () -> Int
+    let daemonUID: UInt32
+    let logger: Logger
+
+    package init(
+        accounts: AccountStore, links: MemberLinks, directory: PeerDirectory, discovery: DiscoveryService, peerPort: @escaping @Sendable () -> Int,
+        daemonUID: UInt32, logger: Logger
+    ) {
+        self.accounts = accounts
+        self.links = links
+        self.directory = directory
+        self.discovery = discovery
+        self.peerPort = peerPort
+        self.daemonUID = daemonUID
+        self.logger = logger
+    }
+
     func getAccount(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
-        return .ok(try await services.accounts.info())
+        return .ok(try await accounts.info())
     }
 
     func createAccount(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
-        let create = request.body.readableBytes == 0 ? CreateAccountRequest() : try body(CreateAccountRequest.self, of: request)
-        return .ok(try await services.accounts.create(create))
+        let create = request.body.readableBytes == 0 ? CreateAccountRequest() : try request.decoded(CreateAccountRequest.self)
+        return .ok(try await accounts.create(create))
     }
 
     func joinAccount(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
-        let join = try body(JoinAccountRequest.self, of: request)
-        let discovery = services.discovery
+        let join = try request.decoded(JoinAccountRequest.self)
+        let discovery = discovery
         return .ok(
             try await AccountJoiner.join(
-                join, store: services.accounts, defaultPort: services.peerPort(), logger: logger,
+                join, store: accounts, defaultPort: peerPort(), logger: logger,
                 findInviter: { code in await discovery.findInviter(code: code, timeout: AccountJoiner.findInviterTimeout) }
             )
         )
@@ -32,10 +54,10 @@ extension LocalAPIRouter {
     /// NDJSON: the code at once, then who joined, or that it expired. Hanging up cancels the invite.
     func invite(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
-        let (code, expiresAt, outcomes) = try await services.accounts.invite()
-        let invites = services.accounts.invites
+        let (code, expiresAt, outcomes) = try await accounts.invite()
+        let invites = accounts.invites
         let identity = JoinPSK(code: code).identity
-        let first = InviteUpdate(invite: .init(code: code.text, expiresAt: expiresAt, port: services.peerPort()))
+        let first = InviteUpdate(invite: .init(code: code.text, expiresAt: expiresAt, port: peerPort()))
         let (updates, continuation) = AsyncStream.makeStream(of: InviteUpdate.self)
         let waiter = Task {
             continuation.yield(first)
@@ -74,9 +96,9 @@ extension LocalAPIRouter {
 
     func sync(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
-        let sync = try body(SyncRequest.self, of: request)
+        let sync = try request.decoded(SyncRequest.self)
         return .ok(
-            try await AccountSync.sync(sync, store: services.accounts, links: services.links, directory: services.directory, defaultPort: services.peerPort())
+            try await AccountSync.sync(sync, store: accounts, links: links, directory: directory, defaultPort: peerPort())
         )
     }
 
@@ -84,57 +106,46 @@ extension LocalAPIRouter {
     /// one), then forgets the account: keys, certificate and state are deleted.
     func leave(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
-        let leave = request.body.readableBytes == 0 ? LeaveRequest() : try body(LeaveRequest.self, of: request)
-        let account = try await services.accounts.info()
+        let leave = request.body.readableBytes == 0 ? LeaveRequest() : try request.decoded(LeaveRequest.self)
+        let account = try await accounts.info()
         var (told, removed) = ([String](), false)
         if account.removal == nil, !account.isAdmin {
-            (told, removed) = await services.links.askToBeRemoved()
+            (told, removed) = await links.askToBeRemoved()
         }
-        let name = try await services.accounts.forget(force: leave.force)
-        await services.links.dropAll()
+        let name = try await accounts.forget(force: leave.force)
+        await links.dropAll()
         return .ok(LeaveResponse(accountName: name, told: told, removedByKeyHolder: removed, wasRemoved: account.removal != nil))
     }
 
     /// On the device holding the account key: any device. Elsewhere: this one, signed there.
     func renameDevice(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
-        let rename = try body(RenameDeviceRequest.self, of: request)
-        if await services.accounts.isAdmin {
-            let renamed = try await services.accounts.rename(rename.device, to: rename.name)
-            await services.links.stateChanged()
+        let rename = try request.decoded(RenameDeviceRequest.self)
+        if await accounts.isAdmin {
+            let renamed = try await accounts.rename(rename.device, to: rename.name)
+            await links.stateChanged()
             return .ok(renamed)
         }
-        let me = try await services.accounts.info()
+        let me = try await accounts.info()
         if let removal = me.removal { throw LocalAPIError(.revoked, "this device was \(removal.sentence); \(removal.advice)") }
         if let device = rename.device, device.lowercased() != me.deviceName.lowercased(), !me.deviceID.text.hasPrefix(device.lowercased()) {
             throw LocalAPIError(.notAccountAdmin, "only the device holding the account key renames other devices; run it there, or rename this one (handoffctl devices rename NEWNAME)")
         }
         let name = try AccountStore.validName(rename.name, what: "device name")
-        return .ok(try await services.links.askToBeRenamed(name))
-    }
-
-    func peers(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
-        return .ok(PeersResponse(peers: await services.directory.all(), strangers: await services.directory.strangers, discovery: services.discovery.status))
-    }
-
-    func continueActivity(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
-        let ask = try body(ContinueRequest.self, of: request)
-        return .ok(try await services.continueFlow.run(ask))
+        return .ok(try await links.askToBeRenamed(name))
     }
 
     func devices(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
-        return .ok(try await services.accounts.devices())
+        return .ok(try await accounts.devices())
     }
 
     func removeDevice(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
         let id = String(request.path.dropFirst(LocalAPIRoute.devices.count + 1))
-        let removed = try await services.accounts.revoke(PathSegment.unescape(id))
+        let removed = try await accounts.revoke(PathSegment.unescape(id))
         // Close its sessions now, and tell every connected device at once.
-        await services.links.stateChanged()
+        await links.stateChanged()
         return .ok(removed)
     }
 }

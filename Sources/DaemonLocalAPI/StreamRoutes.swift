@@ -8,43 +8,29 @@ import HandoffAPI
 import HandoffModel
 import NIOHTTP1
 
-/// Attaching to the current activity, and continuation streams.
-extension LocalAPIRouter {
-    func attach(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
-        let ask = try body(AttachRequest.self, of: request)
-        let registry = services.registry
-        guard await registry.currentActivity()?.id == ask.activityID else {
-            throw LocalAPIError(.activityChanged, "activity \(ask.activityID.lowercasedString) is not the current one; attach to what become-current returned")
-        }
-        let events = services.attachments.attach(ask) { departure in
-            Task {
-                switch departure {
-                case .resign(let id):
-                    guard await registry.currentActivity()?.id == id else { return }
-                    _ = try? await registry.resignCurrent()
-                case .streamsGone(let id):
-                    await registry.stopOfferingStreams(id)
-                }
-            }
-        }
-        // It may have been replaced between the check and the attachment.
-        if let now = await registry.currentActivity()?.id, now != ask.activityID {
-            services.attachments.currentChanged(to: now, reason: "replaced")
-        }
-        return .ndjson(events)
+/// Continuation streams: listing them, waiting for one, and opening or taking one (the upgrade, or
+/// the file socket). Every handler's first line checks who is asking.
+package struct StreamRoutes: Sendable {
+    let book: StreamBook
+    let streams: ContinuationStreams
+    package let daemonUID: UInt32
+
+    package init(book: StreamBook, streams: ContinuationStreams, daemonUID: UInt32) {
+        self.book = book
+        self.streams = streams
+        self.daemonUID = daemonUID
     }
 
     func listStreams(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
-        return .ok(StreamsResponse(streams: services.book.streams))
+        return .ok(StreamsResponse(streams: book.streams))
     }
 
     /// `GET /v1/streams/ID`, with `?wait=1`: waits (up to 10 s) for the stream's outcome.
     func getStream(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
         let id = try Self.uuid(after: LocalAPIRoute.streams + "/", in: request.path, what: "stream")
-        guard let record = services.book.stream(id) else {
+        guard let record = book.stream(id) else {
             throw LocalAPIError(.unknownStream, "no stream \(id.lowercasedString) on this device")
         }
         if request.query.contains("wait=1") {
@@ -82,9 +68,9 @@ extension LocalAPIRouter {
         switch LocalAPIEndpoints.match(method: "POST", path: path) {
         case .endpoint(.openContinuationStream) where path.hasSuffix("/streams"):
             let id = try Self.uuid(after: LocalAPIRoute.continuations + "/", in: path.dropLast("/streams".count), what: "continuation")
-            return try await services.streams.open(continuationID: id)
+            return try await streams.open(continuationID: id)
         case .endpoint(.takeStream):
-            return try services.streams.take(streamID: try Self.uuid(after: LocalAPIRoute.streams + "/", in: path, what: "stream"))
+            return try streams.take(streamID: try Self.uuid(after: LocalAPIRoute.streams + "/", in: path, what: "stream"))
         default:
             throw LocalAPIError(.notFound, "no stream endpoint \(path); see docs/local-api.md")
         }

@@ -1,0 +1,70 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import DaemonCore
+import HandoffAPI
+import HandoffModel
+
+/// The current activity, attaching to it, and the event stream. Every handler's first line checks
+/// who is asking.
+package struct ActivityRoutes: Sendable {
+    let registry: ActivityRegistry
+    let events: EventHub
+    let attachments: Attachments
+    let daemonUID: UInt32
+
+    package init(registry: ActivityRegistry, events: EventHub, attachments: Attachments, daemonUID: UInt32) {
+        self.registry = registry
+        self.events = events
+        self.attachments = attachments
+        self.daemonUID = daemonUID
+    }
+
+    func getCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        return .ok(try await registry.currentResponse())
+    }
+
+    func putCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        let put = try request.decoded(PutCurrentActivityRequest.self)
+        return .ok(try await registry.becomeCurrent(put))
+    }
+
+    func deleteCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        return .ok(ResignResponse(resigned: try await registry.resignCurrent()))
+    }
+
+    func events(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        return .ndjson(events.subscribe())
+    }
+
+    func attach(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        let ask = try request.decoded(AttachRequest.self)
+        let registry = registry
+        guard await registry.currentActivity()?.id == ask.activityID else {
+            throw LocalAPIError(.activityChanged, "activity \(ask.activityID.lowercasedString) is not the current one; attach to what become-current returned")
+        }
+        let events = attachments.attach(ask) { departure in
+            Task {
+                switch departure {
+                case .resign(let id):
+                    guard await registry.currentActivity()?.id == id else { return }
+                    _ = try? await registry.resignCurrent()
+                case .streamsGone(let id):
+                    await registry.stopOfferingStreams(id)
+                }
+            }
+        }
+        // It may have been replaced between the check and the attachment.
+        if let now = await registry.currentActivity()?.id, now != ask.activityID {
+            attachments.currentChanged(to: now, reason: "replaced")
+        }
+        return .ndjson(events)
+    }
+}

@@ -1,0 +1,30 @@
+import DaemonContinue
+import DaemonLinks
+import HandoffAPI
+
+/// What the other devices are doing, and continuing one. Every handler's first line checks who is
+/// asking.
+package struct PeerRoutes: Sendable {
+    let directory: PeerDirectory
+    let discovery: DiscoveryService
+    let continueFlow: ContinueFlow
+    let daemonUID: UInt32
+
+    package init(directory: PeerDirectory, discovery: DiscoveryService, continueFlow: ContinueFlow, daemonUID: UInt32) {
+        self.directory = directory
+        self.discovery = discovery
+        self.continueFlow = continueFlow
+        self.daemonUID = daemonUID
+    }
+
+    func peers(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        return .ok(PeersResponse(peers: await directory.all(), strangers: await directory.strangers, discovery: discovery.status))
+    }
+
+    func continueActivity(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        let ask = try request.decoded(ContinueRequest.self)
+        return .ok(try await continueFlow.run(ask))
+    }
+}
