@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "HandoffSystem", dependencies: ["CHandoffLinux"], swiftSettings: strict),
 
         // The local-API client used by handoffctl and apps: links neither OpenSSL nor dns_sd.
-        .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel", "HandoffSystem", "CHandoffLinux"], swiftSettings: strict),
+        .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
 
         // The daemon, as feature modules that only look down (docs/architecture.md):
         // DaemonCore ← DaemonAccounts ← DaemonLinks ← DaemonStreams ← DaemonContinue ←
@@ -94,7 +94,6 @@ let package = Package(
             name: "DaemonStreams",
             dependencies: [
                 "DaemonCore", "DaemonAccounts", "DaemonLinks", "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffSystem",
-                "CHandoffLinux",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -113,7 +112,7 @@ let package = Package(
             name: "DaemonLocalAPI",
             dependencies: [
                 "DaemonCore", "DaemonAccounts", "DaemonLinks", "DaemonStreams", "DaemonContinue",
-                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffSystem", "CHandoffLinux",
+                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -126,7 +125,7 @@ let package = Package(
             name: "HandoffDaemon",
             dependencies: [
                 "DaemonCore", "DaemonAccounts", "DaemonLinks", "DaemonStreams", "DaemonContinue", "DaemonLocalAPI",
-                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem", "CHandoffLinux",
+                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import CHandoffLinux
 import DaemonCore
 import DaemonStreams
 import HandoffAPI
@@ -107,8 +106,7 @@ final class FileSocketServer: Sendable {
                     continue
                 }
             }
-            var credentials = handoff_ucred()
-            guard handoff_get_peer_credentials(connection, &credentials) == 0 else {
+            guard let credentials = LinuxCalls.peer(of: connection) else {
                 close(connection)
                 continue
             }
@@ -138,9 +136,8 @@ final class FileSocketServer: Sendable {
         var length = 0
         // The descriptor comes with the request's first bytes; the line may take more reads.
         while length < request.count, !request[0..<length].contains(UInt8(ascii: "\n")) {
-            var descriptor: Int32 = -1
-            let n = request.withUnsafeMutableBytes { raw in
-                handoff_receive_with_descriptor(connection, raw.baseAddress! + length, raw.count - length, &descriptor)
+            let (n, descriptor) = request.withUnsafeMutableBytes { raw in
+                LinuxCalls.receive(into: UnsafeMutableRawBufferPointer(rebasing: raw[length...]), on: connection)
             }
             if descriptor >= 0, passed == -1 {
                 passed = descriptor

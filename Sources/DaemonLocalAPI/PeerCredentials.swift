@@ -1,6 +1,6 @@
-import CHandoffLinux
 import DaemonCore
 import HandoffAPI
+import HandoffSystem
 import NIOCore
 
 #if canImport(Glibc)
@@ -21,9 +21,9 @@ public struct PeerCredentials: Sendable, Equatable {
                 DaemonError(.socket, "the local API channel cannot report peer credentials")
             )
         }
-        let future: EventLoopFuture<handoff_ucred> = provider.unsafeGetSocketOption(
+        let future: EventLoopFuture<LinuxCalls.SocketPeer> = provider.unsafeGetSocketOption(
             level: SocketOptionLevel(SOL_SOCKET),
-            name: SocketOptionName(handoff_so_peercred())
+            name: SocketOptionName(LinuxCalls.peerCredentialsOption)
         )
         return future.map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) }
     }
@@ -39,4 +39,3 @@ public struct PeerCredentials: Sendable, Equatable {
     }
 }
 
-extension handoff_ucred: @retroactive @unchecked Sendable {}

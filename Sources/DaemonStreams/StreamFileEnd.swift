@@ -1,4 +1,3 @@
-import CHandoffLinux
 import Dispatch
 import HandoffAPI
 import HandoffSystem
@@ -408,7 +407,7 @@ final class FileWorker: Sendable {
     static func read(_ fd: Int32, allocator: ByteBufferAllocator, wait: Bool) -> ReadResult {
         var chunk = allocator.buffer(capacity: StreamFileEnd.chunkSize)
         let (n, error) = chunk.withUnsafeMutableWritableBytes { raw in
-            let n = wait ? SystemCall.retrying { Glibc.read(fd, raw.baseAddress, raw.count) } : handoff_read_nowait(fd, raw.baseAddress, raw.count)
+            let n = wait ? SystemCall.retrying { Glibc.read(fd, raw.baseAddress, raw.count) } : LinuxCalls.readWithoutWaiting(fd, into: raw)
             return (n, n < 0 ? errno : 0)
         }
         if n > 0 {
@@ -428,7 +427,7 @@ final class FileWorker: Sendable {
         var rest = chunks
         while var chunk = rest.first {
             let (n, error) = chunk.withUnsafeReadableBytes { raw in
-                let n = wait ? SystemCall.retrying { Glibc.write(fd, raw.baseAddress, raw.count) } : handoff_write_nowait(fd, raw.baseAddress, raw.count)
+                let n = wait ? SystemCall.retrying { Glibc.write(fd, raw.baseAddress, raw.count) } : LinuxCalls.writeWithoutWaiting(fd, from: raw)
                 return (n, n < 0 ? errno : 0)
             }
             if n == chunk.readableBytes {

@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import CHandoffLinux
 import HandoffAPI
 import HandoffSystem
 
@@ -45,7 +44,7 @@ public final class FileStream: @unchecked Sendable {
             throw HandoffClientError(.protocolError, "cannot encode the request: \(error)")
         }
         line.append(UInt8(ascii: "\n"))
-        let sent = line.withUnsafeBytes { handoff_send_with_descriptor(fd, $0.baseAddress, $0.count, file) }
+        let sent = line.withUnsafeBytes { LinuxCalls.send($0, attaching: file, on: fd) }
         guard sent == line.count else {
             let e = errno
             Glibc.close(fd)

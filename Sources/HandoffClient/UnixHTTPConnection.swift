@@ -1,4 +1,3 @@
-import CHandoffLinux
 import HandoffAPI
 import HandoffSystem
 
@@ -73,8 +72,7 @@ final class UnixHTTPConnection {
                 )
             }
         }
-        var peer = handoff_ucred()
-        guard handoff_get_peer_credentials(fd, &peer) == 0 else {
+        guard let peer = LinuxCalls.peer(of: fd) else {
             let e = errno
             close(fd)
             throw HandoffClientError(.protocolError, "cannot tell who serves \(socketPath): \(SystemCall.describe(e))")

@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import CHandoffLinux
 import DaemonAccounts
 import DaemonContinue
 import DaemonCore
@@ -13,6 +12,7 @@ import DaemonStreams
 import HandoffAPI
 import HandoffDiscovery
 import HandoffModel
+import HandoffSystem
 import Logging
 import NIOCore
 import NIOPosix
@@ -243,7 +243,7 @@ public final class HandoffDaemon: Sendable {
     /// Measured by bench/streams: 606 → 812 MB/s median for the first; for the second 812 → 874–1089
     /// (six invocations) and the daemons' CPU per GiB ≈ 2.2 → 1.5 s. RSS growth stays within a few MB.
     public static func tuneProcessForStreams() {
-        _ = handoff_keep_bulk_buffers(1 << 20, 8 << 20)
+        LinuxCalls.keepBulkBuffers(mmapThreshold: 1 << 20, trimThreshold: 8 << 20)
         NIOSingletons.groupLoopCountSuggestion = 1
     }
 

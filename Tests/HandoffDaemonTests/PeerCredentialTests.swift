@@ -1,6 +1,7 @@
 import Foundation
 import HandoffAPI
 import HandoffModel
+import HandoffSystem
 import HandoffTestSupport
 import Testing
 
@@ -15,6 +16,17 @@ import Testing
             "/usr/bin/setpriv",
             ["--reuid=\(Self.nobody)", "--regid=\(Self.nobody)", "--clear-groups", "--"] + arguments
         )
+    }
+
+    /// NIO reads SO_PEERCRED into `SocketPeer`: it must be laid out as the kernel's `struct ucred`;
+    /// and the same call on a socket pair names this process.
+    @Test func socketPeersAreReadAsTheKernelWritesThem() throws {
+        #expect(LinuxCalls.socketPeerLayoutIsUcred)
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { pair.forEach { close($0) } }
+        let peer = try #require(LinuxCalls.peer(of: pair[0]))
+        #expect(peer == LinuxCalls.SocketPeer(pid: getpid(), uid: getuid(), gid: getgid()))
     }
 
     @Test func anotherUserIsRefusedByTheSocketModeAndByPeerCredentials() async throws {
