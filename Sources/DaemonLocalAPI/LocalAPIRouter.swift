@@ -156,10 +156,4 @@ package struct LocalAPIRouter: Sendable {
         }
     }
 
-
-
-
-
-
-
 }

@@ -21,6 +21,7 @@ public struct PeerCredentials: Sendable, Equatable {
                 DaemonError(.socket, "the local API channel cannot report peer credentials")
             )
         }
+        precondition(LinuxCalls.socketPeerLayoutIsUcred, "SocketPeer is not laid out as struct ucred")
         let future: EventLoopFuture<LinuxCalls.SocketPeer> = provider.unsafeGetSocketOption(
             level: SocketOptionLevel(SOL_SOCKET),
             name: SocketOptionName(LinuxCalls.peerCredentialsOption)

@@ -26,7 +26,7 @@ import Testing
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
         defer { pair.forEach { close($0) } }
         let peer = try #require(LinuxCalls.peer(of: pair[0]))
-        #expect(peer == LinuxCalls.SocketPeer(pid: getpid(), uid: getuid(), gid: getgid()))
+        #expect(peer == LinuxCalls.SocketPeer(pid: getpid(), uid: geteuid(), gid: getegid()))
     }
 
     @Test func anotherUserIsRefusedByTheSocketModeAndByPeerCredentials() async throws {
