@@ -4,6 +4,19 @@ import PackageDescription
 
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6), .treatAllWarnings(as: .error)]
 
+let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
+let nioPosix: Target.Dependency = .product(name: "NIOPosix", package: "swift-nio")
+let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
+let lifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+
+/// The daemon's feature modules, lowest first: each may import only those before it.
+let daemonLine = ["DaemonCore", "DaemonAccounts", "DaemonLinks", "DaemonStreams", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon"]
+
+func daemonModule(_ name: String, uses: [Target.Dependency]) -> Target {
+    let below = daemonLine.prefix { $0 != name }.map { Target.Dependency.target(name: $0) }
+    return .target(name: name, dependencies: below + uses, swiftSettings: strict)
+}
+
 let package = Package(
     name: "handoff",
     platforms: [.macOS(.v15)],
@@ -57,82 +70,25 @@ let package = Package(
         // The local-API client used by handoffctl and apps: links neither OpenSSL nor dns_sd.
         .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
 
-        // The daemon, as feature modules that only look down (docs/architecture.md):
-        // DaemonCore ← DaemonAccounts ← DaemonLinks ← DaemonStreams ← DaemonContinue ←
-        // DaemonLocalAPI ← HandoffDaemon (the composition root).
-        .target(
-            name: "DaemonCore",
-            dependencies: [
-                "HandoffModel", "HandoffAPI", "HandoffPeer", "HandoffSystem",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strict
+        // The daemon, as feature modules that only look down (docs/architecture.md), each
+        // depending on the ones below it in `daemonLine`.
+        daemonModule("DaemonCore", uses: ["HandoffModel", "HandoffAPI", "HandoffPeer", "HandoffSystem", nioCore, nioPosix, logging, lifecycle]),
+        daemonModule("DaemonAccounts", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem", logging]),
+        daemonModule(
+            "DaemonLinks", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", nioCore, nioPosix, logging, lifecycle]
         ),
-        .target(
-            name: "DaemonAccounts",
-            dependencies: [
-                "DaemonCore", "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strict
+        daemonModule("DaemonStreams", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffSystem", nioCore, nioPosix, logging]),
+        daemonModule("DaemonContinue", uses: ["HandoffModel", "HandoffAPI", "HandoffPeer", "HandoffSystem", logging]),
+        daemonModule(
+            "DaemonLocalAPI",
+            uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffSystem", nioCore, nioPosix, .product(name: "NIOHTTP1", package: "swift-nio"), logging, lifecycle]
         ),
-        .target(
-            name: "DaemonLinks",
-            dependencies: [
-                "DaemonCore", "DaemonAccounts", "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strict
-        ),
-        .target(
-            name: "DaemonStreams",
-            dependencies: [
-                "DaemonCore", "DaemonAccounts", "DaemonLinks", "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffSystem",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strict
-        ),
-        .target(
-            name: "DaemonContinue",
-            dependencies: [
-                "DaemonCore", "DaemonAccounts", "DaemonLinks", "DaemonStreams", "HandoffModel", "HandoffAPI", "HandoffPeer", "HandoffSystem",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strict
-        ),
-        .target(
-            name: "DaemonLocalAPI",
-            dependencies: [
-                "DaemonCore", "DaemonAccounts", "DaemonLinks", "DaemonStreams", "DaemonContinue",
-                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffSystem",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strict
-        ),
-        .target(
-            name: "HandoffDaemon",
-            dependencies: [
-                "DaemonCore", "DaemonAccounts", "DaemonLinks", "DaemonStreams", "DaemonContinue", "DaemonLocalAPI",
-                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        daemonModule(
+            "HandoffDaemon",
+            uses: [
+                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem", nioCore, nioPosix, logging, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strict
+            ]
         ),
 
         // Every decoder of outside input under one fuzz harness: `make fuzz` (long runs) and

@@ -106,11 +106,10 @@ final class FileSocketServer: Sendable {
                     continue
                 }
             }
-            guard let credentials = LinuxCalls.peer(of: connection) else {
+            guard let peer = LinuxCalls.peer(of: connection) else {
                 close(connection)
                 continue
             }
-            let peer = PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
             // Someone else's request (and file) is not even read: `serve` answers "forbidden".
             guard (try? peer.authorize(daemonUID: daemonUID)) != nil else {
                 serve(Accepted(connection: connection, peer: peer, request: [], passed: -1))

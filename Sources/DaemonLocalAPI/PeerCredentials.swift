@@ -9,11 +9,9 @@ import Glibc
 
 /// Who is on the other end of a local-API connection, as the kernel says (SO_PEERCRED) — not as
 /// the client claims.
-public struct PeerCredentials: Sendable, Equatable {
-    public var pid: Int32
-    public var uid: UInt32
-    public var gid: UInt32
+public typealias PeerCredentials = LinuxCalls.SocketPeer
 
+extension PeerCredentials {
     /// Reads SO_PEERCRED from an accepted Unix-socket channel.
     static func of(_ channel: any Channel) -> EventLoopFuture<PeerCredentials> {
         guard let provider = channel as? any SocketOptionProvider else {
@@ -22,11 +20,7 @@ public struct PeerCredentials: Sendable, Equatable {
             )
         }
         precondition(LinuxCalls.socketPeerLayoutIsUcred, "SocketPeer is not laid out as struct ucred")
-        let future: EventLoopFuture<LinuxCalls.SocketPeer> = provider.unsafeGetSocketOption(
-            level: SocketOptionLevel(SOL_SOCKET),
-            name: SocketOptionName(LinuxCalls.peerCredentialsOption)
-        )
-        return future.map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) }
+        return provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(LinuxCalls.peerCredentialsOption))
     }
 
     /// Only the daemon's own user, and root, may use it (SPEC §6).
