@@ -98,11 +98,11 @@ package actor AccountStore {
 
     // MARK: Reading
 
-    package func info() throws(LocalAPIError) -> AccountInfo {
+    package func info() throws(DaemonError) -> AccountInfo {
         try requireAccount().info
     }
 
-    package func devices() throws(LocalAPIError) -> DevicesResponse {
+    package func devices() throws(DaemonError) -> DevicesResponse {
         let m = try requireAccount()
         return DevicesResponse(
             stateVersion: m.state.version,
@@ -142,19 +142,19 @@ package actor AccountStore {
     }
     package var stateVersion: UInt64 { material?.state.version ?? 0 }
 
-    private func requireAccount() throws(LocalAPIError) -> AccountMaterial {
+    private func requireAccount() throws(DaemonError) -> AccountMaterial {
         guard let material else {
-            throw LocalAPIError(.noAccount, "this device has no account yet; create one (handoffctl account create) or join one (handoffctl account join CODE)")
+            throw .noAccount
         }
         return material
     }
 
     /// The account, for what only a member may do: a removed device is told at once (exit 32),
     /// with who removed it and how to rejoin, instead of trying the network.
-    package func requireMembership() throws(LocalAPIError) -> AccountMaterial {
+    package func requireMembership() throws(DaemonError) -> AccountMaterial {
         let m = try requireAccount()
         if let removal = m.removalInfo {
-            throw LocalAPIError(.revoked, "this device was \(removal.sentence); \(removal.advice)")
+            throw .removed(removal)
         }
         return m
     }
@@ -168,9 +168,9 @@ package actor AccountStore {
 
     // MARK: Creating and joining
 
-    package func create(_ request: CreateAccountRequest, now: Timestamp = .now()) async throws(LocalAPIError) -> AccountInfo {
+    package func create(_ request: CreateAccountRequest, now: Timestamp = .now()) async throws(DaemonError) -> AccountInfo {
         guard material == nil else {
-            throw LocalAPIError(.accountExists, "this device already belongs to an account (handoffctl account show)")
+            throw .alreadyMember
         }
         let accountName = try Self.validName(request.name ?? Self.defaultAccountName(), what: "account name")
         let deviceName = try Self.validName(request.deviceName ?? Self.hostName(), what: "device name")
@@ -200,17 +200,17 @@ package actor AccountStore {
             try await install(material, saving: true)
             logger.info("account created", metadata: ["account": "\(state.accountID.short)", "device": "\(deviceKey.id.short)"])
             return material.info
-        } catch let e as LocalAPIError {
+        } catch let e as DaemonError {
             throw e
         } catch {
-            throw LocalAPIError(.internalError, "cannot create the account: \(error)")
+            throw DaemonError(.internalError, "cannot create the account: \(error)")
         }
     }
 
     /// Keeps what a join brought back (see `AccountJoiner`).
-    package func completeJoin(_ material: AccountMaterial) async throws(LocalAPIError) -> AccountInfo {
+    package func completeJoin(_ material: AccountMaterial) async throws(DaemonError) -> AccountInfo {
         guard self.material == nil else {
-            throw LocalAPIError(.accountExists, "this device joined an account meanwhile (handoffctl account show)")
+            throw DaemonError(.accountExists, "this device joined an account meanwhile (handoffctl account show)")
         }
         try await install(material, saving: true)
         logger.info("joined account", metadata: ["account": "\(material.state.accountID.short)", "device": "\(material.deviceID.short)"])
@@ -221,10 +221,10 @@ package actor AccountStore {
 
     // MARK: Inviting
 
-    package func invite() throws(LocalAPIError) -> (code: InviteCode, expiresAt: Timestamp, outcome: AsyncStream<InviteBook.Outcome>) {
+    package func invite() throws(DaemonError) -> (code: InviteCode, expiresAt: Timestamp, outcome: AsyncStream<InviteBook.Outcome>) {
         let m = try requireAccount()
         guard m.isAdmin else {
-            throw LocalAPIError(.notAccountAdmin, "only the device that created the account can invite; run handoffctl account invite there")
+            throw DaemonError(.notAccountAdmin, "only the device that created the account can invite; run handoffctl account invite there")
         }
         return invites.create()
     }
@@ -275,14 +275,14 @@ package actor AccountStore {
     // MARK: Revoking and learning
 
     /// Removes a device (id or unique prefix) from the account for good.
-    package func revoke(_ text: String, now: Timestamp = .now()) async throws(LocalAPIError) -> RevokedDeviceInfo {
+    package func revoke(_ text: String, now: Timestamp = .now()) async throws(DaemonError) -> RevokedDeviceInfo {
         let m = try requireAccount()
         guard let rootKey = m.rootKey else {
-            throw LocalAPIError(.notAccountAdmin, "only the device that created the account can remove devices; run handoffctl devices remove there")
+            throw DaemonError(.notAccountAdmin, "only the device that created the account can remove devices; run handoffctl devices remove there")
         }
         let device = try findDevice(text, in: m.state)
         guard device.id != m.deviceID else {
-            throw LocalAPIError(.badRequest, "this device holds the account key and cannot remove itself; to leave the account, handoffctl account leave")
+            throw DaemonError(.badRequest, "this device holds the account key and cannot remove itself; to leave the account, handoffctl account leave")
         }
         return try await remove(device, by: m.state.device(m.deviceID) ?? .init(id: m.deviceID, name: m.deviceName, addedAt: now), rootKey: rootKey, now: now)
     }
@@ -296,17 +296,17 @@ package actor AccountStore {
 
     /// The removal itself: a new state, its notice signed, a new account secret (the removed
     /// device must not read the account's adverts any more).
-    private func remove(_ device: AccountState.Device, by: AccountState.Device, rootKey: SigningKey, now: Timestamp) async throws(LocalAPIError)
+    private func remove(_ device: AccountState.Device, by: AccountState.Device, rootKey: SigningKey, now: Timestamp) async throws(DaemonError)
         -> RevokedDeviceInfo
     {
-        guard let m = material else { throw LocalAPIError(.noAccount, "this device has no account") }
+        guard let m = material else { throw .noAccount }
         var next = m
         next.previousAccountSecret = m.accountSecret
         next.accountSecret = Crypto.randomBytes(32)
         do {
             (next.state, next.signedState) = try AccountMaterial.signRemoval(of: device.id, in: m.state.revoking(device.id, at: now, by: by), with: rootKey)
         } catch {
-            throw LocalAPIError(.internalError, "cannot sign the account state: \(error)")
+            throw DaemonError(.internalError, "cannot sign the account state: \(error)")
         }
         try await install(next, saving: true)
         logger.notice("device removed from the account", metadata: ["device": "\(device.id.short)", "version": "\(next.state.version)", "left": "\(by.id == device.id)"])
@@ -334,17 +334,17 @@ package actor AccountStore {
 
     /// Forgets the account on this device: its keys and state are deleted. The caller has told
     /// the other devices first.
-    package func forget(force: Bool) async throws(LocalAPIError) -> String {
+    package func forget(force: Bool) async throws(DaemonError) -> String {
         let m = try requireAccount()
         if m.isAdmin, !force, m.state.devices.contains(where: { $0.id != m.deviceID }) {
             let others = m.state.devices.filter { $0.id != m.deviceID }.map(\.name).joined(separator: ", ")
-            throw LocalAPIError(
+            throw DaemonError(
                 .accountExists,
                 "this device holds the account key: remove the other devices first (\(others): handoffctl devices remove NAME), or leave with --force and they keep an account nobody can change"
             )
         }
         if unlink(path) != 0, errno != ENOENT {
-            throw LocalAPIError(.internalError, "cannot delete the account file \(path): \(SystemCall.describe(errno))")
+            throw DaemonError(.internalError, "cannot delete the account file \(path): \(SystemCall.describe(errno))")
         }
         PrivateFiles.syncDirectory(of: path)
         material = nil
@@ -356,10 +356,10 @@ package actor AccountStore {
     }
 
     /// Renames a device in the account (this device holds the key): a new signed state.
-    package func rename(_ text: String?, to newName: String, now: Timestamp = .now()) async throws(LocalAPIError) -> DeviceInfo {
+    package func rename(_ text: String?, to newName: String, now: Timestamp = .now()) async throws(DaemonError) -> DeviceInfo {
         let m = try requireMembership()
         guard let rootKey = m.rootKey else {
-            throw LocalAPIError(.notAccountAdmin, "only the device holding the account key renames devices")
+            throw DaemonError(.notAccountAdmin, "only the device holding the account key renames devices")
         }
         let name = try Self.validName(newName, what: "device name")
         let device: AccountState.Device
@@ -369,7 +369,7 @@ package actor AccountStore {
             device = m.state.device(m.deviceID) ?? .init(id: m.deviceID, name: m.deviceName, addedAt: now)
         }
         guard !m.state.devices.contains(where: { $0.id != device.id && $0.name.lowercased() == name.lowercased() }) else {
-            throw LocalAPIError(.accountExists, "another device of the account is called \(displayQuoted(name)); choose another name")
+            throw DaemonError(.accountExists, "another device of the account is called \(displayQuoted(name)); choose another name")
         }
         var next = m
         next.state = m.state.renaming(device.id, to: name, at: now)
@@ -377,7 +377,7 @@ package actor AccountStore {
         do {
             next.signedState = try AccountMaterial.sign(next.state, with: rootKey)
         } catch {
-            throw LocalAPIError(.internalError, "cannot sign the account state: \(error)")
+            throw DaemonError(.internalError, "cannot sign the account state: \(error)")
         }
         try await install(next, saving: true)
         logger.notice("device renamed", metadata: ["device": "\(device.id.short)", "version": "\(next.state.version)"])
@@ -390,14 +390,14 @@ package actor AccountStore {
     }
 
     /// A device of the account by name (any case) or the start of its id.
-    private func findDevice(_ text: String, in state: AccountState) throws(LocalAPIError) -> AccountState.Device {
+    private func findDevice(_ text: String, in state: AccountState) throws(DaemonError) -> AccountState.Device {
         let needle = text.lowercased()
         let matches = state.devices.filter { $0.id.text.hasPrefix(needle) || $0.name.lowercased() == needle }
         guard !needle.isEmpty, let device = matches.first else {
-            throw LocalAPIError(.unknownDevice, "no device of this account matches \(displayQuoted(text)); see handoffctl devices")
+            throw DaemonError(.unknownDevice, "no device of this account matches \(displayQuoted(text)); see handoffctl devices")
         }
         guard matches.count == 1 else {
-            throw LocalAPIError(.ambiguousDevice, "\(displayQuoted(text)) matches \(matches.count) devices; give more of the id")
+            throw DaemonError(.ambiguousDevice, "\(displayQuoted(text)) matches \(matches.count) devices; give more of the id")
         }
         return device
     }
@@ -435,13 +435,13 @@ package actor AccountStore {
     // MARK: Installing
 
     /// Saves (when asked) and then makes `material` current: trust, TLS contexts, activity origin.
-    private func install(_ next: AccountMaterial, saving: Bool) async throws(LocalAPIError) {
+    private func install(_ next: AccountMaterial, saving: Bool) async throws(DaemonError) {
         if saving {
             do {
                 try PrivateFiles.writeAtomically(try next.encodedFile(), to: path)
             } catch {
                 logger.error("cannot save the account", metadata: ["error": "\(error)"])
-                throw LocalAPIError(.internalError, "cannot save the account in \(path): \(error)")
+                throw DaemonError(.internalError, "cannot save the account in \(path): \(error)")
             }
         }
         let revoked = Set(next.state.revoked.map(\.id))
@@ -462,7 +462,7 @@ package actor AccountStore {
                 )
             }
         } catch {
-            throw LocalAPIError(.internalError, "cannot set up TLS for the account: \(error)")
+            throw DaemonError(.internalError, "cannot set up TLS for the account: \(error)")
         }
         material = next
         await registry.setDeviceID(next.deviceID.text)
@@ -471,10 +471,10 @@ package actor AccountStore {
 
     // MARK: Names
 
-    package static func validName(_ name: String, what: String) throws(LocalAPIError) -> String {
+    package static func validName(_ name: String, what: String) throws(DaemonError) -> String {
         let trimmed = String(name.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
         guard !trimmed.isEmpty, trimmed.utf8.count <= 64, !trimmed.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw LocalAPIError(.badRequest, "the \(what) must be 1–64 bytes of text on one line")
+            throw DaemonError(.badRequest, "the \(what) must be 1–64 bytes of text on one line")
         }
         return trimmed
     }

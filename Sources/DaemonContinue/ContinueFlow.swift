@@ -42,7 +42,7 @@ package struct ContinueFlow: Sendable {
         self.maximumActivityBytes = maximumActivityBytes
     }
 
-    package func run(_ request: ContinueRequest) async throws(LocalAPIError) -> ContinueResponse {
+    package func run(_ request: ContinueRequest) async throws(DaemonError) -> ContinueResponse {
         let account = try await accounts.requireMembership()
         let (state, me) = (account.state, account.deviceID)
         let continuationID = UUID()
@@ -52,7 +52,7 @@ package struct ContinueFlow: Sendable {
             announced = (type, peer)
             events.publish(LocalEvent(at: .now(), .willContinue(continuationID: continuationID, type: type, peer: peer)))
         }
-        do throws(LocalAPIError) {
+        do throws(DaemonError) {
             let target = try await PeerTarget.resolve(request.peer, state: state, me: me, directory: directory, defaultPort: peerPort())
             if let device = target.device, let seen = target.seen { announce(seen.type, device) }
             var session = try await target.session(links: links, directory: directory)
@@ -63,15 +63,15 @@ package struct ContinueFlow: Sendable {
                 do {
                     answer = try await session.request { PeerMessage.getActivity(requestID: $0, seenID: target.seen?.id) }
                 } catch is PeerRequestTimeout {
-                    throw LocalAPIError(.timeout, "\(session.peerName) did not answer in time")
+                    throw DaemonError(.timeout, "\(session.peerName) did not answer in time")
                 } catch {
-                    guard attempt == 1 else { throw LocalAPIError(.unreachable, "the connection to \(session.peerName) ended before it answered") }
+                    guard attempt == 1 else { throw DaemonError(.unreachable, "the connection to \(session.peerName) ended before it answered") }
                     try? await Task.sleep(for: .milliseconds(100))
                     session = try await target.session(links: links, directory: directory)
                 }
             }
             let peer = LocalEvent.PeerRef(id: session.peerID, name: session.peerName)
-            guard let answer else { throw LocalAPIError(.unreachable, "\(peer.name) did not answer") }
+            guard let answer else { throw DaemonError(.unreachable, "\(peer.name) did not answer") }
             let activity = try Self.interpret(answer, seenID: target.seen?.id, peerName: peer.name, maximumActivityBytes: maximumActivityBytes)
             announce(activity.type, peer)
             book.record(
@@ -97,7 +97,7 @@ package struct ContinueFlow: Sendable {
         } catch {
             if let (type, peer) = announced {
                 events.publish(
-                    LocalEvent(at: .now(), .continueFailed(continuationID: continuationID, type: type, peer: peer, code: error.code, reason: error.message))
+                    LocalEvent(at: .now(), .continueFailed(continuationID: continuationID, type: type, peer: peer, code: APIErrorCode(error.code), reason: error.message))
                 )
             }
             throw error
@@ -106,7 +106,7 @@ package struct ContinueFlow: Sendable {
 
     /// What the other device's answer means: the activity, or the precise reason there is none.
     static func interpret(_ answer: PeerMessage, seenID: UUID?, peerName name: String, maximumActivityBytes: Int, now: Timestamp = .now())
-        throws(LocalAPIError) -> Activity
+        throws(DaemonError) -> Activity
     {
         switch answer {
         case .activity(_, let encoded):
@@ -115,21 +115,21 @@ package struct ContinueFlow: Sendable {
                 activity = try ActivityEncoding.decode(encoded, maximumSize: maximumActivityBytes)
                 try activity.content.validate(now: now)
             } catch {
-                if error.code == .expired { throw LocalAPIError(.expired, "\(name)'s activity expired") }
-                throw LocalAPIError(error.code == .unsupportedVersion ? .versionMismatch : .refused, "\(name) sent an activity this device cannot accept: \(error.message)")
+                if error.code == .expired { throw DaemonError(.expired, "\(name)'s activity expired") }
+                throw DaemonError(error.code == .unsupportedVersion ? .versionMismatch : .refused, "\(name) sent an activity this device cannot accept: \(error.message)")
             }
             if let seenID, activity.id != seenID {
-                throw LocalAPIError(.activityChanged, "\(name)'s activity changed since you looked; run handoffctl peers, then continue again")
+                throw DaemonError(.activityChanged, "\(name)'s activity changed since you looked; run handoffctl peers, then continue again")
             }
             return activity
         case .activityUnavailable(_, let why):
             switch why.reason {
-            case .none: throw LocalAPIError(.noCurrentActivity, "\(name) has no current activity")
-            case .changed: throw LocalAPIError(.activityChanged, "\(name)'s activity changed since you looked (\(why.message)); run continue again to get the new one")
-            case .expired: throw LocalAPIError(.expired, "\(name)'s activity expired")
+            case .none: throw DaemonError(.noCurrentActivity, "\(name) has no current activity")
+            case .changed: throw DaemonError(.activityChanged, "\(name)'s activity changed since you looked (\(why.message)); run continue again to get the new one")
+            case .expired: throw DaemonError(.expired, "\(name)'s activity expired")
             }
         default:
-            throw LocalAPIError(.versionMismatch, "\(name) answered with a \(answer.kindName); are both devices up to date?")
+            throw DaemonError(.versionMismatch, "\(name) answered with a \(answer.kindName); are both devices up to date?")
         }
     }
 }

@@ -49,7 +49,7 @@ package final class Launcher: Sendable {
     /// Starts the program for `activity`; returns once it runs (or the browser accepted the page).
     func deliver(
         _ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef, session: [String: String]
-    ) async throws(LocalAPIError) -> DeliveryOutcome {
+    ) async throws(DaemonError) -> DeliveryOutcome {
         var env = environment.merging(SessionEnvironment.pick(session)) { _, new in new }
         let (catalog, browser) = choices.withLock { ($0.catalog, $0.browser) }
         let type = activity.type
@@ -73,18 +73,18 @@ package final class Launcher: Sendable {
             return DeliveryOutcome(kind: .handler, handler: handler.label, command: command, activityFile: file, pid: pid)
         }
         guard let url = activity.content.webpageURL else {
-            throw LocalAPIError(
+            throw DaemonError(
                 .noHandler,
                 "no application handles \(type): install one whose .desktop file says \(DesktopEntry.activityTypesKey)=\(type); or set a command for it under [handlers] in handoffd.toml"
             )
         }
         guard URIRules.isWebURL(url) else {
-            throw LocalAPIError(.invalidWebpageURL, "the activity's web page is not an http(s) URL; it was not opened")
+            throw DaemonError(.invalidWebpageURL, "the activity's web page is not an http(s) URL; it was not opened")
         }
         let command = browser.arguments.contains { $0.contains("%u") || $0.contains("%U") } ? browser.expanded(.init(url: url)) : browser.arguments + [url]
         let pid = try start(command, environment: env, what: "the browser (\(browser.arguments[0]))")
         if let ended = await termination(of: pid, within: Launcher.browserVerdictWindow), ended != .exited(0) {
-            throw LocalAPIError(.handlerFailed, "the browser command \(browser.arguments[0]) \(ended) instead of opening \(url)")
+            throw DaemonError(.handlerFailed, "the browser command \(browser.arguments[0]) \(ended) instead of opening \(url)")
         }
         logger.info("continuation handed to the browser", metadata: ["type": "\(type)", "browser": "\(browser.arguments[0])"])
         return DeliveryOutcome(kind: .browser, handler: browser.arguments[0], command: command, url: url, pid: pid)
@@ -106,7 +106,7 @@ package final class Launcher: Sendable {
     }
 
     /// The activity as the local API's JSON, in a file only the user can read.
-    private func writeActivityFile(_ activity: Activity, continuationID: UUID) throws(LocalAPIError) -> String {
+    private func writeActivityFile(_ activity: Activity, continuationID: UUID) throws(DaemonError) -> String {
         let path = directory + "/" + continuationID.lowercasedString + ".json"
         do {
             try PrivateFiles.ensureDirectory(directory)
@@ -114,7 +114,7 @@ package final class Launcher: Sendable {
             let json = try LocalAPIJSON.encoder(pretty: true).encode(activity)
             try PrivateFiles.writeAtomically(Array(json), to: path)
         } catch {
-            throw LocalAPIError(.handlerFailed, "cannot write the activity for its app to \(path): \(error)")
+            throw DaemonError(.handlerFailed, "cannot write the activity for its app to \(path): \(error)")
         }
         return path
     }
@@ -131,7 +131,7 @@ package final class Launcher: Sendable {
         }
     }
 
-    private func start(_ command: [String], environment: [String: String], what: String) throws(LocalAPIError) -> pid_t {
+    private func start(_ command: [String], environment: [String: String], what: String) throws(DaemonError) -> pid_t {
         let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
         let pid: pid_t
         do {
@@ -139,7 +139,7 @@ package final class Launcher: Sendable {
                 command[0], arguments: Array(command.dropFirst()), environment: environment, newSession: true, workingDirectory: home
             )
         } catch {
-            throw LocalAPIError(.handlerFailed, "cannot start \(what): \(SystemCall.describe(error.errno)) (\(command[0]))")
+            throw DaemonError(.handlerFailed, "cannot start \(what): \(SystemCall.describe(error.errno)) (\(command[0]))")
         }
         children.withLock { $0.append(pid) }
         startReaping()

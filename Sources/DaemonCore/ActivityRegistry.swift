@@ -99,27 +99,27 @@ public actor ActivityRegistry {
         waiters.forEach { $0.settle(()) }
     }
 
-    public func currentResponse() throws(LocalAPIError) -> CurrentActivityResponse {
+    public func currentResponse() throws(DaemonError) -> CurrentActivityResponse {
         guard let current else {
-            throw LocalAPIError(.noCurrentActivity, "there is no current activity (start one with: handoffctl become-current)")
+            throw DaemonError(.noCurrentActivity, "there is no current activity (start one with: handoffctl become-current)")
         }
         return CurrentActivityResponse(activity: current, encodedSize: ActivityEncoding.encodedSize(of: current))
     }
 
     /// Makes `request` the current activity (new, or an update of the current one when it names its id).
-    public func becomeCurrent(_ request: PutCurrentActivityRequest, now: Timestamp = .now()) async throws(LocalAPIError)
+    public func becomeCurrent(_ request: PutCurrentActivityRequest, now: Timestamp = .now()) async throws(DaemonError)
         -> CurrentActivityResponse
     {
         let activity: Activity
         if let id = request.id {
             guard let existing = current, existing.id == id else {
-                throw LocalAPIError(
+                throw DaemonError(
                     .activityChanged,
                     "activity \(id.lowercasedString) is no longer current; start a new one instead of updating it"
                 )
             }
             guard existing.type == request.content.type else {
-                throw LocalAPIError(
+                throw DaemonError(
                     .typeImmutable,
                     "an activity's type cannot change (\(existing.type) → \(request.content.type)); start a new activity instead"
                 )
@@ -139,7 +139,7 @@ public actor ActivityRegistry {
         do {
             size = try activity.validate(now: now, limits: limits)
         } catch {
-            throw LocalAPIError(error)
+            throw DaemonError(error)
         }
         try save(activity)
         current = activity
@@ -176,11 +176,11 @@ public actor ActivityRegistry {
     }
 
     /// Withdraws the current activity. Idempotent: with none, nothing happens.
-    public func resignCurrent(now: Timestamp = .now()) async throws(LocalAPIError) -> Activity? {
+    public func resignCurrent(now: Timestamp = .now()) async throws(DaemonError) -> Activity? {
         try await withdraw(reason: .resigned, now: now)
     }
 
-    private func withdraw(reason: LocalEvent.ResignReason, now: Timestamp) async throws(LocalAPIError) -> Activity? {
+    private func withdraw(reason: LocalEvent.ResignReason, now: Timestamp) async throws(DaemonError) -> Activity? {
         guard let resigned = current else { return nil }
         try save(nil)
         current = nil
@@ -193,7 +193,7 @@ public actor ActivityRegistry {
         return resigned
     }
 
-    private func save(_ activity: Activity?) throws(LocalAPIError) {
+    private func save(_ activity: Activity?) throws(DaemonError) {
         do {
             if let activity {
                 try PrivateFiles.writeAtomically(ActivityEncoding.encode(activity), to: path)
@@ -202,7 +202,7 @@ public actor ActivityRegistry {
             }
         } catch {
             logger.error("cannot save the current activity", metadata: ["error": "\(error)"])
-            throw LocalAPIError(.internalError, "the daemon cannot save the activity: \(error)")
+            throw DaemonError(.internalError, "the daemon cannot save the activity: \(error)")
         }
     }
 

@@ -17,8 +17,8 @@ package struct PeerAddress: Sendable, Equatable, CustomStringConvertible {
         self.port = port
     }
 
-    package init(parsing text: String, defaultPort: Int) throws(LocalAPIError) {
-        let bad = LocalAPIError(.badPeerAddress, "\(displayQuoted(text)) is not HOST:PORT (e.g. 192.168.1.20:47810 or [fe80::1%eth0]:47810)")
+    package init(parsing text: String, defaultPort: Int) throws(DaemonError) {
+        let bad = DaemonError(.badPeerAddress, "\(displayQuoted(text)) is not HOST:PORT (e.g. 192.168.1.20:47810 or [fe80::1%eth0]:47810)")
         var host = text
         var port = defaultPort
         if text.hasPrefix("[") {

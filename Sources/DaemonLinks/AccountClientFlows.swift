@@ -17,15 +17,15 @@ package enum AccountJoiner {
     package static func join(
         _ request: JoinAccountRequest, store: AccountStore, defaultPort: Int, logger: Logger,
         findInviter: @Sendable (InviteCode) async -> PeerAddress?
-    ) async throws(LocalAPIError) -> AccountInfo {
+    ) async throws(DaemonError) -> AccountInfo {
         guard await !store.isMember else {
-            throw LocalAPIError(.accountExists, "this device already belongs to an account (handoffctl account show)")
+            throw .alreadyMember
         }
         let code: InviteCode
         do {
             code = try InviteCode(parsing: request.code)
         } catch {
-            throw LocalAPIError(.invalidCode, error.description)
+            throw DaemonError(.invalidCode, error.description)
         }
         let address: PeerAddress
         if let peerText = request.peer {
@@ -34,7 +34,7 @@ package enum AccountJoiner {
             // The inviter advertises a tag derived from the code while the invite is open.
             address = found
         } else {
-            throw LocalAPIError(
+            throw DaemonError(
                 .unreachable,
                 "no device on this network is inviting with this code (is `handoffctl account invite` still waiting there, on the same network?); or give its address: --peer HOST:PORT"
             )
@@ -47,7 +47,7 @@ package enum AccountJoiner {
             key = try SigningKey.generate()
             context = try TLSContext.joinClient(psk: JoinPSK(code: code))
         } catch {
-            throw LocalAPIError(.internalError, "cannot prepare the join: \(error)")
+            throw DaemonError(.internalError, "cannot prepare the join: \(error)")
         }
         let (link, _) = try await PeerDialer.connect(address, context: context)
         let reply: PeerMessage
@@ -67,21 +67,21 @@ package enum AccountJoiner {
             return try await store.completeJoin(material)
         case .joinRefused(let refusal):
             switch refusal.reason {
-            case .expired: throw LocalAPIError(.inviteExpired, refusal.message)
-            case .alreadyUsed: throw LocalAPIError(.inviteUsed, refusal.message)
-            case .invalidRequest, .internalError: throw LocalAPIError(.codeRejected, "\(address) refused the join: \(refusal.message)")
+            case .expired: throw DaemonError(.inviteExpired, refusal.message)
+            case .alreadyUsed: throw DaemonError(.inviteUsed, refusal.message)
+            case .invalidRequest, .internalError: throw DaemonError(.codeRejected, "\(address) refused the join: \(refusal.message)")
             }
         default:
-            throw LocalAPIError(.versionMismatch, "\(address) answered the join with a \(reply.kindName); are both devices up to date?")
+            throw DaemonError(.versionMismatch, "\(address) answered the join with a \(reply.kindName); are both devices up to date?")
         }
     }
 
     /// Everything the inviter sent must fit together: a certificate for our key, issued by the root,
     /// and a state signed by that root that lists us.
-    private static func validate(_ a: JoinAccepted, key: SigningKey, deviceName: String, from address: PeerAddress) throws(LocalAPIError)
+    private static func validate(_ a: JoinAccepted, key: SigningKey, deviceName: String, from address: PeerAddress) throws(DaemonError)
         -> AccountMaterial
     {
-        let bad = LocalAPIError(.refused, "\(address) sent an inconsistent account; the join was not completed")
+        let bad = DaemonError(.refused, "\(address) sent an inconsistent account; the join was not completed")
         do {
             let root = try Certificate(der: a.rootCertificate)
             let certificate = try Certificate(der: a.deviceCertificate)
@@ -99,7 +99,7 @@ package enum AccountJoiner {
                 signedState: a.accountState,
                 state: state
             )
-        } catch let e as LocalAPIError {
+        } catch let e as DaemonError {
             throw e
         } catch {
             throw bad
@@ -114,7 +114,7 @@ package enum AccountJoiner {
 package enum AccountSync {
     package static func sync(
         _ request: SyncRequest, store: AccountStore, links: MemberLinks, directory: PeerDirectory, defaultPort: Int
-    ) async throws(LocalAPIError) -> SyncResponse {
+    ) async throws(DaemonError) -> SyncResponse {
         let account = try await store.requireMembership()
         let (state, me) = (account.state, account.deviceID)
         let before = state.version
@@ -124,12 +124,12 @@ package enum AccountSync {
         do {
             reply = try await session.request { PeerMessage.getAccountState(requestID: $0) }
         } catch is PeerRequestTimeout {
-            throw LocalAPIError(.timeout, "\(session.peerName) did not send its account state in time; is it up to date?")
+            throw DaemonError(.timeout, "\(session.peerName) did not send its account state in time; is it up to date?")
         } catch {
-            throw LocalAPIError(.unreachable, "the connection to \(session.peerName) ended before it answered")
+            throw DaemonError(.unreachable, "the connection to \(session.peerName) ended before it answered")
         }
         guard case .accountStateReply(_, let signed, let secret) = reply else {
-            throw LocalAPIError(.versionMismatch, "\(session.peerName) answered with a \(reply.kindName); are both devices up to date?")
+            throw DaemonError(.versionMismatch, "\(session.peerName) answered with a \(reply.kindName); are both devices up to date?")
         }
         switch await store.adopt(signed, accountSecret: secret) {
         case .updated:
@@ -140,7 +140,7 @@ package enum AccountSync {
                 try? await session.send(.accountState(mine, accountSecret: secret))
             }
         case .invalid:
-            throw LocalAPIError(.refused, "\(session.peerName) sent an account state that is not this account's")
+            throw DaemonError(.refused, "\(session.peerName) sent an account state that is not this account's")
         }
         let after = await store.stateVersion
         return SyncResponse(peerID: session.peerID, peerName: session.peerName, stateVersion: after, updated: after > before)

@@ -335,8 +335,8 @@ package actor MemberLinks {
 
     /// `devices rename NAME` on a device without the account key: the device holding it signs
     /// the new name; whoever answers sends the state it has, which this device adopts.
-    package func askToBeRenamed(_ name: String) async throws(LocalAPIError) -> DeviceInfo {
-        guard let me = await store.hello()?.deviceID else { throw LocalAPIError(.noAccount, "this device has no account") }
+    package func askToBeRenamed(_ name: String) async throws(DaemonError) -> DeviceInfo {
+        guard let me = await store.hello()?.deviceID else { throw .noAccount }
         let open = sessions.values.filter(\.isOpen)
         var reached: [String] = []
         for session in open {
@@ -349,7 +349,7 @@ package actor MemberLinks {
             }
         }
         let tried = reached.isEmpty ? "no other device is reachable now" : "\(reached.joined(separator: ", ")) answered but \(reached.count == 1 ? "does" : "do") not hold it, or refused the name"
-        throw LocalAPIError(
+        throw DaemonError(
             .unreachable,
             "names in the account are signed by the device holding the account key, and \(tried); try again when it is reachable, or rename this one there (handoffctl devices rename THIS-DEVICE \(name))"
         )
@@ -372,11 +372,11 @@ package actor MemberLinks {
 
     func connect(
         _ address: PeerAddress, expecting expected: DeviceID? = nil, connectTimeout: TimeAmount = PeerDialer.connectTimeout
-    ) async throws(LocalAPIError) -> MemberSession {
+    ) async throws(DaemonError) -> MemberSession {
         guard let contexts = security.contexts else {
-            throw LocalAPIError(.noAccount, "this device has no account yet; create one (handoffctl account create) or join one (handoffctl account join CODE)")
+            throw .noAccount
         }
-        let outcome = Once<Result<MemberSession, LocalAPIError>>()
+        let outcome = Once<Result<MemberSession, DaemonError>>()
         spawn { [self] in
             do {
                 var addressee = HelloAddressee.anyone
@@ -386,7 +386,7 @@ package actor MemberLinks {
                 )
                 guard case .member(let peerID) = peer else {
                     await link.discard()
-                    outcome.settle(.failure(LocalAPIError(.refused, "\(address) is not a device of this account")))
+                    outcome.settle(.failure(DaemonError(.refused, "\(address) is not a device of this account")))
                     return
                 }
                 // One session per device: reached by its address while a session with it is
@@ -409,18 +409,18 @@ package actor MemberLinks {
                 if await self.store.learnRemoval(notice) { await self.dropAll() }
                 let info = await self.store.removalInfo
                 outcome.settle(
-                    .failure(LocalAPIError(.revoked, info.map { "this device was \($0.sentence); \($0.advice)" } ?? "\(address) says this device was removed from the account"))
+                    .failure(info.map(DaemonError.removed) ?? DaemonError(.revoked, "\(address) says this device was removed from the account"))
                 )
             } catch {
                 outcome.settle(.failure(PeerDialer.describe(error, address: address)))
             }
-            outcome.settle(.failure(LocalAPIError(.unreachable, "\(address) closed the connection")))
+            outcome.settle(.failure(DaemonError(.unreachable, "\(address) closed the connection")))
         }
         // If shutdown begins first, the job may never run: cancellation must end this wait.
         return try await withTaskCancellationHandler {
             await outcome.value
         } onCancel: {
-            outcome.settle(.failure(LocalAPIError(.unreachable, "handoffd is stopping")))
+            outcome.settle(.failure(DaemonError(.unreachable, "handoffd is stopping")))
         }.get()
     }
 

@@ -17,7 +17,7 @@ package enum PeerDialer {
     static func connect(
         _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID? = nil, addressee: HelloAddressee = .anyone,
         connectTimeout: TimeAmount = PeerDialer.connectTimeout
-    ) async throws(LocalAPIError) -> (PeerLink, TLSPeer) {
+    ) async throws(DaemonError) -> (PeerLink, TLSPeer) {
         let attempts = helloAttempts(addressee, secretGenerations: context.secretGenerations)
         for (index, attempt) in attempts.enumerated() {
             let link = try await open(address, connectTimeout: connectTimeout) {
@@ -49,7 +49,7 @@ package enum PeerDialer {
 
     private static func open(
         _ address: PeerAddress, connectTimeout: TimeAmount, connection: @escaping @Sendable () throws -> TLSConnection
-    ) async throws(LocalAPIError) -> PeerLink {
+    ) async throws(DaemonError) -> PeerLink {
         do {
             return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(connectTimeout)
@@ -60,59 +60,59 @@ package enum PeerDialer {
                     }
                 }
         } catch {
-            throw LocalAPIError(
+            throw DaemonError(
                 .unreachable, "cannot reach \(address): \(describeConnectError(error, timeout: connectTimeout)); is handoffd running there, and is its port open?"
             )
         }
     }
 
     /// What a failure talking to `address` means for the user.
-    package static func describe(_ error: any Error, address: PeerAddress) -> LocalAPIError {
-        if let e = error as? LocalAPIError { return e }
+    package static func describe(_ error: any Error, address: PeerAddress) -> DaemonError {
+        if let e = error as? DaemonError { return e }
         if let e = error as? PeerSessionError {
             switch e {
-            case .versionMismatch: return LocalAPIError(.versionMismatch, "\(address) \(e); update handoff on both devices")
+            case .versionMismatch: return DaemonError(.versionMismatch, "\(address) \(e); update handoff on both devices")
             case .peerFailed(let f) where f.code == .revoked:
-                return LocalAPIError(.revoked, "\(address) refused this device: it has been removed from the account")
-            case .closed: return LocalAPIError(.unreachable, "\(address) closed the connection")
-            default: return LocalAPIError(.refused, "\(address): \(e)")
+                return DaemonError(.revoked, "\(address) refused this device: it has been removed from the account")
+            case .closed: return DaemonError(.unreachable, "\(address) closed the connection")
+            default: return DaemonError(.refused, "\(address): \(e)")
             }
         }
         if let e = error as? PeerMessageError {
-            return LocalAPIError(.versionMismatch, "\(address) sent a message this handoff cannot read (\(e)); are both devices up to date?")
+            return DaemonError(.versionMismatch, "\(address) sent a message this handoff cannot read (\(e)); are both devices up to date?")
         }
         guard let tls = error as? TLSError else {
-            if error is ChannelError { return LocalAPIError(.unreachable, "\(address) closed the connection") }
-            return LocalAPIError(.unreachable, "the connection to \(address) failed: \(SocketErrorText.describe(error))")
+            if error is ChannelError { return DaemonError(.unreachable, "\(address) closed the connection") }
+            return DaemonError(.unreachable, "the connection to \(address) failed: \(SocketErrorText.describe(error))")
         }
         switch tls.code {
         case .joinCodeRejected:
-            return LocalAPIError(.codeRejected, "\(address) did not accept the code: it is wrong, or no invite is waiting there (run handoffctl account invite on that device)")
+            return DaemonError(.codeRejected, "\(address) did not accept the code: it is wrong, or no invite is waiting there (run handoffctl account invite on that device)")
         case .refusedByPeer:
             if tls.message.contains("revoked") {
-                return LocalAPIError(.revoked, "\(address) refused this device: it has been removed from the account")
+                return DaemonError(.revoked, "\(address) refused this device: it has been removed from the account")
             }
-            return LocalAPIError(.refused, "\(address) refused this device: it is not a member of that device's account (\(tls.message))")
+            return DaemonError(.refused, "\(address) refused this device: it is not a member of that device's account (\(tls.message))")
         case .revoked:
-            return LocalAPIError(.revoked, "\(address) has been removed from this account")
+            return DaemonError(.revoked, "\(address) has been removed from this account")
         case .otherAccount, .accountKeyUnknown, .selfSigned, .noPeerCertificate, .wrongDeviceID, .expired:
-            return LocalAPIError(.refused, "\(address) is not a device of this account: \(tls.message)")
+            return DaemonError(.refused, "\(address) is not a device of this account: \(tls.message)")
         case .protocolVersion, .applicationProtocol, .malformed:
-            return LocalAPIError(.versionMismatch, "\(address) does not speak the handoff protocol (\(tls.message))")
+            return DaemonError(.versionMismatch, "\(address) does not speak the handoff protocol (\(tls.message))")
         case .handshakeTimeout:
-            return LocalAPIError(.timeout, "\(address) did not finish the TLS handshake in time")
+            return DaemonError(.timeout, "\(address) did not finish the TLS handshake in time")
         case .tooManyAttempts:
-            return LocalAPIError(
+            return DaemonError(
                 .rateLimited,
                 "\(address) refuses this address for now: too many attempts from it (wrong invite codes shut it out for 10 minutes; too many connections, for a minute); wait and try again"
             )
         case .truncated:
-            return LocalAPIError(
+            return DaemonError(
                 .unreachable,
                 "\(address) closed the connection during the TLS handshake (it may be busy with other connections, or not handoff); try again in a moment"
             )
         case .crypto, .other:
-            return LocalAPIError(.unreachable, "the connection to \(address) failed: \(tls.message)")
+            return DaemonError(.unreachable, "the connection to \(address) failed: \(tls.message)")
         }
     }
 

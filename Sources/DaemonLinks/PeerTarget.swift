@@ -13,17 +13,17 @@ package struct PeerTarget: Sendable {
 
     package static func resolve(
         _ text: String, state: AccountState, me: DeviceID, directory: PeerDirectory, defaultPort: Int
-    ) async throws(LocalAPIError) -> PeerTarget {
+    ) async throws(DaemonError) -> PeerTarget {
         if looksLikeAddress(text) {
             return PeerTarget(address: try PeerAddress(parsing: text, defaultPort: defaultPort))
         }
         let lower = text.lowercased()
         let candidates = state.devices.filter { $0.id != me && ($0.name.lowercased() == lower || (lower.count >= 4 && $0.id.text.hasPrefix(lower))) }
         guard !text.isEmpty, let device = candidates.first else {
-            throw LocalAPIError(.unknownPeer, "no other device of this account is called or starts with \(displayQuoted(text)); see handoffctl peers")
+            throw DaemonError(.unknownPeer, "no other device of this account is called or starts with \(displayQuoted(text)); see handoffctl peers")
         }
         guard candidates.count == 1 else {
-            throw LocalAPIError(.unknownPeer, "\(displayQuoted(text)) matches \(candidates.count) devices; give more of the id")
+            throw DaemonError(.unknownPeer, "\(displayQuoted(text)) matches \(candidates.count) devices; give more of the id")
         }
         return PeerTarget(device: LocalEvent.PeerRef(id: device.id, name: device.name), seen: await directory.info(device.id)?.activity)
     }
@@ -34,7 +34,7 @@ package struct PeerTarget: Sendable {
     static let quickTry: TimeAmount = .milliseconds(500)
 
     /// The session to use: the one open with the device, or a new one.
-    package func session(links: MemberLinks, directory: PeerDirectory) async throws(LocalAPIError) -> MemberSession {
+    package func session(links: MemberLinks, directory: PeerDirectory) async throws(DaemonError) -> MemberSession {
         guard let device else { return try await links.connect(address!) }
         if let session = await links.session(for: device.id) { return session }
         if let info = await directory.info(device.id), !info.reachable,
@@ -50,19 +50,19 @@ package struct PeerTarget: Sendable {
                 }
             }
             let seen = info.lastSeen.map { "last seen \($0.age(at: .now())) ago (\($0.rfc3339))" } ?? "not seen since handoffd started"
-            throw LocalAPIError(.unreachable, "\(device.name) is unreachable: \(seen); is it on, awake, and on this network? (handoffctl peers)")
+            throw DaemonError(.unreachable, "\(device.name) is unreachable: \(seen); is it on, awake, and on this network? (handoffctl peers)")
         }
-        var lastError = LocalAPIError(.unreachable, "\(device.name) cannot be reached")
+        var lastError = DaemonError(.unreachable, "\(device.name) cannot be reached")
         // Two rounds: when both devices dial each other at once, one of the two connections is
         // closed, and the session to use is the other one, there a moment later.
         for round in 1...2 {
             if let session = await links.session(for: device.id) { return session }
             let targets = await directory.dialTargets(device.id)
             guard !targets.isEmpty else {
-                throw LocalAPIError(.unreachable, "\(device.name) has not been seen on the network; is handoffd running there? (or give HOST:PORT)")
+                throw DaemonError(.unreachable, "\(device.name) has not been seen on the network; is handoffd running there? (or give HOST:PORT)")
             }
             for address in targets {
-                let result: Result<MemberSession, LocalAPIError>
+                let result: Result<MemberSession, DaemonError>
                 do {
                     result = .success(try await links.connect(address, expecting: device.id))
                 } catch {

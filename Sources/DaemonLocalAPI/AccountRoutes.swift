@@ -1,4 +1,5 @@
 import DaemonAccounts
+import DaemonCore
 import DaemonLinks
 import HandoffAPI
 import HandoffModel
@@ -127,9 +128,9 @@ package struct AccountRoutes: Sendable {
             return .ok(renamed)
         }
         let me = try await accounts.info()
-        if let removal = me.removal { throw LocalAPIError(.revoked, "this device was \(removal.sentence); \(removal.advice)") }
+        if let removal = me.removal { throw DaemonError.removed(removal) }
         if let device = rename.device, device.lowercased() != me.deviceName.lowercased(), !me.deviceID.text.hasPrefix(device.lowercased()) {
-            throw LocalAPIError(.notAccountAdmin, "only the device holding the account key renames other devices; run it there, or rename this one (handoffctl devices rename NEWNAME)")
+            throw DaemonError(.notAccountAdmin, "only the device holding the account key renames other devices; run it there, or rename this one (handoffctl devices rename NEWNAME)")
         }
         let name = try AccountStore.validName(rename.name, what: "device name")
         return .ok(try await links.askToBeRenamed(name))

@@ -48,7 +48,7 @@ package struct ActivityRoutes: Sendable {
         let ask = try request.decoded(AttachRequest.self)
         let registry = registry
         guard await registry.currentActivity()?.id == ask.activityID else {
-            throw LocalAPIError(.activityChanged, "activity \(ask.activityID.lowercasedString) is not the current one; attach to what become-current returned")
+            throw DaemonError(.activityChanged, "activity \(ask.activityID.lowercasedString) is not the current one; attach to what become-current returned")
         }
         let events = attachments.attach(ask) { departure in
             Task {

@@ -176,7 +176,7 @@ final class FileSocketServer: Sendable {
             channel.writeAndFlush(FileStreamReply.line(FileStreamReply(stream: prepared.record.info), allocator: channel.allocator), promise: nil)
             prepared.splice(to: channel, file: file, logger: logger)
         } catch {
-            let reply = FileStreamReply.line(FileStreamReply(error: error), allocator: channel.allocator)
+            let reply = FileStreamReply.line(FileStreamReply(error: error.body), allocator: channel.allocator)
             channel.writeAndFlush(reply).whenComplete { _ in channel.close(promise: nil) }
         }
     }
@@ -204,6 +204,10 @@ final class FileSocketServer: Sendable {
             )
         }
         passed = nil
-        return (try StreamFile(descriptor: descriptor, role: request.role), request.path)
+        do throws(DaemonError) {
+            return (try StreamFile(descriptor: descriptor, role: request.role), request.path)
+        } catch {
+            throw LocalAPIError(error)
+        }
     }
 }

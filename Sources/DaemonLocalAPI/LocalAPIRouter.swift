@@ -117,14 +117,16 @@ package struct LocalAPIRouter: Sendable {
             case .notFound:
                 throw LocalAPIError(.notFound, "no endpoint \(request.head.method.rawValue) \(request.path); the routes are listed in docs/local-api.md")
             }
-        } catch let e as LocalAPIError {
-            if e.code == .forbidden || e.code == .forbiddenOrigin {
+        } catch {
+            let e = LocalAPIError(answering: error)
+            switch e.code {
+            case .forbidden, .forbiddenOrigin:
                 logger.notice("local API request refused", metadata: ["uid": "\(request.peer.uid)", "pid": "\(request.peer.pid)", "code": "\(e.code.rawValue)"])
+            case .internalError:
+                logger.error("local API handler failed", metadata: ["error": "\(error)"])
+            default: break
             }
             return .error(e)
-        } catch {
-            logger.error("local API handler failed", metadata: ["error": "\(error)"])
-            return .error(LocalAPIError(.internalError, "the daemon failed: \(error)"))
         }
     }
 

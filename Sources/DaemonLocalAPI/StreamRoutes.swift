@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import DaemonCore
 import DaemonStreams
 import HandoffAPI
 import HandoffModel
@@ -31,7 +32,7 @@ package struct StreamRoutes: Sendable {
         try request.peer.authorize(daemonUID: daemonUID)
         let id = try Self.uuid(after: LocalAPIRoute.streams + "/", in: request.path, what: "stream")
         guard let record = book.stream(id) else {
-            throw LocalAPIError(.unknownStream, "no stream \(id.lowercasedString) on this device")
+            throw DaemonError(.unknownStream, "no stream \(id.lowercasedString) on this device")
         }
         if request.query.contains("wait=1") {
             return .ok(await record.final(within: .seconds(10)))
@@ -68,9 +69,10 @@ package struct StreamRoutes: Sendable {
         switch LocalAPIEndpoints.match(method: "POST", path: path) {
         case .endpoint(.openContinuationStream) where path.hasSuffix("/streams"):
             let id = try Self.uuid(after: LocalAPIRoute.continuations + "/", in: path.dropLast("/streams".count), what: "continuation")
-            return try await streams.open(continuationID: id)
+            do throws(DaemonError) { return try await streams.open(continuationID: id) } catch { throw LocalAPIError(error) }
         case .endpoint(.takeStream):
-            return try streams.take(streamID: try Self.uuid(after: LocalAPIRoute.streams + "/", in: path, what: "stream"))
+            let id = try Self.uuid(after: LocalAPIRoute.streams + "/", in: path, what: "stream")
+            do throws(DaemonError) { return try streams.take(streamID: id) } catch { throw LocalAPIError(error) }
         default:
             throw LocalAPIError(.notFound, "no stream endpoint \(path); see docs/local-api.md")
         }

@@ -82,23 +82,23 @@ package struct ContinuationStreams: Sendable {
     // MARK: Resuming
 
     /// `POST /v1/continuations/ID/streams`: connects to the originator and asks for a stream.
-    package func open(continuationID: UUID) async throws(LocalAPIError) -> Prepared {
+    package func open(continuationID: UUID) async throws(DaemonError) -> Prepared {
         guard let continuation = book.continuation(continuationID) else {
-            throw LocalAPIError(.unknownContinuation, "no continuation \(continuationID.lowercasedString) on this device (they last until handoffd restarts)")
+            throw DaemonError(.unknownContinuation, "no continuation \(continuationID.lowercasedString) on this device (they last until handoffd restarts)")
         }
         let peer = continuation.peer
         guard continuation.supportsStreams else {
-            throw LocalAPIError(.streamsUnsupported, "the activity from \(peer.name) does not offer continuation streams")
+            throw DaemonError(.streamsUnsupported, "the activity from \(peer.name) does not offer continuation streams")
         }
         guard let contexts = security.contexts else {
-            throw LocalAPIError(.noAccount, "this device has no account any more")
+            throw .noAccount
         }
         var targets = await directory.dialTargets(peer.id)
         if let given = continuation.address { targets.insert(given, at: 0) }
         guard !targets.isEmpty else {
-            throw LocalAPIError(.unreachable, "\(peer.name) is no longer seen on the network")
+            throw DaemonError(.unreachable, "\(peer.name) is no longer seen on the network")
         }
-        var lastError = LocalAPIError(.unreachable, "\(peer.name) cannot be reached")
+        var lastError = DaemonError(.unreachable, "\(peer.name) cannot be reached")
         for target in targets {
             do {
                 let (connection, streamID, length) = try await PeerDialer.openStream(
@@ -173,12 +173,12 @@ package struct ContinuationStreams: Sendable {
     }
 
     /// `POST /v1/streams/ID`: the originating app takes a stream it was offered.
-    package func take(streamID: UUID) throws(LocalAPIError) -> Prepared {
+    package func take(streamID: UUID) throws(DaemonError) -> Prepared {
         guard let offer = book.claim(streamID) else {
             if book.stream(streamID) != nil {
-                throw LocalAPIError(.unknownStream, "stream \(streamID.lowercasedString) is not waiting to be taken (taken already, or it timed out)")
+                throw DaemonError(.unknownStream, "stream \(streamID.lowercasedString) is not waiting to be taken (taken already, or it timed out)")
             }
-            throw LocalAPIError(.unknownStream, "no stream \(streamID.lowercasedString) on this device")
+            throw DaemonError(.unknownStream, "no stream \(streamID.lowercasedString) on this device")
         }
         offer.taken.settle(true)
         return Prepared(record: offer.record, connection: offer.connection, peerName: offer.record.info.peerName, mustAccept: true)

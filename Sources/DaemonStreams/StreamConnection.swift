@@ -192,7 +192,7 @@ extension PeerDialer {
     /// (`helloAttempts`).
     static func openStream(
         _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID, addressee: HelloAddressee, activityID: UUID, peerName: String
-    ) async throws(LocalAPIError) -> (StreamConnection, UUID, length: Int64?) {
+    ) async throws(DaemonError) -> (StreamConnection, UUID, length: Int64?) {
         let attempts = helloAttempts(addressee, secretGenerations: context.secretGenerations)
         var next = 0
         while true {
@@ -215,7 +215,7 @@ extension PeerDialer {
     private static func connectStream(
         _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID, attempt: (generation: Int, addressee: HelloAddressee),
         activityID: UUID, peerName: String
-    ) async throws(LocalAPIError) -> (StreamConnection, EventLoopFuture<TLSHandshakeCompleted>) {
+    ) async throws(DaemonError) -> (StreamConnection, EventLoopFuture<TLSHandshakeCompleted>) {
         do {
             return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(connectTimeout)
@@ -243,13 +243,13 @@ extension PeerDialer {
                     }
                 }
         } catch {
-            throw LocalAPIError(.unreachable, "cannot reach \(peerName) at \(address): \(describeConnectError(error))")
+            throw DaemonError(.unreachable, "cannot reach \(peerName) at \(address): \(describeConnectError(error))")
         }
     }
 
     private static func awaitStreamAnswer(
         _ connection: StreamConnection, address: PeerAddress, peerName: String
-    ) async throws(LocalAPIError) -> (StreamConnection, UUID, length: Int64?) {
+    ) async throws(DaemonError) -> (StreamConnection, UUID, length: Int64?) {
         do {
             switch try await connection.receivedFrame() {
             case .streamAccepted(let id, let length):
@@ -257,19 +257,19 @@ extension PeerDialer {
             case .streamRefused(let refusal):
                 connection.close()
                 switch refusal.reason {
-                case .activityChanged: throw LocalAPIError(.activityChanged, "\(peerName): \(refusal.message)")
-                case .unsupported: throw LocalAPIError(.streamsUnsupported, "\(peerName): \(refusal.message)")
-                case .notContinued, .noServer, .internalError: throw LocalAPIError(.streamRefused, "\(peerName) refused the stream: \(refusal.message)")
+                case .activityChanged: throw DaemonError(.activityChanged, "\(peerName): \(refusal.message)")
+                case .unsupported: throw DaemonError(.streamsUnsupported, "\(peerName): \(refusal.message)")
+                case .notContinued, .noServer, .internalError: throw DaemonError(.streamRefused, "\(peerName) refused the stream: \(refusal.message)")
                 }
             case let other:
                 connection.close()
-                throw LocalAPIError(.versionMismatch, "\(peerName) answered a stream request with a \(other.kindName); are both devices up to date?")
+                throw DaemonError(.versionMismatch, "\(peerName) answered a stream request with a \(other.kindName); are both devices up to date?")
             }
-        } catch let e as LocalAPIError {
+        } catch let e as DaemonError {
             throw e
         } catch is PeerRequestTimeout {
             connection.close()
-            throw LocalAPIError(.timeout, "\(peerName) did not answer the stream request in time")
+            throw DaemonError(.timeout, "\(peerName) did not answer the stream request in time")
         } catch {
             connection.close()
             throw describe(error, address: address)

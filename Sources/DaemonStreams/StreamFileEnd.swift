@@ -1,3 +1,4 @@
+import DaemonCore
 import Dispatch
 import HandoffAPI
 import HandoffSystem
@@ -15,7 +16,7 @@ package final class StreamFile: Sendable {
     let role: FileStreamRequest.Role
 
     /// Takes `descriptor` if it can serve `role`; closes it and throws otherwise.
-    package init(descriptor: Int32, role: FileStreamRequest.Role) throws(LocalAPIError) {
+    package init(descriptor: Int32, role: FileStreamRequest.Role) throws(DaemonError) {
         self.descriptor = descriptor
         self.role = role
         try check()
@@ -37,9 +38,9 @@ package final class StreamFile: Sendable {
 
     /// Regular files (and /dev/null) only: their reads and writes end, so a thread doing them ends
     /// too. A pipe or terminal could block it for ever; those go through the stream upgrade.
-    private func check() throws(LocalAPIError) {
+    private func check() throws(DaemonError) {
         guard HandedOverFile.isAccepted(descriptor) else {
-            throw LocalAPIError(
+            throw DaemonError(
                 .badRequest,
                 "the file socket takes regular files (and /dev/null); stream a pipe, socket or terminal through the local API's upgrade instead"
             )
@@ -47,9 +48,9 @@ package final class StreamFile: Sendable {
         let mode = fcntl(descriptor, F_GETFL) & O_ACCMODE
         switch role {
         case .send where mode == O_WRONLY:
-            throw LocalAPIError(.badRequest, "the file to send was not opened for reading")
+            throw DaemonError(.badRequest, "the file to send was not opened for reading")
         case .receive where mode == O_RDONLY:
-            throw LocalAPIError(.badRequest, "the file to receive into was not opened for writing")
+            throw DaemonError(.badRequest, "the file to receive into was not opened for writing")
         default:
             break
         }

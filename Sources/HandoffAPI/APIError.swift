@@ -138,25 +138,6 @@ public struct APIErrorBody: Codable, Sendable, Equatable {
     }
 }
 
-/// An error a local-API operation fails with: what the daemon's services throw and what the client
-/// library raises after reading an error body.
-public struct LocalAPIError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var code: APIErrorCode
-    public var message: String
-
-    public init(_ code: APIErrorCode, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public init(_ e: ActivityError) {
-        self.init(APIErrorCode(e.code), e.message)
-    }
-
-    public var body: APIErrorBody { APIErrorBody(code: code, message: message) }
-    public var description: String { message }
-}
-
 /// The version every component reports; bumped with each release.
 public enum HandoffVersion {
     public static let current = "0.1.0"

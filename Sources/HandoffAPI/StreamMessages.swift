@@ -243,8 +243,8 @@ public struct FileStreamReply: Codable, Sendable, Equatable {
         self.error = nil
     }
 
-    public init(error: LocalAPIError) {
+    public init(error: APIErrorBody) {
         self.stream = nil
-        self.error = APIErrorBody.Detail(code: error.code, message: error.message)
+        self.error = error.error
     }
 }

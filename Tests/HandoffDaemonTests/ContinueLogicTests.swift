@@ -25,8 +25,8 @@ import Testing
         do {
             _ = try body()
             Issue.record("no error, expected \(code)", sourceLocation: sourceLocation)
-        } catch let error as LocalAPIError {
-            #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+        } catch let error as DaemonError {
+            #expect(APIErrorCode(error.code) == code, "\(error)", sourceLocation: sourceLocation)
         } catch {
             Issue.record("\(error)", sourceLocation: sourceLocation)
         }

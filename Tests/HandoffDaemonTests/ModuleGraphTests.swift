@@ -60,4 +60,18 @@ import Testing
             #expect(lines < 2500, "\(module): \(lines) lines")
         }
     }
+
+    /// Services throw `DaemonError`; only the API edge makes the contract's errors.
+    @Test func onlyTheLocalAPIModuleKnowsLocalAPIError() throws {
+        let fm = FileManager.default
+        var mentions: Set<String> = []
+        for module in try fm.contentsOfDirectory(atPath: Self.sources.path) {
+            let directory = Self.sources.appendingPathComponent(module)
+            guard let files = fm.enumerator(atPath: directory.path) else { continue }
+            for case let file as String in files where file.hasSuffix(".swift") {
+                if try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8).contains("LocalAPIError") { mentions.insert(module) }
+            }
+        }
+        #expect(mentions == ["DaemonLocalAPI"])
+    }
 }
