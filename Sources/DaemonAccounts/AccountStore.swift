@@ -47,20 +47,20 @@ package actor AccountStore {
     private let events: EventHub
     private let registry: ActivityRegistry
     private(set) var material: AccountMaterial?
-    /// Told when the account changes (created, joined, newer state): the advert depends on it.
-    private var observer: (@Sendable () -> Void)?
+    /// Tells the other features when the account changes (`.accountChanged`).
+    private let announce: Announce
 
     /// Certificates are valid from this long before they are made: devices' clocks disagree, and
     /// a wall clock may be set back (an NTP step, a dead RTC battery) — a device whose clock runs
     /// up to two days behind still accepts a certificate made a moment ago.
     static let clockSlackSeconds: Int64 = 2 * 86_400
 
-    package func observe(_ change: @escaping @Sendable () -> Void) {
-        observer = change
-    }
-
-    package init(stateDirectory: String, security: PeerSecurity, invites: InviteBook, events: EventHub, registry: ActivityRegistry, logger: Logger) {
+    package init(
+        stateDirectory: String, security: PeerSecurity, invites: InviteBook, events: EventHub, registry: ActivityRegistry,
+        announce: @escaping Announce = { _ in }, logger: Logger
+    ) {
         self.path = stateDirectory + "/" + AccountStore.fileName
+        self.announce = announce
         self.logger = logger
         self.security = security
         self.invites = invites
@@ -351,7 +351,7 @@ package actor AccountStore {
         security.set(nil)
         await registry.setDeviceID(nil)
         logger.notice("left the account", metadata: ["account": "\(m.state.accountID.short)"])
-        observer?()
+        announce(.accountChanged)
         return m.state.name
     }
 
@@ -466,7 +466,7 @@ package actor AccountStore {
         }
         material = next
         await registry.setDeviceID(next.deviceID.text)
-        observer?()
+        announce(.accountChanged)
     }
 
     // MARK: Names

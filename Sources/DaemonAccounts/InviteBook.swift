@@ -36,12 +36,8 @@ package final class InviteBook: JoinPSKLookup, Sendable {
     private let lifetimeSeconds: Int64
     private let clock: any DaemonClock
     private let entries = Mutex<[[UInt8]: Entry]>([:])
-    private let observer = Mutex<(@Sendable () -> Void)?>(nil)
-
-    /// Called when the set of pending invites changes (the advert carries the newest one's tag).
-    package func observe(_ change: @escaping @Sendable () -> Void) {
-        observer.withLock { $0 = change }
-    }
+    /// Tells the other features when the pending invites change (`.invitesChanged`).
+    private let announce: Announce
 
     /// The most recent invite still open, if any.
     package func newestPending() -> InviteCode? {
@@ -51,9 +47,14 @@ package final class InviteBook: JoinPSKLookup, Sendable {
         }
     }
 
-    package init(lifetimeSeconds: Int64 = 600, clock: any DaemonClock = SystemDaemonClock()) {
+    package init(lifetimeSeconds: Int64 = 600, clock: any DaemonClock = SystemDaemonClock(), announce: @escaping Announce = { _ in }) {
         self.lifetimeSeconds = lifetimeSeconds
         self.clock = clock
+        self.announce = announce
+    }
+
+    private func pendingChanged() {
+        announce(.invitesChanged(newest: newestPending()))
     }
 
     /// A new single-use code, valid for 10 minutes, and the stream on which its outcome arrives.
@@ -67,7 +68,7 @@ package final class InviteBook: JoinPSKLookup, Sendable {
             purge(&all, now: now)
             all[psk.identity] = Entry(code: code, psk: psk, createdAt: now, expiresAt: expiresAt, continuation: continuation)
         }
-        observer.withLock { $0 }?()
+        pendingChanged()
         return (code, expiresAt, stream)
     }
 
@@ -88,7 +89,7 @@ package final class InviteBook: JoinPSKLookup, Sendable {
             all[identity] = entry
             return .granted
         }
-        if result == .granted { observer.withLock { $0 }?() }
+        if result == .granted { pendingChanged() }
         return result
     }
 
@@ -115,7 +116,7 @@ package final class InviteBook: JoinPSKLookup, Sendable {
         let continuation = entries.withLock { $0[identity]?.continuation }
         continuation?.yield(.expired)
         continuation?.finish()
-        observer.withLock { $0 }?()
+        pendingChanged()
     }
 
     /// The inviter stopped waiting (Ctrl-C) before anyone joined: the code is forgotten at once.
@@ -128,7 +129,7 @@ package final class InviteBook: JoinPSKLookup, Sendable {
             return entry.continuation
         }
         continuation?.finish()
-        if continuation != nil { observer.withLock { $0 }?() }
+        if continuation != nil { pendingChanged() }
     }
 
     private func purge(_ all: inout [[UInt8]: Entry], now: Timestamp) {

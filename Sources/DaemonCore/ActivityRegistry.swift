@@ -23,22 +23,24 @@ public actor ActivityRegistry {
     private var expiryTask: Task<Void, Never>?
     /// Stamped on activities as `originDevice` once the device has an identity.
     private var deviceID: String?
-    /// Told of every change (the daemon announces it to peers).
-    private var observer: (@Sendable (Activity?) async -> Void)?
+    /// Tells the other features of every change (`.currentActivityChanged`).
+    private let announce: Announce
     /// Waiting for the next change (a needsSave activity being saved).
     private var changeWaiters: [UUID: Once<Void>] = [:]
 
     /// Loads the saved activity, dropping it if it expired while the daemon was down.
-    public init(
+    package init(
         stateDirectory: String,
         limits: ActivityLimits,
         events: EventHub,
+        announce: @escaping Announce = { _ in },
         logger: Logger,
         now: Timestamp = .now()
     ) {
         self.path = stateDirectory + "/" + ActivityRegistry.fileName
         self.limits = limits
         self.events = events
+        self.announce = announce
         self.logger = logger
         self.current = ActivityRegistry.load(path: path, now: now, logger: logger)
         if let current {
@@ -63,17 +65,14 @@ public actor ActivityRegistry {
         }
     }
 
-    /// Starts the expiry timer for what was restored. Called once the daemon runs.
+    /// Announces what was restored and starts its expiry timer. Called once the daemon runs.
     public func start() {
+        announce(.currentActivityChanged(current))
         scheduleExpiry()
     }
 
     public func setDeviceID(_ id: String?) {
         deviceID = id
-    }
-
-    package func observe(_ change: @escaping @Sendable (Activity?) async -> Void) {
-        observer = change
     }
 
     public func currentActivity() -> Activity? { current }
@@ -146,7 +145,7 @@ public actor ActivityRegistry {
         scheduleExpiry()
         events.publish(LocalEvent(at: now, .currentActivityChanged(activity)))
         changed()
-        await observer?(activity)
+        announce(.currentActivityChanged(activity))
         logger.info(
             "activity became current",
             metadata: ["activity": "\(activity.id.lowercasedString)", "type": "\(activity.type)", "bytes": "\(size)"]
@@ -188,7 +187,7 @@ public actor ActivityRegistry {
         expiryTask = nil
         events.publish(LocalEvent(at: now, .currentActivityResigned(activityID: resigned.id, reason: reason)))
         changed()
-        await observer?(nil)
+        announce(.currentActivityChanged(nil))
         logger.info("activity withdrawn", metadata: ["activity": "\(resigned.id.lowercasedString)", "reason": "\(reason.rawValue)"])
         return resigned
     }

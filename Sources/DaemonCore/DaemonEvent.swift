@@ -8,7 +8,21 @@ import HandoffModel
 /// What one feature tells the others. Features below do not know the ones above them, so they
 /// announce, and the composition root (`HandoffDaemon`) routes each event in one `switch`.
 package enum DaemonEvent: Sendable {
+    /// The current activity changed (became current, updated, withdrawn, expired), or was
+    /// restored at start: apps, grants, peers and the advert follow it.
+    case currentActivityChanged(Activity?)
+    /// The account changed (created, joined, left, a newer state): what discovery saw may read
+    /// differently now, and the advert is sealed with other keys.
+    case accountChanged
+    /// The pending invites changed: the advert carries the newest open one's join tag.
+    case invitesChanged(newest: InviteCode?)
+    /// An advert sealed by a device of the account was seen: a session with it is worth having.
+    case memberSighted(DeviceID)
     /// An activity went to a device that asked for it: that device may open the activity's
     /// continuation streams.
     case activityGiven(to: DeviceID, activityID: UUID)
 }
+
+/// How a feature announces (`DaemonEvent`): synchronously, from any isolation; what follows an
+/// event is the composition root's to start.
+package typealias Announce = @Sendable (DaemonEvent) -> Void

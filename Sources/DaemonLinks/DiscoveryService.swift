@@ -3,6 +3,7 @@ import DaemonCore
 import HandoffAPI
 import HandoffDiscovery
 import HandoffModel
+import HandoffPeer
 import HandoffTLS
 import Logging
 import ServiceLifecycle
@@ -21,10 +22,9 @@ package final class DiscoveryService: Service {
     private let browseDomains: [String]
     private let staticPeers: [String]
     private let store: AccountStore
-    private let presence: Presence
     private let directory: PeerDirectory
-    private let links: MemberLinks
-    private let invites: InviteBook
+    /// Tells the other features of members seen (`.memberSighted`).
+    private let announce: Announce
     private let port: @Sendable () -> Int
     private let logger: Logger
 
@@ -53,50 +53,73 @@ package final class DiscoveryService: Service {
         var interestKeysFrom = 0
         /// Who we advertise as: a new device (created, joined, left) gets a new instance name.
         var deviceID: DeviceID?
+        /// What the advert says of the current activity (`advertise`), and the join tag of the
+        /// newest open invite (`inviting`).
+        var notice: ActivityNotice
+        var joinTag: [UInt8]?
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let triggers: AsyncStream<Void>.Continuation
     private let triggerStream: AsyncStream<Void>
+    /// Account changes, looked at one after another (`accountChanged`).
+    private let accountChanges: AsyncStream<Void>.Continuation
+    private let accountChangeStream: AsyncStream<Void>
     package let ready = ReadinessSignal()
 
+    /// `notice`: what to advertise until `advertise` says otherwise.
     package init(
-        backend: any DiscoveryBackend, browseDomains: [String], staticPeers: [String], store: AccountStore, presence: Presence,
-        directory: PeerDirectory, links: MemberLinks, invites: InviteBook, port: @escaping @Sendable () -> Int, logger: Logger
+        backend: any DiscoveryBackend, browseDomains: [String], staticPeers: [String], store: AccountStore, directory: PeerDirectory,
+        notice: ActivityNotice, announce: @escaping Announce, port: @escaping @Sendable () -> Int, logger: Logger
     ) {
         self.backend = backend
         self.browseDomains = browseDomains
         self.staticPeers = staticPeers
         self.store = store
-        self.presence = presence
         self.directory = directory
-        self.links = links
-        self.invites = invites
+        self.announce = announce
         self.port = port
         self.logger = logger
+        self.state = Mutex(State(notice: notice))
         (triggerStream, triggers) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        (accountChangeStream, accountChanges) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    /// Our advert should change (activity, account, invite): publish again soon.
-    package func republish() {
+    /// Our advert should change: publish again soon.
+    private func republish() {
         triggers.yield()
     }
 
+    /// The current activity changed: the advert says so as soon as Avahi allows.
+    package func advertise(_ notice: ActivityNotice) {
+        state.withLock { $0.notice = notice }
+        republish()
+    }
+
+    /// An invite opened or closed: the advert carries the newest open one's join tag.
+    package func inviting(_ newest: InviteCode?) {
+        state.withLock { $0.joinTag = newest.map { AdvertSeal.joinTag(code: $0) } }
+        republish()
+    }
+
     /// The account changed (created, joined, newer state, new secret): what we saw may read
-    /// differently now — a stranger may turn out to be ours, or ours a stranger.
+    /// differently now — a stranger may turn out to be ours, or ours a stranger. Looked at by
+    /// `run` (changes that come while it looks are looked at once more, together).
     package func accountChanged() {
-        Task {
-            let me = await store.hello()?.deviceID
-            state.withLock { s in
-                // Nothing should link the advert of the device we were to the one we are now.
-                if s.deviceID != me { s.identity = Identity() }
-                s.deviceID = me
-            }
-            republish()
-            await updateInterest()
-            let seen = state.withLock { Array($0.sightings.values) }
-            for sighting in seen { await self.examine(sighting) }
+        accountChanges.yield()
+    }
+
+    private func reexamine() async {
+        let me = await store.hello()?.deviceID
+        state.withLock { s in
+            // Nothing should link the advert of the device we were to the one we are now.
+            if s.deviceID != me { s.identity = Identity() }
+            s.deviceID = me
         }
+        republish()
+        await updateInterest()
+        let seen = state.withLock { Array($0.sightings.values) }
+        for sighting in seen { await examine(sighting) }
     }
 
     /// Tells discovery what to follow: records sealed with our account's keys (current or previous
@@ -154,6 +177,9 @@ package final class DiscoveryService: Service {
                     for await _ in self.triggerStream { await self.publish() }
                 }
                 group.addTask {
+                    for await _ in self.accountChangeStream { await self.reexamine() }
+                }
+                group.addTask {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: Self.rotationInterval)
                         guard !Task.isCancelled else { return }
@@ -175,10 +201,8 @@ package final class DiscoveryService: Service {
             await backend.withdraw()
             return
         }
-        let notice = presence.notice
+        let (notice, identity, joinTag) = state.withLock { ($0.notice, $0.identity, $0.joinTag) }
         let advert = Advert(deviceID: hello.deviceID, sequence: notice.sequence, activity: notice.activity)
-        let identity = state.withLock { $0.identity }
-        let joinTag = invites.newestPending().map { AdvertSeal.joinTag(code: $0) }
         do {
             let txt = try AdvertSeal.txt(advert, keys: keys, salt: identity.salt, instanceName: identity.instanceName, joinTag: joinTag)
             state.withLock { $0.advertising = true }
@@ -265,7 +289,7 @@ package final class DiscoveryService: Service {
         // exchange. Its session (TLS-verified) will bring us the newer account state.
         let name = state.device(advert.deviceID)?.name ?? advert.deviceID.short
         await directory.sighted(advert, name: name, sighting: sighting)
-        await links.consider(advert.deviceID)
+        announce(.memberSighted(advert.deviceID))
     }
 
     /// For `account join` without `--peer`: the address of the device advertising `code`'s join

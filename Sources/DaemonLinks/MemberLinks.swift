@@ -100,36 +100,22 @@ package actor MemberLinks {
     let store: AccountStore
     let security: PeerSecurity
     let directory: PeerDirectory
-    let registry: ActivityRegistry
-    let presence: Presence
-    let attachments: Attachments
-    /// Tells the other features what happened here (routed in the composition root).
-    let announce: @Sendable (DaemonEvent) -> Void
+    let desk: ActivityDesk
     let logger: Logger
-    /// How long an app asked to save has (`ActivityAnswer.saveWindow`; tests on a loaded
-    /// machine give more).
-    let saveWindow: Duration
     /// Background work (dials, sessions we started) runs in the service's task group.
     private let jobs: AsyncStream<@Sendable () async -> Void>.Continuation
     let jobStream: AsyncStream<@Sendable () async -> Void>
 
-    package init(
-        store: AccountStore, security: PeerSecurity, directory: PeerDirectory, registry: ActivityRegistry, presence: Presence,
-        attachments: Attachments, announce: @escaping @Sendable (DaemonEvent) -> Void, logger: Logger, saveWindow: Duration = ActivityAnswer.saveWindow
-    ) {
-        self.saveWindow = saveWindow
-        self.attachments = attachments
-        self.announce = announce
+    package init(store: AccountStore, security: PeerSecurity, directory: PeerDirectory, desk: ActivityDesk, logger: Logger) {
         self.store = store
         self.security = security
         self.directory = directory
-        self.registry = registry
-        self.presence = presence
+        self.desk = desk
         self.logger = logger
         (jobStream, jobs) = AsyncStream.makeStream(of: (@Sendable () async -> Void).self)
     }
 
-    nonisolated func spawn(_ job: @escaping @Sendable () async -> Void) {
+    package nonisolated func spawn(_ job: @escaping @Sendable () async -> Void) {
         jobs.yield(job)
     }
 
@@ -227,7 +213,7 @@ package actor MemberLinks {
         await directory.sessionUp(session.peerID, name: session.peerName, address: link.remote, theirClock: greeting.peer.clock)
         logger.info("device connected", metadata: ["peer": "\(session.peerID.short)", "remote": "\(link.remote)", "dialled": "\(initiatedByUs)"])
         do {
-            try await outbound.write(.activityNotice(presence.notice))
+            try await outbound.write(.activityNotice(desk.notice))
             while let message = try await messages.next() {
                 try await handle(message, on: session)
             }
@@ -248,17 +234,10 @@ package actor MemberLinks {
         case .getActivity(let id, let seen):
             // Its own task: saving a needsSave activity may take a second, and the session must
             // not stall meanwhile.
-            let peer = LocalEvent.PeerRef(id: session.peerID, name: session.peerName)
-            let (registry, attachments, announce, window) = (self.registry, self.attachments, self.announce, self.saveWindow)
-            spawn {
-                let (answer, activity) = await ActivityAnswer.answerAndActivity(
-                    id, seen: seen, registry: registry, askToSave: { activity in attachments.willSave(activity.id, peer: peer) }, saveWindow: window
-                )
-                if let activity { announce(.activityGiven(to: peer.id, activityID: activity.id)) }
-                try? await session.send(answer)
-            }
+            let (peer, desk) = (LocalEvent.PeerRef(id: session.peerID, name: session.peerName), self.desk)
+            spawn { try? await session.send(await desk.answer(id, seen: seen, to: peer)) }
         case .activityContinued(let activityID):
-            attachments.wasContinued(activityID, peer: LocalEvent.PeerRef(id: session.peerID, name: session.peerName))
+            desk.continued(activityID, by: LocalEvent.PeerRef(id: session.peerID, name: session.peerName))
         case .unknown(let kind):
             logger.debug("skipped a message of unknown type", metadata: ["peer": "\(session.peerID.short)", "type": "\(kind)"])
         case .activity(let id, _), .activityUnavailable(let id, _), .accountStateReply(let id, _, _):
@@ -427,7 +406,7 @@ package actor MemberLinks {
     /// A member was seen on the network: make sure there is a session. The device with the
     /// smaller id dials at once; the other waits a little for it, then dials itself (in case only
     /// it can reach the other). Failures back off, 1 s doubling to a minute, while it stays seen.
-    func consider(_ id: DeviceID) {
+    package func consider(_ id: DeviceID) {
         guard sessions[id] == nil, !dialing.contains(id), let me = security.contexts?.deviceID, id != me else { return }
         dialing.insert(id)
         let delay = retryDelay[id] ?? (me < id ? .zero : .seconds(3))
@@ -512,53 +491,3 @@ package struct MemberLinksService: Service {
         }
     }
 }
-
-/// How a device answers "send me your current activity".
-enum ActivityAnswer {
-    /// How long an app asked to save (needsSave) has before the last state is sent (SPEC §2).
-    static let saveWindow: Duration = .seconds(1)
-
-    /// The current activity, or why there is none to give. With `askToSave`, a needsSave activity
-    /// is first saved by its app: when that asks one (it returns true), the answer waits for the
-    /// update, at most `saveWindow`.
-    static func answer(
-        _ requestID: UInt32, seen: UUID?, registry: ActivityRegistry, askToSave: (@Sendable (Activity) -> Bool)? = nil, now: Timestamp = .now()
-    ) async -> PeerMessage {
-        await answerAndActivity(requestID, seen: seen, registry: registry, askToSave: askToSave, now: now).message
-    }
-
-    /// The answer, and the activity it carries (if it carries one).
-    static func answerAndActivity(
-        _ requestID: UInt32, seen: UUID?, registry: ActivityRegistry, askToSave: (@Sendable (Activity) -> Bool)? = nil,
-        saveWindow: Duration = ActivityAnswer.saveWindow, now: Timestamp = .now()
-    ) async -> (message: PeerMessage, activity: Activity?) {
-        guard let current = await registry.currentActivity() else {
-            return (.activityUnavailable(requestID: requestID, ActivityUnavailable(.none, message: "there is no current activity")), nil)
-        }
-        if let refusal = refusal(requestID, for: current, seen: seen, now: now) { return (refusal, nil) }
-        guard current.content.needsSave, let askToSave, askToSave(current) else {
-            return (.activity(requestID: requestID, encoded: ActivityEncoding.encode(current)), current)
-        }
-        await registry.waitForChange(within: saveWindow)
-        guard let saved = await registry.currentActivity() else {
-            return (.activityUnavailable(requestID: requestID, ActivityUnavailable(.none, message: "the activity was withdrawn")), nil)
-        }
-        // Saving updates the activity; an app that started another one instead changed it.
-        if let refusal = refusal(requestID, for: saved, seen: current.id, now: .now()) { return (refusal, nil) }
-        return (.activity(requestID: requestID, encoded: ActivityEncoding.encode(saved)), saved)
-    }
-
-    private static func refusal(_ requestID: UInt32, for current: Activity, seen: UUID?, now: Timestamp) -> PeerMessage? {
-        if let seen, seen != current.id {
-            return .activityUnavailable(
-                requestID: requestID,
-                ActivityUnavailable(.changed, currentID: current.id, message: "the current activity is now \(current.type) \(displayQuoted(current.title))")
-            )
-        }
-        if current.isExpired(at: now) {
-            return .activityUnavailable(requestID: requestID, ActivityUnavailable(.expired, currentID: current.id, message: "the activity expired"))
-        }
-        return nil
-    }
-}
-

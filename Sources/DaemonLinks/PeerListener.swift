@@ -24,19 +24,19 @@ package final class PeerListener: Service {
     private let links: MemberLinks
     private let streams: any StreamService
     private let logger: Logger
-    private let reportPort: @Sendable (Int) -> Void
     private let handshakeTimeout: TimeAmount
     private let configFile: String?
     package let bound = ReadinessSignal()
+    /// The port it listens on, once `bound` (the configured one, or the one picked for 0).
+    package let boundPort = BoundPort()
 
     package init(
         port: Int, bindAddresses: [String], store: AccountStore, security: PeerSecurity, admission: AdmissionControl, links: MemberLinks,
-        streams: any StreamService, logger: Logger, handshakeTimeout: TimeAmount, configFile: String?, reportPort: @escaping @Sendable (Int) -> Void
+        streams: any StreamService, logger: Logger, handshakeTimeout: TimeAmount, configFile: String?
     ) {
         self.configFile = configFile
         self.links = links
         self.streams = streams
-        self.reportPort = reportPort
         self.handshakeTimeout = handshakeTimeout
         self.port = port
         self.bindAddresses = bindAddresses
@@ -72,7 +72,7 @@ package final class PeerListener: Service {
             throw error
         }
         logger.info("listening for devices", metadata: ["port": "\(port.value ?? 0)"])
-        reportPort(port.value ?? 0)
+        boundPort.set(port.value ?? 0)
         bound.succeed()
         // Each address is served by a loop that outlives whatever one connection does; on
         // shutdown the listening sockets close and the sessions are cancelled.

@@ -13,12 +13,14 @@ import NIOHTTP1
 /// the file socket). Every handler's first line checks who is asking.
 package struct StreamRoutes: Sendable {
     let book: StreamBook
-    let streams: ContinuationStreams
+    let resuming: ResumingStreams
+    let originating: OriginatingStreams
     package let daemonUID: UInt32
 
-    package init(book: StreamBook, streams: ContinuationStreams, daemonUID: UInt32) {
+    package init(book: StreamBook, resuming: ResumingStreams, originating: OriginatingStreams, daemonUID: UInt32) {
         self.book = book
-        self.streams = streams
+        self.resuming = resuming
+        self.originating = originating
         self.daemonUID = daemonUID
     }
 
@@ -69,10 +71,10 @@ package struct StreamRoutes: Sendable {
         switch LocalAPIEndpoints.match(method: "POST", path: path) {
         case .endpoint(.openContinuationStream) where path.hasSuffix("/streams"):
             let id = try Self.uuid(after: LocalAPIRoute.continuations + "/", in: path.dropLast("/streams".count), what: "continuation")
-            do throws(DaemonError) { return try await streams.open(continuationID: id) } catch { throw LocalAPIError(error) }
+            do throws(DaemonError) { return try await resuming.open(continuationID: id) } catch { throw LocalAPIError(error) }
         case .endpoint(.takeStream):
             let id = try Self.uuid(after: LocalAPIRoute.streams + "/", in: path, what: "stream")
-            do throws(DaemonError) { return try streams.take(streamID: id) } catch { throw LocalAPIError(error) }
+            do throws(DaemonError) { return try originating.take(streamID: id) } catch { throw LocalAPIError(error) }
         default:
             throw LocalAPIError(.notFound, "no stream endpoint \(path); see docs/local-api.md")
         }

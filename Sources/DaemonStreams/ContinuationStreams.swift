@@ -24,29 +24,14 @@ import NIOCore
 /// Either way the local API connection becomes the stream's byte pipe (an HTTP Upgrade), or the app
 /// hands over a file on the file socket; a `StreamSplice` joins that to the connection to the
 /// other device.
-package struct ContinuationStreams: Sendable {
+///
+/// The two sides are `ResumingStreams` and `OriginatingStreams`; both hand the local API a
+/// `Prepared` stream.
+package enum ContinuationStreams {
     /// How long the originator waits for its app to take a stream.
     static let takeDeadline: Duration = .seconds(10)
     /// How long a stream connection may take to send its one request frame.
     static let requestDeadline: TimeAmount = .seconds(15)
-
-    let book: StreamBook
-    let registry: ActivityRegistry
-    let attachments: Attachments
-    let store: AccountStore
-    let security: PeerSecurity
-    let directory: PeerDirectory
-    let logger: Logger
-
-    package init(book: StreamBook, registry: ActivityRegistry, attachments: Attachments, store: AccountStore, security: PeerSecurity, directory: PeerDirectory, logger: Logger) {
-        self.book = book
-        self.registry = registry
-        self.attachments = attachments
-        self.store = store
-        self.security = security
-        self.directory = directory
-        self.logger = logger
-    }
 
     /// A stream about to become an app's byte pipe.
     package struct Prepared: Sendable {
@@ -79,10 +64,24 @@ package struct ContinuationStreams: Sendable {
         }
     }
 
-    // MARK: Resuming
+}
+
+/// The resuming side: dials the device a continuation came from and asks for a stream.
+package struct ResumingStreams: Sendable {
+    let book: StreamBook
+    let security: PeerSecurity
+    let directory: PeerDirectory
+    let logger: Logger
+
+    package init(book: StreamBook, security: PeerSecurity, directory: PeerDirectory, logger: Logger) {
+        self.book = book
+        self.security = security
+        self.directory = directory
+        self.logger = logger
+    }
 
     /// `POST /v1/continuations/ID/streams`: connects to the originator and asks for a stream.
-    package func open(continuationID: UUID) async throws(DaemonError) -> Prepared {
+    package func open(continuationID: UUID) async throws(DaemonError) -> ContinuationStreams.Prepared {
         guard let continuation = book.continuation(continuationID) else {
             throw DaemonError(.unknownContinuation, "no continuation \(continuationID.lowercasedString) on this device (they last until handoffd restarts)")
         }
@@ -108,7 +107,7 @@ package struct ContinuationStreams: Sendable {
                 let record = book.makeRecord(id: streamID, role: .resuming, peer: peer, activityID: continuation.activityID, continuationID: continuationID)
                 if let length { record.expect(length) }
                 logger.info("continuation stream opened", metadata: ["stream": "\(streamID.lowercasedString)", "peer": "\(peer.id.short)"])
-                return Prepared(record: record, connection: connection, peerName: peer.name, mustAccept: false)
+                return ContinuationStreams.Prepared(record: record, connection: connection, peerName: peer.name, mustAccept: false)
             } catch {
                 lastError = error
                 // A refusal is an answer; only an unreachable address is worth trying another.
@@ -118,7 +117,24 @@ package struct ContinuationStreams: Sendable {
         throw lastError
     }
 
-    // MARK: Originating
+}
+
+/// The originating side: a device that continued the current activity asks for a stream, and
+/// the attached app that serves streams takes it.
+package struct OriginatingStreams: Sendable {
+    let book: StreamBook
+    let registry: ActivityRegistry
+    let attachments: Attachments
+    let store: AccountStore
+    let logger: Logger
+
+    package init(book: StreamBook, registry: ActivityRegistry, attachments: Attachments, store: AccountStore, logger: Logger) {
+        self.book = book
+        self.registry = registry
+        self.attachments = attachments
+        self.store = store
+        self.logger = logger
+    }
 
     /// A device asks for a stream (its connection is past TLS). Answered here unless an app takes
     /// it, in which case the local API answers when it splices.
@@ -173,7 +189,7 @@ package struct ContinuationStreams: Sendable {
     }
 
     /// `POST /v1/streams/ID`: the originating app takes a stream it was offered.
-    package func take(streamID: UUID) throws(DaemonError) -> Prepared {
+    package func take(streamID: UUID) throws(DaemonError) -> ContinuationStreams.Prepared {
         guard let offer = book.claim(streamID) else {
             if book.stream(streamID) != nil {
                 throw DaemonError(.unknownStream, "stream \(streamID.lowercasedString) is not waiting to be taken (taken already, or it timed out)")
@@ -181,7 +197,7 @@ package struct ContinuationStreams: Sendable {
             throw DaemonError(.unknownStream, "no stream \(streamID.lowercasedString) on this device")
         }
         offer.taken.settle(true)
-        return Prepared(record: offer.record, connection: offer.connection, peerName: offer.record.info.peerName, mustAccept: true)
+        return ContinuationStreams.Prepared(record: offer.record, connection: offer.connection, peerName: offer.record.info.peerName, mustAccept: true)
     }
 
     private func refuse(_ connection: StreamConnection, _ reason: StreamRefusalReason, _ message: String) {
@@ -192,16 +208,16 @@ package struct ContinuationStreams: Sendable {
     }
 }
 
-extension ContinuationStreams: StreamService {
+extension OriginatingStreams: StreamService {
     package func prepareIncoming(on channel: any Channel, from peer: DeviceID, remote: String) throws -> any IncomingStream {
-        let connection = try StreamConnection.configure(channel, peerID: peer, remote: remote, opening: nil, deadline: Self.requestDeadline)
+        let connection = try StreamConnection.configure(channel, peerID: peer, remote: remote, opening: nil, deadline: ContinuationStreams.requestDeadline)
         return StreamRequest(connection: connection, streams: self)
     }
 
     /// A stream connection from another device, its request not read yet.
     struct StreamRequest: IncomingStream {
         let connection: StreamConnection
-        let streams: ContinuationStreams
+        let streams: OriginatingStreams
 
         func serve() async { await streams.serveIncoming(connection) }
     }

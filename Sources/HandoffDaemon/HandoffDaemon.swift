@@ -104,7 +104,8 @@ public final class HandoffDaemon: Sendable {
     let attachments: Attachments
     let book: StreamBook
     let launcher: Launcher
-    let streams: ContinuationStreams
+    let resuming: ResumingStreams
+    let originating: OriginatingStreams
     private let staticPeers: [PeerAddress]
     private let logger: Logger
     private let startedAt: Timestamp
@@ -112,7 +113,7 @@ public final class HandoffDaemon: Sendable {
     private let group = Mutex<ServiceGroup?>(nil)
     /// Why `firstUse` could not be done: the daemon stops, and says so (`run` throws it).
     private let firstUseFailure = Mutex<DaemonError?>(nil)
-    private let boundPeerPort = BoundPort()
+    let listener: PeerListener
 
     public init(configuration: DaemonConfiguration, logger: Logger) throws(DaemonError) {
         self.configuration = configuration
@@ -130,15 +131,19 @@ public final class HandoffDaemon: Sendable {
         self.staticPeers = statics
         let events = EventHub()
         self.events = events
+        // Features announce into the route before the ones it reaches exist (it is pointed at
+        // them below); nothing announces before the daemon runs.
+        let route = EventRoute()
         self.admission = AdmissionControl(limits: configuration.admissionLimits)
         let registry = ActivityRegistry(
             stateDirectory: configuration.stateDirectory,
             limits: configuration.limits,
             events: events,
+            announce: route.announce,
             logger: logger
         )
         self.registry = registry
-        let invites = InviteBook(lifetimeSeconds: configuration.inviteLifetimeSeconds, clock: configuration.clock)
+        let invites = InviteBook(lifetimeSeconds: configuration.inviteLifetimeSeconds, clock: configuration.clock, announce: route.announce)
         self.invites = invites
         let accounts = AccountStore(
             stateDirectory: configuration.stateDirectory,
@@ -146,6 +151,7 @@ public final class HandoffDaemon: Sendable {
             invites: invites,
             events: events,
             registry: registry,
+            announce: route.announce,
             logger: logger
         )
         self.accounts = accounts
@@ -156,35 +162,39 @@ public final class HandoffDaemon: Sendable {
         let book = StreamBook(events: events)
         self.book = book
         self.launcher = try Self.makeLauncher(configuration, logger: logger)
-        let links = MemberLinks(
-            store: accounts, security: security, directory: directory, registry: registry, presence: presence,
-            attachments: attachments, announce: { Self.route($0, book: book) }, logger: logger, saveWindow: configuration.saveWindow
+        let desk = ActivityDesk(
+            registry: registry, presence: presence, attachments: attachments, announce: route.announce, saveWindow: configuration.saveWindow
         )
+        let links = MemberLinks(store: accounts, security: security, directory: directory, desk: desk, logger: logger)
         self.links = links
-        self.streams = ContinuationStreams(
-            book: book, registry: registry, attachments: attachments, store: accounts, security: security, directory: directory, logger: logger
+        self.resuming = ResumingStreams(book: book, security: security, directory: directory, logger: logger)
+        self.originating = OriginatingStreams(book: book, registry: registry, attachments: attachments, store: accounts, logger: logger)
+        let listener = PeerListener(
+            port: configuration.peerPort,
+            bindAddresses: configuration.peerBindAddresses,
+            store: accounts,
+            security: security,
+            admission: admission,
+            links: links,
+            streams: originating,
+            logger: logger,
+            handshakeTimeout: .milliseconds(Int64(configuration.handshakeTimeoutSeconds * 1000)),
+            configFile: configuration.configFile
         )
-        let boundPeerPort = self.boundPeerPort
+        self.listener = listener
         let configuredPort = configuration.peerPort
         self.discovery = DiscoveryService(
             backend: configuration.discovery,
             browseDomains: configuration.browseDomains,
             staticPeers: configuration.staticPeers,
             store: accounts,
-            presence: presence,
             directory: directory,
-            links: links,
-            invites: invites,
-            port: { boundPeerPort.value ?? configuredPort },
+            notice: presence.notice,
+            announce: route.announce,
+            port: { listener.boundPort.value ?? configuredPort },
             logger: logger
         )
-    }
-
-    /// Where each feature's announcements go: the one place features reach those above them.
-    private static func route(_ event: DaemonEvent, book: StreamBook) {
-        switch event {
-        case .activityGiven(let peer, let activityID): book.grant(peer, activityID: activityID)
-        }
+        route.connect(EventRoute.Features(attachments: attachments, book: book, presence: presence, links: links, discovery: discovery))
     }
 
     private static func makeLauncher(_ configuration: DaemonConfiguration, logger: Logger) throws(DaemonError) -> Launcher {
@@ -248,7 +258,7 @@ public final class HandoffDaemon: Sendable {
     }
 
     /// The port other devices reach this one on (the configured one, or the one picked for 0).
-    public var peerPort: Int { boundPeerPort.value ?? configuration.peerPort }
+    public var peerPort: Int { listener.boundPort.value ?? configuration.peerPort }
 
     /// Runs every service until SIGTERM or SIGINT (with `handleSignals`) or `shutdown()`. With
     /// `onHangup`, SIGHUP calls it (`HangupService`).
@@ -264,12 +274,15 @@ public final class HandoffDaemon: Sendable {
             peers: PeerRoutes(
                 directory: directory, discovery: discovery,
                 continueFlow: ContinueFlow(
-                    accounts: accounts, directory: directory, links: links, book: book, launcher: launcher, events: events, peerPort: peerPort,
-                    maximumActivityBytes: configuration.limits.maximumEncodedSize
+                    accounts: accounts,
+                    fetch: ActivityFetch(
+                        directory: directory, links: links, peerPort: peerPort, maximumActivityBytes: configuration.limits.maximumEncodedSize
+                    ),
+                    book: book, launcher: launcher, events: events
                 ),
                 daemonUID: daemonUID
             ),
-            streams: StreamRoutes(book: book, streams: streams, daemonUID: daemonUID),
+            streams: StreamRoutes(book: book, resuming: resuming, originating: originating, daemonUID: daemonUID),
             status: { [self] in await self.status() },
             daemonUID: daemonUID,
             logger: logger
@@ -284,23 +297,7 @@ public final class HandoffDaemon: Sendable {
             logger: logger,
             ready: apiReady
         )
-        let listener = PeerListener(
-            port: configuration.peerPort,
-            bindAddresses: configuration.peerBindAddresses,
-            store: accounts,
-            security: security,
-            admission: admission,
-            links: links,
-            streams: streams,
-            logger: logger,
-            handshakeTimeout: .milliseconds(Int64(configuration.handshakeTimeoutSeconds * 1000)),
-            configFile: configuration.configFile,
-            reportPort: { [boundPeerPort] port in boundPeerPort.set(port) }
-        )
-        let state = StateLifecycle(
-            registry: registry, accounts: accounts, events: events, presence: presence, links: links, discovery: discovery, invites: invites,
-            attachments: attachments, book: book, notifier: configuration.notifier
-        )
+        let state = StateLifecycle(registry: registry, accounts: accounts, events: events, attachments: attachments, notifier: configuration.notifier)
         let hangup = onHangup.map { HangupService(reload: $0) }
         let serviceGroup = ServiceGroup(
             configuration: ServiceGroupConfiguration(
@@ -466,36 +463,16 @@ public final class HandoffDaemon: Sendable {
     }
 }
 
-/// Starts what was restored from disk (the activity's expiry timer, the account's TLS contexts),
-/// keeps what we announce in step with the current activity, and stops the timer and the event
-/// streams on shutdown.
+/// Starts what was restored from disk (the activity's expiry timer, the account's TLS contexts)
+/// and stops the timer and the event streams on shutdown.
 struct StateLifecycle: Service {
     let registry: ActivityRegistry
     let accounts: AccountStore
     let events: EventHub
-    let presence: Presence
-    let links: MemberLinks
-    let discovery: DiscoveryService
-    let invites: InviteBook
     let attachments: Attachments
-    let book: StreamBook
     let notifier: SystemdNotifier
 
     func run() async throws {
-        let (presence, links, discovery, attachments, book) = (self.presence, self.links, self.discovery, self.attachments, self.book)
-        await registry.observe { activity in
-            // Apps attached to an activity that is no longer current hear that it ended; devices
-            // that continued it can no longer open its streams.
-            attachments.currentChanged(to: activity?.id, reason: activity == nil ? "the activity was withdrawn or expired" : "another activity became current")
-            book.keepGrants(for: activity?.id)
-            // Peers with a session hear at once; the advert follows as fast as Avahi allows.
-            let notice = presence.update(activity)
-            await links.broadcast(.activityNotice(notice))
-            discovery.republish()
-        }
-        invites.observe { discovery.republish() }
-        await accounts.observe { discovery.accountChanged() }
-        _ = presence.update(await registry.currentActivity())
         await registry.start()
         await accounts.start()
         try? await gracefulShutdown()
@@ -506,3 +483,52 @@ struct StateLifecycle: Service {
     }
 }
 
+/// Where each feature's announcements (`DaemonEvent`) go: the one place features reach those
+/// above them, and the one `switch` that says what follows what.
+final class EventRoute: Sendable {
+    /// What the route reaches.
+    struct Features: Sendable {
+        let attachments: Attachments
+        let book: StreamBook
+        let presence: Presence
+        let links: MemberLinks
+        let discovery: DiscoveryService
+    }
+
+    private let features = Mutex<Features?>(nil)
+
+    func connect(_ features: Features) {
+        self.features.withLock { $0 = features }
+    }
+
+    var announce: Announce {
+        { [self] event in
+            guard let features = features.withLock({ $0 }) else { return }
+            Self.route(event, to: features)
+        }
+    }
+
+    static func route(_ event: DaemonEvent, to f: Features) {
+        switch event {
+        case .currentActivityChanged(let activity):
+            // Apps attached to an activity that is no longer current hear that it ended; devices
+            // that continued it can no longer open its streams.
+            f.attachments.currentChanged(to: activity?.id, reason: activity == nil ? "the activity was withdrawn or expired" : "another activity became current")
+            f.book.keepGrants(for: activity?.id)
+            // Peers with a session hear at once; the advert follows as fast as Avahi allows.
+            let notice = f.presence.update(activity)
+            let links = f.links
+            links.spawn { await links.broadcast(.activityNotice(notice)) }
+            f.discovery.advertise(notice)
+        case .accountChanged:
+            f.discovery.accountChanged()
+        case .invitesChanged(let newest):
+            f.discovery.inviting(newest)
+        case .memberSighted(let id):
+            let links = f.links
+            links.spawn { await links.consider(id) }
+        case .activityGiven(let peer, let activityID):
+            f.book.grant(peer, activityID: activityID)
+        }
+    }
+}

@@ -35,39 +35,39 @@ import Testing
     @Test func theAskerNamesEveryReasonThereIsNoActivity() throws {
         let a = Self.activity()
         let encoded = ActivityEncoding.encode(a)
-        #expect(try ContinueFlow.interpret(.activity(requestID: 1, encoded: encoded), seenID: a.id, peerName: "desk", maximumActivityBytes: 65536, now: Self.now) == a)
-        #expect(try ContinueFlow.interpret(.activity(requestID: 1, encoded: encoded), seenID: nil, peerName: "desk", maximumActivityBytes: 65536, now: Self.now) == a)
+        #expect(try ActivityFetch.interpret(.activity(requestID: 1, encoded: encoded), seenID: a.id, peerName: "desk", maximumActivityBytes: 65536, now: Self.now) == a)
+        #expect(try ActivityFetch.interpret(.activity(requestID: 1, encoded: encoded), seenID: nil, peerName: "desk", maximumActivityBytes: 65536, now: Self.now) == a)
         expectError(.activityChanged) {
-            try ContinueFlow.interpret(.activity(requestID: 1, encoded: encoded), seenID: UUID(), peerName: "desk", maximumActivityBytes: 65536, now: Self.now)
+            try ActivityFetch.interpret(.activity(requestID: 1, encoded: encoded), seenID: UUID(), peerName: "desk", maximumActivityBytes: 65536, now: Self.now)
         }
         expectError(.activityChanged) {
-            try ContinueFlow.interpret(
+            try ActivityFetch.interpret(
                 .activityUnavailable(requestID: 1, ActivityUnavailable(.changed, currentID: UUID(), message: "now another")), seenID: a.id,
                 peerName: "desk", maximumActivityBytes: 65536, now: Self.now
             )
         }
         expectError(.noCurrentActivity) {
-            try ContinueFlow.interpret(.activityUnavailable(requestID: 1, ActivityUnavailable(.none, message: "")), seenID: nil, peerName: "desk", maximumActivityBytes: 65536)
+            try ActivityFetch.interpret(.activityUnavailable(requestID: 1, ActivityUnavailable(.none, message: "")), seenID: nil, peerName: "desk", maximumActivityBytes: 65536)
         }
         expectError(.expired) {
-            try ContinueFlow.interpret(.activityUnavailable(requestID: 1, ActivityUnavailable(.expired, message: "")), seenID: nil, peerName: "desk", maximumActivityBytes: 65536)
+            try ActivityFetch.interpret(.activityUnavailable(requestID: 1, ActivityUnavailable(.expired, message: "")), seenID: nil, peerName: "desk", maximumActivityBytes: 65536)
         }
         // An activity that expired on the way, or that breaks the rules, or is too big, is refused.
         let late = ActivityEncoding.encode(Self.activity(expires: Self.now.adding(seconds: 1)))
         expectError(.expired) {
-            try ContinueFlow.interpret(.activity(requestID: 1, encoded: late), seenID: nil, peerName: "desk", maximumActivityBytes: 65536, now: Self.now.adding(seconds: 2))
+            try ActivityFetch.interpret(.activity(requestID: 1, encoded: late), seenID: nil, peerName: "desk", maximumActivityBytes: 65536, now: Self.now.adding(seconds: 2))
         }
         expectError(.refused) {
-            try ContinueFlow.interpret(.activity(requestID: 1, encoded: encoded), seenID: nil, peerName: "desk", maximumActivityBytes: 16, now: Self.now)
+            try ActivityFetch.interpret(.activity(requestID: 1, encoded: encoded), seenID: nil, peerName: "desk", maximumActivityBytes: 16, now: Self.now)
         }
         expectError(.refused) {
-            try ContinueFlow.interpret(.activity(requestID: 1, encoded: [0x48, 0x4F, 0x01, 0xFF]), seenID: nil, peerName: "desk", maximumActivityBytes: 65536)
+            try ActivityFetch.interpret(.activity(requestID: 1, encoded: [0x48, 0x4F, 0x01, 0xFF]), seenID: nil, peerName: "desk", maximumActivityBytes: 65536)
         }
         expectError(.versionMismatch) {
-            try ContinueFlow.interpret(.activity(requestID: 1, encoded: [0x48, 0x4F, 0x02]), seenID: nil, peerName: "desk", maximumActivityBytes: 65536)
+            try ActivityFetch.interpret(.activity(requestID: 1, encoded: [0x48, 0x4F, 0x02]), seenID: nil, peerName: "desk", maximumActivityBytes: 65536)
         }
         expectError(.versionMismatch) {
-            try ContinueFlow.interpret(.hello(PeerHello(deviceID: DeviceID(digest: Array(repeating: 1, count: 32)), deviceName: "x", accountStateVersion: 1)),
+            try ActivityFetch.interpret(.hello(PeerHello(deviceID: DeviceID(digest: Array(repeating: 1, count: 32)), deviceName: "x", accountStateVersion: 1)),
                                        seenID: nil, peerName: "desk", maximumActivityBytes: 65536)
         }
     }

@@ -74,4 +74,55 @@ import Testing
         }
         #expect(mentions == ["DaemonLocalAPI"])
     }
+
+    /// "No type takes more than 5 collaborators" (docs/architecture.md): what an initializer of a
+    /// daemon module takes that is a service — an actor, class or protocol of the daemon, a struct
+    /// that holds one, a discovery backend or a channel — or a closure it calls back. Values
+    /// (limits, paths, addresses) and the logger are not collaborators.
+    @Test func noTypeTakesMoreThanFiveCollaborators() throws {
+        var texts: [String: String] = [:]
+        for module in Self.daemonLine {
+            let directory = Self.sources.appendingPathComponent(module)
+            for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".swift") {
+                texts["\(module)/\(file)"] = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+            }
+        }
+        let all = texts.values.joined(separator: "\n")
+        var services: Set<String> = ["DiscoveryBackend", "Channel"]
+        for match in all.matches(of: /(?m)^\s*(?:package |public |private |fileprivate )?(?:final )?(?:actor|class|protocol) (\w+)/) {
+            services.insert(String(match.1))
+        }
+        // A struct holding a service is one (ContinueFlow, the routes…): repeat until nothing is added.
+        let structs = all.matches(of: /(?m)^(?:package |public |private )?struct (\w+)[^{]*\{((?:\n    .*|\n)*)/).map { (String($0.1), String($0.2)) }
+        var grew = true
+        while grew {
+            grew = false
+            for (name, body) in structs where !services.contains(name) {
+                let held = body.matches(of: /(?m)^    (?:package |private )?let \w+: (?:any )?(\w+)/).map { String($0.1) }
+                if held.contains(where: services.contains) {
+                    services.insert(name)
+                    grew = true
+                }
+            }
+        }
+        #expect(services.isSuperset(of: ["MemberLinks", "AccountStore", "ContinueFlow", "ActivityDesk", "StreamRoutes", "OriginatingStreams"]))
+        for (file, text) in texts {
+            for match in text.matches(of: /init\(((?:[^()]|\([^()]*\))*)\)/) {
+                var depth = 0
+                var parameters: [String] = [""]
+                for c in match.1 {
+                    if "([<".contains(c) { depth += 1 }
+                    if ")]>".contains(c) { depth -= 1 }
+                    if c == ",", depth == 0 { parameters.append("") } else { parameters[parameters.count - 1].append(c) }
+                }
+                let collaborators = parameters.filter { parameter in
+                    guard let colon = parameter.firstIndex(of: ":") else { return false }
+                    let type = parameter[parameter.index(after: colon)...].split(separator: "=").first ?? ""
+                    let words = type.split(whereSeparator: { !$0.isLetter && !$0.isNumber && $0 != "@" })
+                    return type.contains("@escaping") || words.first(where: { $0 != "any" && $0 != "some" }).map { services.contains(String($0)) } == true
+                }
+                #expect(collaborators.count <= 5, "\(file): init takes \(collaborators.count) collaborators")
+            }
+        }
+    }
 }
