@@ -25,6 +25,8 @@ public actor ActivityRegistry {
     private var deviceID: String?
     /// Tells the other features of every change (`.currentActivityChanged`).
     private let announce: Announce
+    /// The time of day activities expire by.
+    private let clock: any DaemonClock
     /// Waiting for the next change (a needsSave activity being saved).
     private var changeWaiters: [UUID: Once<Void>] = [:]
 
@@ -34,15 +36,16 @@ public actor ActivityRegistry {
         limits: ActivityLimits,
         events: EventHub,
         announce: @escaping Announce = { _ in },
-        logger: Logger,
-        now: Timestamp = .now()
+        clock: any DaemonClock = SystemDaemonClock(),
+        logger: Logger
     ) {
+        self.clock = clock
         self.path = stateDirectory + "/" + ActivityRegistry.fileName
         self.limits = limits
         self.events = events
         self.announce = announce
         self.logger = logger
-        self.current = ActivityRegistry.load(path: path, now: now, logger: logger)
+        self.current = ActivityRegistry.load(path: path, now: clock.now(), logger: logger)
         if let current {
             logger.info("restored the current activity", metadata: ["activity": "\(current.id.lowercasedString)", "type": "\(current.type)"])
         }
@@ -106,9 +109,10 @@ public actor ActivityRegistry {
     }
 
     /// Makes `request` the current activity (new, or an update of the current one when it names its id).
-    public func becomeCurrent(_ request: PutCurrentActivityRequest, now: Timestamp = .now()) async throws(DaemonError)
+    public func becomeCurrent(_ request: PutCurrentActivityRequest, now given: Timestamp? = nil) async throws(DaemonError)
         -> CurrentActivityResponse
     {
+        let now = given ?? clock.now()
         let activity: Activity
         if let id = request.id {
             guard let existing = current, existing.id == id else {
@@ -175,8 +179,8 @@ public actor ActivityRegistry {
     }
 
     /// Withdraws the current activity. Idempotent: with none, nothing happens.
-    public func resignCurrent(now: Timestamp = .now()) async throws(DaemonError) -> Activity? {
-        try await withdraw(reason: .resigned, now: now)
+    public func resignCurrent(now: Timestamp? = nil) async throws(DaemonError) -> Activity? {
+        try await withdraw(reason: .resigned, now: now ?? clock.now())
     }
 
     private func withdraw(reason: LocalEvent.ResignReason, now: Timestamp) async throws(DaemonError) -> Activity? {
@@ -212,22 +216,20 @@ public actor ActivityRegistry {
         expiryTask?.cancel()
         expiryTask = nil
         guard let activity = current, let expiry = activity.expirationDate else { return }
-        let id = activity.id
+        let (id, clock) = (activity.id, self.clock)
         expiryTask = Task { [weak self] in
             // The sleep is monotonic and the expiry is wall-clock time: waking at least every
             // `expiryCheckSeconds` notices a clock set forward past the expiry (one set back
             // wakes early and sleeps again).
-            let delay = min(Timestamp.now().microseconds(until: expiry), Self.expiryCheckSeconds * 1_000_000)
-            if delay > 0 {
-                try? await Task.sleep(for: .microseconds(delay))
-            }
+            let checkBy = clock.now().adding(seconds: Self.expiryCheckSeconds)
+            try? await clock.sleep(until: min(expiry, checkBy))
             guard !Task.isCancelled else { return }
             await self?.expire(id: id)
         }
     }
 
     private func expire(id: UUID) async {
-        let now = Timestamp.now()
+        let now = clock.now()
         guard let activity = current, activity.id == id, activity.isExpired(at: now) else {
             scheduleExpiry()  // woke early (clock change): try again
             return

@@ -65,6 +65,9 @@ package final class Attachments: Sendable {
         return stream
     }
 
+    /// How many apps are attached.
+    package var count: Int { state.withLock { $0.attachments.count } }
+
     /// The current activity changed: attachments to any other one end.
     package func currentChanged(to current: UUID?, reason: String) {
         let ended = state.withLock { s -> [Attachment] in

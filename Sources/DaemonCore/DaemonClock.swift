@@ -1,11 +1,14 @@
 import HandoffModel
 
-/// The time of day for what runs out (invites), and waiting for it: injected, so that a test moves
-/// the clock instead of sleeping (`ManualDaemonClock` in the tests' support).
+/// The time of day for what runs out (invites, activities), waiting for it, and the monotonic
+/// time rate limits are measured in: injected, so that a test moves the clock instead of
+/// sleeping (`ManualDaemonClock` in the tests' support).
 package protocol DaemonClock: Sendable {
     func now() -> Timestamp
     /// Returns once `now()` has reached `deadline`; throws when the task is cancelled first.
     func sleep(until deadline: Timestamp) async throws
+    /// For how long things took (penalties, budgets): never jumps with the time of day.
+    func instant() -> ContinuousClock.Instant
 }
 
 /// The system's clock.
@@ -13,6 +16,8 @@ package struct SystemDaemonClock: DaemonClock {
     package init() {}
 
     package func now() -> Timestamp { .now() }
+
+    package func instant() -> ContinuousClock.Instant { .now }
 
     package func sleep(until deadline: Timestamp) async throws {
         try await Task.sleep(for: .microseconds(max(0, Timestamp.now().microseconds(until: deadline))))

@@ -1,3 +1,4 @@
+import DaemonCore
 import Synchronization
 
 /// Limits what unauthenticated peers can cost us — without letting a flood of them turn against
@@ -49,8 +50,11 @@ package final class AdmissionControl: Sendable {
     let limits: Limits
     private let state = Mutex(State())
 
-    package init(limits: Limits = Limits()) {
+    private let clock: any DaemonClock
+
+    package init(limits: Limits = Limits(), clock: any DaemonClock = SystemDaemonClock()) {
         self.limits = limits
+        self.clock = clock
     }
 
     enum Verdict: Equatable {
@@ -69,8 +73,9 @@ package final class AdmissionControl: Sendable {
 
     /// Asked when a connection arrives. When admitted, the caller must later call
     /// `settled(address)` once (the handshake finished or the connection closed).
-    func admit(_ address: String, now: ContinuousClock.Instant = .now) -> Verdict {
-        state.withLock { s in
+    func admit(_ address: String, now given: ContinuousClock.Instant? = nil) -> Verdict {
+        let now = given ?? clock.instant()
+        return state.withLock { s in
             if let seen = s.members[address], now - seen < seconds(limits.memberAddressSeconds) {
                 // A member's address: the whole cap, no per-minute budget.
                 guard s.unauthenticated < limits.maximumUnauthenticated else { return .tooManyUnauthenticated }
@@ -102,8 +107,9 @@ package final class AdmissionControl: Sendable {
     }
 
     /// A connection from `address` completed a member handshake: its next ones come first.
-    func memberAuthenticated(_ address: String, now: ContinuousClock.Instant = .now) {
-        state.withLock { s in
+    func memberAuthenticated(_ address: String, now given: ContinuousClock.Instant? = nil) {
+        let now = given ?? clock.instant()
+        return state.withLock { s in
             s.members[address] = now
             guard s.members.count > limits.memberAddresses else { return }
             // Forget the address seen longest ago.
@@ -112,8 +118,9 @@ package final class AdmissionControl: Sendable {
     }
 
     /// An address presented a join code nobody issued.
-    func joinFailed(_ address: String, now: ContinuousClock.Instant = .now) {
-        state.withLock { s in
+    func joinFailed(_ address: String, now given: ContinuousClock.Instant? = nil) {
+        let now = given ?? clock.instant()
+        return state.withLock { s in
             var bucket = s.buckets[address] ?? Bucket(tokens: 0, updated: now)
             bucket.joinFailures += 1
             if bucket.joinFailures >= limits.joinFailures {

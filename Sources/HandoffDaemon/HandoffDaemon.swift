@@ -134,12 +134,13 @@ public final class HandoffDaemon: Sendable {
         // Features announce into the route before the ones it reaches exist (it is pointed at
         // them below); nothing announces before the daemon runs.
         let route = EventRoute()
-        self.admission = AdmissionControl(limits: configuration.admissionLimits)
+        self.admission = AdmissionControl(limits: configuration.admissionLimits, clock: configuration.clock)
         let registry = ActivityRegistry(
             stateDirectory: configuration.stateDirectory,
             limits: configuration.limits,
             events: events,
             announce: route.announce,
+            clock: configuration.clock,
             logger: logger
         )
         self.registry = registry

@@ -1,7 +1,8 @@
 import Foundation
 import HandoffAPI
 import HandoffClient
-import HandoffDaemon
+import DaemonAccounts
+@testable import HandoffDaemon
 import HandoffModel
 import HandoffTestSupport
 import Testing
@@ -104,9 +105,11 @@ import Testing
     }
 
     @Test func wrongCodesAreRateLimitedPerAddress() async throws {
+        let clock = ManualDaemonClock()
         let a = try await TestDaemon.start {
             $0.admissionLimits.joinFailures = 3
             $0.admissionLimits.penaltySeconds = 5
+            $0.clock = clock
         }
         _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
         let b = try await TestDaemon.start()
@@ -118,7 +121,9 @@ import Testing
         // Shut out, even with the right code, and told so (exit 34, as `account join --help` says)…
         await expectFailure(.rateLimited) { _ = try await Self.join(b, a, code: code, name: "b") }
         // …until the penalty is over.
-        try await Task.sleep(for: .milliseconds(5200))
+        clock.advance(seconds: 4)
+        await expectFailure(.rateLimited) { _ = try await Self.join(b, a, code: code, name: "b") }
+        clock.advance(seconds: 2)
         _ = try await Self.join(b, a, code: code, name: "b")
         #expect(try await updates.next()?.joined != nil)
         for d in [a, b] { try await d.finish() }
@@ -199,7 +204,7 @@ import Testing
         var pending: (code: String, updates: NDJSONSubscription<InviteUpdate>)? = try await Self.invite(a)
         let code = pending!.code
         pending = nil  // the inviter hangs up (Ctrl-C)
-        try await Task.sleep(for: .milliseconds(200))
+        try await waitUntil("the invite forgotten") { a.daemon.invites.newestPending() == nil }
         await expectFailure(.codeRejected) { _ = try await Self.join(b, a, code: code, name: "b") }
         for d in [a, b] { try await d.finish() }
     }

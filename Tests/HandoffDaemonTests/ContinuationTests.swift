@@ -1,7 +1,8 @@
 import Foundation
 import HandoffAPI
 import HandoffClient
-import HandoffDaemon
+import DaemonCore
+@testable import HandoffDaemon
 import HandoffDiscovery
 import HandoffModel
 import HandoffTestSupport
@@ -209,7 +210,7 @@ import Testing
         var watcher: NDJSONSubscription<AttachEvent>? = try await a.client.attach(AttachRequest(activityID: activity.id))
         _ = try await watcher?.next()
         watcher = nil
-        try await Task.sleep(for: .milliseconds(200))
+        try await waitUntil("the watcher's departure seen") { a.daemon.attachments.count == 1 }
         #expect(try await a.client.currentActivity().activity.content.supportsContinuationStreams)
 
         attachment = nil  // the app quits

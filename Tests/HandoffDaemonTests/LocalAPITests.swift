@@ -141,19 +141,19 @@ import DaemonCore
         let a = try await first.client.becomeCurrent(PutCurrentActivityRequest(content: Self.content(userInfo: Self.everyValue))).activity
         try await first.stop()
 
-        let second = try await TestDaemon.start(directory: first.directory)
+        let clock = ManualDaemonClock()
+        let second = try await TestDaemon.start(directory: first.directory) { $0.clock = clock }
         #expect(try await second.client.currentActivity().activity == a)
         var brief = Self.content()
-        // Room for a loaded machine to accept it before it expires; then the daemon is down
-        // until it has.
-        let expiry = Timestamp.now().adding(seconds: 3)
+        let expiry = Timestamp.now().adding(seconds: 60)
         brief.expirationDate = expiry
         let made = try await second.client.becomeCurrent(PutCurrentActivityRequest(content: brief)).activity
         #expect(try await second.client.currentActivity().activity.id == made.id, "still current when the daemon stops (else this tests nothing)")
         try await second.stop()
-        try await Task.sleep(for: .microseconds(max(0, Timestamp.now().microseconds(until: expiry)) + 200_000))
+        // The daemon is down while the activity expires.
+        clock.advance(seconds: clock.now().microseconds(until: expiry) / 1_000_000 + 1)
 
-        let third = try await TestDaemon.start(directory: first.directory)
+        let third = try await TestDaemon.start(directory: first.directory) { $0.clock = clock }
         do {
             _ = try await third.client.currentActivity()
             Issue.record("an activity that expired while the daemon was down came back")

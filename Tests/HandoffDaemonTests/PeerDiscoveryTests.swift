@@ -28,10 +28,13 @@ import Testing
     }
 
     /// A and B in one account on a shared network; B joined by finding A's invite on the network.
-    static func pair(network: DiscoveryNetwork = DiscoveryNetwork()) async throws -> (TestDaemon, TestDaemon) {
-        let a = try await TestDaemon.start(network: network)
+    /// `configure`: for both daemons.
+    static func pair(
+        network: DiscoveryNetwork = DiscoveryNetwork(), configure: (inout DaemonConfiguration) -> Void = { _ in }
+    ) async throws -> (TestDaemon, TestDaemon) {
+        let a = try await TestDaemon.start(network: network, configure: configure)
         _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
-        let b = try await TestDaemon.start(network: network)
+        let b = try await TestDaemon.start(network: network, configure: configure)
         let updates = try await a.client.invite()
         let code = try #require(try await updates.next()?.invite?.code)
         // No --peer: B finds the inviter by the join tag in its advert.
@@ -129,12 +132,15 @@ import Testing
     }
 
     @Test func continueReportsExpiredActivities() async throws {
-        let (a, b) = try await Self.pair()
+        let clock = ManualDaemonClock()
+        let (a, b) = try await Self.pair(configure: { $0.clock = clock })
         var content = ActivityContent(type: "com.example.brief", title: "soon gone")
-        content.expirationDate = Timestamp.now().adding(seconds: 2)
+        // Far enough ahead that a loaded machine shows it before the real time of day passes it.
+        let expiry = Timestamp.now().adding(seconds: 60)
+        content.expirationDate = expiry
         _ = try await a.client.becomeCurrent(PutCurrentActivityRequest(content: content))
         try await Self.waitForPeers(b, "A's activity") { $0.peers.first?.activity != nil }
-        try await Task.sleep(for: .milliseconds(2100))
+        clock.advance(seconds: clock.now().microseconds(until: expiry) / 1_000_000 + 1)
         try await Self.waitForPeers(b, "the expiry shown") { $0.peers.first?.activity == nil }
         await expectFailure(.noCurrentActivity) { _ = try await b.client.continueActivity(ContinueRequest(peer: "desk")) }
         for d in [a, b] { try await d.finish() }

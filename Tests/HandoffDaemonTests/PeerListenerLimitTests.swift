@@ -2,6 +2,8 @@ import Foundation
 import HandoffAPI
 import HandoffTestSupport
 import Testing
+@testable import DaemonLinks
+@testable import HandoffDaemon
 
 /// What a peer that never authenticates can cost: a bounded time and a bounded number of sockets.
 @Suite(.timeLimit(.minutes(3))) struct PeerListenerLimitTests {
@@ -56,7 +58,7 @@ import Testing
         let port = a.daemon.peerPort
         let held = (0..<3).compactMap { _ in SilentConnection(port: port) }
         #expect(held.count == 3)
-        try await Task.sleep(for: .milliseconds(100))
+        try await waitUntil("three connections admitted") { a.daemon.admission.unauthenticatedCount == 3 }
         let extra = try #require(SilentConnection(port: port))
         let extraClosed = await Task.detached { extra.closedByServer(within: 2) }.value
         #expect(extraClosed, "the fourth is closed at once")

@@ -20,3 +20,19 @@ public func expectFailure(
     }
     return ""
 }
+
+/// Returns once `condition` holds — something the daemon does in its own time (a connection
+/// accepted, an app's departure seen) — checking every 10 ms; fails the test after `seconds`.
+/// For what happens, never for time to pass: a test that needs time to pass moves a
+/// `ManualDaemonClock`.
+public func waitUntil(
+    _ what: String, within seconds: Int = 10, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    Issue.record("\(what): not within \(seconds) s", sourceLocation: sourceLocation)
+    throw CancellationError()
+}

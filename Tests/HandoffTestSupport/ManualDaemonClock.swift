@@ -2,11 +2,13 @@ import DaemonCore
 import HandoffModel
 import Synchronization
 
-/// A wall clock that moves only when a test says so (`advance`), for what runs out — so a test
-/// watches an invite expire without waiting for it.
+/// A clock that moves only when a test says so (`advance`), for what runs out and for rate
+/// limits — so a test watches an invite expire or a penalty end without waiting for it. Its
+/// monotonic time moves with its time of day.
 public final class ManualDaemonClock: DaemonClock {
     private struct State {
         var now: Timestamp
+        var instant: ContinuousClock.Instant = .now
         var sleepers: [Int: (deadline: Timestamp, wake: CheckedContinuation<Void, any Error>)] = [:]
         var nextSleeper = 0
     }
@@ -19,10 +21,13 @@ public final class ManualDaemonClock: DaemonClock {
 
     public func now() -> Timestamp { state.withLock { $0.now } }
 
+    public func instant() -> ContinuousClock.Instant { state.withLock { $0.instant } }
+
     /// Moves the clock on, waking every sleeper whose deadline it reaches.
     public func advance(seconds: Int64) {
         let due = state.withLock { s -> [CheckedContinuation<Void, any Error>] in
             s.now = s.now.adding(seconds: seconds)
+            s.instant = s.instant.advanced(by: .seconds(seconds))
             let now = s.now
             let due = s.sleepers.filter { $0.value.deadline <= now }
             for id in due.keys { s.sleepers[id] = nil }
