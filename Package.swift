@@ -10,7 +10,7 @@ let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 let lifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 
 /// The daemon's feature modules, lowest first: each may import only those before it.
-let daemonLine = ["DaemonCore", "DaemonAccounts", "DaemonLinks", "DaemonStreams", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon"]
+let daemonLine = ["DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon"]
 
 func daemonModule(_ name: String, uses: [Target.Dependency]) -> Target {
     let below = daemonLine.prefix { $0 != name }.map { Target.Dependency.target(name: $0) }
@@ -74,6 +74,7 @@ let package = Package(
         // depending on the ones below it in `daemonLine`.
         daemonModule("DaemonCore", uses: ["HandoffModel", "HandoffAPI", "HandoffPeer", "HandoffSystem", nioCore, nioPosix, logging, lifecycle]),
         daemonModule("DaemonAccounts", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem", logging]),
+        daemonModule("DaemonDiscovery", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", logging, lifecycle]),
         daemonModule(
             "DaemonLinks", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", nioCore, nioPosix, logging, lifecycle]
         ),
@@ -142,8 +143,9 @@ let package = Package(
         .testTarget(
             name: "HandoffDaemonTests",
             dependencies: [
-                "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonLinks", "DaemonStreams", "DaemonContinue", "DaemonLocalAPI",
+                "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonContinue", "DaemonLocalAPI",
                 "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

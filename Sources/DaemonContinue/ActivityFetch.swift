@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import DaemonCore
+import DaemonDiscovery
 import DaemonLinks
 import HandoffAPI
 import HandoffModel

@@ -1,5 +1,6 @@
 import DaemonAccounts
 import DaemonCore
+import DaemonDiscovery
 import HandoffAPI
 import HandoffModel
 import HandoffPeer

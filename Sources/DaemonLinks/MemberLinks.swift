@@ -5,6 +5,7 @@ import Foundation
 #endif
 import DaemonAccounts
 import DaemonCore
+import DaemonDiscovery
 import HandoffAPI
 import HandoffModel
 import HandoffPeer
@@ -91,12 +92,12 @@ package struct PeerRequestTimeout: Error, CustomStringConvertible {
 /// state. When a session ends, the device shows as unreachable at once; TCP keepalive notices a
 /// silent peer without waking us (docs/discovery.md).
 package actor MemberLinks {
-    private var sessions: [DeviceID: MemberSession] = [:]
+    private var slots = SessionSlots<MemberSession>()
+    private var sessions: [DeviceID: MemberSession] { slots.slots.mapValues(\.session) }
     private var dialing: Set<DeviceID> = []
     private var retryDelay: [DeviceID: Duration] = [:]
     /// When dialling a device last failed at every address (cleared once a session is up).
     private var dialFailedAt: [DeviceID: Timestamp] = [:]
-    private var ourID: DeviceID?
     let store: AccountStore
     let security: PeerSecurity
     let directory: PeerDirectory
@@ -133,21 +134,18 @@ package actor MemberLinks {
     /// an older one (a reconnection).
     private func register(_ session: MemberSession) -> Bool {
         let me = security.contexts?.deviceID
-        ourID = me
-        if let existing = sessions[session.peerID] {
-            let preferOurs = (me.map { $0 < session.peerID } ?? true)  // the smaller id dials
-            let keepExisting = existing.initiatedByUs != session.initiatedByUs && existing.initiatedByUs == preferOurs
-            if keepExisting { return false }
-            existing.close()
+        switch slots.up(session, peer: session.peerID, dialledByUs: session.initiatedByUs, me: me) {
+        case .refuse: return false
+        case .keepClosing(let replaced): replaced.close()
+        case .keep: break
         }
-        sessions[session.peerID] = session
         retryDelay[session.peerID] = nil
         dialFailedAt[session.peerID] = nil
         return true
     }
 
     private func unregister(_ session: MemberSession) {
-        if sessions[session.peerID] === session { sessions[session.peerID] = nil }
+        slots.down(session, peer: session.peerID)
     }
 
     /// Sends `message` to every session (activity notices, a newer account state).
@@ -160,8 +158,8 @@ package actor MemberLinks {
 
     /// Ends the sessions of devices that have been removed from the account, telling each first.
     func dropRevoked(_ revoked: Set<DeviceID>) async {
-        for (id, session) in sessions where revoked.contains(id) {
-            sessions[id] = nil
+        for id in sessions.keys where revoked.contains(id) {
+            guard let session = slots.remove(id) else { continue }
             if let notice = await store.removalNotice(for: id) { try? await session.send(.removed(notice)) }
             session.close()
             await directory.forget(id)
@@ -170,11 +168,9 @@ package actor MemberLinks {
 
     /// Ends every session: this device left its account, or was removed from it.
     package func dropAll() async {
-        let all = sessions
-        sessions = [:]
-        for (id, session) in all {
+        for session in slots.removeAll() {
             session.close()
-            await directory.forget(id)
+            await directory.forget(session.peerID)
         }
     }
 
@@ -409,7 +405,7 @@ package actor MemberLinks {
     package func consider(_ id: DeviceID) {
         guard sessions[id] == nil, !dialing.contains(id), let me = security.contexts?.deviceID, id != me else { return }
         dialing.insert(id)
-        let delay = retryDelay[id] ?? (me < id ? .zero : .seconds(3))
+        let delay = retryDelay[id] ?? SessionSlots<MemberSession>.firstDialDelay(me: me, peer: id)
         spawn { [self] in
             if delay > .zero { try? await Task.sleep(for: delay) }
             await self.dialNow(id)

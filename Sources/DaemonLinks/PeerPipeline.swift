@@ -182,6 +182,16 @@ package enum PeerPipeline {
         connection: TLSConnection,
         handshakeTimeout: TimeAmount = .seconds(10)
     ) throws -> PeerLink {
+        let (handshake, limit, remote) = try installHandlers(channel, connection: connection, handshakeTimeout: handshakeTimeout)
+        let wrapped = try PeerChannel(wrappingChannelSynchronously: channel)
+        return PeerLink(channel: wrapped, handshake: handshake, limit: limit, remoteAddress: remote)
+    }
+
+    /// The handlers `configure` installs, in order; messages come out of the last one (tests put
+    /// a handler of their own after them).
+    static func installHandlers(
+        _ channel: any Channel, connection: TLSConnection, handshakeTimeout: TimeAmount
+    ) throws -> (handshake: EventLoopFuture<TLSHandshakeCompleted>, limit: FrameLimit, remote: RemoteAddress) {
         let promise = channel.eventLoop.makePromise(of: TLSHandshakeCompleted.self)
         let limit = FrameLimit()
         let remote = RemoteAddress()
@@ -191,8 +201,7 @@ package enum PeerPipeline {
         try sync.addHandler(HandshakeGate(promise: promise, remote: remote))
         try sync.addHandler(ByteToMessageHandler(LimitedFrameDecoder(limit: limit)))
         try sync.addHandler(MessageToByteHandler(PeerFrameEncoder()))
-        let wrapped = try PeerChannel(wrappingChannelSynchronously: channel)
-        return PeerLink(channel: wrapped, handshake: promise.futureResult, limit: limit, remoteAddress: remote)
+        return (promise.futureResult, limit, remote)
     }
 
     /// `192.0.2.1`, `2001:db8::1`, or `fe80::1%eth0`: the address only (for rate limits, logs,

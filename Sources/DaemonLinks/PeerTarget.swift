@@ -1,4 +1,5 @@
 import DaemonCore
+import DaemonDiscovery
 import HandoffAPI
 import HandoffModel
 import NIOCore

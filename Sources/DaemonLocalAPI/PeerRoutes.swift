@@ -1,4 +1,5 @@
 import DaemonContinue
+import DaemonDiscovery
 import DaemonLinks
 import HandoffAPI
 

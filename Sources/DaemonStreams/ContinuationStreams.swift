@@ -5,6 +5,7 @@ import Foundation
 #endif
 import DaemonAccounts
 import DaemonCore
+import DaemonDiscovery
 import DaemonLinks
 import HandoffAPI
 import HandoffModel

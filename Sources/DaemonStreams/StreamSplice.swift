@@ -18,21 +18,7 @@ import Synchronization
 /// stream: the app's connection closes and the other device's is cut without close_notify, so
 /// neither end can take a partial stream for a whole one.
 final class StreamSplice: Sendable {
-    enum Side: Sendable, CustomStringConvertible {
-        case local, peer
-
-        var other: Side { self == .local ? .peer : .local }
-        var description: String { self == .local ? "app" : "device" }
-    }
-
-    /// A direction, named by the side its bytes come from.
-    private enum Direction {
-        case open
-        /// Its source ended; the other side's output is being closed.
-        case ending
-        /// Everything arrived and the other side's output is closed.
-        case ended
-    }
+    typealias Side = SpliceProgress.Side
 
     /// One end as the other sees it: calls go to it on its own event loop.
     struct End: Sendable {
@@ -69,9 +55,16 @@ final class StreamSplice: Sendable {
     }
 
     private struct State {
+        var progress = SpliceProgress()
         var ends: [(Side, End)] = []
-        var from: [Direction] = [.open, .open]  // [local, peer]
-        var finished = false
+
+        /// What `progress` says to do; once the stream is finished, the ends are let go (each
+        /// holds the splice: no cycle may outlive the stream).
+        mutating func decide(_ event: SpliceProgress.Event) -> SpliceProgress.Action {
+            let action = progress.handle(event)
+            if progress.finished { ends = [] }
+            return action
+        }
     }
 
     let record: StreamRecord
@@ -90,8 +83,6 @@ final class StreamSplice: Sendable {
         self.peerName = peerName
         self.logger = logger
     }
-
-    private static func index(_ side: Side) -> Int { side == .local ? 0 : 1 }
 
     /// Adds the glue to both channels. The peer channel's pending bytes (those that came with or
     /// after the answer frame) reach the glue once `release` (run on the peer's event loop, after
@@ -128,11 +119,12 @@ final class StreamSplice: Sendable {
     /// An end is in place; once both are, each starts reading.
     func attach(_ end: End, side: Side) {
         let ends = state.withLock { s -> [(Side, End)] in
-            guard !s.finished else { return [] }
+            let action = s.decide(.endAttached(side))
+            guard !s.progress.finished else { return [] }
             s.ends.append((side, end))
-            return s.ends
+            return action == .start ? s.ends : []
         }
-        guard ends.count == 2 else { return }
+        guard !ends.isEmpty else { return }
         record.opened()
         for (side, end) in ends {
             let partner = ends.first { $0.0 == side.other }!.1
@@ -141,21 +133,12 @@ final class StreamSplice: Sendable {
     }
 
     func inputEnded(_ side: Side) {
-        state.withLock { s in
-            if s.from[Self.index(side)] == .open { s.from[Self.index(side)] = .ending }
-        }
+        _ = state.withLock { $0.decide(.inputEnded(side)) }
     }
 
     /// Everything from `side` reached the other side, and its output was closed.
     func delivered(from side: Side) {
-        let complete = state.withLock { s -> Bool in
-            s.from[Self.index(side)] = .ended
-            guard !s.finished, s.from.allSatisfy({ $0 == .ended }) else { return false }
-            s.finished = true
-            s.ends = []  // each end holds the splice: no cycle may outlive the stream
-            return true
-        }
-        guard complete else { return }
+        guard state.withLock({ $0.decide(.delivered(from: side)) }) == .complete else { return }
         record.complete()
         let info = record.info
         logger.info(
@@ -170,25 +153,20 @@ final class StreamSplice: Sendable {
     /// may close the whole connection; whether its last writes made it is that close's outcome);
     /// a failure while either direction still flows.
     func inactive(_ side: Side) {
-        let fine = state.withLock { s in
-            s.finished || s.from.allSatisfy { $0 != .open }
-        }
-        guard !fine else { return }
+        guard state.withLock({ $0.decide(.closed(side)) }) == .fail else { return }
         switch side {
-        case .local: fail("the app's end of the stream closed before the stream ended")
-        case .peer: fail("\(peerName) closed the stream before it ended")
+        case .local: failed("the app's end of the stream closed before the stream ended")
+        case .peer: failed("\(peerName) closed the stream before it ended")
         }
     }
 
     func fail(_ reason: String) {
-        let first = state.withLock { s -> Bool in
-            defer {
-                s.finished = true
-                s.ends = []
-            }
-            return !s.finished
-        }
-        guard first else { return }
+        guard state.withLock({ $0.decide(.failed) }) == .fail else { return }
+        failed(reason)
+    }
+
+    /// The stream's one failure: recorded, and both connections cut.
+    private func failed(_ reason: String) {
         record.fail(reason)
         logger.notice("continuation stream failed", metadata: ["stream": "\(record.id.lowercasedString)", "reason": "\(reason)"])
         local.close(promise: nil)
@@ -201,6 +179,82 @@ final class StreamSplice: Sendable {
         case (.peer, let e as TLSError): "the connection to \(peerName) broke: \(e.message)"
         case (.peer, _): "the connection to \(peerName) broke: \(SocketErrorText.describe(error))"
         case (.local, _): "the app's connection failed: \(SocketErrorText.describe(error))"
+        }
+    }
+}
+
+/// The decisions of a `StreamSplice`, as a value (as `TXTThrottle` is): what happened to its ends
+/// and directions goes in, what to do comes out — start both ends once both are in place,
+/// complete once both directions were delivered, fail on a connection closing while a direction
+/// still flows or on an error — and the stream gets exactly one outcome.
+struct SpliceProgress: Sendable {
+    enum Side: Sendable, Hashable, CustomStringConvertible {
+        case local, peer
+
+        var other: Side { self == .local ? .peer : .local }
+        var description: String { self == .local ? "app" : "device" }
+    }
+
+    /// A direction, named by the side its bytes come from.
+    enum Direction: Equatable, Sendable {
+        case open
+        /// Its source ended; the other side's output is being closed.
+        case ending
+        /// Everything arrived and the other side's output is closed.
+        case ended
+    }
+
+    enum Event: Equatable, Sendable {
+        /// An end's handler is in its channel's pipeline.
+        case endAttached(Side)
+        /// The side's input ended (end-of-file, close_notify).
+        case inputEnded(Side)
+        /// Everything from the side reached the other, whose output was then closed.
+        case delivered(from: Side)
+        /// The side's connection closed.
+        case closed(Side)
+        /// An error on either connection (or joining them).
+        case failed
+    }
+
+    enum Action: Equatable, Sendable {
+        case nothing
+        /// Both ends are in place: each starts reading.
+        case start
+        /// Both directions were delivered: the stream completed; close both connections.
+        case complete
+        /// The stream failed: cut both connections (the other device's without close_notify).
+        case fail
+    }
+
+    private var attached: Set<Side> = []
+    private(set) var from: [Side: Direction] = [.local: .open, .peer: .open]
+    /// An outcome was given: nothing after changes it.
+    private(set) var finished = false
+
+    mutating func handle(_ event: Event) -> Action {
+        guard !finished else { return .nothing }
+        switch event {
+        case .endAttached(let side):
+            attached.insert(side)
+            return attached.count == 2 ? .start : .nothing
+        case .inputEnded(let side):
+            if from[side] == .open { from[side] = .ending }
+            return .nothing
+        case .delivered(let side):
+            from[side] = .ended
+            guard from.values.allSatisfy({ $0 == .ended }) else { return .nothing }
+            finished = true
+            return .complete
+        case .closed:
+            // Fine once both inputs ended: closing the output that ends the stream may close
+            // the whole connection, and whether its last writes made it is that close's outcome.
+            guard from.values.contains(.open) else { return .nothing }
+            finished = true
+            return .fail
+        case .failed:
+            finished = true
+            return .fail
         }
     }
 }

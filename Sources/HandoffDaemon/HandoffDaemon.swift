@@ -6,6 +6,7 @@ import Foundation
 import DaemonAccounts
 import DaemonContinue
 import DaemonCore
+import DaemonDiscovery
 import DaemonLinks
 import DaemonLocalAPI
 import DaemonStreams

@@ -121,7 +121,7 @@ package actor PeerDirectory {
 
     // MARK: What sessions report
 
-    func sessionUp(_ id: DeviceID, name: String, address: String?, theirClock: Timestamp? = nil, now: Timestamp = .now()) {
+    package func sessionUp(_ id: DeviceID, name: String, address: String?, theirClock: Timestamp? = nil, now: Timestamp = .now()) {
         update(id, name: name) { e in
             e.sessions += 1
             if let theirClock { e.clockOffsetSeconds = Double(theirClock.microsecondsSinceEpoch - now.microsecondsSinceEpoch) / 1_000_000 }
@@ -131,33 +131,33 @@ package actor PeerDirectory {
         }
     }
 
-    func sessionDown(_ id: DeviceID, now: Timestamp = .now()) {
+    package func sessionDown(_ id: DeviceID, now: Timestamp = .now()) {
         update(id) { e in
             e.sessions = max(0, e.sessions - 1)
             if e.sessions == 0 { e.unreachableSince = now }
         }
     }
 
-    func notice(_ id: DeviceID, _ notice: ActivityNotice, now: Timestamp = .now()) {
+    package func notice(_ id: DeviceID, _ notice: ActivityNotice, now: Timestamp = .now()) {
         update(id) { e in
             e.lastSeen = now
             Self.apply(sequence: notice.sequence, activity: notice.activity, to: &e)
         }
     }
 
-    func staticPeer(_ id: DeviceID, name: String, address: String) {
+    package func staticPeer(_ id: DeviceID, name: String, address: String) {
         update(id, name: name) { $0.staticAddresses.insert(address) }
     }
 
     /// The names a (newer) account state gives the devices.
-    func rename(from state: AccountState) {
+    package func rename(from state: AccountState) {
         for device in state.devices where entries[device.id] != nil && entries[device.id]?.name != device.name {
             update(device.id, name: device.name) { _ in }
         }
     }
 
     /// A device was removed from the account: it disappears.
-    func forget(_ id: DeviceID) {
+    package func forget(_ id: DeviceID) {
         guard entries.removeValue(forKey: id) != nil else { return }
         owners = owners.filter { $0.value != id }
         events.publish(LocalEvent(at: .now(), .peerGone(id)))
@@ -196,7 +196,7 @@ package actor PeerDirectory {
     package var strangers: Int { strangerInstances.count }
     package var reachableCount: Int { entries.values.filter { $0.sessions > 0 }.count }
 
-    func info(_ id: DeviceID) -> PeerInfo? { entries[id]?.info(now: .now()) }
+    package func info(_ id: DeviceID) -> PeerInfo? { entries[id]?.info(now: .now()) }
 
     /// Where to dial `id`: each advert's host name (looked up now), its addresses as last
     /// resolved (IPv4 before IPv6), then static ones.
@@ -226,5 +226,5 @@ package actor PeerDirectory {
         return .advert(id, instanceName: newest.key.name)
     }
 
-    func isSighted(_ id: DeviceID) -> Bool { !(entries[id]?.sightings.isEmpty ?? true) }
+    package func isSighted(_ id: DeviceID) -> Bool { !(entries[id]?.sightings.isEmpty ?? true) }
 }
