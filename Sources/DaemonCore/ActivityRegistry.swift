@@ -86,12 +86,7 @@ public actor ActivityRegistry {
         let key = UUID()
         let once = Once<Void>()
         changeWaiters[key] = once
-        let timer = Task {
-            try? await Task.sleep(for: timeout)
-            once.settle(())
-        }
-        await once.value
-        timer.cancel()
+        _ = await once.value(within: timeout)
         changeWaiters[key] = nil
     }
 

@@ -23,7 +23,7 @@ package final class MemberSession: Sendable {
     let remote: String
     private let outbound: NIOAsyncChannelOutboundWriter<PeerMessage>
     private let channel: any Channel
-    private let pending = Mutex<[UInt32: CheckedContinuation<PeerMessage, any Error>]>([:])
+    private let pending = Mutex<[UInt32: Once<Result<PeerMessage, any Error>>]>([:])
     private let nextID = Mutex<UInt32>(1)
 
     init(peerID: DeviceID, peerName: String, initiatedByUs: Bool, remote: String, outbound: NIOAsyncChannelOutboundWriter<PeerMessage>, channel: any Channel) {
@@ -48,33 +48,36 @@ package final class MemberSession: Sendable {
             return n
         }
         let message = make(id)
-        return try await withCheckedThrowingContinuation { continuation in
-            pending.withLock { $0[id] = continuation }
-            Task {
-                do {
-                    try await outbound.write(message)
-                } catch {
-                    self.settle(id, .failure(error))
-                }
+        let answer = Once<Result<PeerMessage, any Error>>()
+        pending.withLock { $0[id] = answer }
+        defer { pending.withLock { _ = $0.removeValue(forKey: id) } }
+        // The time allowed covers the write: a peer that stops reading fills the connection.
+        let outbound = self.outbound
+        let result = await withTaskGroup(of: Void.self) { group -> Result<PeerMessage, any Error>? in
+            group.addTask {
+                do { try await outbound.write(message) } catch { answer.settle(.failure(error)) }
             }
-            Task {
-                try? await Task.sleep(for: timeout)
-                self.settle(id, .failure(PeerRequestTimeout()))
-            }
+            defer { group.cancelAll() }
+            return await answer.value(within: timeout)
         }
+        guard let result else {
+            try Task.checkCancellation()
+            throw PeerRequestTimeout()
+        }
+        return try result.get()
     }
 
     /// Delivers an answer (or a failure) to whoever waits for request `id`; later ones are ignored.
     func settle(_ id: UInt32, _ result: Result<PeerMessage, any Error>) {
-        pending.withLock { $0.removeValue(forKey: id) }?.resume(with: result)
+        pending.withLock { $0.removeValue(forKey: id) }?.settle(result)
     }
 
     func failAll(_ error: any Error) {
-        let waiting = pending.withLock { p -> [CheckedContinuation<PeerMessage, any Error>] in
+        let waiting = pending.withLock { p -> [Once<Result<PeerMessage, any Error>>] in
             defer { p.removeAll() }
             return Array(p.values)
         }
-        waiting.forEach { $0.resume(throwing: error) }
+        waiting.forEach { $0.settle(.failure(error)) }
     }
 
     func close() {

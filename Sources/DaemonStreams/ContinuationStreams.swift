@@ -176,12 +176,7 @@ package struct OriginatingStreams: Sendable {
             return
         }
         logger.info("continuation stream requested", metadata: ["stream": "\(streamID.lowercasedString)", "peer": "\(peer.id.short)"])
-        let timer = Task {
-            try? await Task.sleep(for: ContinuationStreams.takeDeadline)
-            taken.settle(false)
-        }
-        let wasTaken = await taken.value
-        timer.cancel()
+        let wasTaken = await taken.value(within: ContinuationStreams.takeDeadline) ?? false
         // Claiming settles the race with an app arriving right at the deadline.
         if !wasTaken, book.claim(streamID) != nil {
             record.fail("the originating app did not take the stream within \(ContinuationStreams.takeDeadline)")

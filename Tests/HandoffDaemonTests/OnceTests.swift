@@ -1,0 +1,30 @@
+import Testing
+@testable import DaemonCore
+
+/// `Once.value(within:)`, the one way the daemon waits for something with a deadline.
+@Suite struct OnceTests {
+    @Test func aValueSetBeforeOrWhileWaitingIsReturned() async {
+        let set = Once<Int>()
+        set.settle(1)
+        #expect(await set.value(within: .seconds(60)) == 1)
+        let later = Once<Int>()
+        async let waited = later.value(within: .seconds(60))
+        later.settle(2)
+        later.settle(3)  // only the first counts
+        #expect(await waited == 2)
+        #expect(await later.value == 2)
+    }
+
+    @Test func noValueInTimeIsNil() async {
+        #expect(await Once<Int>().value(within: .zero) == nil)
+    }
+
+    @Test func aCancelledWaitEndsAtOnce() async {
+        let never = Once<Int>()
+        let waiter = Task { await never.value(within: .seconds(3600)) }
+        waiter.cancel()
+        #expect(await waiter.value == nil)
+        never.settle(4)  // nobody is left waiting
+        #expect(await never.value(within: .zero) == 4)
+    }
+}
