@@ -40,7 +40,8 @@ package final class Once<Value: Sendable>: Sendable {
         }
     }
 
-    private func valueUnlessCancelled() async -> Value? {
+    /// The value, or nil once the task is cancelled (whichever comes first).
+    package func valueUnlessCancelled() async -> Value? {
         let id = state.withLock { s in
             defer { s.nextLeaver += 1 }
             return s.nextLeaver

@@ -60,9 +60,11 @@ package struct AccountRoutes: Sendable {
         let invites = accounts.invites
         let identity = JoinPSK(code: code).identity
         let first = InviteUpdate(invite: .init(code: code.text, expiresAt: expiresAt, port: peerPort()))
-        let (updates, continuation) = AsyncStream.makeStream(of: InviteUpdate.self)
-        let waiter = Task {
-            continuation.yield(first)
+        // However the answer ends — sent, the inviter gone, or never started — an invite nobody
+        // used is forgotten with it (a used or expired one is kept: `InviteBook.cancel`).
+        let release = InviteRelease(invites: invites, identity: identity)
+        return .lines { writer in
+            guard await writer.write(first) else { return }
             let outcome = await withTaskGroup(of: InviteBook.Outcome?.self) { group in
                 group.addTask {
                     for await outcome in outcomes { return outcome }
@@ -81,19 +83,14 @@ package struct AccountRoutes: Sendable {
                 return first
             }
             switch outcome {
-            case .joined(let device): continuation.yield(InviteUpdate(joined: device))
+            case .joined(let device): _ = await writer.write(InviteUpdate(joined: device))
             case .expired:
                 invites.expire(identity)
-                continuation.yield(InviteUpdate(expired: true))
+                _ = await writer.write(InviteUpdate(expired: true))
             case nil: break
             }
-            continuation.finish()
+            withExtendedLifetime(release) {}
         }
-        continuation.onTermination = { _ in
-            waiter.cancel()
-            invites.cancel(identity)
-        }
-        return .ndjson(updates)
     }
 
     func sync(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
@@ -150,4 +147,17 @@ package struct AccountRoutes: Sendable {
         await links.stateChanged()
         return .ok(removed)
     }
+}
+
+/// Cancels an invite when the answer that waits on it lets go.
+private final class InviteRelease: Sendable {
+    let invites: InviteBook
+    let identity: [UInt8]
+
+    init(invites: InviteBook, identity: [UInt8]) {
+        self.invites = invites
+        self.identity = identity
+    }
+
+    deinit { invites.cancel(identity) }
 }

@@ -44,21 +44,17 @@ struct LocalAPIRequest: Sendable {
 enum LocalAPIResponse: Sendable {
     case json(HTTPResponseStatus, [UInt8])
     case jsonWithHeaders(HTTPResponseStatus, [UInt8], HTTPHeaders)
-    /// NDJSON: each element is one JSON line (without its newline), sent as it comes.
-    case lines(AsyncStream<[UInt8]>)
+    /// NDJSON: `produce` writes one JSON line at a time, in the connection's own task, until it
+    /// returns, or is cancelled because the client left or the daemon stops.
+    case lines(@Sendable (NDJSONWriter) async -> Void)
 
-    /// Encodes each element as one line of JSON.
+    /// Each element of `source` as one line of JSON, until it ends.
     static func ndjson<Element: Encodable & Sendable>(_ source: AsyncStream<Element>) -> LocalAPIResponse {
-        let (lines, continuation) = AsyncStream.makeStream(of: [UInt8].self)
-        let pump = Task {
-            let encoder = LocalAPIJSON.encoder()
+        .lines { writer in
             for await element in source {
-                if let line = try? encoder.encode(element) { continuation.yield(Array(line)) }
+                guard await writer.write(element) else { return }
             }
-            continuation.finish()
         }
-        continuation.onTermination = { _ in pump.cancel() }
-        return .lines(lines)
     }
 
     static func ok(_ value: some Encodable) -> LocalAPIResponse {
@@ -72,6 +68,18 @@ enum LocalAPIResponse: Sendable {
     static func error(_ e: LocalAPIError, headers: HTTPHeaders = [:]) -> LocalAPIResponse {
         let body = (try? LocalAPIJSON.encoder().encode(e.body)).map(Array.init) ?? Array(#"{"error":{"code":"internal_error","message":"encoding failed"}}"#.utf8)
         return .jsonWithHeaders(HTTPResponseStatus(statusCode: e.code.httpStatus), body, headers)
+    }
+}
+
+/// Writes an NDJSON response's lines.
+struct NDJSONWriter: Sendable {
+    let send: @Sendable ([UInt8]) async -> Bool
+
+    /// False once the client is gone: the producer stops.
+    func write(_ value: some Encodable) async -> Bool {
+        guard var line = try? LocalAPIJSON.encoder().encode(value) else { return true }
+        line.append(0x0A)
+        return await send(Array(line))
     }
 }
 

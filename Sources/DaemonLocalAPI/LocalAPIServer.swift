@@ -263,28 +263,24 @@ package final class LocalAPIServer: Service {
             try await outbound.write(.end(nil))
             return keepAlive
 
-        case .lines(let lines):
+        case .lines(let produce):
             headers.add(name: "content-type", value: "application/x-ndjson")
             headers.add(name: "cache-control", value: "no-store")
             headers.add(name: "connection", value: "close")
             try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)))
-            // Stream until the source ends (or the daemon stops), or the client leaves.
-            let writer = Task {
-                for await var line in lines {
-                    line.append(0x0A)
-                    do {
-                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: line))))
-                    } catch {
-                        return
-                    }
+            let writer = NDJSONWriter { line in (try? await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: line))))) != nil }
+            let gone = Once<Void>()
+            closed?.whenComplete { _ in gone.settle(()) }
+            // Lines until the source ends (or the daemon stops: this task is cancelled), or the
+            // client leaves — noticed even while no line is due.
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    await produce(writer)
+                    try? await outbound.write(.end(nil))
                 }
-                try? await outbound.write(.end(nil))
-            }
-            closed?.whenComplete { _ in writer.cancel() }
-            await withTaskCancellationHandler {
-                await writer.value
-            } onCancel: {
-                writer.cancel()
+                group.addTask { _ = await gone.valueUnlessCancelled() }
+                await group.next()
+                group.cancelAll()
             }
             return false
         }
