@@ -30,6 +30,8 @@ final class FileSocketServer: Sendable {
     private let streams: StreamRoutes
     private let logger: Logger
     private let acceptor: BlockingThread
+    /// Connections with their request read, for `serveAll`.
+    private let accepted: AsyncStream<Accepted>
     /// How long a client may take to send its request after connecting.
     static let requestTimeoutSeconds = 5
 
@@ -63,12 +65,32 @@ final class FileSocketServer: Sendable {
             throw DaemonError(.socket, "cannot restrict \(path) to its owner", cause: SystemCallError(call: "chmod", errno: e))
         }
         listening = fd
-        let serve: @Sendable (Accepted) -> Void = { accepted in
-            Task { await FileSocketServer.serve(accepted, streams: streams, logger: logger) }
+        // A local user's own connections, read one at a time by the accept thread: a few waiting
+        // is plenty; more are closed (the client sees its request refused and may retry).
+        let (accepted, intake) = AsyncStream.makeStream(of: Accepted.self, bufferingPolicy: .bufferingOldest(64))
+        self.accepted = accepted
+        let serve: @Sendable (Accepted) -> Void = { connection in
+            if case .dropped = intake.yield(connection) {
+                close(connection.connection)
+                if connection.passed >= 0 { close(connection.passed) }
+            }
         }
         let daemonUID = streams.daemonUID
-        acceptor = BlockingThread { FileSocketServer.acceptLoop(fd, daemonUID: daemonUID, serve: serve) }
+        acceptor = BlockingThread {
+            FileSocketServer.acceptLoop(fd, daemonUID: daemonUID, serve: serve)
+            intake.finish()
+        }
         logger.info("file socket listening", metadata: ["socket": "\(path)"])
+    }
+
+    /// Serves each connection as it is accepted, until `stop` (or cancellation).
+    func serveAll() async {
+        let (streams, logger) = (self.streams, self.logger)
+        await withDiscardingTaskGroup { group in
+            for await connection in accepted {
+                group.addTask { await FileSocketServer.serve(connection, streams: streams, logger: logger) }
+            }
+        }
     }
 
     /// Stops accepting (streams already started go on) and removes the socket file.

@@ -76,12 +76,15 @@ package final class LocalAPIServer: Service {
             try? await first.server.channel.close()
             throw error
         }
-        defer { files.stop() }
         ready.succeed()
 
         // Served until shutdown, whatever a connection does; on shutdown open requests end too
         // (event streams last forever otherwise).
-        await loop.run(first) { await self.serve($0) }
+        await withDiscardingTaskGroup { group in
+            group.addTask { await files.serveAll() }
+            await loop.run(first) { await self.serve($0) }
+            files.stop()
+        }
         logger.info("local API closed", metadata: ["socket": "\(socketPath)"])
     }
 

@@ -156,14 +156,12 @@ package final class StreamBook: Sendable {
 package final class StreamRecord: Sendable {
     private struct State {
         var info: StreamInfo
-        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
-        /// Waiters whose time ran out before they started waiting.
-        var expired: Set<Int> = []
-        var nextWaiter = 0
     }
 
     package let id: UUID
     private let state: Mutex<State>
+    /// Set with the outcome.
+    private let outcome = Once<Void>()
     private let events: EventHub
 
     init(_ info: StreamInfo, events: EventHub) {
@@ -207,47 +205,21 @@ package final class StreamRecord: Sendable {
 
     /// The first outcome stands: a stream that failed does not later complete, nor the reverse.
     private func finish(_ final: StreamInfo.State, error: String?) {
-        let (info, waiters) = state.withLock { s -> (StreamInfo?, [CheckedContinuation<Void, Never>]) in
-            guard !s.info.state.isFinal else { return (nil, []) }
+        let info = state.withLock { s -> StreamInfo? in
+            guard !s.info.state.isFinal else { return nil }
             s.info.state = final
             s.info.error = error
             s.info.endedAt = .now()
-            defer { s.waiters = [:] }
-            return (s.info, Array(s.waiters.values))
+            return s.info
         }
         guard let info else { return }
-        waiters.forEach { $0.resume() }
+        outcome.settle(())
         events.publish(LocalEvent(at: .now(), .streamChanged(info)))
     }
 
     /// The final state, or the state at `timeout` if it is not final by then.
     package func final(within timeout: Duration) async -> StreamInfo {
-        let key = state.withLock { s in
-            defer { s.nextWaiter += 1 }
-            return s.nextWaiter
-        }
-        let timer = Task { [self] in
-            try? await Task.sleep(for: timeout)
-            state.withLock { s -> CheckedContinuation<Void, Never>? in
-                guard let waiter = s.waiters.removeValue(forKey: key) else {
-                    s.expired.insert(key)
-                    return nil
-                }
-                return waiter
-            }?.resume()
-        }
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { s in
-                if s.info.state.isFinal || s.expired.contains(key) { return true }
-                s.waiters[key] = c
-                return false
-            }
-            if done { c.resume() }
-        }
-        timer.cancel()
-        return state.withLock { s in
-            s.expired.remove(key)
-            return s.info
-        }
+        _ = await outcome.value(within: timeout)
+        return info
     }
 }
