@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Simulated hosts for end-to-end tests and benchmarks (FACTS.md, "Simulated hosts"):
+# Simulated hosts for end-to-end tests and benchmarks (docs/platform.md, "This machine"):
 # each host is a network namespace on a private bridge, with its own persistent mount and UTS
 # namespaces holding its own D-Bus system bus and avahi-daemon. Link-local addresses and no
 # default route: nothing leaves the machine. Needs root.

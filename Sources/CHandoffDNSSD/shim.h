@@ -3,7 +3,7 @@
 //
 // Why this exists: to give Swift one module for the header pkg-config points at
 // (/usr/include/avahi-compat-libdns_sd). The API imports as it is. What Avahi's implementation
-// does and does not support is in FACTS.md (flags must be 0; no GetAddrInfo; TXT updates faster
+// does and does not support is in docs/platform.md (flags must be 0; no GetAddrInfo; TXT updates faster
 // than 1/s stall it; every ref is its own client thread and fd).
 //
 // One addition, `handoff_dnssd_zero_allocations`: the compat layer allocates each ref without

@@ -36,7 +36,7 @@ package enum AdvertSeal {
     package struct TooLarge: Error {}
 
     /// Our TXT record. The title is shortened if the record would exceed 1300 bytes (Avahi silently
-    /// drops records over ~1400: FACTS.md).
+    /// drops records over ~1400: docs/platform.md).
     package static func txt(_ advert: Advert, keys: AdvertKeys, salt: [UInt8], instanceName: String, joinTag: [UInt8]? = nil) throws(TooLarge) -> TXTRecord {
         var advert = advert
         var titleBudget = ActivityLimits.maximumTitleBytes

@@ -15,7 +15,7 @@ import HandoffTLS
 /// what `handoffctl peers` shows, and where `continue` finds a device's addresses.
 ///
 /// A device's activity is the one with the highest sequence number, whichever way it came:
-/// adverts can arrive late and out of order (FACTS.md), notices arrive at once.
+/// adverts can arrive late and out of order (docs/platform.md), notices arrive at once.
 package actor PeerDirectory {
     struct Sighted {
         var source: DiscoverySource

@@ -5,7 +5,7 @@ import HandoffModel
 import Glibc
 #endif
 
-/// DNS-SD through Avahi's dns_sd compat layer, shaped by what it really does (FACTS.md):
+/// DNS-SD through Avahi's dns_sd compat layer, shaped by what it really does (docs/platform.md):
 ///
 /// - browse → resolve once → `DNSServiceQueryRecord` on the TXT for changes (a long-running
 ///   resolve delivers TXT changes late, skips some, and reorders them);
@@ -416,7 +416,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
                 }
             }
         } else if id == entry.txtQueryID {
-            // Old values arrive later as removes (FACTS.md), and a query that starts while Avahi
+            // Old values arrive later as removes (docs/platform.md), and a query that starts while Avahi
             // caches the previous record reports both as adds, in either order: the record
             // reported is the last added, and the instance stays followed while any record
             // present is one we follow.

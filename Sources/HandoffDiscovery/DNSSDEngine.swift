@@ -10,7 +10,7 @@ import Glibc
 ///
 /// Avahi's compat layer gives each ref its own client, thread and socket; a ref's socket becomes
 /// readable on every D-Bus wake-up and `DNSServiceProcessResult` then does a blocking read, so it
-/// must be called exactly once per readable event and never otherwise (FACTS.md). The engine
+/// must be called exactly once per readable event and never otherwise (docs/platform.md). The engine
 /// thread polls the refs' sockets and a pipe on which other threads post commands; callbacks
 /// run on it and are turned into `Event`s on an AsyncStream.
 final class DNSSDEngine: @unchecked Sendable {

@@ -2,7 +2,7 @@
 /// (docs/discovery.md, "A link full of strangers").
 ///
 /// Every ref through Avahi's compat layer is an avahi client of its own: a thread, a socket pair
-/// and a system-bus connection (FACTS.md), and dbus-daemon allows a user 256 connections in all.
+/// and a system-bus connection (docs/platform.md), and dbus-daemon allows a user 256 connections in all.
 /// So a stranger's advert must cost no long-lived ref: each instance is resolved once (a few at a
 /// time, each for a bounded time), and only the instances whose TXT carries our account's tag (or
 /// a wanted join tag) are followed with long-lived queries — at most `maximumFollowed` of them.

@@ -1,4 +1,4 @@
-/// When the TXT of our registration may change (FACTS.md): Avahi re-probes and then publishes
+/// When the TXT of our registration may change (docs/platform.md): Avahi re-probes and then publishes
 /// nothing for 13–30 s if the TXT changes faster than about once a second, and an update before
 /// the registration is confirmed kept a service unannounced for 31 s. So: nothing before the
 /// register callback, then at most one update per second, always the latest (trailing edge).

@@ -16,7 +16,7 @@ public final class TLSConnection {
     private let expectedPeer: DeviceID?
 
     /// (Client) the PSK this connection offers; its identity is handed to OpenSSL by pointer and
-    /// must outlive every handshake callback (FACTS.md), so it lives as long as the connection.
+    /// must outlive every handshake callback (docs/platform.md), so it lives as long as the connection.
     private(set) var pskOffer: (identity: UnsafeMutableBufferPointer<UInt8>, key: [UInt8])?
     /// (Server) what the ClientHello offered and we know: a join code's or the account's key.
     private var accepted: (identity: [UInt8], key: [UInt8], isJoin: Bool)?

@@ -27,7 +27,7 @@ public final class TLSContext: @unchecked Sendable {
     /// Lazily created once per process: the ex_data slot where each SSL finds its TLSConnection.
     static let connectionIndex: Int32 = handoff_SSL_get_ex_new_index()
 
-    /// Both suites hash with SHA-256, as the PSKs are made for (FACTS.md: otherwise the server may
+    /// Both suites hash with SHA-256, as the PSKs are made for (docs/platform.md: otherwise the server may
     /// skip the PSK).
     static let pskSuites = "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256"
 
