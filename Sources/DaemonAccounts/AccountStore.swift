@@ -32,7 +32,7 @@ package final class PeerSecurity: Sendable {
     func set(_ contexts: Contexts?) { current.withLock { $0 = contexts } }
 }
 
-/// This device's account (SPEC §3): its keys and certificate, the account root, the signed
+/// This device's account (docs/security.md): its keys and certificate, the account root, the signed
 /// account state, invitations, and revocations. Every change is saved to the one account file
 /// (atomically, 0600) before it takes effect.
 package actor AccountStore {

@@ -54,7 +54,7 @@ package final class InviteBook: JoinPSKLookup, Sendable {
     }
 
     private func pendingChanged() {
-        announce(.invitesChanged(newest: newestPending()))
+        announce(.invitesChanged)
     }
 
     /// A new single-use code, valid for 10 minutes, and the stream on which its outcome arrives.

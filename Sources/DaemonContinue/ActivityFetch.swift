@@ -53,6 +53,7 @@ package struct ActivityFetch: Sendable {
             } catch is PeerRequestTimeout {
                 throw DaemonError(.timeout, "\(session.peerName) did not answer in time")
             } catch {
+                if Task.isCancelled { throw DaemonError(.unreachable, "handoffd is stopping") }
                 guard attempt == 1 else { throw DaemonError(.unreachable, "the connection to \(session.peerName) ended before it answered") }
                 try? await Task.sleep(for: .milliseconds(100))
                 session = try await target.session(links: links, directory: directory)

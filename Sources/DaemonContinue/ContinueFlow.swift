@@ -11,7 +11,7 @@ import HandoffAPI
 import HandoffModel
 import HandoffPeer
 
-/// `continue PEER` (SPEC §5): fetch another device's current activity — the one we saw, or we say
+/// `continue PEER` (docs/cli.md, docs/local-api.md): fetch another device's current activity — the one we saw, or we say
 /// it changed — then hand it to an app here (or return it to the caller), with the lifecycle
 /// events `willContinue`, then exactly one of `continued` or `continueFailed`.
 ///

@@ -14,7 +14,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// Hands a continued activity to a program on this device (SPEC §5): the handler for its type
+/// Hands a continued activity to a program on this device (docs/local-api.md, "Continuations"): the handler for its type
 /// (started with the activity in a private file and the continuation id in its environment), else
 /// its web page to the browser, else a clear "no application handles TYPE".
 ///

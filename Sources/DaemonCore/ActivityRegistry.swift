@@ -7,7 +7,7 @@ import HandoffAPI
 import HandoffModel
 import Logging
 
-/// The device's one current activity (SPEC §2): replaced by `becomeCurrent`, withdrawn by
+/// The device's one current activity (docs/activity-encoding.md): replaced by `becomeCurrent`, withdrawn by
 /// `resignCurrent` or by its expiration date, and kept on disk so that it survives a restart.
 ///
 /// Every change is saved before it is made visible: if the disk refuses, the request fails and the
@@ -26,7 +26,7 @@ public actor ActivityRegistry {
     /// Tells the other features of every change (`.currentActivityChanged`).
     private let announce: Announce
     /// The time of day activities expire by.
-    private let clock: any DaemonClock
+    package nonisolated let clock: any DaemonClock
     /// Waiting for the next change (a needsSave activity being saved).
     private var changeWaiters: [UUID: Once<Void>] = [:]
 
@@ -158,8 +158,8 @@ public actor ActivityRegistry {
         return CurrentActivityResponse(activity: activity, encodedSize: size, warnings: warnings)
     }
 
-    /// The app that served `id`'s continuation streams left: the activity stays current (SPEC
-    /// §2: an activity whose app detaches stays), updated to no longer offer streams, so that
+    /// The app that served `id`'s continuation streams left: the activity stays current (an
+    /// activity whose app detaches stays: docs/local-api.md, "The originating app: attach"), updated to no longer offer streams, so that
     /// other devices are not promised streams nobody would serve.
     package func stopOfferingStreams(_ id: UUID) async {
         guard let activity = current, activity.id == id, activity.content.supportsContinuationStreams else { return }
@@ -204,7 +204,7 @@ public actor ActivityRegistry {
         }
     }
 
-    /// At most one wake-up a minute (SPEC's idle budget) while an activity with an expiry is current.
+    /// At most one wake-up a minute (docs/benchmarks.md: idle CPU) while an activity with an expiry is current.
     static let expiryCheckSeconds: Int64 = 60
 
     private func scheduleExpiry() {

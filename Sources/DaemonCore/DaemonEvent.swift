@@ -15,7 +15,7 @@ package enum DaemonEvent: Sendable {
     /// differently now, and the advert is sealed with other keys.
     case accountChanged
     /// The pending invites changed: the advert carries the newest open one's join tag.
-    case invitesChanged(newest: InviteCode?)
+    case invitesChanged
     /// An advert sealed by a device of the account was seen: a session with it is worth having.
     case memberSighted(DeviceID)
     /// An activity went to a device that asked for it: that device may open the activity's

@@ -25,6 +25,9 @@ package final class Once<Value: Sendable>: Sendable {
         leavers.forEach { $0.resume(returning: value) }
     }
 
+    /// How many wait for the value now.
+    package var waiting: Int { state.withLock { $0.waiters.count + $0.leavers.count } }
+
     /// The value, or nil if it is not set within `timeout`. The wait races a sleep in a task
     /// group (nothing outlives the call), and ends early, with nil, if the task is cancelled.
     package func value(within timeout: Duration) async -> Value? {

@@ -9,7 +9,7 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Advertising and browsing (SPEC §4).
+/// Advertising and browsing (docs/discovery.md).
 ///
 /// We advertise `_handoff._tcp` under a random instance name with a sealed TXT record; both the
 /// name and the tag's salt are new at every start and every day. What we browse is opened with the
@@ -53,10 +53,8 @@ package final class DiscoveryService: Service {
         var interestKeysFrom = 0
         /// Who we advertise as: a new device (created, joined, left) gets a new instance name.
         var deviceID: DeviceID?
-        /// What the advert says of the current activity (`advertise`), and the join tag of the
-        /// newest open invite (`inviting`).
+        /// What the advert says of the current activity (`advertise`).
         var notice: ActivityNotice
-        var joinTag: [UInt8]?
     }
 
     private let state: Mutex<State>
@@ -96,9 +94,9 @@ package final class DiscoveryService: Service {
         republish()
     }
 
-    /// An invite opened or closed: the advert carries the newest open one's join tag.
-    package func inviting(_ newest: InviteCode?) {
-        state.withLock { $0.joinTag = newest.map { AdvertSeal.joinTag(code: $0) } }
+    /// An invite opened or closed: the advert carries the newest open one's join tag, read
+    /// when it is sealed (so that changes crossing each other cannot leave an old one).
+    package func invitesChanged() {
         republish()
     }
 
@@ -201,7 +199,8 @@ package final class DiscoveryService: Service {
             await backend.withdraw()
             return
         }
-        let (notice, identity, joinTag) = state.withLock { ($0.notice, $0.identity, $0.joinTag) }
+        let (notice, identity) = state.withLock { ($0.notice, $0.identity) }
+        let joinTag = store.invites.newestPending().map { AdvertSeal.joinTag(code: $0) }
         let advert = Advert(deviceID: hello.deviceID, sequence: notice.sequence, activity: notice.activity)
         do {
             let txt = try AdvertSeal.txt(advert, keys: keys, salt: identity.salt, instanceName: identity.instanceName, joinTag: joinTag)

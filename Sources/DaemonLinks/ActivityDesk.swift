@@ -54,14 +54,14 @@ package struct ActivityDesk: Sendable {
 
 /// How a device answers "send me your current activity".
 package enum ActivityAnswer {
-    /// How long an app asked to save (needsSave) has before the last state is sent (SPEC §2).
+    /// How long an app asked to save (needsSave) has before the last state is sent (docs/local-api.md, "The originating app: attach").
     package static let saveWindow: Duration = .seconds(1)
 
     /// The current activity, or why there is none to give. With `askToSave`, a needsSave activity
     /// is first saved by its app: when that asks one (it returns true), the answer waits for the
     /// update, at most `saveWindow`.
     static func answer(
-        _ requestID: UInt32, seen: UUID?, registry: ActivityRegistry, askToSave: (@Sendable (Activity) -> Bool)? = nil, now: Timestamp = .now()
+        _ requestID: UInt32, seen: UUID?, registry: ActivityRegistry, askToSave: (@Sendable (Activity) -> Bool)? = nil, now: Timestamp? = nil
     ) async -> PeerMessage {
         await answerAndActivity(requestID, seen: seen, registry: registry, askToSave: askToSave, now: now).message
     }
@@ -69,11 +69,13 @@ package enum ActivityAnswer {
     /// The answer, and the activity it carries (if it carries one).
     static func answerAndActivity(
         _ requestID: UInt32, seen: UUID?, registry: ActivityRegistry, askToSave: (@Sendable (Activity) -> Bool)? = nil,
-        saveWindow: Duration = ActivityAnswer.saveWindow, now: Timestamp = .now()
+        saveWindow: Duration = ActivityAnswer.saveWindow, now given: Timestamp? = nil
     ) async -> (message: PeerMessage, activity: Activity?) {
         guard let current = await registry.currentActivity() else {
             return (.activityUnavailable(requestID: requestID, ActivityUnavailable(.none, message: "there is no current activity")), nil)
         }
+        // Expiry by the registry's clock, as the registry itself judges it.
+        let now = given ?? registry.clock.now()
         if let refusal = refusal(requestID, for: current, seen: seen, now: now) { return (refusal, nil) }
         guard current.content.needsSave, let askToSave, askToSave(current) else {
             return (.activity(requestID: requestID, encoded: ActivityEncoding.encode(current)), current)
@@ -83,7 +85,7 @@ package enum ActivityAnswer {
             return (.activityUnavailable(requestID: requestID, ActivityUnavailable(.none, message: "the activity was withdrawn")), nil)
         }
         // Saving updates the activity; an app that started another one instead changed it.
-        if let refusal = refusal(requestID, for: saved, seen: current.id, now: .now()) { return (refusal, nil) }
+        if let refusal = refusal(requestID, for: saved, seen: current.id, now: registry.clock.now()) { return (refusal, nil) }
         return (.activity(requestID: requestID, encoded: ActivityEncoding.encode(saved)), saved)
     }
 

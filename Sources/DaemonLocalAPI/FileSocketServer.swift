@@ -65,14 +65,16 @@ final class FileSocketServer: Sendable {
             throw DaemonError(.socket, "cannot restrict \(path) to its owner", cause: SystemCallError(call: "chmod", errno: e))
         }
         listening = fd
-        // A local user's own connections, read one at a time by the accept thread: a few waiting
-        // is plenty; more are closed (the client sees its request refused and may retry).
+        // Requests read but not yet taken up by `serveAll` (which takes each at once): a few
+        // waiting is plenty. One that cannot wait — too many, or the server stopping — is closed,
+        // with the file that came with it; its client sees the connection end.
         let (accepted, intake) = AsyncStream.makeStream(of: Accepted.self, bufferingPolicy: .bufferingOldest(64))
         self.accepted = accepted
         let serve: @Sendable (Accepted) -> Void = { connection in
-            if case .dropped = intake.yield(connection) {
+            guard case .enqueued = intake.yield(connection) else {
                 close(connection.connection)
                 if connection.passed >= 0 { close(connection.passed) }
+                return
             }
         }
         let daemonUID = streams.daemonUID

@@ -18,7 +18,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// The local API (SPEC §6): HTTP/1.1 on a Unix socket only its owner can reach.
+/// The local API (docs/local-api.md): HTTP/1.1 on a Unix socket only its owner can reach.
 ///
 /// Transport only: it binds the socket (0600, in a 0700 directory), learns each connection's
 /// peer credentials, reads requests with size limits, and writes responses. What a request means
@@ -83,7 +83,9 @@ package final class LocalAPIServer: Service {
         await withDiscardingTaskGroup { group in
             group.addTask { await files.serveAll() }
             await loop.run(first) { await self.serve($0) }
+            // Requests on the file socket end with the others (a stream already spliced goes on).
             files.stop()
+            group.cancelAll()
         }
         logger.info("local API closed", metadata: ["socket": "\(socketPath)"])
     }

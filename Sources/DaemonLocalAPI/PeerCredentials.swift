@@ -23,7 +23,7 @@ extension PeerCredentials {
         return provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(LinuxCalls.peerCredentialsOption))
     }
 
-    /// Only the daemon's own user, and root, may use it (SPEC §6).
+    /// Only the daemon's own user, and root, may use it (docs/local-api.md, "Who may connect").
     func authorize(daemonUID: UInt32) throws(LocalAPIError) {
         guard uid == daemonUID || uid == 0 else {
             throw LocalAPIError(

@@ -14,7 +14,7 @@ import HandoffTLS
 import Logging
 import NIOCore
 
-/// Continuation streams (SPEC §5): a byte stream between the resuming app and the originating
+/// Continuation streams (docs/local-api.md, "Continuation streams"): a byte stream between the resuming app and the originating
 /// app, each stream on a TLS connection of its own between the two daemons.
 ///
 /// - Resuming: an app (or `handoffctl continue --stream-…`) asks with its continuation id; we dial
@@ -91,7 +91,7 @@ package struct ResumingStreams: Sendable {
             throw DaemonError(.streamsUnsupported, "the activity from \(peer.name) does not offer continuation streams")
         }
         guard let contexts = security.contexts else {
-            throw .noAccount
+            throw DaemonError(.noAccount, "this device has no account any more")
         }
         var targets = await directory.dialTargets(peer.id)
         if let given = continuation.address { targets.insert(given, at: 0) }
@@ -179,8 +179,13 @@ package struct OriginatingStreams: Sendable {
         let wasTaken = await taken.value(within: ContinuationStreams.takeDeadline) ?? false
         // Claiming settles the race with an app arriving right at the deadline.
         if !wasTaken, book.claim(streamID) != nil {
-            record.fail("the originating app did not take the stream within \(ContinuationStreams.takeDeadline)")
-            refuse(connection, .noServer, "the app did not take the stream in time")
+            if Task.isCancelled {
+                record.fail("handoffd stopped before the app took the stream")
+                refuse(connection, .noServer, "the device is shutting down")
+            } else {
+                record.fail("the originating app did not take the stream within \(ContinuationStreams.takeDeadline)")
+                refuse(connection, .noServer, "the app did not take the stream in time")
+            }
         }
     }
 

@@ -106,7 +106,7 @@ public struct DeliveryOutcome: Codable, Sendable, Equatable {
     }
 }
 
-/// What a started handler finds in its environment (SPEC §5).
+/// What a started handler finds in its environment (docs/local-api.md, "Continuations").
 public enum HandlerEnvironment {
     /// Path of the activity as JSON (the local API's format), readable only by the user.
     public static let activityFile = "HANDOFF_ACTIVITY_FILE"

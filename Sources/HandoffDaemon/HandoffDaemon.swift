@@ -36,7 +36,7 @@ public struct DaemonConfiguration: Sendable {
     public var peerPort: Int
     /// Where to listen for devices: every IPv4 and IPv6 address by default.
     public var peerBindAddresses: [String]
-    /// How long an invite code is valid (SPEC §3: 10 minutes).
+    /// How long an invite code is valid (docs/security.md: 10 minutes).
     public var inviteLifetimeSeconds: Int64 = 600
     /// The time of day invites run out by (tests move a manual one).
     package var clock: any DaemonClock = SystemDaemonClock()
@@ -64,7 +64,7 @@ public struct DaemonConfiguration: Sendable {
     /// The configuration file the settings came from, if any: messages name it.
     public var configFile: String?
     /// How long an attached app asked to save (needsSave) has before the last state is sent
-    /// (SPEC §2: 1 s).
+    /// (docs/local-api.md, "The originating app: attach": 1 s).
     public var saveWindow: Duration = .seconds(1)
 
     public enum FirstUse: Sendable {
@@ -505,7 +505,10 @@ final class EventRoute: Sendable {
 
     var announce: Announce {
         { [self] event in
-            guard let features = features.withLock({ $0 }) else { return }
+            guard let features = features.withLock({ $0 }) else {
+                assertionFailure("\(event) announced before the route was connected")
+                return
+            }
             Self.route(event, to: features)
         }
     }
@@ -524,8 +527,8 @@ final class EventRoute: Sendable {
             f.discovery.advertise(notice)
         case .accountChanged:
             f.discovery.accountChanged()
-        case .invitesChanged(let newest):
-            f.discovery.inviting(newest)
+        case .invitesChanged:
+            f.discovery.invitesChanged()
         case .memberSighted(let id):
             let links = f.links
             links.spawn { await links.consider(id) }

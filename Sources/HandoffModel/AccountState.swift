@@ -1,6 +1,6 @@
 /// Who belongs to an account: its devices and the devices it revoked. Signed by the account's root
 /// key and versioned: devices exchange it whenever they talk and keep the highest valid version,
-/// so a revocation reaches every device that meets any device that knows it (SPEC §3).
+/// so a revocation reaches every device that meets any device that knows it (docs/security.md).
 ///
 /// Encoding (version 1), like the activity encoding: `"HA" 0x01` then fields
 /// `number:varint length:varint payload` in ascending order, unknown numbers skipped.

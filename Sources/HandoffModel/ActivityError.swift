@@ -33,7 +33,7 @@ public struct ActivityError: Error, Sendable, Equatable, CustomStringConvertible
     public var description: String { message }
 }
 
-/// Sizes the product promises (SPEC §2). Only the hard cap is configurable.
+/// Sizes the product promises (docs/activity-encoding.md). Only the hard cap is configurable.
 public struct ActivityLimits: Sendable, Equatable {
     public static let maximumTypeBytes = 128
     public static let maximumTitleBytes = 256

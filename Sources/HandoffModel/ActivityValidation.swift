@@ -1,4 +1,4 @@
-/// The rules of SPEC §2, in one place: the CLI checks with them before sending (so a typo fails fast
+/// The rules of docs/activity-encoding.md, in one place: the CLI checks with them before sending (so a typo fails fast
 /// and offline) and the daemon checks with them again (it trusts no client).
 extension ActivityContent {
     /// Throws the first rule broken, checked in the order a user reads the fields.

@@ -13,7 +13,7 @@ import Testing
 /// real binaries: EndToEndTests.
 @Suite(.timeLimit(.minutes(3))) struct ContinuationTests {
     /// A and B paired, A's activity seen by B.
-    /// `saveWindow`: how long A waits for its app to save (SPEC §2's second unless a test needs
+    /// `saveWindow`: how long A waits for its app to save (docs/local-api.md's second unless a test needs
     /// the answer itself, which on a machine busy with the other suites can take longer).
     static func paired(
         _ content: ActivityContent, saveWindow: Duration = .seconds(1), configureB: @escaping (inout DaemonConfiguration) -> Void = { _ in }

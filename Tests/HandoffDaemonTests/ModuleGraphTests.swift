@@ -75,7 +75,7 @@ import Testing
         #expect(mentions == ["DaemonLocalAPI"])
     }
 
-    /// "No type takes more than 5 collaborators" (docs/architecture.md): what an initializer of a
+    /// "At most five collaborators" (docs/architecture.md): what an initializer of a
     /// daemon module takes that is a service — an actor, class or protocol of the daemon, a struct
     /// that holds one, a discovery backend or a channel — or a closure it calls back. Values
     /// (limits, paths, addresses) and the logger are not collaborators.
@@ -124,5 +124,25 @@ import Testing
                 #expect(collaborators.count <= 5, "\(file): init takes \(collaborators.count) collaborators")
             }
         }
+    }
+
+    /// Comments cite documents in the repository only.
+    @Test func commentsCiteDocumentsInTheRepository() throws {
+        let root = Self.sources.deletingLastPathComponent()
+        let fm = FileManager.default
+        var missing: Set<String> = []
+        for directory in ["Sources", "Tests"] {
+            guard let files = fm.enumerator(atPath: root.appendingPathComponent(directory).path) else { continue }
+            for case let file as String in files where file.hasSuffix(".swift") || file.hasSuffix(".h") || file.hasSuffix(".c") {
+                let text = try String(contentsOf: root.appendingPathComponent(directory).appendingPathComponent(file), encoding: .utf8)
+                for match in text.matches(of: /(?:docs\/)?[A-Za-z0-9_-]+\.md\b/) {
+                    let cited = String(match.0)
+                    let path = cited.hasPrefix("docs/") || cited == "README.md" ? cited : "docs/" + cited
+                    if !fm.fileExists(atPath: root.appendingPathComponent(path).path) { missing.insert("\(directory)/\(file): \(cited)") }
+                }
+                if text.contains("SPEC" + " §") { missing.insert("\(directory)/\(file): SPEC") }
+            }
+        }
+        #expect(missing.isEmpty, "\(missing.sorted())")
     }
 }

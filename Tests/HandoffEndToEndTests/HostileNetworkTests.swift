@@ -61,7 +61,7 @@ import Testing
     /// instance name — and avahi-daemon on alpha is restarted 10 times meanwhile (5 of them by
     /// SIGKILL). Alpha's
     /// descriptors and threads stay bounded (each avahi ref is a thread, descriptors and a system
-    /// bus connection: FACTS.md), alpha never crashes, its discovery is back after every restart,
+    /// bus connection: docs/platform.md), alpha never crashes, its discovery is back after every restart,
     /// and bravo's changes reach alpha as before. (On the code before DiscoveryBudget: hundreds of
     /// threads and a crash on the first restarts.)
     @Test func forgedAdvertsCostLittleAndAvahiRestartsStopNothing() async throws {

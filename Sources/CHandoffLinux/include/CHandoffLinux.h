@@ -2,7 +2,7 @@
 //
 // Why this exists: `struct ucred`, `SO_PEERCRED` and posix_spawn_file_actions_addclosefrom_np are
 // declared only under _GNU_SOURCE, and the Glibc module Swift imports is built without it. The
-// local API must know which user is on the other end of every connection (SPEC §6), so we declare
+// local API must know which user is on the other end of every connection (docs/local-api.md), so we declare
 // a struct with ucred's exact layout here; peer_credentials.c, compiled with _GNU_SOURCE, proves
 // the layout matches at build time. spawn.c does the same for starting child processes cleanly.
 // descriptor_passing.c passes an open file over a Unix socket (SCM_RIGHTS), whose CMSG_* macros
