@@ -1,14 +1,16 @@
 import HandoffModel
 
-/// The time of day for what runs out (invites, activities), waiting for it, and the monotonic
-/// time rate limits are measured in: injected, so that a test moves the clock instead of
-/// sleeping (`ManualDaemonClock` in the tests' support).
+/// The time of day for what runs out (invites, activities), waiting for it, the monotonic time
+/// rate limits are measured in, and the waits between tries (dial backoff): injected, so that a
+/// test moves the clock instead of sleeping (`ManualDaemonClock` in the tests' support).
 package protocol DaemonClock: Sendable {
     func now() -> Timestamp
     /// Returns once `now()` has reached `deadline`; throws when the task is cancelled first.
     func sleep(until deadline: Timestamp) async throws
     /// For how long things took (penalties, budgets): never jumps with the time of day.
     func instant() -> ContinuousClock.Instant
+    /// Waits `duration` (a backoff); throws when the task is cancelled first.
+    func sleep(for duration: Duration) async throws
 }
 
 /// The system's clock.
@@ -18,6 +20,10 @@ package struct SystemDaemonClock: DaemonClock {
     package func now() -> Timestamp { .now() }
 
     package func instant() -> ContinuousClock.Instant { .now }
+
+    package func sleep(for duration: Duration) async throws {
+        try await Task.sleep(for: duration)
+    }
 
     package func sleep(until deadline: Timestamp) async throws {
         try await Task.sleep(for: .microseconds(max(0, Timestamp.now().microseconds(until: deadline))))

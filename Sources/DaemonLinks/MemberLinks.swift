@@ -105,12 +105,18 @@ package actor MemberLinks {
     let security: PeerSecurity
     let directory: PeerDirectory
     let desk: ActivityDesk
+    /// What the waits between dials are measured by.
+    let clock: any DaemonClock
     let logger: Logger
     /// Background work (dials, sessions we started) runs in the service's task group.
     private let jobs: AsyncStream<@Sendable () async -> Void>.Continuation
     let jobStream: AsyncStream<@Sendable () async -> Void>
 
-    package init(store: AccountStore, security: PeerSecurity, directory: PeerDirectory, desk: ActivityDesk, logger: Logger) {
+    package init(
+        store: AccountStore, security: PeerSecurity, directory: PeerDirectory, desk: ActivityDesk, clock: any DaemonClock = SystemDaemonClock(),
+        logger: Logger
+    ) {
+        self.clock = clock
         self.store = store
         self.security = security
         self.directory = directory
@@ -410,7 +416,7 @@ package actor MemberLinks {
         dialing.insert(id)
         let delay = retryDelay[id] ?? SessionSlots<MemberSession>.firstDialDelay(me: me, peer: id)
         spawn { [self] in
-            if delay > .zero { try? await Task.sleep(for: delay) }
+            if delay > .zero { try? await self.clock.sleep(for: delay) }
             await self.dialNow(id)
         }
     }
@@ -455,7 +461,7 @@ package actor MemberLinks {
                 } catch {
                     logger.debug("static peer unreachable", metadata: ["address": "\(address)", "error": "\(error)"])
                 }
-                try? await Task.sleep(for: delay)
+                try? await self.clock.sleep(for: delay)
                 delay = min(delay * 2, .seconds(60))
             }
         }

@@ -167,7 +167,7 @@ public final class HandoffDaemon: Sendable {
         let desk = ActivityDesk(
             registry: registry, presence: presence, attachments: attachments, announce: route.announce, saveWindow: configuration.saveWindow
         )
-        let links = MemberLinks(store: accounts, security: security, directory: directory, desk: desk, logger: logger)
+        let links = MemberLinks(store: accounts, security: security, directory: directory, desk: desk, clock: configuration.clock, logger: logger)
         self.links = links
         self.resuming = ResumingStreams(book: book, security: security, directory: directory, logger: logger)
         self.originating = OriginatingStreams(book: book, registry: registry, attachments: attachments, store: accounts, logger: logger)

@@ -23,6 +23,13 @@ public final class ManualDaemonClock: DaemonClock {
 
     public func instant() -> ContinuousClock.Instant { state.withLock { $0.instant } }
 
+    /// Until the clock has been moved on by `duration`.
+    public func sleep(for duration: Duration) async throws {
+        let (seconds, attoseconds) = duration.components
+        let deadline = Timestamp(microsecondsSinceEpoch: now().microsecondsSinceEpoch + seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
+        try await sleep(until: deadline)
+    }
+
     /// Moves the clock on, waking every sleeper whose deadline it reaches.
     public func advance(seconds: Int64) {
         let due = state.withLock { s -> [CheckedContinuation<Void, any Error>] in
