@@ -96,7 +96,7 @@ package struct PeerRequestTimeout: Error, CustomStringConvertible {
 /// silent peer without waking us (docs/discovery.md).
 package actor MemberLinks {
     private var slots = SessionSlots<MemberSession>()
-    private var sessions: [DeviceID: MemberSession] { slots.slots.mapValues(\.session) }
+    private var sessions: [DeviceID: MemberSession] { slots.sessions }
     private var dialing: Set<DeviceID> = []
     private var retryDelay: [DeviceID: Duration] = [:]
     /// When dialling a device last failed at every address (cleared once a session is up).

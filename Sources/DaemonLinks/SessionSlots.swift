@@ -8,12 +8,10 @@ import HandoffModel
 /// A value, as `TXTThrottle` is: `MemberLinks` holds one, tells it what happened, and does what
 /// it answers (close the session it names). Generic over the session so tables can test it.
 struct SessionSlots<Session: AnyObject> {
-    struct Slot {
-        let session: Session
-        let dialledByUs: Bool
-    }
-
-    private(set) var slots: [DeviceID: Slot] = [:]
+    /// The session kept with each device.
+    private(set) var sessions: [DeviceID: Session] = [:]
+    /// Whether we dialled it.
+    private var dialledByUs: [DeviceID: Bool] = [:]
 
     /// What to do with a session that just came up.
     enum Verdict {
@@ -41,30 +39,30 @@ struct SessionSlots<Session: AnyObject> {
     /// the smaller id dialled stays; a second session of the same kind (a reconnect) replaces the
     /// first, which is stale.
     mutating func up(_ session: Session, peer: DeviceID, dialledByUs: Bool, me: DeviceID?) -> Verdict {
-        let slot = Slot(session: session, dialledByUs: dialledByUs)
-        guard let existing = slots[peer] else {
-            slots[peer] = slot
+        guard let existing = sessions[peer], let existingDialledByUs = self.dialledByUs[peer] else {
+            (sessions[peer], self.dialledByUs[peer]) = (session, dialledByUs)
             return .keep
         }
-        let crossed = existing.dialledByUs != dialledByUs
-        if crossed, existing.dialledByUs == Self.wePreferToDial(me: me, peer: peer) { return .refuse }
-        slots[peer] = slot
-        return .keepClosing(existing.session)
+        let crossed = existingDialledByUs != dialledByUs
+        if crossed, existingDialledByUs == Self.wePreferToDial(me: me, peer: peer) { return .refuse }
+        (sessions[peer], self.dialledByUs[peer]) = (session, dialledByUs)
+        return .keepClosing(existing)
     }
 
     /// A session ended: its slot is freed unless another session already took it.
     mutating func down(_ session: Session, peer: DeviceID) {
-        if slots[peer]?.session === session { slots[peer] = nil }
+        if sessions[peer] === session { (sessions[peer], dialledByUs[peer]) = (nil, nil) }
     }
 
     /// Frees the slot of `peer` (removed from the account), returning its session to close.
     mutating func remove(_ peer: DeviceID) -> Session? {
-        slots.removeValue(forKey: peer)?.session
+        dialledByUs[peer] = nil
+        return sessions.removeValue(forKey: peer)
     }
 
     /// Frees every slot, returning the sessions to close.
     mutating func removeAll() -> [Session] {
-        defer { slots = [:] }
-        return slots.values.map(\.session)
+        defer { (sessions, dialledByUs) = ([:], [:]) }
+        return Array(sessions.values)
     }
 }

@@ -1,6 +1,5 @@
 import DaemonCore
 import HandoffAPI
-import HandoffModel
 
 /// What the local API answers a failed request with: a code of the contract (its HTTP status
 /// follows) and a message. Only this module makes them — from its own checks (HTTP, who is
@@ -17,10 +16,6 @@ struct LocalAPIError: Error, Sendable, Equatable, CustomStringConvertible {
 
     init(_ failure: DaemonError) {
         self.init(APIErrorCode(failure.code), failure.description)
-    }
-
-    init(_ e: ActivityError) {
-        self.init(APIErrorCode(e.code), e.message)
     }
 
     /// Whatever a route threw, as an answer (anything not a daemon failure is a bug, said so).

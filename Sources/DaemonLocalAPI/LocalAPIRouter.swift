@@ -71,13 +71,19 @@ enum LocalAPIResponse: Sendable {
     }
 }
 
-/// Writes an NDJSON response's lines.
-struct NDJSONWriter: Sendable {
+/// Writes an NDJSON response's lines, with one encoder for the whole response (made in, and
+/// used only by, the task that produces it).
+struct NDJSONWriter {
     let send: @Sendable ([UInt8]) async -> Bool
+    private let encoder = LocalAPIJSON.encoder()
+
+    init(send: @escaping @Sendable ([UInt8]) async -> Bool) {
+        self.send = send
+    }
 
     /// False once the client is gone: the producer stops.
     func write(_ value: some Encodable) async -> Bool {
-        guard var line = try? LocalAPIJSON.encoder().encode(value) else { return true }
+        guard var line = try? encoder.encode(value) else { return true }
         line.append(0x0A)
         return await send(Array(line))
     }

@@ -273,14 +273,13 @@ package final class LocalAPIServer: Service {
             headers.add(name: "cache-control", value: "no-store")
             headers.add(name: "connection", value: "close")
             try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)))
-            let writer = NDJSONWriter { line in (try? await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: line))))) != nil }
             let gone = Once<Void>()
             closed?.whenComplete { _ in gone.settle(()) }
             // Lines until the source ends (or the daemon stops: this task is cancelled), or the
             // client leaves — noticed even while no line is due.
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    await produce(writer)
+                    await produce(NDJSONWriter { line in (try? await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: line))))) != nil })
                     try? await outbound.write(.end(nil))
                 }
                 group.addTask { _ = await gone.valueUnlessCancelled() }

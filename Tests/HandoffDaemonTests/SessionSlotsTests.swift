@@ -53,7 +53,7 @@ import Testing
         var slots = SessionSlots<Session>()
         let verdicts = row.ups.map { name, ours in Self.said(slots.up(Session(name), peer: peer, dialledByUs: ours, me: me)) }
         #expect(verdicts == row.verdicts)
-        #expect(slots.slots[peer]?.session.name == row.kept)
+        #expect(slots.sessions[peer]?.name == row.kept)
     }
 
     /// Both ends of one crossed dial, each deciding alone, keep the same connection.
@@ -66,8 +66,8 @@ import Testing
         _ = atSmall.up(Session("1"), peer: Self.large, dialledByUs: true, me: Self.small)
         _ = atLarge.up(Session("1"), peer: Self.small, dialledByUs: false, me: Self.large)
         _ = atLarge.up(Session("2"), peer: Self.small, dialledByUs: true, me: Self.large)
-        #expect(atSmall.slots[Self.large]?.session.name == "1")
-        #expect(atLarge.slots[Self.small]?.session.name == "1")
+        #expect(atSmall.sessions[Self.large]?.name == "1")
+        #expect(atLarge.sessions[Self.small]?.name == "1")
     }
 
     @Test func anEndedSessionFreesOnlyItsOwnSlot() {
@@ -77,9 +77,9 @@ import Testing
         _ = slots.up(loser, peer: Self.large, dialledByUs: false, me: Self.small)
         _ = slots.up(winner, peer: Self.large, dialledByUs: true, me: Self.small)
         slots.down(loser, peer: Self.large)  // the replaced session's task ends later
-        #expect(slots.slots[Self.large]?.session === winner)
+        #expect(slots.sessions[Self.large] === winner)
         slots.down(winner, peer: Self.large)
-        #expect(slots.slots.isEmpty)
+        #expect(slots.sessions.isEmpty)
     }
 
     @Test func theDeviceThatShouldDialDoesAtOnce() {
@@ -95,6 +95,6 @@ import Testing
         #expect(slots.remove(Self.large)?.name == "a")
         #expect(slots.remove(Self.large) == nil)
         #expect(slots.removeAll().map(\.name) == ["b"])
-        #expect(slots.slots.isEmpty)
+        #expect(slots.sessions.isEmpty)
     }
 }
