@@ -17,7 +17,9 @@ package enum DaemonEvent: Sendable {
     /// The pending invites changed: the advert carries the newest open one's join tag.
     case invitesChanged
     /// An advert sealed by a device of the account was seen: a session with it is worth having.
-    case memberSighted(DeviceID)
+    /// `fresh`: the advert is new to us (the device started, came back, or moved), so it is
+    /// worth dialling at once even if dials failed a moment ago.
+    case memberSighted(DeviceID, fresh: Bool)
     /// An activity went to a device that asked for it: that device may open the activity's
     /// continuation streams.
     case activityGiven(to: DeviceID, activityID: UUID)

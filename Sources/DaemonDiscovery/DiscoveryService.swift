@@ -4,6 +4,7 @@ import HandoffAPI
 import HandoffDiscovery
 import HandoffModel
 import HandoffPeer
+import HandoffSystem
 import HandoffTLS
 import Logging
 import ServiceLifecycle
@@ -179,7 +180,7 @@ package final class DiscoveryService: Service {
                 }
                 group.addTask {
                     while !Task.isCancelled {
-                        try? await Task.sleep(for: Self.rotationInterval)
+                        try? await QuietSleep.sleep(for: Self.rotationInterval)
                         guard !Task.isCancelled else { return }
                         self.state.withLock { $0.identity = Identity() }
                         await self.publish()
@@ -287,8 +288,8 @@ package final class DiscoveryService: Service {
         // Sealed with our key but not in our list yet: a device that joined after our last
         // exchange. Its session (TLS-verified) will bring us the newer account state.
         let name = state.device(advert.deviceID)?.name ?? advert.deviceID.short
-        await directory.sighted(advert, name: name, sighting: sighting)
-        announce(.memberSighted(advert.deviceID))
+        let fresh = await directory.sighted(advert, name: name, sighting: sighting)
+        announce(.memberSighted(advert.deviceID, fresh: fresh))
     }
 
     /// For `account join` without `--peer`: the address of the device advertising `code`'s join
@@ -321,7 +322,7 @@ package final class DiscoveryService: Service {
             if let match, let address = match.addresses.sorted(by: { !$0.contains(":") && $1.contains(":") }).first {
                 return PeerAddress(host: address, port: match.port)
             }
-            try? await Task.sleep(for: .milliseconds(100))
+            try? await QuietSleep.sleep(for: .milliseconds(100))
         }
         // What was seen instead, for whoever reads the log to find out why.
         let (seen, tagged, addressed) = state.withLock { s in

@@ -84,9 +84,13 @@ package actor PeerDirectory {
 
     // MARK: What discovery reports
 
-    /// A sealed advert of one of our devices.
-    func sighted(_ advert: Advert, name: String, sighting: Sighting, now: Timestamp = .now()) {
+    /// A sealed advert of one of our devices. Returns whether it is new to us — an instance not
+    /// seen before, or seen at other addresses — rather than the same advert with another
+    /// activity (`DialPlan` dials a device at once when it is).
+    @discardableResult
+    func sighted(_ advert: Advert, name: String, sighting: Sighting, now: Timestamp = .now()) -> Bool {
         strangerInstances.remove(sighting.instance)
+        var fresh = false
         if let previous = owners[sighting.instance], previous != advert.deviceID {
             update(previous) { $0.sightings[sighting.instance] = nil }
         }
@@ -98,11 +102,14 @@ package actor PeerDirectory {
                 e.lastAdvert = now
                 e.lastSeen = now
             }
+            let before = e.sightings[sighting.instance]
+            fresh = before.map { ($0.host, $0.port, $0.addresses) != (sighting.host, sighting.port, sighting.addresses) } ?? true
             e.sightings[sighting.instance] = Sighted(
                 source: sighting.source, host: sighting.host, port: sighting.port, addresses: sighting.addresses, at: now
             )
             Self.apply(sequence: advert.sequence, activity: advert.activity, to: &e)
         }
+        return fresh
     }
 
     /// A handoff service that is not ours: counted, never shown, never contacted.

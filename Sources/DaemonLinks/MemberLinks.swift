@@ -37,6 +37,11 @@ package final class MemberSession: Sendable {
 
     var isOpen: Bool { channel.isActive }
 
+    /// Returns once the connection has closed (ended by either side, replaced, or at shutdown).
+    func closed() async {
+        try? await channel.closeFuture.get()
+    }
+
     package func send(_ message: PeerMessage) async throws {
         try await outbound.write(message)
     }
@@ -97,8 +102,7 @@ package struct PeerRequestTimeout: Error, CustomStringConvertible {
 package actor MemberLinks {
     private var slots = SessionSlots<MemberSession>()
     private var sessions: [DeviceID: MemberSession] { slots.sessions }
-    private var dialing: Set<DeviceID> = []
-    private var retryDelay: [DeviceID: Duration] = [:]
+    private var dials = DialPlan()
     /// When dialling a device last failed at every address (cleared once a session is up).
     private var dialFailedAt: [DeviceID: Timestamp] = [:]
     let store: AccountStore
@@ -148,7 +152,7 @@ package actor MemberLinks {
         case .keepClosing(let replaced): replaced.close()
         case .keep: break
         }
-        retryDelay[session.peerID] = nil
+        dials.connected(session.peerID)
         dialFailedAt[session.peerID] = nil
         return true
     }
@@ -408,38 +412,36 @@ package actor MemberLinks {
         }.get()
     }
 
-    /// A member was seen on the network: make sure there is a session. The device with the
-    /// smaller id dials at once; the other waits a little for it, then dials itself (in case only
-    /// it can reach the other). Failures back off, 1 s doubling to a minute, while it stays seen.
-    package func consider(_ id: DeviceID) {
-        guard sessions[id] == nil, !dialing.contains(id), let me = security.contexts?.deviceID, id != me else { return }
-        dialing.insert(id)
-        let delay = retryDelay[id] ?? SessionSlots<MemberSession>.firstDialDelay(me: me, peer: id)
+    /// A member was seen on the network (`fresh`: an advert new to us), or its session ended:
+    /// make sure there is a session. When to dial is `DialPlan`'s answer: at once, unless dials
+    /// failed since anything new was heard of it.
+    package func consider(_ id: DeviceID, fresh: Bool = false) {
+        guard sessions[id] == nil, let me = security.contexts?.deviceID, id != me else { return }
+        guard case .dial(let delay, let ticket) = dials.want(id, fresh: fresh) else { return }
         spawn { [self] in
             if delay > .zero { try? await self.clock.sleep(for: delay) }
-            await self.dialNow(id)
+            await self.dialIfDue(id, ticket: ticket)
         }
     }
 
-    private func dialNow(_ id: DeviceID) async {
+    private func dialIfDue(_ id: DeviceID, ticket: Int) async {
+        guard dials.due(id, ticket: ticket) else { return }
         guard sessions[id] == nil, await directory.isSighted(id) else {
-            dialing.remove(id)
+            dials.skipped(id)
             return
         }
         for target in await directory.dialTargets(id) {
             do {
                 _ = try await connect(target, expecting: id)
-                dialing.remove(id)
+                dials.connected(id)
                 return
             } catch {
                 logger.debug("cannot reach a device", metadata: ["peer": "\(id.short)", "address": "\(target)", "error": "\(error)"])
             }
         }
-        // Not reachable (or not resolved yet): try again later while it stays seen. The mark is
-        // cleared before `consider` sets it again for the retry, never after.
-        retryDelay[id] = min((retryDelay[id] ?? .milliseconds(500)) * 2, .seconds(60))
+        // Not reachable (or not resolved yet): try again later while it stays seen.
+        dials.failed(id)
         dialFailedAt[id] = .now()
-        dialing.remove(id)
         if await directory.isSighted(id) { consider(id) }
     }
 
@@ -467,9 +469,13 @@ package actor MemberLinks {
         }
     }
 
+    /// Waits for the session's connection to close, not polling: a replaced session is closed
+    /// by `register`, and shutdown closes them all (or cancels the wait).
     private func waitUntilClosed(_ session: MemberSession) async {
-        while sessions[session.peerID] === session, !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(1))
+        await withTaskCancellationHandler {
+            await session.closed()
+        } onCancel: {
+            session.close()
         }
     }
 }

@@ -23,16 +23,10 @@ struct SessionSlots<Session: AnyObject> {
         case refuse
     }
 
-    /// Whether the device that dials is this one: the smaller id dials (`me` nil: no identity
-    /// yet, so ours).
+    /// Whether the connection this device dials is the one kept of two crossed dials: the smaller
+    /// id's (`me` nil: no identity yet, so ours).
     static func wePreferToDial(me: DeviceID?, peer: DeviceID) -> Bool {
         me.map { $0 < peer } ?? true
-    }
-
-    /// How long to wait before dialling `peer` when it is first seen: the device that should dial
-    /// does at once; the other gives it a moment, then dials itself (in case only it can reach).
-    static func firstDialDelay(me: DeviceID, peer: DeviceID) -> Duration {
-        wePreferToDial(me: me, peer: peer) ? .zero : .seconds(3)
     }
 
     /// A session with `peer` came up. Of two crossed sessions (one dialled by each side), the one

@@ -357,23 +357,34 @@ public final class HandoffDaemon: Sendable {
     }
 
     /// Under systemd: `WATCHDOG=1` every half `WatchdogSec` while the actors and an event loop
-    /// answer (a wedged daemon gets restarted), and `STATUS=` whenever the summary changes.
+    /// answer (a wedged daemon gets restarted), and `STATUS=` whenever the summary changes. The
+    /// summary is looked at when a local event says something changed (a peer, the current
+    /// activity) and at each watchdog ping — never on a timer of its own, so that an idle daemon
+    /// wakes only for the watchdog (docs/benchmarks.md, idle).
     private func superviseForSystemd() async {
         let notifier = configuration.notifier
         guard notifier.isActive else { return }
-        let tick = notifier.watchdogInterval.map { min($0 / 2, .seconds(5)) } ?? .seconds(5)
-        var last = ""
-        while !Task.isCancelled {
-            try? await Task.sleep(for: tick)
+        let last = Mutex(await statusLine())
+        let update: @Sendable () async -> Void = { [self] in
             let line = await statusLine()
-            if notifier.watchdogInterval != nil,
-                (try? await MultiThreadedEventLoopGroup.singleton.next().submit({}).get()) != nil
-            {
-                notifier.watchdog()
+            guard last.withLock({ l in defer { l = line }; return l != line }) else { return }
+            notifier.status(line)
+        }
+        await withDiscardingTaskGroup { group in
+            group.addTask { [events] in
+                // A subscriber that falls behind is dropped by the hub: subscribe again.
+                while !Task.isCancelled {
+                    for await _ in events.subscribe() { await update() }
+                }
             }
-            if line != last {
-                notifier.status(line)
-                last = line
+            if let interval = notifier.watchdogInterval {
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await QuietSleep.sleep(for: interval / 2)
+                        if (try? await MultiThreadedEventLoopGroup.singleton.next().submit({}).get()) != nil { notifier.watchdog() }
+                        await update()
+                    }
+                }
             }
         }
     }
@@ -529,9 +540,9 @@ final class EventRoute: Sendable {
             f.discovery.accountChanged()
         case .invitesChanged:
             f.discovery.invitesChanged()
-        case .memberSighted(let id):
+        case .memberSighted(let id, let fresh):
             let links = f.links
-            links.spawn { await links.consider(id) }
+            links.spawn { await links.consider(id, fresh: fresh) }
         case .activityGiven(let peer, let activityID):
             f.book.grant(peer, activityID: activityID)
         }

@@ -82,9 +82,9 @@ import Testing
         #expect(slots.sessions.isEmpty)
     }
 
-    @Test func theDeviceThatShouldDialDoesAtOnce() {
-        #expect(SessionSlots<Session>.firstDialDelay(me: Self.small, peer: Self.large) == .zero)
-        #expect(SessionSlots<Session>.firstDialDelay(me: Self.large, peer: Self.small) == .seconds(3))
+    @Test func theSmallerIdsDialIsTheOneKept() {
+        #expect(SessionSlots<Session>.wePreferToDial(me: Self.small, peer: Self.large))
+        #expect(!SessionSlots<Session>.wePreferToDial(me: Self.large, peer: Self.small))
         #expect(SessionSlots<Session>.wePreferToDial(me: nil, peer: Self.small))
     }
 

@@ -1,0 +1,89 @@
+import DaemonCore
+import HandoffModel
+
+/// When to dial each device of the account that is seen but has no session (docs/discovery.md,
+/// "First contact"):
+/// - at once when it is first seen, when its session ended, and whenever its advert is new to us
+///   (it just started, came back on the link, or gained an address) — whatever failed before, it
+///   is there now: a device that starts is reached in one connection, not after a backoff armed
+///   while it was away;
+/// - after a dial fails at every address, again 1 s later, doubling to a minute, while it stays
+///   seen and nothing new is heard of it.
+/// Both devices of a pair dial; `SessionSlots` keeps one session of two crossed dials.
+///
+/// A value, as `SessionSlots` is: `MemberLinks` tells it what happened and does what it answers
+/// (wait, then dial if the wait's ticket is still the current one).
+struct DialPlan {
+    enum Action: Equatable {
+        case none
+        /// Wait `after`, then dial if `due(_:ticket:)` still says so.
+        case dial(after: Duration, ticket: Int)
+    }
+
+    private enum Phase: Equatable {
+        case idle
+        case waiting
+        /// `again`: something new was heard during the dial; if it fails, dial again at once.
+        case dialling(again: Bool)
+    }
+
+    private struct Entry {
+        var backoff: Duration?
+        var ticket = 0
+        var phase = Phase.idle
+    }
+
+    static let firstRetry: Duration = .seconds(1)
+    static let longestRetry: Duration = .seconds(60)
+
+    private var entries: [DeviceID: Entry] = [:]
+
+    /// A session with `id` is wanted (it was seen, or its session ended). `fresh`: its advert is
+    /// new to us, which cancels the backoff.
+    mutating func want(_ id: DeviceID, fresh: Bool) -> Action {
+        var e = entries[id] ?? Entry()
+        defer { entries[id] = e }
+        if fresh { e.backoff = nil }
+        switch e.phase {
+        case .dialling:
+            if fresh { e.phase = .dialling(again: true) }
+            return .none
+        case .waiting where !fresh:
+            return .none
+        case .idle, .waiting:
+            // A fresh sighting replaces a backoff wait under way: its ticket goes stale.
+            e.ticket += 1
+            e.phase = .waiting
+            return .dial(after: e.backoff ?? .zero, ticket: e.ticket)
+        }
+    }
+
+    /// A wait ended: whether to dial now (false: a later `want` replaced it, or a session came).
+    mutating func due(_ id: DeviceID, ticket: Int) -> Bool {
+        guard var e = entries[id], e.ticket == ticket, e.phase == .waiting else { return false }
+        e.phase = .dialling(again: false)
+        entries[id] = e
+        return true
+    }
+
+    /// The dial was not made after all (the device is no longer seen, or has a session).
+    mutating func skipped(_ id: DeviceID) {
+        entries[id]?.phase = .idle
+    }
+
+    /// A session with `id` is up, however it came: nothing to wait for.
+    mutating func connected(_ id: DeviceID) {
+        entries[id] = nil
+    }
+
+    /// The dial failed at every address. The next `want` waits the backoff, unless something
+    /// new was heard of the device while it dialled.
+    mutating func failed(_ id: DeviceID) {
+        var e = entries[id] ?? Entry()
+        if e.phase != .dialling(again: true) {
+            e.backoff = min(e.backoff.map { $0 * 2 } ?? Self.firstRetry, Self.longestRetry)
+        }
+        e.phase = .idle
+        entries[id] = e
+    }
+}
