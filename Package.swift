@@ -74,9 +74,9 @@ let package = Package(
         // depending on the ones below it in `daemonLine`.
         daemonModule("DaemonCore", uses: ["HandoffModel", "HandoffAPI", "HandoffPeer", "HandoffSystem", nioCore, nioPosix, logging, lifecycle]),
         daemonModule("DaemonAccounts", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem", logging]),
-        daemonModule("DaemonDiscovery", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", logging, lifecycle]),
+        daemonModule("DaemonDiscovery", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem", logging, lifecycle]),
         daemonModule(
-            "DaemonLinks", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", nioCore, nioPosix, logging, lifecycle]
+            "DaemonLinks", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem", nioCore, nioPosix, logging, lifecycle]
         ),
         daemonModule("DaemonStreams", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffSystem", nioCore, nioPosix, logging]),
         daemonModule("DaemonContinue", uses: ["HandoffModel", "HandoffAPI", "HandoffPeer", "HandoffSystem", logging]),
@@ -110,7 +110,7 @@ let package = Package(
         .executableTarget(
             name: "handoffd",
             dependencies: [
-                "HandoffDaemon", "DaemonCore",
+                "HandoffDaemon", "DaemonCore", nioCore, nioPosix,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,5 +1,9 @@
 """Shared by the benchmarks: two simulated hosts (scripts/rig.sh) running release builds of
-handoffd, paired in one account. Root only. Everything is torn down on exit."""
+handoffd, paired in one account. Root only, to build the namespaces: every handoffd and handoffctl
+runs as an unprivileged user made for the run (as users run them). Everything is torn down on exit.
+
+BINDIR=<dir> benchmarks the handoffd and handoffctl in that directory instead of building this
+checkout (e.g. an older commit's release build, for a before/after table)."""
 import json
 import os
 import signal
@@ -15,6 +19,8 @@ RIG = os.path.join(ROOT, "scripts", "rig.sh")
 
 def build_release():
     """Release binaries, as installed (static Swift standard library)."""
+    if os.environ.get("BINDIR"):
+        return os.path.abspath(os.environ["BINDIR"])
     subprocess.run(["swift", "build", "-c", "release", "--static-swift-stdlib", "--product", "handoffd"], cwd=ROOT, check=True,
                    stdout=subprocess.DEVNULL)
     subprocess.run(["swift", "build", "-c", "release", "--static-swift-stdlib", "--product", "handoffctl"], cwd=ROOT, check=True,
@@ -42,17 +48,30 @@ class Pair:
         self.rig = "b%d" % (os.getpid() % 100000)
         self.dir = tempfile.mkdtemp(prefix="handoff-bench-")
         self.daemons = {}
+        os.chmod(self.dir, 0o755)
+        # Daemons and commands run as a normal user, as they do for users.
+        self.user = "hofb%d" % os.getpid()
+        subprocess.run(["/usr/sbin/useradd", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin",
+                        "--user-group", "--comment", "handoff benchmark", self.user], check=True)
+        import pwd
+        entry = pwd.getpwnam(self.user)
+        self.uid, self.gid = entry.pw_uid, entry.pw_gid
         subprocess.run([RIG, "up", self.rig, *hosts], check=True, stdout=subprocess.DEVNULL,
                        env={**os.environ, "HANDOFF_RIG_OWNER": str(os.getpid())})
 
     def env(self, host):
         home = os.path.join(self.dir, host)
-        os.makedirs(home, exist_ok=True)
-        return {"HOME": home, "XDG_RUNTIME_DIR": home + "/run", "XDG_STATE_HOME": home + "/state", "XDG_CONFIG_HOME": home + "/config",
-                "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+        if not os.path.isdir(home):
+            os.makedirs(home + "/run", mode=0o700)
+            for path in (home, home + "/run"):
+                os.chown(path, self.uid, self.gid)
+        return {"HOME": home, "XDG_RUNTIME_DIR": home + "/run", "USER": self.user, "LANG": "C.UTF-8", "PATH": "/usr/local/bin:/usr/bin:/bin"}
 
     def argv(self, host, args):
-        return [RIG, "exec", self.rig, host, "/usr/bin/env"] + ["%s=%s" % kv for kv in self.env(host).items()] + args
+        """`args` inside `host` as the benchmark's user; every exec keeps the pid (rig.sh exec,
+        setpriv, env), so a Popen's pid is the command's own."""
+        user = ["/usr/bin/setpriv", "--reuid=%d" % self.uid, "--regid=%d" % self.gid, "--init-groups", "--inh-caps=-all", "--bounding-set=-all"]
+        return [RIG, "exec", self.rig, host] + user + ["/usr/bin/env", "-i"] + ["%s=%s" % kv for kv in self.env(host).items()] + args
 
     def ctl(self, host, *args, check=True):
         r = subprocess.run(self.argv(host, [os.path.join(self.bindir, "handoffctl"), *args]), capture_output=True, text=True)
@@ -67,15 +86,24 @@ class Pair:
         self.wait_until(lambda: any(p["reachable"] for p in self.peers("bravo")["peers"]), "the pair to connect")
         self.wait_until(lambda: any(p["reachable"] for p in self.peers("alpha")["peers"]), "the pair to connect")
 
-    def start_daemons(self, hosts):
+    def start_daemons(self, hosts, wait=True):
         for host in hosts:
-            log = open(os.path.join(self.dir, host + ".log"), "w")
+            log = open(os.path.join(self.dir, host + ".log"), "a")
             self.daemons[host] = subprocess.Popen(self.argv(host, [os.path.join(self.bindir, "handoffd")]), stdout=log, stderr=log)
-        for host in hosts:
-            for _ in range(200):
-                if self.ctl(host, "status", check=False).returncode == 0:
-                    break
-                time.sleep(0.05)
+        for host in hosts if wait else ():
+            self.wait_for_daemon(host)
+
+    def wait_for_daemon(self, host):
+        for _ in range(200):
+            if self.ctl(host, "status", check=False).returncode == 0:
+                return
+            time.sleep(0.05)
+        raise RuntimeError("handoffd on %s did not start" % host)
+
+    def stop_daemon(self, host, sig=signal.SIGTERM):
+        p = self.daemons.pop(host)
+        p.send_signal(sig)
+        p.wait(timeout=15)
 
     def join(self, host, inviter, name=None, peer=None):
         """`host` joins `inviter`'s account (found by its advert, or at `peer`)."""
@@ -110,6 +138,64 @@ class Pair:
                 p.kill()
         subprocess.run([RIG, "down", self.rig], stdout=subprocess.DEVNULL)
         subprocess.run(["rm", "-rf", self.dir])
+        subprocess.run(["/usr/sbin/userdel", "--force", self.user], stderr=subprocess.DEVNULL)
+
+
+class Usage:
+    """What a process costs, read from /proc (all its threads)."""
+
+    def __init__(self, pid):
+        self.pid = pid
+
+    def thread_switches(self):
+        """{tid: (name, context switches, voluntary and not)} of every thread now: each is a
+        wakeup (or a preemption)."""
+        out = {}
+        for tid in os.listdir("/proc/%d/task" % self.pid):
+            try:
+                with open("/proc/%d/task/%s/status" % (self.pid, tid)) as f:
+                    fields = dict(line.split(":", 1) for line in f if ":" in line)
+                out[tid] = (fields["Name"].strip(),
+                            int(fields["voluntary_ctxt_switches"]) + int(fields["nonvoluntary_ctxt_switches"]))
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+        return out
+
+    def watch_switches(self, seconds, interval=0.5):
+        """Context switches during `seconds`, per thread name, all threads, those that start or
+        end within the window too (sampled every `interval`: a thread that lives shorter than
+        that is missed, and counted in `threads_started`)."""
+        first = self.thread_switches()
+        last = dict(first)
+        end = time.time() + seconds
+        while time.time() < end:
+            time.sleep(interval)
+            last.update(self.thread_switches())
+        by_name = {}
+        for tid, (name, count) in last.items():
+            by_name[name] = by_name.get(name, 0) + count - first.get(tid, (name, 0))[1]
+        return by_name, len(set(last) - set(first))
+
+    def threads(self):
+        return len(os.listdir("/proc/%d/task" % self.pid))
+
+    def cpu_ms(self):
+        with open("/proc/%d/stat" % self.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+    def memory_kb(self):
+        """smaps_rollup: Rss, Pss, Anonymous, Pss_Anon, Pss_File (kB)."""
+        out = {}
+        with open("/proc/%d/smaps_rollup" % self.pid) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3 and parts[2] == "kB":
+                    out[parts[0].rstrip(":")] = int(parts[1])
+        return out
+
+    def fds(self):
+        return len(os.listdir("/proc/%d/fd" % self.pid))
 
 
 def table(rows, headers):

@@ -9,6 +9,7 @@ import DaemonLinks
 import HandoffAPI
 import HandoffModel
 import HandoffPeer
+import HandoffSystem
 
 /// The asking side of `continue`, up to the activity: find the device the user named, get a
 /// session with it, ask for its current activity (the one we saw advertised, if we did), and say
@@ -55,7 +56,7 @@ package struct ActivityFetch: Sendable {
             } catch {
                 if Task.isCancelled { throw DaemonError(.unreachable, "handoffd is stopping") }
                 guard attempt == 1 else { throw DaemonError(.unreachable, "the connection to \(session.peerName) ended before it answered") }
-                try? await Task.sleep(for: .milliseconds(100))
+                try? await QuietSleep.sleep(for: .milliseconds(100))
                 session = try await target.session(links: links, directory: directory)
             }
         }

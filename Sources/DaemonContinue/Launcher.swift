@@ -29,8 +29,15 @@ package final class Launcher: Sendable {
     private let socketPath: String
     private let environment: [String: String]
     private let logger: Logger
-    private let children = Mutex<[pid_t]>([])
-    private let reaping = Mutex(false)
+    /// Programs we started that still run, or ended with a launch still waiting for their
+    /// verdict (`termination(of:within:)`).
+    private let children = Mutex<[pid_t: Child]>([:])
+
+    private enum Child {
+        /// `verdictWanted`: a launch will ask how it ended, so the reaper keeps the outcome.
+        case running(verdictWanted: Bool)
+        case ended(ChildProcess.Termination)
+    }
 
     /// How long the browser command may take to say whether it worked (xdg-open returns once the
     /// browser has the page; a browser run directly keeps running, which counts as success).
@@ -68,7 +75,7 @@ package final class Launcher: Sendable {
             case .desktop(let entry, let line):
                 command = line.expanded(.init(file: file, name: entry.name, icon: entry.icon, desktopFile: entry.path))
             }
-            let pid = try start(command, environment: env, what: "the handler for \(type) (\(handler.label))")
+            let pid = try start(command, environment: env, what: "the handler for \(type) (\(handler.label))", wantsVerdict: false)
             logger.info("continuation handed to an app", metadata: ["type": "\(type)", "handler": "\(handler.label)", "pid": "\(pid)"])
             return DeliveryOutcome(kind: .handler, handler: handler.label, command: command, activityFile: file, pid: pid)
         }
@@ -82,7 +89,7 @@ package final class Launcher: Sendable {
             throw DaemonError(.invalidWebpageURL, "the activity's web page is not an http(s) URL; it was not opened")
         }
         let command = browser.arguments.contains { $0.contains("%u") || $0.contains("%U") } ? browser.expanded(.init(url: url)) : browser.arguments + [url]
-        let pid = try start(command, environment: env, what: "the browser (\(browser.arguments[0]))")
+        let pid = try start(command, environment: env, what: "the browser (\(browser.arguments[0]))", wantsVerdict: true)
         if let ended = await termination(of: pid, within: Launcher.browserVerdictWindow), ended != .exited(0) {
             throw DaemonError(.handlerFailed, "the browser command \(browser.arguments[0]) \(ended) instead of opening \(url)")
         }
@@ -131,7 +138,7 @@ package final class Launcher: Sendable {
         }
     }
 
-    private func start(_ command: [String], environment: [String: String], what: String) throws(DaemonError) -> pid_t {
+    private func start(_ command: [String], environment: [String: String], what: String, wantsVerdict: Bool) throws(DaemonError) -> pid_t {
         let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
         let pid: pid_t
         do {
@@ -141,44 +148,44 @@ package final class Launcher: Sendable {
         } catch {
             throw DaemonError(.handlerFailed, "cannot start \(what): \(SystemCall.describe(error.errno)) (\(command[0]))")
         }
-        children.withLock { $0.append(pid) }
-        startReaping()
+        children.withLock { $0[pid] = .running(verdictWanted: wantsVerdict) }
+        reapWhenItEnds(pid)
         return pid
     }
 
-    /// How `pid` ended if it did within `window`; nil if it still runs.
+    /// How `pid` ended if it did within `window`; nil if it still runs (and then nobody asks).
     private func termination(of pid: pid_t, within window: Duration) async -> ChildProcess.Termination? {
         let deadline = ContinuousClock.now + window
-        while ContinuousClock.now < deadline {
-            if let ended = reap(pid) { return ended }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return nil
-    }
-
-    private func reap(_ pid: pid_t) -> ChildProcess.Termination? {
-        guard let ended = ChildProcess.poll(pid) else { return nil }
-        children.withLock { $0.removeAll { $0 == pid } }
-        return ended
-    }
-
-    /// Programs we started are collected when they exit (no zombies), checking every 2 s while any runs.
-    private func startReaping() {
-        guard reaping.withLock({ r in defer { r = true }; return !r }) else { return }
-        Task.detached { [self] in
-            while true {
-                try? await Task.sleep(for: .seconds(2))
-                let running = children.withLock { $0 }
-                for pid in running {
-                    if let ended = reap(pid) { logger.debug("a started program ended", metadata: ["pid": "\(pid)", "how": "\(ended)"]) }
+        while true {
+            let verdict = children.withLock { c -> ChildProcess.Termination?? in
+                if case .ended(let how) = c[pid] {
+                    c[pid] = nil
+                    return .some(how)
                 }
-                let done = reaping.withLock { r in
-                    let empty = children.withLock { $0.isEmpty }
-                    if empty { r = false }
-                    return empty
-                }
-                if done { return }
+                guard ContinuousClock.now >= deadline else { return nil }
+                if c[pid] != nil { c[pid] = .running(verdictWanted: false) }
+                return .some(nil)
             }
+            if let verdict { return verdict }
+            try? await QuietSleep.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Programs we started are collected when they exit (no zombies) by a thread that blocks in
+    /// waitpid until then: nothing wakes while they run.
+    private func reapWhenItEnds(_ pid: pid_t) {
+        let started = BlockingThread.detach(name: "handoff-reap") { [self] in
+            let how = ChildProcess.wait(pid)
+            children.withLock { c in
+                if case .running(verdictWanted: true) = c[pid] { c[pid] = .ended(how) } else { c[pid] = nil }
+            }
+            logger.debug("a started program ended", metadata: ["pid": "\(pid)", "how": "\(how)"])
+        }
+        if !started {
+            // At the thread limit: the program runs on, and stays a zombie once it ends, until
+            // handoffd exits.
+            logger.warning("cannot watch a started program (no thread)", metadata: ["pid": "\(pid)"])
+            children.withLock { $0[pid] = nil }
         }
     }
 }

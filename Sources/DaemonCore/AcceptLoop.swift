@@ -1,3 +1,4 @@
+import HandoffSystem
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -83,7 +84,7 @@ package final class AcceptLoop<Accepted: IncomingConnection>: Sendable {
                     if isStopping { break }
                     logger.warning("listening again after a pause", metadata: ["socket": "\(what)", "pause": "\(pause)"])
                     let wait = pause
-                    try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) }
+                    try? await cancelWhenGracefulShutdown { try await QuietSleep.sleep(for: wait) }
                     if isStopping { break }
                     pause = min(pause * 2, .seconds(30))
                     do {

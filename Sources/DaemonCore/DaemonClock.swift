@@ -1,4 +1,5 @@
 import HandoffModel
+import HandoffSystem
 
 /// The time of day for what runs out (invites, activities), waiting for it, the monotonic time
 /// rate limits are measured in, and the waits between tries (dial backoff): injected, so that a
@@ -22,10 +23,10 @@ package struct SystemDaemonClock: DaemonClock {
     package func instant() -> ContinuousClock.Instant { .now }
 
     package func sleep(for duration: Duration) async throws {
-        try await Task.sleep(for: duration)
+        try await QuietSleep.sleep(for: duration)
     }
 
     package func sleep(until deadline: Timestamp) async throws {
-        try await Task.sleep(for: .microseconds(max(0, Timestamp.now().microseconds(until: deadline))))
+        try await QuietSleep.sleep(for: .microseconds(max(0, Timestamp.now().microseconds(until: deadline))))
     }
 }

@@ -1,3 +1,4 @@
+import HandoffSystem
 import Synchronization
 
 /// A value set once, awaited by anyone.
@@ -35,7 +36,7 @@ package final class Once<Value: Sendable>: Sendable {
         return await withTaskGroup(of: Value?.self) { group in
             group.addTask { await self.valueUnlessCancelled() }
             group.addTask {
-                try? await Task.sleep(for: timeout)
+                try? await QuietSleep.sleep(for: timeout)
                 return nil
             }
             defer { group.cancelAll() }

@@ -2,6 +2,7 @@ import DaemonCore
 import DaemonDiscovery
 import HandoffAPI
 import HandoffModel
+import HandoffSystem
 import NIOCore
 
 /// The device a command names (`continue PEER`, `account sync PEER`): a device of the account by
@@ -76,7 +77,7 @@ package struct PeerTarget: Sendable {
                     if e.code == .revoked || e.code == .refused { throw e }
                 }
             }
-            if round == 1 { try? await Task.sleep(for: .milliseconds(200)) }
+            if round == 1 { try? await QuietSleep.sleep(for: .milliseconds(200)) }
         }
         throw lastError
     }

@@ -1,5 +1,6 @@
 import Dispatch
 import HandoffModel
+import HandoffSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -177,7 +178,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         state = .unavailable(reason: "avahi-daemon is not running", retryAt: retryAt)
         continuation?.yield(.state(state))
         retry = Task { [weak self] in
-            try? await Task.sleep(for: delay)
+            try? await QuietSleep.sleep(for: delay)
             guard !Task.isCancelled else { return }
             await self?.tryAgain()
         }
@@ -333,7 +334,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         ticker?.cancel()
         tickerDeadline = deadline
         ticker = Task { [weak self] in
-            try? await Task.sleep(until: deadline, clock: .continuous)
+            try? await QuietSleep.sleep(for: ContinuousClock.now.duration(to: deadline))
             guard !Task.isCancelled else { return }
             await self?.tick()
         }
@@ -411,7 +412,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
             } else if !entry.recheckWaiting {
                 known[instance]?.recheckWaiting = true
                 Task { [weak self] in
-                    try? await Task.sleep(for: Self.recheckWindow)
+                    try? await QuietSleep.sleep(for: Self.recheckWindow)
                     await self?.finishRecheck(instance, id: id)
                 }
             }
@@ -492,7 +493,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
             case .wake(let instant):
                 wake?.cancel()
                 wake = Task { [weak self] in
-                    try? await Task.sleep(until: instant, clock: .continuous)
+                    try? await QuietSleep.sleep(for: ContinuousClock.now.duration(to: instant))
                     guard !Task.isCancelled else { return }
                     await self?.throttleWoke()
                 }
@@ -507,13 +508,17 @@ public actor DNSSDDiscovery: DiscoveryBackend {
     }
 }
 
-/// Blocking name lookups, kept off the cooperative pool.
+/// Blocking name lookups, kept off the cooperative pool — on a thread of their own, not
+/// libdispatch's global queue, whose first use starts a once-a-second monitor that wakes the
+/// daemon for good (docs/platform.md, "Waiting without waking").
 enum HostLookup {
     static func addresses(of host: String) async -> [String] {
         await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
+            let started = BlockingThread.detach(name: "handoff-lookup") {
                 continuation.resume(returning: lookUp(host))
             }
+            // At the thread limit: no lookup; Avahi's own address query answers instead.
+            if !started { continuation.resume(returning: []) }
         }
     }
 

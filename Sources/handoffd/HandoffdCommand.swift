@@ -4,13 +4,27 @@ import HandoffAPI
 import HandoffDaemon
 import HandoffModel
 import Logging
+import NIOCore
+import NIOPosix
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// handoffd: parse flags, set up logging, run the daemon's services until SIGTERM/SIGINT.
+/// The entry point. Before any task runs, Swift's tasks are moved onto NIO's event loops: on
+/// Linux the default executor is libdispatch's global queues, whose first worker starts a
+/// monitor that wakes the process every second for good (docs/platform.md, "Waiting without
+/// waking"); an event loop sleeps in epoll until there is work or a deadline.
 @main
+enum HandoffdMain {
+    static func main() async {
+        HandoffDaemon.tuneProcessForStreams()
+        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        await HandoffdCommand.main()
+    }
+}
+
+/// handoffd: parse flags, set up logging, run the daemon's services until SIGTERM/SIGINT.
 struct HandoffdCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "handoffd",
@@ -128,7 +142,6 @@ struct HandoffdCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        HandoffDaemon.tuneProcessForStreams()
         let settings: DaemonSettings
         let read: [String]
         do {

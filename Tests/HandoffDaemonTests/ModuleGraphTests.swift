@@ -75,6 +75,26 @@ import Testing
         #expect(mentions == ["DaemonLocalAPI"])
     }
 
+    /// An idle daemon sleeps: a pending `Task.sleep` wakes libdispatch's timer thread every second
+    /// on this platform (docs/platform.md, "Waiting without waking"), so what the daemon runs
+    /// waits with `QuietSleep` (or its clock) instead. handoffctl, which does not idle, may.
+    @Test func theDaemonNeverWaitsWithTaskSleep() throws {
+        let fm = FileManager.default
+        var offenders: [String] = []
+        for module in try fm.contentsOfDirectory(atPath: Self.sources.path) where module != "handoffctl" {
+            let directory = Self.sources.appendingPathComponent(module)
+            guard let files = fm.enumerator(atPath: directory.path) else { continue }
+            for case let file as String in files where file.hasSuffix(".swift") {
+                let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+                for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+                where line.contains("Task.sleep(") && !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                    offenders.append("\(module)/\(file):\(n + 1)")
+                }
+            }
+        }
+        #expect(offenders.isEmpty, "\(offenders)")
+    }
+
     /// "At most five collaborators" (docs/architecture.md): what an initializer of a
     /// daemon module takes that is a service — an actor, class or protocol of the daemon, a struct
     /// that holds one, a discovery backend or a channel — or a closure it calls back. Values

@@ -20,6 +20,33 @@ public enum ProcessUsage {
     /// and not here.
     public static func anonymousKiB(_ pid: pid_t) -> Int { statusKiB(pid, "RssAnon:") }
 
+    /// Context switches (voluntary and not) of each of the process's threads now, by thread id:
+    /// each is a wakeup, or a preemption.
+    public static func contextSwitches(_ pid: pid_t) -> [String: Int] {
+        var out: [String: Int] = [:]
+        for tid in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/status", encoding: .utf8) else { continue }
+            out[tid] = status.split(separator: "\n")
+                .filter { $0.hasPrefix("voluntary_ctxt_switches:") || $0.hasPrefix("nonvoluntary_ctxt_switches:") }
+                .compactMap { Int($0.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "") }
+                .reduce(0, +)
+        }
+        return out
+    }
+
+    /// How many times all of the process's threads woke during `seconds`, those that start or
+    /// end within it too (sampled every half second).
+    public static func wakeups(_ pid: pid_t, during seconds: Double) async throws -> Int {
+        let first = contextSwitches(pid)
+        var last = first
+        let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < end {
+            try await Task.sleep(for: .milliseconds(500))
+            last.merge(contextSwitches(pid)) { $1 }
+        }
+        return last.reduce(0) { $0 + $1.value - (first[$1.key] ?? 0) }
+    }
+
     private static func statusKiB(_ pid: pid_t, _ field: String) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) })

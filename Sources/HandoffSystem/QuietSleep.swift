@@ -1,0 +1,80 @@
+import Dispatch
+import Synchronization
+
+/// Waiting that wakes the process once, at the deadline.
+///
+/// Why not `Task.sleep`: on Linux, Swift's `Task.sleep` is a `dispatch_after` on libdispatch's
+/// global queues, and their first worker starts libdispatch's pool monitor, a timer that wakes
+/// the process every second for as long as it lives. handoffd runs its tasks on NIO's event
+/// loops instead (handoffd's entry point), and waits with a timer on a serial queue, which never
+/// starts the monitor (docs/platform.md, "Waiting without waking"). `ModuleGraphTests` keeps
+/// `Task.sleep` out of the daemon's sources.
+public enum QuietSleep {
+    /// Waits `duration` on the monotonic clock; throws `CancellationError` when the task is
+    /// cancelled first (at once, not at the deadline).
+    public static func sleep(for duration: Duration) async throws {
+        let (seconds, attoseconds) = duration.components
+        // Beyond ~292 years, a day less: the deadline is as good as never.
+        let nanoseconds = seconds >= Int64.max / 1_000_000_000 - 86_400 ? Int64.max / 2 : max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        let deadline = DispatchTime.now() + .nanoseconds(Int(nanoseconds))
+        try Task.checkCancellation()
+        let wait = TimerWait()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                wait.start(continuation, deadline: deadline)
+            }
+        } onCancel: {
+            wait.finish(throwing: CancellationError())
+        }
+    }
+}
+
+/// One wait: its continuation is resumed exactly once, by the timer or by cancellation, and the
+/// timer is cancelled either way (so a cancelled wait leaves nothing behind in libdispatch).
+private final class TimerWait: Sendable {
+    /// A serial queue (which libdispatch serves from its overcommit pool): the global queues'
+    /// first use starts libdispatch's once-a-second worker monitor (docs/platform.md).
+    static let queue = DispatchQueue(label: "handoff.quiet-sleep")
+
+    private struct State {
+        var continuation: CheckedContinuation<Void, any Error>?
+        var timer: Timer?
+        var finished: (any Error)??
+    }
+
+    /// libdispatch's sources may be used from any thread (dispatch_source_cancel is documented
+    /// as thread-safe); the Swift overlay just does not say so.
+    private struct Timer: @unchecked Sendable {
+        let source: any DispatchSourceTimer
+    }
+
+    private let state = Mutex(State())
+
+    func start(_ continuation: CheckedContinuation<Void, any Error>, deadline: DispatchTime) {
+        let timer = DispatchSource.makeTimerSource(queue: Self.queue)
+        let earlier = state.withLock { s -> (any Error)?? in
+            if let finished = s.finished { return finished }
+            (s.continuation, s.timer) = (continuation, Timer(source: timer))
+            return nil
+        }
+        if let earlier {
+            // Cancelled before the wait began.
+            if let error = earlier { continuation.resume(throwing: error) } else { continuation.resume() }
+            return
+        }
+        timer.setEventHandler { [self] in finish(throwing: nil) }
+        timer.schedule(deadline: deadline)
+        timer.activate()
+    }
+
+    func finish(throwing error: (any Error)?) {
+        let (continuation, timer) = state.withLock { s in
+            if s.finished == nil { s.finished = .some(error) }
+            defer { (s.continuation, s.timer) = (nil, nil) }
+            return (s.continuation, s.timer)
+        }
+        timer?.source.cancel()
+        guard let continuation else { return }
+        if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+    }
+}

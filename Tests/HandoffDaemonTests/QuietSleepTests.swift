@@ -1,0 +1,40 @@
+import Foundation
+import HandoffSystem
+import Testing
+
+/// `QuietSleep`: a wait wakes at its deadline and ends at once when its task is cancelled (before
+/// or during the wait). That it does not wake the process while it waits — the reason it exists —
+/// is checked on real daemons (`IdleTests`): this test process has other tests' timers running.
+@Suite struct QuietSleepTests {
+    @Test func wakesAtTheDeadline() async throws {
+        let start = ContinuousClock.now
+        try await QuietSleep.sleep(for: .milliseconds(50))
+        let took = ContinuousClock.now - start
+        #expect(took >= .milliseconds(50) && took < .seconds(2), "\(took)")
+    }
+
+    @Test func cancellingEndsTheWaitAtOnce() async {
+        let start = ContinuousClock.now
+        let wait = Task { try await QuietSleep.sleep(for: .seconds(3600)) }
+        try? await Task.sleep(for: .milliseconds(20))
+        wait.cancel()
+        let result = await wait.result
+        #expect(throws: CancellationError.self) { try result.get() }
+        #expect(ContinuousClock.now - start < .seconds(5))
+    }
+
+    @Test func aCancelledTaskDoesNotWait() async {
+        let wait = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            try await QuietSleep.sleep(for: .seconds(3600))
+        }
+        await #expect(throws: CancellationError.self) { try await wait.value }
+    }
+
+    @Test func manyWaitsEndTogether() async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<200 { group.addTask { try await QuietSleep.sleep(for: .milliseconds(i % 20)) } }
+            try await group.waitForAll()
+        }
+    }
+}
