@@ -110,7 +110,7 @@ let package = Package(
         .executableTarget(
             name: "handoffd",
             dependencies: [
-                "HandoffDaemon", "DaemonCore", nioCore, nioPosix,
+                "HandoffDaemon", "DaemonCore", "HandoffSystem", nioCore, nioPosix,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

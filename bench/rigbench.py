@@ -194,6 +194,18 @@ class Usage:
                     out[parts[0].rstrip(":")] = int(parts[1])
         return out
 
+    def resident_by_file(self):
+        """{mapped file or [anon]/[heap]/[stack]: resident kB}, from smaps."""
+        out, name = {}, None
+        with open("/proc/%d/smaps" % self.pid) as f:
+            for line in f:
+                parts = line.split()
+                if "-" in parts[0] and len(parts[0]) > 8 and ":" not in parts[0]:
+                    name = parts[5] if len(parts) > 5 else "[anon]"
+                elif parts[0] == "Rss:":
+                    out[name] = out.get(name, 0) + int(parts[1])
+        return out
+
     def fds(self):
         return len(os.listdir("/proc/%d/fd" % self.pid))
 

@@ -3,6 +3,7 @@ import DaemonCore
 import HandoffAPI
 import HandoffDaemon
 import HandoffModel
+import HandoffSystem
 import Logging
 import NIOCore
 import NIOPosix
@@ -19,7 +20,7 @@ import Glibc
 enum HandoffdMain {
     static func main() async {
         HandoffDaemon.tuneProcessForStreams()
-        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        GlobalExecutorHook.install { job, _ in MultiThreadedEventLoopGroup.singleton.next().executor.enqueue(ExecutorJob(job)) }
         await HandoffdCommand.main()
     }
 }
