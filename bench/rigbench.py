@@ -101,9 +101,10 @@ class Pair:
         raise RuntimeError("handoffd on %s did not start" % host)
 
     def stop_daemon(self, host, sig=signal.SIGTERM):
-        p = self.daemons.pop(host)
+        p = self.daemons[host]
         p.send_signal(sig)
-        p.wait(timeout=15)
+        p.wait(timeout=15)  # on a timeout it stays listed, and close() kills it
+        del self.daemons[host]
 
     def join(self, host, inviter, name=None, peer=None):
         """`host` joins `inviter`'s account (found by its advert, or at `peer`)."""

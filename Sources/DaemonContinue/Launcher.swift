@@ -167,7 +167,17 @@ package final class Launcher: Sendable {
                 return .some(nil)
             }
             if let verdict { return verdict }
-            try? await QuietSleep.sleep(for: .milliseconds(20))
+            // Cancelled (shutdown): the sleep would no longer wait; no verdict is wanted any more.
+            guard (try? await QuietSleep.sleep(for: .milliseconds(20))) != nil else {
+                children.withLock { c in
+                    switch c[pid] {
+                    case .running: c[pid] = .running(verdictWanted: false)
+                    case .ended: c[pid] = nil
+                    case nil: break
+                    }
+                }
+                return nil
+            }
         }
     }
 

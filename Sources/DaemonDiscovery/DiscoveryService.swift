@@ -322,7 +322,8 @@ package final class DiscoveryService: Service {
             if let match, let address = match.addresses.sorted(by: { !$0.contains(":") && $1.contains(":") }).first {
                 return PeerAddress(host: address, port: match.port)
             }
-            try? await QuietSleep.sleep(for: .milliseconds(100))
+            // Cancelled (the join gave up, or shutdown): the sleep would no longer wait.
+            guard (try? await QuietSleep.sleep(for: .milliseconds(100))) != nil else { break }
         }
         // What was seen instead, for whoever reads the log to find out why.
         let (seen, tagged, addressed) = state.withLock { s in

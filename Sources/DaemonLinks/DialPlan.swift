@@ -79,7 +79,8 @@ struct DialPlan {
     /// The dial failed at every address. The next `want` waits the backoff, unless something
     /// new was heard of the device while it dialled.
     mutating func failed(_ id: DeviceID) {
-        var e = entries[id] ?? Entry()
+        // Only the dial under way can fail: after `connected` there is nothing to back off from.
+        guard var e = entries[id], case .dialling = e.phase else { return }
         if e.phase != .dialling(again: true) {
             e.backoff = min(e.backoff.map { $0 * 2 } ?? Self.firstRetry, Self.longestRetry)
         }

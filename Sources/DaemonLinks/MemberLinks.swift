@@ -431,6 +431,11 @@ package actor MemberLinks {
             return
         }
         for target in await directory.dialTargets(id) {
+            // A session may have come the other way (a crossed dial) while this one tried.
+            if sessions[id] != nil {
+                dials.connected(id)
+                return
+            }
             do {
                 _ = try await connect(target, expecting: id)
                 dials.connected(id)
@@ -438,6 +443,10 @@ package actor MemberLinks {
             } catch {
                 logger.debug("cannot reach a device", metadata: ["peer": "\(id.short)", "address": "\(target)", "error": "\(error)"])
             }
+        }
+        if sessions[id] != nil {
+            dials.connected(id)
+            return
         }
         // Not reachable (or not resolved yet): try again later while it stays seen.
         dials.failed(id)

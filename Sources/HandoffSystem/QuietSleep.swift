@@ -51,20 +51,24 @@ private final class TimerWait: Sendable {
     private let state = Mutex(State())
 
     func start(_ continuation: CheckedContinuation<Void, any Error>, deadline: DispatchTime) {
-        let timer = DispatchSource.makeTimerSource(queue: Self.queue)
-        let earlier = state.withLock { s -> (any Error)?? in
-            if let finished = s.finished { return finished }
-            (s.continuation, s.timer) = (continuation, Timer(source: timer))
-            return nil
+        // The source is made only for a wait that begins: libdispatch traps when a source that was
+        // never activated is released.
+        let started = state.withLock { s -> Result<Timer, any Error>? in
+            if let finished = s.finished { return finished.map { .failure($0) } ?? nil }
+            let timer = Timer(source: DispatchSource.makeTimerSource(queue: Self.queue))
+            (s.continuation, s.timer) = (continuation, timer)
+            return .success(timer)
         }
-        if let earlier {
-            // Cancelled before the wait began.
-            if let error = earlier { continuation.resume(throwing: error) } else { continuation.resume() }
-            return
+        switch started {
+        case .success(let timer):
+            timer.source.setEventHandler { [self] in finish(throwing: nil) }
+            timer.source.schedule(deadline: deadline)
+            timer.source.activate()
+        case .failure(let error):
+            continuation.resume(throwing: error)  // cancelled before the wait began
+        case nil:
+            continuation.resume()
         }
-        timer.setEventHandler { [self] in finish(throwing: nil) }
-        timer.schedule(deadline: deadline)
-        timer.activate()
     }
 
     func finish(throwing error: (any Error)?) {

@@ -59,6 +59,11 @@ import Testing
             answers: ["dial after 0s", "due", "-", "dial after 1s", "due", "-", "dial after 0s"]
         ),
         Row(
+            name: "a dial that fails after a session came another way arms no backoff",
+            steps: [.want(fresh: true), .due(1), .connected, .failed, .want(fresh: false)],
+            answers: ["dial after 0s", "due", "-", "-", "dial after 0s"]
+        ),
+        Row(
             name: "a skipped dial (no longer seen) keeps the backoff",
             steps: [.want(fresh: true), .due(1), .failed, .want(fresh: false), .due(2), .skipped, .want(fresh: false)],
             answers: ["dial after 0s", "due", "-", "dial after 1s", "due", "-", "dial after 1s"]
