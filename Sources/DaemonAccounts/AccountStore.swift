@@ -47,6 +47,10 @@ package actor AccountStore {
     private let events: EventHub
     private let registry: ActivityRegistry
     private(set) var material: AccountMaterial?
+
+    /// Every change is saved with fsync before it takes effect: the actor runs on the disk
+    /// thread, so a slow disk never holds up the event loop serving peers and apps.
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { DiskThread.shared.asUnownedSerialExecutor() }
     /// Tells the other features when the account changes (`.accountChanged`).
     private let announce: Announce
 

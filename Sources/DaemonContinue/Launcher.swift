@@ -61,7 +61,7 @@ package final class Launcher: Sendable {
         let (catalog, browser) = choices.withLock { ($0.catalog, $0.browser) }
         let type = activity.type
         if let handler = catalog.handler(for: type, searchPath: env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") {
-            let file = try writeActivityFile(activity, continuationID: continuationID)
+            let file = try await DiskThread.shared.run { [self] () throws(DaemonError) -> String in try writeActivityFile(activity, continuationID: continuationID) }
             env[HandlerEnvironment.activityFile] = file
             env[HandlerEnvironment.continuationID] = continuationID.lowercasedString
             env[HandlerEnvironment.activityType] = type

@@ -5,6 +5,7 @@ import Foundation
 #endif
 import HandoffAPI
 import HandoffModel
+import HandoffSystem
 import Logging
 
 /// The device's one current activity (docs/activity-encoding.md): replaced by `becomeCurrent`, withdrawn by
@@ -29,6 +30,10 @@ public actor ActivityRegistry {
     package nonisolated let clock: any DaemonClock
     /// Waiting for the next change (a needsSave activity being saved).
     private var changeWaiters: [UUID: Once<Void>] = [:]
+
+    /// Every change is saved with fsync before it is visible: the actor runs on the disk thread,
+    /// so a slow disk holds up activity changes, never the event loop serving peers and apps.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { DiskThread.shared.asUnownedSerialExecutor() }
 
     /// Loads the saved activity, dropping it if it expired while the daemon was down.
     package init(

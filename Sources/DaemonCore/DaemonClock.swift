@@ -27,6 +27,6 @@ package struct SystemDaemonClock: DaemonClock {
     }
 
     package func sleep(until deadline: Timestamp) async throws {
-        try await QuietSleep.sleep(for: .microseconds(max(0, Timestamp.now().microseconds(until: deadline))))
+        try await QuietSleep.sleep(untilWallClock: deadline.microsecondsSinceEpoch)
     }
 }

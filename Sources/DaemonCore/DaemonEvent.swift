@@ -14,6 +14,9 @@ package enum DaemonEvent: Sendable {
     /// The account changed (created, joined, left, a newer state): what discovery saw may read
     /// differently now, and the advert is sealed with other keys.
     case accountChanged
+    /// Discovery started, stopped, or lost or found avahi-daemon again: what the daemon says of
+    /// itself (systemd's STATUS) follows.
+    case discoveryStateChanged
     /// The pending invites changed: the advert carries the newest open one's join tag.
     case invitesChanged
     /// An advert sealed by a device of the account was seen: a session with it is worth having.

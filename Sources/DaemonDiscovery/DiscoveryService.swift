@@ -224,6 +224,7 @@ package final class DiscoveryService: Service {
                 if case .unavailable = st.backend { return true }
                 return false
             }
+            announce(.discoveryStateChanged)
             switch s {
             case .running:
                 ready.succeed()

@@ -102,14 +102,21 @@ package actor PeerDirectory {
                 e.lastAdvert = now
                 e.lastSeen = now
             }
-            let before = e.sightings[sighting.instance]
-            fresh = before.map { ($0.host, $0.port, $0.addresses) != (sighting.host, sighting.port, sighting.addresses) } ?? true
+            fresh = Self.isFresh(sighting, after: e.sightings[sighting.instance])
             e.sightings[sighting.instance] = Sighted(
                 source: sighting.source, host: sighting.host, port: sighting.port, addresses: sighting.addresses, at: now
             )
             Self.apply(sequence: advert.sequence, activity: advert.activity, to: &e)
         }
         return fresh
+    }
+
+    /// Whether a sighting tells us something new about where the device is: a new instance, a
+    /// new host or port, or an address we did not have. Addresses reported in another order, or
+    /// one fewer, are not news (a dial tries them all anyway).
+    static func isFresh(_ sighting: Sighting, after before: Sighted?) -> Bool {
+        guard let before else { return true }
+        return before.host != sighting.host || before.port != sighting.port || !Set(sighting.addresses).isSubset(of: before.addresses)
     }
 
     /// A handoff service that is not ours: counted, never shown, never contacted.

@@ -33,6 +33,10 @@ struct DialPlan {
         var phase = Phase.idle
     }
 
+    /// Tickets are numbered across the plan, never per device: a wait armed before a session came
+    /// and went must not match the ticket of a wait armed after (`connected` forgets the entry).
+    private var lastTicket = 0
+
     static let firstRetry: Duration = .seconds(1)
     static let longestRetry: Duration = .seconds(60)
 
@@ -52,7 +56,8 @@ struct DialPlan {
             return .none
         case .idle, .waiting:
             // A fresh sighting replaces a backoff wait under way: its ticket goes stale.
-            e.ticket += 1
+            lastTicket += 1
+            e.ticket = lastTicket
             e.phase = .waiting
             return .dial(after: e.backoff ?? .zero, ticket: e.ticket)
         }

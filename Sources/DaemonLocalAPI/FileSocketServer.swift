@@ -78,7 +78,7 @@ final class FileSocketServer: Sendable {
             }
         }
         let daemonUID = streams.daemonUID
-        acceptor = BlockingThread {
+        acceptor = BlockingThread(name: "handoff-files") {
             FileSocketServer.acceptLoop(fd, daemonUID: daemonUID, serve: serve)
             intake.finish()
         }

@@ -115,6 +115,8 @@ public final class HandoffDaemon: Sendable {
     /// Why `firstUse` could not be done: the daemon stops, and says so (`run` throws it).
     private let firstUseFailure = Mutex<DaemonError?>(nil)
     let listener: PeerListener
+    /// What systemd's STATUS line sums up changed where no local event says so (`EventRoute`).
+    private let statusChanges: AsyncStream<Void>
 
     public init(configuration: DaemonConfiguration, logger: Logger) throws(DaemonError) {
         self.configuration = configuration
@@ -135,6 +137,7 @@ public final class HandoffDaemon: Sendable {
         // Features announce into the route before the ones it reaches exist (it is pointed at
         // them below); nothing announces before the daemon runs.
         let route = EventRoute()
+        self.statusChanges = route.statusChanges
         self.admission = AdmissionControl(limits: configuration.admissionLimits, clock: configuration.clock)
         let registry = ActivityRegistry(
             stateDirectory: configuration.stateDirectory,
@@ -359,8 +362,9 @@ public final class HandoffDaemon: Sendable {
     /// Under systemd: `WATCHDOG=1` every half `WatchdogSec` while the actors and an event loop
     /// answer (a wedged daemon gets restarted), and `STATUS=` whenever the summary changes. The
     /// summary is looked at when a local event says something changed (a peer, the current
-    /// activity) and at each watchdog ping — never on a timer of its own, so that an idle daemon
-    /// wakes only for the watchdog (docs/benchmarks.md, idle).
+    /// activity), when the route says discovery or the account changed, and at each watchdog
+    /// ping — never on a timer of its own, so that an idle daemon wakes only for the watchdog
+    /// (docs/benchmarks.md, idle).
     private func superviseForSystemd() async {
         let notifier = configuration.notifier
         guard notifier.isActive else { return }
@@ -376,6 +380,9 @@ public final class HandoffDaemon: Sendable {
                 while !Task.isCancelled {
                     for await _ in events.subscribe() { await update() }
                 }
+            }
+            group.addTask { [statusChanges] in
+                for await _ in statusChanges { await update() }
             }
             if let interval = notifier.watchdogInterval {
                 group.addTask {
@@ -509,6 +516,14 @@ final class EventRoute: Sendable {
     }
 
     private let features = Mutex<Features?>(nil)
+    /// Nudges for systemd's STATUS line (`HandoffDaemon.superviseForSystemd`): discovery's state
+    /// or the account changed. Only the newest is kept: the line is read afresh each time.
+    let statusChanges: AsyncStream<Void>
+    private let statusChanged: AsyncStream<Void>.Continuation
+
+    init() {
+        (statusChanges, statusChanged) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
 
     func connect(_ features: Features) {
         self.features.withLock { $0 = features }
@@ -520,11 +535,11 @@ final class EventRoute: Sendable {
                 assertionFailure("\(event) announced before the route was connected")
                 return
             }
-            Self.route(event, to: features)
+            Self.route(event, to: features, statusChanged: statusChanged)
         }
     }
 
-    static func route(_ event: DaemonEvent, to f: Features) {
+    static func route(_ event: DaemonEvent, to f: Features, statusChanged: AsyncStream<Void>.Continuation) {
         switch event {
         case .currentActivityChanged(let activity):
             // Apps attached to an activity that is no longer current hear that it ended; devices
@@ -538,6 +553,9 @@ final class EventRoute: Sendable {
             f.discovery.advertise(notice)
         case .accountChanged:
             f.discovery.accountChanged()
+            statusChanged.yield()
+        case .discoveryStateChanged:
+            statusChanged.yield()
         case .invitesChanged:
             f.discovery.invitesChanged()
         case .memberSighted(let id, let fresh):

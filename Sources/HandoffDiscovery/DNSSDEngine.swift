@@ -76,6 +76,7 @@ final class DNSSDEngine: @unchecked Sendable {
         var t = pthread_t()
         let rc = pthread_create(&t, nil, { raw in
             let engine = Unmanaged<DNSSDEngine>.fromOpaque(raw!).takeRetainedValue()
+            BlockingThread.nameThisThread("handoff-dnssd")
             engine.run()
             return nil
         }, box.toOpaque())

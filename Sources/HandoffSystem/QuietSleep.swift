@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import Synchronization
 
 /// Waiting that wakes the process once, at the deadline.
@@ -12,11 +13,29 @@ import Synchronization
 public enum QuietSleep {
     /// Waits `duration` on the monotonic clock; throws `CancellationError` when the task is
     /// cancelled first (at once, not at the deadline).
+    ///
+    /// The monotonic clock stops while the machine is suspended: a backoff of a minute begun
+    /// before a suspend ends a minute of running time later. That suits waits between tries (on
+    /// resume, a device's fresh advert is dialled at once whatever backoff runs, `DialPlan`);
+    /// what must happen at a time of day waits with `sleep(untilWallClock:)`.
     public static func sleep(for duration: Duration) async throws {
         let (seconds, attoseconds) = duration.components
         // Beyond ~292 years, a day less: the deadline is as good as never.
         let nanoseconds = seconds >= Int64.max / 1_000_000_000 - 86_400 ? Int64.max / 2 : max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        let deadline = DispatchTime.now() + .nanoseconds(Int(nanoseconds))
+        try await wait(until: .monotonic(DispatchTime.now() + .nanoseconds(Int(nanoseconds))))
+    }
+
+    /// Waits until the wall clock reads `microsecondsSinceEpoch` (an activity's or an invite's
+    /// expiry): time spent suspended counts, so what ran out during a suspend ends on resume,
+    /// and a clock set forward ends the wait early, as the time of day says it should.
+    public static func sleep(untilWallClock microsecondsSinceEpoch: Int64) async throws {
+        // At least 1 µs after the epoch: libdispatch reads a wall time of 0 (or 1) ns as "forever".
+        let clamped = max(1, min(microsecondsSinceEpoch, Int64.max / 1_000 - 1))
+        let deadline = DispatchWallTime(timespec: timespec(tv_sec: Int(clamped / 1_000_000), tv_nsec: Int(clamped % 1_000_000) * 1_000))
+        try await wait(until: .wallClock(deadline))
+    }
+
+    private static func wait(until deadline: TimerWait.Deadline) async throws {
         try Task.checkCancellation()
         let wait = TimerWait()
         try await withTaskCancellationHandler {
@@ -32,6 +51,11 @@ public enum QuietSleep {
 /// One wait: its continuation is resumed exactly once, by the timer or by cancellation, and the
 /// timer is cancelled either way (so a cancelled wait leaves nothing behind in libdispatch).
 private final class TimerWait: Sendable {
+    enum Deadline {
+        case monotonic(DispatchTime)
+        case wallClock(DispatchWallTime)
+    }
+
     /// A serial queue (which libdispatch serves from its overcommit pool): the global queues'
     /// first use starts libdispatch's once-a-second worker monitor (docs/platform.md).
     static let queue = DispatchQueue(label: "handoff.quiet-sleep")
@@ -50,7 +74,7 @@ private final class TimerWait: Sendable {
 
     private let state = Mutex(State())
 
-    func start(_ continuation: CheckedContinuation<Void, any Error>, deadline: DispatchTime) {
+    func start(_ continuation: CheckedContinuation<Void, any Error>, deadline: Deadline) {
         // The source is made only for a wait that begins: libdispatch traps when a source that was
         // never activated is released.
         let started = state.withLock { s -> Result<Timer, any Error>? in
@@ -62,7 +86,10 @@ private final class TimerWait: Sendable {
         switch started {
         case .success(let timer):
             timer.source.setEventHandler { [self] in finish(throwing: nil) }
-            timer.source.schedule(deadline: deadline)
+            switch deadline {
+            case .monotonic(let time): timer.source.schedule(deadline: time)
+            case .wallClock(let time): timer.source.schedule(wallDeadline: time)
+            }
             timer.source.activate()
         case .failure(let error):
             continuation.resume(throwing: error)  // cancelled before the wait began

@@ -79,6 +79,8 @@ import Testing
         let names = tasks.compactMap { try? String(contentsOfFile: "/proc/\(daemon.pid)/task/\($0)/comm", encoding: .utf8) }
         let loops = names.filter { $0.hasPrefix("NIO-SGLTN-") }
         #expect(Set(loops).count == 1, "event-loop threads: \(loops) of \(names)")
+        // Saves (fsync) block a thread of their own, not the loop (DiskThread).
+        #expect(names.contains { $0.hasPrefix("handoff-disk") }, "\(names)")
         #expect(try await daemon.stop() == 0)
     }
 

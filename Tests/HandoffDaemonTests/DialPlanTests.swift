@@ -64,6 +64,11 @@ import Testing
             answers: ["dial after 0s", "due", "-", "-", "dial after 0s"]
         ),
         Row(
+            name: "a wait armed before a session came and went never dials for a later one",
+            steps: [.want(fresh: true), .connected, .want(fresh: true), .due(1), .due(2)],
+            answers: ["dial after 0s", "-", "dial after 0s", "stale", "due"]
+        ),
+        Row(
             name: "a skipped dial (no longer seen) keeps the backoff",
             steps: [.want(fresh: true), .due(1), .failed, .want(fresh: false), .due(2), .skipped, .want(fresh: false)],
             answers: ["dial after 0s", "due", "-", "dial after 1s", "due", "-", "dial after 1s"]

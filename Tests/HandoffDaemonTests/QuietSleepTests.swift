@@ -13,6 +13,16 @@ import Testing
         #expect(took >= .milliseconds(50) && took < .seconds(2), "\(took)")
     }
 
+    @Test func wakesAtATimeOfDay() async throws {
+        let start = ContinuousClock.now
+        let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        try await QuietSleep.sleep(untilWallClock: now + 50_000)
+        #expect(Int64(Date().timeIntervalSince1970 * 1_000_000) >= now + 50_000)
+        try await QuietSleep.sleep(untilWallClock: now - 3_600_000_000)  // passed: at once
+        try await QuietSleep.sleep(untilWallClock: 0)
+        #expect(ContinuousClock.now - start < .seconds(2))
+    }
+
     @Test func cancellingEndsTheWaitAtOnce() async {
         let start = ContinuousClock.now
         let wait = Task { try await QuietSleep.sleep(for: .seconds(3600)) }

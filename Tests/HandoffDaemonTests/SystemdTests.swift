@@ -1,6 +1,7 @@
 import Foundation
 import HandoffAPI
 import HandoffDaemon
+import HandoffDiscovery
 import HandoffModel
 import HandoffTestSupport
 import Testing
@@ -71,6 +72,39 @@ import Testing
         try await daemon.stop()
         _ = try await socket.waitFor("STOPPING=1")
         TempDirectory.remove(daemon.directory)
+    }
+
+    /// A discovery backend whose state the test sets: avahi-daemon going away and coming back.
+    final class SwitchedDiscovery: DiscoveryBackend {
+        let events: AsyncStream<DiscoveryEvent>
+        let continuation: AsyncStream<DiscoveryEvent>.Continuation
+        init() { (events, continuation) = AsyncStream.makeStream() }
+        func start(browseDomains: [String]) async -> AsyncStream<DiscoveryEvent> {
+            continuation.yield(.state(.running))
+            return events
+        }
+        func setInterest(_ interest: @escaping @Sendable (ServiceInstance, TXTRecord) -> Bool) async {}
+        func publish(instanceName: String, port: Int, txt: TXTRecord) async {}
+        func withdraw() async {}
+        func stop() async { continuation.finish() }
+    }
+
+    /// STATUS follows what no local event reports (avahi-daemon lost and found again) without
+    /// waiting for a watchdog ping: this daemon has no watchdog at all.
+    @Test func statusFollowsDiscoveryWithoutAWatchdog() async throws {
+        let socket = try FakeNotifySocket()
+        let discovery = SwitchedDiscovery()
+        let daemon = try await TestDaemon.start {
+            $0.notifier = SystemdNotifier(socketPath: socket.path, watchdogInterval: nil)
+            $0.discovery = discovery
+        }
+        let ready = try await socket.waitFor("READY=1")
+        #expect(ready.contains("discovery running"), "\(ready)")
+        discovery.continuation.yield(.state(.unavailable(reason: "avahi-daemon is not running", retryAt: .now())))
+        #expect(try await socket.waitFor("STATUS=").contains("avahi-daemon unreachable (retrying)"))
+        discovery.continuation.yield(.state(.running))
+        #expect(try await socket.waitFor("STATUS=").contains("discovery running"))
+        try await daemon.finish()
     }
 
     @Test func theEnvironmentNamesTheSocketAndTheWatchdogForThisProcessOnly() {
