@@ -131,6 +131,7 @@ class Pair:
 
     def close(self):
         for p in self.daemons.values():
+            p.send_signal(signal.SIGCONT)  # a bench may have stopped it (SIGSTOP): it must run to end
             p.send_signal(signal.SIGTERM)
         for p in self.daemons.values():
             try:

@@ -18,10 +18,10 @@ package enum PeerDialer {
         _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID? = nil, addressee: HelloAddressee = .anyone,
         connectTimeout: TimeAmount = PeerDialer.connectTimeout
     ) async throws(DaemonError) -> (PeerLink, TLSPeer) {
-        let attempts = helloAttempts(addressee, secretGenerations: context.secretGenerations)
+        let attempts = helloAttempts(addressee, secretGenerations: context.secretGenerations, resuming: expectedPeer.map(context.canResume) ?? false)
         for (index, attempt) in attempts.enumerated() {
             let link = try await open(address, connectTimeout: connectTimeout) {
-                try TLSConnection(context: context, expectedPeer: expectedPeer, secretGeneration: attempt.generation, addressee: attempt.addressee)
+                try attempt.connection(context: context, expectedPeer: expectedPeer)
             }
             do {
                 let done = try await link.completedHandshake()
@@ -35,15 +35,30 @@ package enum PeerDialer {
         preconditionFailure("helloAttempts is never empty")
     }
 
+    /// One offer a dial makes (`helloAttempts`).
+    package struct HelloAttempt: Sendable, Equatable {
+        /// Which account secret keys it (0: the current one), unless it resumes.
+        package var generation: Int
+        package var addressee: HelloAddressee
+        /// Keyed from what our last session with the device derived (`ResumptionBook`).
+        package var resume = false
+
+        package func connection(context: TLSContext, expectedPeer: DeviceID?) throws(TLSError) -> TLSConnection {
+            try TLSConnection(context: context, expectedPeer: expectedPeer, secretGeneration: generation, addressee: addressee, resume: resume)
+        }
+    }
+
     /// What to offer, in order, while the other device answers that it does not know the key:
-    /// our current secret addressed as asked; then — if that was its advert — to the device alone
-    /// (it may have restarted under a new name we have not seen yet); then the previous secret,
-    /// for a device that has not heard of the last removal (each side accepts both;
-    /// docs/security.md).
-    package static func helloAttempts(_ addressee: HelloAddressee, secretGenerations: Int) -> [(generation: Int, addressee: HelloAddressee)] {
-        var attempts = [(generation: 0, addressee: addressee)]
-        if addressee.withoutAdvert != addressee { attempts.append((0, addressee.withoutAdvert)) }
-        if secretGenerations > 1 { attempts.append((1, addressee.withoutAdvert)) }
+    /// first, if we had a session with it, the key that session left (one round trip, no device
+    /// proofs: docs/security.md, "Resuming a session"); our current secret addressed as asked;
+    /// then — if that was its advert — to the device alone (it may have restarted under a new name
+    /// we have not seen yet); then the previous secret, for a device that has not heard of the last
+    /// removal (each side accepts both; docs/security.md).
+    package static func helloAttempts(_ addressee: HelloAddressee, secretGenerations: Int, resuming: Bool = false) -> [HelloAttempt] {
+        var attempts = [HelloAttempt(generation: 0, addressee: addressee)]
+        if resuming { attempts.insert(HelloAttempt(generation: 0, addressee: addressee, resume: true), at: 0) }
+        if addressee.withoutAdvert != addressee { attempts.append(HelloAttempt(generation: 0, addressee: addressee.withoutAdvert)) }
+        if secretGenerations > 1 { attempts.append(HelloAttempt(generation: 1, addressee: addressee.withoutAdvert)) }
         return attempts
     }
 

@@ -193,7 +193,7 @@ extension PeerDialer {
     static func openStream(
         _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID, addressee: HelloAddressee, activityID: UUID, peerName: String
     ) async throws(DaemonError) -> (StreamConnection, UUID, length: Int64?) {
-        let attempts = helloAttempts(addressee, secretGenerations: context.secretGenerations)
+        let attempts = helloAttempts(addressee, secretGenerations: context.secretGenerations, resuming: context.canResume(with: expectedPeer))
         var next = 0
         while true {
             let attempt = attempts[next]
@@ -213,7 +213,7 @@ extension PeerDialer {
     }
 
     private static func connectStream(
-        _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID, attempt: (generation: Int, addressee: HelloAddressee),
+        _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID, attempt: HelloAttempt,
         activityID: UUID, peerName: String
     ) async throws(DaemonError) -> (StreamConnection, EventLoopFuture<TLSHandshakeCompleted>) {
         do {
@@ -228,9 +228,7 @@ extension PeerDialer {
                         let sync = channel.pipeline.syncOperations
                         try sync.addHandler(
                             TLSHandler(
-                                connection: try TLSConnection(
-                                    context: context, expectedPeer: expectedPeer, secretGeneration: attempt.generation, addressee: attempt.addressee
-                                ),
+                                connection: try attempt.connection(context: context, expectedPeer: expectedPeer),
                                 allowHalfClosure: true
                             )
                         )

@@ -268,6 +268,8 @@ public final class HandoffDaemon: Sendable {
     /// Runs every service until SIGTERM or SIGINT (with `handleSignals`) or `shutdown()`. With
     /// `onHangup`, SIGHUP calls it (`HangupService`).
     public func run(handleSignals: Bool = true, onHangup: (@Sendable () -> Void)? = nil) async throws {
+        // Before any peer can use up our descriptors: a timer armed at the limit would never fire.
+        await QuietSleep.prepare()
         let daemonUID = geteuid()
         let peerPort: @Sendable () -> Int = { [self] in self.peerPort }
         let router = LocalAPIRouter(

@@ -35,6 +35,21 @@ public enum QuietSleep {
         try await wait(until: .wallClock(deadline))
     }
 
+    /// libdispatch makes one timerfd per clock, the first time a timer of that clock is armed,
+    /// and keeps it; if the process is at its descriptor limit then, the timer is silently not
+    /// armed and fires only when another timer is. A daemon calls this at start, before anyone
+    /// can use up its descriptors: one short wait on each clock.
+    public static func prepare() async {
+        try? await sleep(for: .milliseconds(1))
+        try? await sleep(untilWallClock: wallClockMicroseconds() + 1_000)
+    }
+
+    private static func wallClockMicroseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000
+    }
+
     private static func wait(until deadline: TimerWait.Deadline) async throws {
         try Task.checkCancellation()
         let wait = TimerWait()

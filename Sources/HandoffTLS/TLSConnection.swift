@@ -18,8 +18,11 @@ public final class TLSConnection {
     /// (Client) the PSK this connection offers; its identity is handed to OpenSSL by pointer and
     /// must outlive every handshake callback (docs/platform.md), so it lives as long as the connection.
     private(set) var pskOffer: (identity: UnsafeMutableBufferPointer<UInt8>, key: [UInt8])?
-    /// (Server) what the ClientHello offered and we know: a join code's or the account's key.
-    private var accepted: (identity: [UInt8], key: [UInt8], isJoin: Bool)?
+    /// (Client) the offer is keyed from what our last session with `expectedPeer` derived.
+    private let offeredResumption: Bool
+    /// (Server) what the ClientHello offered and we know: a join code's or the account's key, or
+    /// a resumption secret (`resumedBy`: the device that holds it).
+    private var accepted: (identity: [UInt8], key: [UInt8], isJoin: Bool, resumedBy: DeviceID?)?
     /// The first reason we refused the peer during the TLS handshake (its ClientHello, or a
     /// certificate a server should never show).
     private var refusal: TLSError?
@@ -36,6 +39,8 @@ public final class TLSConnection {
 
     public private(set) var peer: TLSPeer?
     public private(set) var alpn: String?
+    /// The devices resumed: the handshake itself proved both, without device proofs.
+    public private(set) var resumed = false
     /// The handshake's failure, once it failed: asking again gives the same answer.
     public private(set) var failure: TLSError?
 
@@ -60,12 +65,19 @@ public final class TLSConnection {
     ///   - secretGeneration: (member client) which account secret keys the offer: 0, the current
     ///     one; 1, the previous one (for a device that has not heard of the last removal).
     ///   - addressee: (member client) whom the hello is for: the narrowest we know (`HelloAddressee`).
-    public init(context: TLSContext, expectedPeer: DeviceID? = nil, secretGeneration: Int = 0, addressee: HelloAddressee = .anyone) throws(TLSError) {
+    ///   - resume: (member client) offer the key our last session with `expectedPeer` derived, if
+    ///     there is one (`ResumptionBook`), instead of the account's.
+    public init(
+        context: TLSContext, expectedPeer: DeviceID? = nil, secretGeneration: Int = 0, addressee: HelloAddressee = .anyone, resume: Bool = false
+    ) throws(TLSError) {
         var key: [UInt8]?
         var identity: [UInt8] = []
+        var resuming = false
         if context.role == .client, context.offersPSK {
             if let join = context.joinPSK {
                 (identity, key) = (join.identity, join.key)
+            } else if resume, let expectedPeer, let offer = context.trust?.resumptionOffer(for: expectedPeer, to: addressee) {
+                (identity, key, resuming) = (offer.identity, offer.key, true)
             } else if let offer = context.trust?.offer(generation: secretGeneration, to: addressee) {
                 (identity, key) = (offer.identity, offer.key)
             } else {
@@ -84,6 +96,7 @@ public final class TLSConnection {
         self.writeBIO = w
         self.context = context
         self.expectedPeer = expectedPeer
+        self.offeredResumption = resuming
         if let key {
             let storage = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: identity.count)
             _ = storage.initialize(from: identity)
@@ -143,6 +156,13 @@ public final class TLSConnection {
     // MARK: Handshake
 
     public func handshake() -> HandshakeStatus {
+        let status = step()
+        // The other device no longer holds the key (it restarted): the next dial proves in full.
+        if case .failed = status, offeredResumption, let expectedPeer { context.trust?.forgetResumption(with: expectedPeer) }
+        return status
+    }
+
+    private func step() -> HandshakeStatus {
         if let peer { return .complete(peer) }
         if let failure { return .failed(failure) }
         switch phase {
@@ -186,6 +206,14 @@ public final class TLSConnection {
         if isJoin {
             let result: TLSPeer = context.role == .server ? .joiner(pskIdentity: accepted?.identity ?? []) : .inviter
             return complete(result)
+        }
+        if let device = context.role == .server ? accepted?.resumedBy : (offeredResumption ? expectedPeer : nil) {
+            // Only that device and this one hold the key the handshake just proved.
+            guard context.trust?.isRevoked(device) == false else {
+                return fail(TLSError(.revoked, "device \(device.short)… has been removed from the account"))
+            }
+            resumed = true
+            return completeMember(device)
         }
         if context.role == .client, let failed = sendProof(role: .client) { return fail(failed) }
         phase = .proving(received: [])
@@ -252,7 +280,7 @@ public final class TLSConnection {
         case .failure(let error): return refuse(error)
         }
         let theirRole: DeviceProof.Role = context.role == .server ? .client : .server
-        guard let exporter = exporter(), let key = certificate.publicKey,
+        guard let exporter = exporter(label: DeviceProof.exporterLabel), let key = certificate.publicKey,
             SigningKey.verify(signature: signature, message: DeviceProof.message(role: theirRole, exporter: exporter), publicKey: key)
         else {
             return refuse(TLSError(.wrongDeviceID, "the peer's device proof is not signed by its certificate's key"))
@@ -265,11 +293,18 @@ public final class TLSConnection {
             }
         }
         if context.role == .server, let failed = sendProof(role: .server) { return fail(failed) }
-        return complete(removed ? .removedMember(id) : .member(id))
+        return removed ? complete(.removedMember(id)) : completeMember(id)
+    }
+
+    /// A member is proven, by its device proof or by resuming: what this connection derives
+    /// keys the next one between the two (`ResumptionBook`).
+    private func completeMember(_ id: DeviceID) -> HandshakeStatus {
+        if let secret = exporter(label: ResumptionBook.exporterLabel) { context.trust?.remember(secret, for: id) }
+        return complete(.member(id))
     }
 
     private func sendProof(role: DeviceProof.Role) -> TLSError? {
-        guard let identity = context.identity, let exporter = exporter() else {
+        guard let identity = context.identity, let exporter = exporter(label: DeviceProof.exporterLabel) else {
             return TLSError(.crypto, "cannot make a device proof")
         }
         do throws(TLSError) {
@@ -280,10 +315,11 @@ public final class TLSConnection {
         }
     }
 
-    /// 32 bytes of this connection's keying material (RFC 8446 §7.5), for the device proofs.
-    private func exporter() -> [UInt8]? {
+    /// 32 bytes of this connection's keying material (RFC 8446 §7.5), for the device proofs and
+    /// the next connection's resumption key.
+    private func exporter(label text: String) -> [UInt8]? {
         var out = [UInt8](repeating: 0, count: 32)
-        let label = Array(DeviceProof.exporterLabel.utf8)
+        let label = Array(text.utf8)
         let ok = label.withUnsafeBufferPointer { l in
             SSL_export_keying_material(ssl, &out, out.count, l.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) }, l.count, nil, 0, 0)
         }
@@ -324,9 +360,9 @@ public final class TLSConnection {
             return .failure(HelloRefusal(alert: alert))
         case .offered(let identity):
             if identity.count == JoinPSK.identityLength, let key = context.joinLookup?.psk(forIdentity: identity) {
-                accepted = (identity, key, true)
-            } else if identity.count == AccountKeys.identityLength, let key = context.memberKey(forIdentity: identity) {
-                accepted = (identity, key, false)
+                accepted = (identity, key, true, nil)
+            } else if identity.count == AccountKeys.identityLength, let member = context.memberKey(forIdentity: identity) {
+                accepted = (identity, member.key, false, member.resumedBy)
             } else {
                 // Answered like a known identity whose key is wrong: a random key fails the
                 // binder (decrypt_error), so whoever replays a captured identity with a made-up
@@ -336,7 +372,7 @@ public final class TLSConnection {
                     identity.count == JoinPSK.identityLength
                     ? TLSError(.joinCodeRejected, "a device offered a join code that no invite here matches")
                     : TLSError(.otherAccount, "the peer does not hold this account's key (another account, or a device that missed a removal)")
-                accepted = (identity, Crypto.randomBytes(32), identity.count == JoinPSK.identityLength)
+                accepted = (identity, Crypto.randomBytes(32), identity.count == JoinPSK.identityLength, nil)
             }
             return .success(())
         }

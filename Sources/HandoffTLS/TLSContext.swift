@@ -3,9 +3,10 @@ import HandoffModel
 
 /// An `SSL_CTX` configured the one way handoff uses TLS: 1.3 only, X25519, no session cache or
 /// tickets, ALPN required, and always an external PSK with an ephemeral key exchange: keyed from the
-/// account secret between members (a fresh identity per connection, `AccountKeys`), or from a join
-/// code. No certificate is ever part of the handshake: members prove which device they are inside
-/// the channel (`DeviceProof`). Freed with this object.
+/// account secret between members (a fresh identity per connection, `AccountKeys`), from what two
+/// devices' last session derived (`ResumptionBook`), or from a join code. No certificate is ever
+/// part of the handshake: members prove which device they are inside the channel (`DeviceProof`),
+/// unless they resumed. Freed with this object.
 ///
 /// Sendable: after construction the `SSL_CTX` is only read (OpenSSL allows creating connections
 /// from one context on many threads); what changes at run time lives in `TrustPolicy`.
@@ -100,9 +101,15 @@ public final class TLSContext: @unchecked Sendable {
     /// `secretGeneration`): 2 while the previous secret is kept, else 1.
     public var secretGenerations: Int { trust?.secretGenerations ?? 1 }
 
-    /// (Member server) the key for a member PSK identity made by one of our secrets, addressed to
-    /// this device, and not seen before; nil for anything else (answered like a wrong key).
-    func memberKey(forIdentity identity: [UInt8]) -> [UInt8]? {
+    /// (Member client) whether a session with `device` left a key to resume with.
+    public func canResume(with device: DeviceID) -> Bool {
+        trust?.canResume(with: device) ?? false
+    }
+
+    /// (Member server) the key for a member PSK identity made by one of our secrets (or one of
+    /// our resumption secrets: then with the device that holds it), addressed to this device,
+    /// and not seen before; nil for anything else (answered like a wrong key).
+    func memberKey(forIdentity identity: [UInt8]) -> (key: [UInt8], resumedBy: DeviceID?)? {
         guard let trust, let hellos, let me = self.identity?.id else { return nil }
         let key = trust.psk(forMemberIdentity: identity, addressedTo: hellos.addressees(for: me))
         // Looked up for every identity (remembered only for ours), so a replay costs what a stranger's hello does.

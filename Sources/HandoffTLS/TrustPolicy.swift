@@ -11,6 +11,8 @@ public final class TrustPolicy: Sendable {
     private let revoked: Mutex<Set<DeviceID>>
     /// The current secret's keys first, then the previous secret's (docs/security.md).
     private let accountKeys: Mutex<[AccountKeys]>
+    /// What lets a device that had a session with another open the next one in one round trip.
+    private let resumption = Mutex(ResumptionBook())
 
     public init(root: Certificate, accountSecrets: [[UInt8]], revoked: Set<DeviceID> = []) throws(TLSError) {
         guard let id = root.keyID else { throw TLSError(.crypto, "the account root certificate has no Ed25519 key") }
@@ -23,6 +25,7 @@ public final class TrustPolicy: Sendable {
 
     public func setRevoked(_ ids: Set<DeviceID>) {
         revoked.withLock { $0 = ids }
+        resumption.withLock { book in ids.forEach { book.forget($0) } }
     }
 
     public func isRevoked(_ id: DeviceID) -> Bool {
@@ -32,7 +35,12 @@ public final class TrustPolicy: Sendable {
     /// The current account secret first, then the previous one (kept until the next removal).
     public func setAccountSecrets(_ secrets: [[UInt8]]) {
         guard !secrets.isEmpty else { return }
-        accountKeys.withLock { $0 = secrets.map(AccountKeys.init(accountSecret:)) }
+        let rotated = accountKeys.withLock { keys in
+            defer { keys = secrets.map(AccountKeys.init(accountSecret:)) }
+            return keys.first?.secret != secrets[0]
+        }
+        // A new secret follows a removal: every device proves itself in full again.
+        if rotated { resumption.withLock { $0 = ResumptionBook() } }
     }
 
     /// How many secrets a client may try: 2 when a previous one is kept.
@@ -43,10 +51,103 @@ public final class TrustPolicy: Sendable {
         accountKeys.withLock { keys in generation < keys.count ? keys[generation].offer(to: addressee) : nil }
     }
 
-    /// (Server) the key of an identity one of our secrets made for one of `addressees`, or nil.
-    /// Every secret is tried whatever matches, so that the time taken says nothing about which.
-    func psk(forMemberIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee]) -> [UInt8]? {
-        accountKeys.withLock { keys in keys.map { $0.psk(forIdentity: identity, addressedTo: addressees) }.compactMap { $0 }.first }
+    /// (Server) the key of an identity one of our secrets made for one of `addressees`, or one
+    /// of our resumption secrets (then with the device it belongs to), or nil. Every key is tried
+    /// whatever matches, so that the time taken says nothing about which.
+    func psk(forMemberIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee]) -> (key: [UInt8], resumedBy: DeviceID?)? {
+        let account = accountKeys.withLock { keys in keys.map { $0.psk(forIdentity: identity, addressedTo: addressees) }.compactMap { $0 }.first }
+        let resumed = resumption.withLock { $0.psk(forIdentity: identity, addressedTo: addressees, isRevoked: isRevoked) }
+        if let account { return (account, nil) }
+        return resumed.map { ($0.key, $0.device) }
+    }
+
+    /// (Client) an offer only `device` can answer: keyed from what our last sessions with it
+    /// derived (`remember`); nil when there is none.
+    func resumptionOffer(for device: DeviceID, to addressee: HelloAddressee) -> AccountKeys.Offer? {
+        guard !isRevoked(device) else { return nil }
+        return resumption.withLock { $0.offer(for: device, to: addressee) }
+    }
+
+    func canResume(with device: DeviceID) -> Bool {
+        !isRevoked(device) && resumption.withLock { $0.holds(device) }
+    }
+
+    /// A member connection with `device` completed: `secret` (from its keying material) keys
+    /// the next one.
+    func remember(_ secret: [UInt8], for device: DeviceID) {
+        guard !isRevoked(device) else { return }
+        resumption.withLock { $0.remember(secret, for: device) }
+    }
+
+    /// Resuming with `device` failed (it restarted, and forgot): the next dial proves in full.
+    func forgetResumption(with device: DeviceID) {
+        resumption.withLock { $0.forget(device) }
+    }
+}
+
+/// Resumption secrets (docs/security.md, "Resuming a session"): after two devices proved to each
+/// other which they are, both derive a secret from that connection's keying material that only
+/// they hold; the next connection between them is keyed from it (an external PSK shaped exactly
+/// like the account's, `AccountKeys`), and completing it proves both devices, so the device
+/// proofs and their round trip are skipped. In memory only: a restart proves in full.
+struct ResumptionBook {
+    static let exporterLabel = "EXPORTER-handoff-resumption"
+    /// Per device, newest last: a few, because two crossed dials (or a stream beside a session)
+    /// each derive one and the two sides may keep a different newest.
+    static let perDevice = 4
+    /// Bounded whatever the account's size; the oldest device's go first.
+    static let devices = 64
+    /// After a day, devices prove themselves in full again (certificates expire; removals that
+    /// reached us by a path other than the account state are caught).
+    static let lifetime: Duration = .seconds(86_400)
+
+    private struct Entry {
+        var keys: AccountKeys
+        var made: ContinuousClock.Instant
+    }
+
+    private var entries: [DeviceID: [Entry]] = [:]
+
+    mutating func remember(_ secret: [UInt8], for device: DeviceID, now: ContinuousClock.Instant = .now) {
+        prune(now)
+        entries[device, default: []].append(Entry(keys: AccountKeys(resumptionSecret: secret), made: now))
+        entries[device] = Array(entries[device]!.suffix(Self.perDevice))
+        while entries.count > Self.devices, let oldest = entries.min(by: { $0.value.last!.made < $1.value.last!.made })?.key {
+            entries[oldest] = nil
+        }
+    }
+
+    func holds(_ device: DeviceID, now: ContinuousClock.Instant = .now) -> Bool {
+        entries[device]?.contains { now - $0.made < Self.lifetime } ?? false
+    }
+
+    mutating func forget(_ device: DeviceID) {
+        entries[device] = nil
+    }
+
+    mutating func offer(for device: DeviceID, to addressee: HelloAddressee, now: ContinuousClock.Instant = .now) -> AccountKeys.Offer? {
+        prune(now)
+        return entries[device]?.last?.keys.offer(to: addressee)
+    }
+
+    mutating func psk(
+        forIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee], isRevoked: (DeviceID) -> Bool, now: ContinuousClock.Instant = .now
+    ) -> (key: [UInt8], device: DeviceID)? {
+        prune(now)
+        var found: (key: [UInt8], device: DeviceID)?
+        for (device, list) in entries {
+            for entry in list {
+                if let key = entry.keys.psk(forIdentity: identity, addressedTo: addressees), found == nil, !isRevoked(device) { found = (key, device) }
+            }
+        }
+        return found
+    }
+
+    private mutating func prune(_ now: ContinuousClock.Instant) {
+        for (device, list) in entries {
+            let kept = list.filter { now - $0.made < Self.lifetime }
+            entries[device] = kept.isEmpty ? nil : kept
+        }
     }
 }
 
@@ -66,11 +167,23 @@ public struct AccountKeys: Sendable {
     }
 
     private let identityKey: [UInt8]
-    private let secret: [UInt8]
+    let secret: [UInt8]
+    private let keyInfo: [UInt8]
 
     public init(accountSecret: [UInt8]) {
-        secret = accountSecret
-        identityKey = Crypto.hkdf(secret: accountSecret, info: Array("handoff member psk identity v1".utf8), length: 32)
+        self.init(secret: accountSecret, identityInfo: "handoff member psk identity v1", keyInfo: "handoff member psk v1")
+    }
+
+    /// The same construction keyed from a resumption secret (`ResumptionBook`): on the wire, its
+    /// identities are 32 bytes like any other.
+    init(resumptionSecret: [UInt8]) {
+        self.init(secret: resumptionSecret, identityInfo: "handoff resumption psk identity v1", keyInfo: "handoff resumption psk v1")
+    }
+
+    private init(secret: [UInt8], identityInfo: String, keyInfo: String) {
+        self.secret = secret
+        self.keyInfo = Array(keyInfo.utf8)
+        identityKey = Crypto.hkdf(secret: secret, info: Array(identityInfo.utf8), length: 32)
     }
 
     func offer(to addressee: HelloAddressee, salt: [UInt8] = Crypto.randomBytes(AccountKeys.saltLength)) -> Offer {
@@ -99,7 +212,7 @@ public struct AccountKeys: Sendable {
     }
 
     private func key(_ salt: [UInt8]) -> [UInt8] {
-        Crypto.hkdf(secret: secret, salt: salt, info: Array("handoff member psk v1".utf8), length: 32)
+        Crypto.hkdf(secret: secret, salt: salt, info: keyInfo, length: 32)
     }
 }
 

@@ -15,18 +15,21 @@ import Testing
 
     /// What a dialler offers, in order, while the other side does not know the key (docs/security.md).
     @Test(arguments: [
-        (HelloAddressee.advert(id, instanceName: "x"), 2, ["0 advert", "0 device", "1 device"]),
-        (.advert(id, instanceName: "x"), 1, ["0 advert", "0 device"]),
-        (.device(id), 2, ["0 device", "1 device"]),
-        (.anyone, 2, ["0 anyone", "1 anyone"]),
-        (.anyone, 1, ["0 anyone"]),
+        (HelloAddressee.advert(id, instanceName: "x"), 2, false, ["0 advert", "0 device", "1 device"]),
+        (.advert(id, instanceName: "x"), 1, false, ["0 advert", "0 device"]),
+        (.advert(id, instanceName: "x"), 2, true, ["resume advert", "0 advert", "0 device", "1 device"]),
+        (.device(id), 2, false, ["0 device", "1 device"]),
+        (.device(id), 1, true, ["resume device", "0 device"]),
+        (.anyone, 2, false, ["0 anyone", "1 anyone"]),
+        (.anyone, 1, false, ["0 anyone"]),
     ])
-    func helloAttemptsGoFromNarrowToWide(addressee: HelloAddressee, generations: Int, expected: [String]) {
-        let attempts = PeerDialer.helloAttempts(addressee, secretGenerations: generations).map { attempt in
+    func helloAttemptsGoFromNarrowToWide(addressee: HelloAddressee, generations: Int, resuming: Bool, expected: [String]) {
+        let attempts = PeerDialer.helloAttempts(addressee, secretGenerations: generations, resuming: resuming).map { attempt in
+            let key = attempt.resume ? "resume" : "\(attempt.generation)"
             switch attempt.addressee {
-            case .advert: "\(attempt.generation) advert"
-            case .device: "\(attempt.generation) device"
-            case .anyone: "\(attempt.generation) anyone"
+            case .advert: return "\(key) advert"
+            case .device: return "\(key) device"
+            case .anyone: return "\(key) anyone"
             }
         }
         #expect(attempts == expected)

@@ -20,7 +20,9 @@ import Testing
         #expect(Int64(Date().timeIntervalSince1970 * 1_000_000) >= now + 50_000)
         try await QuietSleep.sleep(untilWallClock: now - 3_600_000_000)  // passed: at once
         try await QuietSleep.sleep(untilWallClock: 0)
-        #expect(ContinuousClock.now - start < .seconds(2))
+        // Generous: another test of this process may hold every descriptor when libdispatch
+        // makes its wall-clock timerfd (`QuietSleep.prepare`); then the timer fires late.
+        #expect(ContinuousClock.now - start < .seconds(10))
     }
 
     @Test func cancellingEndsTheWaitAtOnce() async {
