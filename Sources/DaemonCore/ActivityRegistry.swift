@@ -218,9 +218,10 @@ public actor ActivityRegistry {
         guard let activity = current, let expiry = activity.expirationDate else { return }
         let (id, clock) = (activity.id, self.clock)
         expiryTask = Task { [weak self] in
-            // The sleep is monotonic and the expiry is wall-clock time: waking at least every
-            // `expiryCheckSeconds` notices a clock set forward past the expiry (one set back
-            // wakes early and sleeps again).
+            // The wait is on the wall clock (a clock set forward past the expiry ends it), but a
+            // clock that only this process sees moved — a test's preloaded offset, a clock
+            // namespace — moves no kernel timer: waking at least every `expiryCheckSeconds`
+            // notices it (one set back wakes early and sleeps again).
             let checkBy = clock.now().adding(seconds: Self.expiryCheckSeconds)
             try? await clock.sleep(until: min(expiry, checkBy))
             guard !Task.isCancelled else { return }

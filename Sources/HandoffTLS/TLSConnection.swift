@@ -19,10 +19,10 @@ public final class TLSConnection {
     /// must outlive every handshake callback (docs/platform.md), so it lives as long as the connection.
     private(set) var pskOffer: (identity: UnsafeMutableBufferPointer<UInt8>, key: [UInt8])?
     /// (Client) the offer is keyed from what our last session with `expectedPeer` derived.
-    private let offeredResumption: Bool
+    private let offeredResumption: ResumptionBook.Proof?
     /// (Server) what the ClientHello offered and we know: a join code's or the account's key, or
-    /// a resumption secret (`resumedBy`: the device that holds it).
-    private var accepted: (identity: [UInt8], key: [UInt8], isJoin: Bool, resumedBy: DeviceID?)?
+    /// a resumption secret (`resumed`: the device that holds it).
+    private var accepted: (identity: [UInt8], key: [UInt8], isJoin: Bool, resumed: ResumptionBook.Proof?)?
     /// The first reason we refused the peer during the TLS handshake (its ClientHello, or a
     /// certificate a server should never show).
     private var refusal: TLSError?
@@ -72,12 +72,12 @@ public final class TLSConnection {
     ) throws(TLSError) {
         var key: [UInt8]?
         var identity: [UInt8] = []
-        var resuming = false
+        var resuming: ResumptionBook.Proof?
         if context.role == .client, context.offersPSK {
             if let join = context.joinPSK {
                 (identity, key) = (join.identity, join.key)
-            } else if resume, let expectedPeer, let offer = context.trust?.resumptionOffer(for: expectedPeer, to: addressee) {
-                (identity, key, resuming) = (offer.identity, offer.key, true)
+            } else if resume, let expectedPeer, let resumption = context.trust?.resumptionOffer(for: expectedPeer, to: addressee) {
+                (identity, key, resuming) = (resumption.offer.identity, resumption.offer.key, resumption.proof)
             } else if let offer = context.trust?.offer(generation: secretGeneration, to: addressee) {
                 (identity, key) = (offer.identity, offer.key)
             } else {
@@ -158,7 +158,10 @@ public final class TLSConnection {
     public func handshake() -> HandshakeStatus {
         let status = step()
         // The other device no longer holds the key (it restarted): the next dial proves in full.
-        if case .failed = status, offeredResumption, let expectedPeer { context.trust?.forgetResumption(with: expectedPeer) }
+        // (Any other failure — a reset, a deadline — says nothing about the key.)
+        if case .failed(let error) = status, error.code == .accountKeyUnknown, let device = offeredResumption?.device {
+            context.trust?.forgetResumption(with: device)
+        }
         return status
     }
 
@@ -207,13 +210,13 @@ public final class TLSConnection {
             let result: TLSPeer = context.role == .server ? .joiner(pskIdentity: accepted?.identity ?? []) : .inviter
             return complete(result)
         }
-        if let device = context.role == .server ? accepted?.resumedBy : (offeredResumption ? expectedPeer : nil) {
+        if let proof = context.role == .server ? accepted?.resumed : offeredResumption {
             // Only that device and this one hold the key the handshake just proved.
-            guard context.trust?.isRevoked(device) == false else {
-                return fail(TLSError(.revoked, "device \(device.short)… has been removed from the account"))
+            guard context.trust?.isRevoked(proof.device) == false else {
+                return fail(TLSError(.revoked, "device \(proof.device.short)… has been removed from the account"))
             }
             resumed = true
-            return completeMember(device)
+            return completeMember(proof)
         }
         if context.role == .client, let failed = sendProof(role: .client) { return fail(failed) }
         phase = .proving(received: [])
@@ -293,14 +296,17 @@ public final class TLSConnection {
             }
         }
         if context.role == .server, let failed = sendProof(role: .server) { return fail(failed) }
-        return removed ? complete(.removedMember(id)) : completeMember(id)
+        return removed ? complete(.removedMember(id)) : completeMember(ResumptionBook.Proof(device: id, provenAt: .now))
     }
 
-    /// A member is proven, by its device proof or by resuming: what this connection derives
-    /// keys the next one between the two (`ResumptionBook`).
-    private func completeMember(_ id: DeviceID) -> HandshakeStatus {
-        if let secret = exporter(label: ResumptionBook.exporterLabel) { context.trust?.remember(secret, for: id) }
-        return complete(.member(id))
+    /// A member is proven, by its device proof (now) or by resuming (carrying when it last
+    /// proved itself): what this connection derives keys the next one between the two
+    /// (`ResumptionBook`).
+    private func completeMember(_ proof: ResumptionBook.Proof) -> HandshakeStatus {
+        if let me = context.identity?.id, let secret = exporter(label: ResumptionBook.exporterLabel) {
+            context.trust?.remember(secret, me: me, role: context.role, proof: proof)
+        }
+        return complete(.member(proof.device))
     }
 
     private func sendProof(role: DeviceProof.Role) -> TLSError? {
@@ -362,7 +368,7 @@ public final class TLSConnection {
             if identity.count == JoinPSK.identityLength, let key = context.joinLookup?.psk(forIdentity: identity) {
                 accepted = (identity, key, true, nil)
             } else if identity.count == AccountKeys.identityLength, let member = context.memberKey(forIdentity: identity) {
-                accepted = (identity, member.key, false, member.resumedBy)
+                accepted = (identity, member.key, false, member.resumed)
             } else {
                 // Answered like a known identity whose key is wrong: a random key fails the
                 // binder (decrypt_error), so whoever replays a captured identity with a made-up

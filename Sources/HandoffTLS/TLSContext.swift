@@ -109,7 +109,7 @@ public final class TLSContext: @unchecked Sendable {
     /// (Member server) the key for a member PSK identity made by one of our secrets (or one of
     /// our resumption secrets: then with the device that holds it), addressed to this device,
     /// and not seen before; nil for anything else (answered like a wrong key).
-    func memberKey(forIdentity identity: [UInt8]) -> (key: [UInt8], resumedBy: DeviceID?)? {
+    func memberKey(forIdentity identity: [UInt8]) -> MemberPSK? {
         guard let trust, let hellos, let me = self.identity?.id else { return nil }
         let key = trust.psk(forMemberIdentity: identity, addressedTo: hellos.addressees(for: me))
         // Looked up for every identity (remembered only for ours), so a replay costs what a stranger's hello does.

@@ -52,18 +52,20 @@ public final class TrustPolicy: Sendable {
     }
 
     /// (Server) the key of an identity one of our secrets made for one of `addressees`, or one
-    /// of our resumption secrets (then with the device it belongs to), or nil. Every key is tried
-    /// whatever matches, so that the time taken says nothing about which.
-    func psk(forMemberIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee]) -> (key: [UInt8], resumedBy: DeviceID?)? {
+    /// of our resumption secrets for a hello from that device to this one (then with the device,
+    /// and when it last proved itself in full), or nil. Every account secret is tried whatever
+    /// matches, so that the time taken says nothing about which.
+    func psk(forMemberIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee]) -> MemberPSK? {
         let account = accountKeys.withLock { keys in keys.map { $0.psk(forIdentity: identity, addressedTo: addressees) }.compactMap { $0 }.first }
-        let resumed = resumption.withLock { $0.psk(forIdentity: identity, addressedTo: addressees, isRevoked: isRevoked) }
-        if let account { return (account, nil) }
-        return resumed.map { ($0.key, $0.device) }
+        if let account { return MemberPSK(key: account, resumed: nil) }
+        let resumed = resumption.withLock { $0.psk(forIdentity: identity, addressedTo: addressees) }
+        guard let resumed, !isRevoked(resumed.proof.device) else { return nil }
+        return MemberPSK(key: resumed.key, resumed: resumed.proof)
     }
 
-    /// (Client) an offer only `device` can answer: keyed from what our last sessions with it
-    /// derived (`remember`); nil when there is none.
-    func resumptionOffer(for device: DeviceID, to addressee: HelloAddressee) -> AccountKeys.Offer? {
+    /// (Client) an offer only `device` can answer, keyed from what our last sessions with it
+    /// derived (`remember`), with when it last proved itself in full; nil when there is none.
+    func resumptionOffer(for device: DeviceID, to addressee: HelloAddressee) -> (offer: AccountKeys.Offer, proof: ResumptionBook.Proof)? {
         guard !isRevoked(device) else { return nil }
         return resumption.withLock { $0.offer(for: device, to: addressee) }
     }
@@ -72,24 +74,31 @@ public final class TrustPolicy: Sendable {
         !isRevoked(device) && resumption.withLock { $0.holds(device) }
     }
 
-    /// A member connection with `device` completed: `secret` (from its keying material) keys
-    /// the next one.
-    func remember(_ secret: [UInt8], for device: DeviceID) {
-        guard !isRevoked(device) else { return }
-        resumption.withLock { $0.remember(secret, for: device) }
+    /// A member connection between `me` (as `role`) and `proof.device` completed: `secret`
+    /// (from its keying material) keys the next one.
+    func remember(_ secret: [UInt8], me: DeviceID, role: TLSContext.Role, proof: ResumptionBook.Proof) {
+        guard !isRevoked(proof.device) else { return }
+        resumption.withLock { $0.remember(secret, me: me, role: role, proof: proof) }
     }
 
-    /// Resuming with `device` failed (it restarted, and forgot): the next dial proves in full.
+    /// Resuming with `device` was refused (it restarted, and forgot): the next dial proves in full.
     func forgetResumption(with device: DeviceID) {
         resumption.withLock { $0.forget(device) }
     }
 }
 
+/// (Server) what a member PSK identity was keyed from: the account's secret (`resumed` nil), or a
+/// resumption secret of one device.
+struct MemberPSK {
+    var key: [UInt8]
+    var resumed: ResumptionBook.Proof?
+}
+
 /// Resumption secrets (docs/security.md, "Resuming a session"): after two devices proved to each
 /// other which they are, both derive a secret from that connection's keying material that only
-/// they hold; the next connection between them is keyed from it (an external PSK shaped exactly
-/// like the account's, `AccountKeys`), and completing it proves both devices, so the device
-/// proofs and their round trip are skipped. In memory only: a restart proves in full.
+/// they hold; the next connection between them is keyed from it (an external PSK shaped like the
+/// account's, `AccountKeys`), and completing it proves both devices, so the device proofs and
+/// their round trip are skipped. In memory only: a restart proves in full.
 struct ResumptionBook {
     static let exporterLabel = "EXPORTER-handoff-resumption"
     /// Per device, newest last: a few, because two crossed dials (or a stream beside a session)
@@ -97,55 +106,70 @@ struct ResumptionBook {
     static let perDevice = 4
     /// Bounded whatever the account's size; the oldest device's go first.
     static let devices = 64
-    /// After a day, devices prove themselves in full again (certificates expire; removals that
-    /// reached us by a path other than the account state are caught).
+    /// A day after a device last proved itself in full (not after its last resumption), it does
+    /// so again: its certificate is checked again (they expire), and so is everything else a
+    /// device proof checks.
     static let lifetime: Duration = .seconds(86_400)
 
+    /// Which device a secret stands for, and when it last showed its device proof: carried from
+    /// each resumed connection to the secret it leaves.
+    struct Proof: Equatable {
+        var device: DeviceID
+        var provenAt: ContinuousClock.Instant
+    }
+
     private struct Entry {
-        var keys: AccountKeys
-        var made: ContinuousClock.Instant
+        var proof: Proof
+        /// Keys for a hello from this device to the other, and for one from the other to this
+        /// device: each direction its own, so a hello reflected back to its sender is refused.
+        var dialling: AccountKeys
+        var answering: AccountKeys
     }
 
     private var entries: [DeviceID: [Entry]] = [:]
 
-    mutating func remember(_ secret: [UInt8], for device: DeviceID, now: ContinuousClock.Instant = .now) {
+    mutating func remember(_ secret: [UInt8], me: DeviceID, role: TLSContext.Role, proof: Proof, now: ContinuousClock.Instant = .now) {
         prune(now)
-        entries[device, default: []].append(Entry(keys: AccountKeys(resumptionSecret: secret), made: now))
-        entries[device] = Array(entries[device]!.suffix(Self.perDevice))
-        while entries.count > Self.devices, let oldest = entries.min(by: { $0.value.last!.made < $1.value.last!.made })?.key {
+        guard now - proof.provenAt < Self.lifetime else { return }
+        let (client, server) = role == .client ? (me, proof.device) : (proof.device, me)
+        // Both sides derive the same pair; which of the two is ours depends on who dials next.
+        let fromClient = AccountKeys(resumptionSecret: secret, from: client, to: server)
+        let fromServer = AccountKeys(resumptionSecret: secret, from: server, to: client)
+        let entry = role == .client
+            ? Entry(proof: proof, dialling: fromClient, answering: fromServer)
+            : Entry(proof: proof, dialling: fromServer, answering: fromClient)
+        entries[proof.device, default: []].append(entry)
+        entries[proof.device] = Array(entries[proof.device]!.suffix(Self.perDevice))
+        while entries.count > Self.devices, let oldest = entries.min(by: { $0.value.last!.proof.provenAt < $1.value.last!.proof.provenAt })?.key {
             entries[oldest] = nil
         }
     }
 
     func holds(_ device: DeviceID, now: ContinuousClock.Instant = .now) -> Bool {
-        entries[device]?.contains { now - $0.made < Self.lifetime } ?? false
+        entries[device]?.contains { now - $0.proof.provenAt < Self.lifetime } ?? false
     }
 
     mutating func forget(_ device: DeviceID) {
         entries[device] = nil
     }
 
-    mutating func offer(for device: DeviceID, to addressee: HelloAddressee, now: ContinuousClock.Instant = .now) -> AccountKeys.Offer? {
-        prune(now)
-        return entries[device]?.last?.keys.offer(to: addressee)
+    func offer(for device: DeviceID, to addressee: HelloAddressee, now: ContinuousClock.Instant = .now) -> (offer: AccountKeys.Offer, proof: Proof)? {
+        guard let entry = entries[device]?.last, now - entry.proof.provenAt < Self.lifetime else { return nil }
+        return (entry.dialling.offer(to: addressee), entry.proof)
     }
 
-    mutating func psk(
-        forIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee], isRevoked: (DeviceID) -> Bool, now: ContinuousClock.Instant = .now
-    ) -> (key: [UInt8], device: DeviceID)? {
-        prune(now)
-        var found: (key: [UInt8], device: DeviceID)?
-        for (device, list) in entries {
-            for entry in list {
-                if let key = entry.keys.psk(forIdentity: identity, addressedTo: addressees), found == nil, !isRevoked(device) { found = (key, device) }
+    func psk(forIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee], now: ContinuousClock.Instant = .now) -> (key: [UInt8], proof: Proof)? {
+        for list in entries.values {
+            for entry in list where now - entry.proof.provenAt < Self.lifetime {
+                if let key = entry.answering.psk(forIdentity: identity, addressedTo: addressees) { return (key, entry.proof) }
             }
         }
-        return found
+        return nil
     }
 
     private mutating func prune(_ now: ContinuousClock.Instant) {
         for (device, list) in entries {
-            let kept = list.filter { now - $0.made < Self.lifetime }
+            let kept = list.filter { now - $0.proof.provenAt < Self.lifetime }
             entries[device] = kept.isEmpty ? nil : kept
         }
     }
@@ -174,10 +198,13 @@ public struct AccountKeys: Sendable {
         self.init(secret: accountSecret, identityInfo: "handoff member psk identity v1", keyInfo: "handoff member psk v1")
     }
 
-    /// The same construction keyed from a resumption secret (`ResumptionBook`): on the wire, its
-    /// identities are 32 bytes like any other.
-    init(resumptionSecret: [UInt8]) {
-        self.init(secret: resumptionSecret, identityInfo: "handoff resumption psk identity v1", keyInfo: "handoff resumption psk v1")
+    /// The same construction keyed from a resumption secret (`ResumptionBook`), for hellos from
+    /// `client` to `server` only: on the wire, its identities are 32 bytes like any other.
+    init(resumptionSecret: [UInt8], from client: DeviceID, to server: DeviceID) {
+        let direction = " from \(client.text) to \(server.text)"
+        self.init(
+            secret: resumptionSecret, identityInfo: "handoff resumption psk identity v1" + direction, keyInfo: "handoff resumption psk v1" + direction
+        )
     }
 
     private init(secret: [UInt8], identityInfo: String, keyInfo: String) {

@@ -35,8 +35,9 @@ import Testing
         func restartingServer() throws -> Pair { try Pair(self, restartingServer: ()) }
 
         func server() throws -> TLSConnection { try TLSConnection(context: serverContext) }
+        /// Addressed to `a` alone, as the daemon's dials are (a resuming hello is never to anyone).
         func client(resume: Bool) throws -> TLSConnection {
-            try TLSConnection(context: .memberClient(identity: b, trust: clientTrust), expectedPeer: a.id, resume: resume)
+            try TLSConnection(context: .memberClient(identity: b, trust: clientTrust), expectedPeer: a.id, addressee: .device(a.id), resume: resume)
         }
     }
 
@@ -114,17 +115,61 @@ import Testing
         #expect(failureCode(replay.handshake()) != nil, "the same hello, to the same device")
     }
 
-    /// Bounded: a day at most, four per device, 64 devices.
+    /// A resuming hello from b to a, sent back to b's own listener, is refused: each direction
+    /// has its own keys, so b cannot be made to talk to itself thinking it reached a.
+    @Test func aReflectedResumingHelloIsRefused() throws {
+        let pair = try Pair()
+        // b must also answer: a server context for b, on the client's trust.
+        _ = pump(try pair.client(resume: true), try pair.server())
+        let bServer = try TLSConnection(context: .memberServer(identity: pair.b, trust: pair.clientTrust))
+        let client = try TLSConnection(
+            context: .memberClient(identity: pair.b, trust: pair.clientTrust), expectedPeer: pair.a.id, addressee: .anyone, resume: true
+        )
+        #expect(failureCode(pump(client, bServer).server) != nil)
+        #expect(bServer.peer == nil)
+    }
+
+    /// A day after a device last proved itself in full it proves itself again, however often it
+    /// resumed meanwhile: each resumption carries the time of the proof forward.
+    @Test func resumingDoesNotPutOffTheNextFullProof() {
+        var book = ResumptionBook()
+        let (me, other) = (DeviceID(digest: Array(repeating: 1, count: 32)), DeviceID(digest: Array(repeating: 2, count: 32)))
+        let proven = ContinuousClock.now
+        book.remember(Crypto.randomBytes(32), me: me, role: .client, proof: .init(device: other, provenAt: proven), now: proven)
+        var now = proven
+        for _ in 0..<30 {  // a resumption every hour, each leaving a new secret
+            now = now + .seconds(3600)
+            guard let (_, proof) = book.offer(for: other, to: .device(other), now: now) else { break }
+            #expect(proof.provenAt == proven)
+            book.remember(Crypto.randomBytes(32), me: me, role: .client, proof: proof, now: now)
+        }
+        #expect(now - proven <= .seconds(86_400), "resumed past a day after the proof")
+        #expect(book.offer(for: other, to: .device(other), now: proven + .seconds(86_401)) == nil)
+        #expect(!book.holds(other, now: proven + .seconds(86_401)))
+    }
+
+    /// Bounded: four per device, 64 devices, the least recently proven going first.
     @Test func theBookIsBounded() {
         var book = ResumptionBook()
         let start = ContinuousClock.now
+        let me = DeviceID(digest: Array(repeating: 0xEE, count: 32))
         let ids = (0..<70).map { DeviceID(digest: Array(repeating: UInt8($0), count: 32)) }
+        var firstSecrets: [[UInt8]] = []
         for (i, id) in ids.enumerated() {
-            for _ in 0..<6 { book.remember(Crypto.randomBytes(32), for: id, now: start + .seconds(i)) }
+            for _ in 0..<6 {
+                let secret = Crypto.randomBytes(32)
+                if i == 69 { firstSecrets.append(secret) }
+                book.remember(secret, me: me, role: .server, proof: .init(device: id, provenAt: start + .seconds(i)), now: start + .seconds(i))
+            }
         }
         #expect(!book.holds(ids[0], now: start + .seconds(70)), "the oldest devices went first")
         #expect(book.holds(ids[69], now: start + .seconds(70)))
-        #expect(!book.holds(ids[69], now: start + .seconds(86_400 + 70)), "after a day")
+        // Of device 69's six secrets only the last four answer its hellos.
+        let answers = firstSecrets.map { secret -> Bool in
+            let offer = AccountKeys(resumptionSecret: secret, from: ids[69], to: me).offer(to: .device(me))
+            return book.psk(forIdentity: offer.identity, addressedTo: [.device(me)], now: start + .seconds(70)) != nil
+        }
+        #expect(answers == [false, false, true, true, true, true])
     }
 }
 
