@@ -83,7 +83,22 @@ public actor ActivityRegistry {
         deviceID = id
     }
 
-    public func currentActivity() -> Activity? { current }
+    /// The current activity — never one whose expiry has passed by the daemon's clock, however
+    /// that clock got there (see `scheduleExpiry`).
+    public func currentActivity() async -> Activity? {
+        await withdrawIfExpired()
+        return current
+    }
+
+    private func withdrawIfExpired() async {
+        let now = clock.now()
+        guard let current, current.isExpired(at: now) else { return }
+        do {
+            _ = try await withdraw(reason: .expired, now: now)
+        } catch {
+            logger.error("cannot withdraw the expired activity", metadata: ["error": "\(error)"])
+        }
+    }
 
     /// Returns at the next change of the current activity (updated, replaced or withdrawn), or
     /// after `timeout`.
@@ -101,7 +116,8 @@ public actor ActivityRegistry {
         waiters.forEach { $0.settle(()) }
     }
 
-    public func currentResponse() throws(DaemonError) -> CurrentActivityResponse {
+    public func currentResponse() async throws(DaemonError) -> CurrentActivityResponse {
+        await withdrawIfExpired()
         guard let current else {
             throw DaemonError(.noCurrentActivity, "there is no current activity (start one with: handoffctl become-current)")
         }
@@ -209,21 +225,17 @@ public actor ActivityRegistry {
         }
     }
 
-    /// At most one wake-up a minute (docs/benchmarks.md: idle CPU) while an activity with an expiry is current.
-    static let expiryCheckSeconds: Int64 = 60
-
     private func scheduleExpiry() {
         expiryTask?.cancel()
         expiryTask = nil
         guard let activity = current, let expiry = activity.expirationDate else { return }
         let (id, clock) = (activity.id, self.clock)
         expiryTask = Task { [weak self] in
-            // The wait is on the wall clock (a clock set forward past the expiry ends it), but a
-            // clock that only this process sees moved — a test's preloaded offset, a clock
-            // namespace — moves no kernel timer: waking at least every `expiryCheckSeconds`
-            // notices it (one set back wakes early and sleeps again).
-            let checkBy = clock.now().adding(seconds: Self.expiryCheckSeconds)
-            try? await clock.sleep(until: min(expiry, checkBy))
+            // On the wall clock: the kernel ends the wait when the clock is set forward past the
+            // expiry (one set back wakes early and sleeps again). A clock only this process sees
+            // move (a test's preloaded offset) moves no kernel timer; then whoever asks for the
+            // activity finds it expired (`currentActivity`). Nothing polls.
+            try? await clock.sleep(until: expiry)
             guard !Task.isCancelled else { return }
             await self?.expire(id: id)
         }

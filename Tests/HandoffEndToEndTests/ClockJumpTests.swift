@@ -43,8 +43,10 @@ import Testing
                 try await Rig.waitFor("\(title) on alpha") { try await peers("alpha").first { $0.id == bravoID }?.activity?.title == title }
             }
 
-            // Forward past the expiry (90 minutes after it was made): withdrawn within
-            // ActivityRegistry.expiryCheckSeconds (a minute), and bravo hears of it.
+            // Forward past the expiry (90 minutes after it was made): the shim moves no kernel
+            // timer, so the activity is withdrawn as soon as anyone asks for it (the next
+            // `current` below; a real clock step ends the registry's wall-clock wait itself), and
+            // bravo hears of it.
             try rig.write(to: offsets["alpha"]!, "7200")
             let jumped = ContinuousClock.now
             try await Rig.waitFor("the expired activity withdrawn on alpha", seconds: 75) {
