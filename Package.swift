@@ -10,7 +10,7 @@ let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 let lifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 
 /// The daemon's feature modules, lowest first: each may import only those before it.
-let daemonLine = ["DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon"]
+let daemonLine = ["DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon"]
 
 func daemonModule(_ name: String, uses: [Target.Dependency]) -> Target {
     let below = daemonLine.prefix { $0 != name }.map { Target.Dependency.target(name: $0) }
@@ -79,6 +79,7 @@ let package = Package(
             "DaemonLinks", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem", nioCore, nioPosix, logging, lifecycle]
         ),
         daemonModule("DaemonStreams", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffSystem", nioCore, nioPosix, logging]),
+        daemonModule("DaemonApps", uses: ["HandoffModel", "HandoffAPI", "HandoffSystem", logging]),
         daemonModule("DaemonContinue", uses: ["HandoffModel", "HandoffAPI", "HandoffPeer", "HandoffSystem", logging]),
         daemonModule(
             "DaemonLocalAPI",
@@ -143,7 +144,8 @@ let package = Package(
         .testTarget(
             name: "HandoffDaemonTests",
             dependencies: [
-                "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonContinue", "DaemonLocalAPI",
+                "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonContinue",
+                "DaemonLocalAPI",
                 "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
             ],

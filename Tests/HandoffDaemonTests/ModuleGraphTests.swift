@@ -5,7 +5,9 @@ import Testing
 /// and that each daemon module imports only the ones below it.
 @Suite struct ModuleGraphTests {
     /// The daemon's modules, lowest first.
-    static let daemonLine = ["DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon"]
+    static let daemonLine = [
+        "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
+    ]
 
     static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Sources")

@@ -1,0 +1,133 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffModel
+
+/// The apps registered with handoffd and their windows (docs/apps.md), as a value: what each app
+/// continues, each window's activity, which window had focus last — and from that, the device's
+/// current activity and which running app a continuation goes to. `AppDesk` tells it what
+/// happened and does what follows; tests drive it by tables.
+///
+/// Focus is an order, not a clock: every focus takes the next number, so "most recently focused"
+/// never depends on two events' timestamps.
+struct AppWindows {
+    /// One registration: an app's connection while it runs (an app id may register twice, e.g.
+    /// two instances; each is its own).
+    typealias Registration = UUID
+
+    struct Window: Equatable {
+        /// The window's activity, if it has one: what becomes the device's current activity
+        /// when the window has focus.
+        var activity: WindowActivity?
+        /// What the window shows, if the app says so apart from its activity
+        /// (`targetContentIdentifier`); else its activity's.
+        var shows: String?
+        /// When it last had focus (the focus order), 0 if never.
+        var focused: UInt64 = 0
+
+        var target: String? { shows ?? activity?.content.targetContentIdentifier }
+    }
+
+    struct App: Equatable {
+        var appID: String
+        /// Activity types it continues (declared at registration).
+        var continues: Set<String>
+        var windows: [String: Window] = [:]
+        /// When it registered, in the focus order: an app with no focused window ranks by this.
+        var registered: UInt64
+    }
+
+    /// Where a continuation goes.
+    enum Receiver: Equatable {
+        /// The window showing the activity's target takes it.
+        case window(Registration, window: String)
+        /// The app that continues the type and had focus last; it picks (or opens) a window.
+        case app(Registration)
+        /// No running app continues the type: start one (handler, `.desktop`, browser).
+        case launch
+    }
+
+    private(set) var apps: [Registration: App] = [:]
+    private var order: UInt64 = 0
+
+    // MARK: What happens
+
+    mutating func register(_ registration: Registration, appID: String, continues: Set<String>) {
+        order += 1
+        apps[registration] = App(appID: appID, continues: continues, registered: order)
+    }
+
+    /// The app quit or its connection ended: its windows and their activities go.
+    mutating func unregister(_ registration: Registration) {
+        apps[registration] = nil
+    }
+
+    /// Sets (or, with nil, withdraws) a window's activity; the window exists from then on.
+    mutating func setActivity(_ activity: WindowActivity?, of window: String, in registration: Registration) {
+        apps[registration]?.windows[window, default: Window()].activity = activity
+    }
+
+    mutating func setShows(_ target: String?, of window: String, in registration: Registration) {
+        apps[registration]?.windows[window, default: Window()].shows = target
+    }
+
+    mutating func focus(_ window: String, in registration: Registration) {
+        guard apps[registration] != nil else { return }
+        order += 1
+        apps[registration]!.windows[window, default: Window()].focused = order
+    }
+
+    mutating func close(_ window: String, in registration: Registration) {
+        apps[registration]?.windows[window] = nil
+    }
+
+    // MARK: What follows
+
+    /// The window that had focus last, across apps, if any window ever had.
+    var focusedWindow: (registration: Registration, window: String)? {
+        var best: (Registration, String, UInt64)?
+        for (registration, app) in apps {
+            for (name, window) in app.windows where window.focused > 0 && window.focused > (best?.2 ?? 0) {
+                best = (registration, name, window.focused)
+            }
+        }
+        return best.map { ($0.0, $0.1) }
+    }
+
+    /// The device's current activity as the windows have it: the focused window's (nil when it
+    /// has none — the user is looking at something that cannot be continued).
+    var current: WindowActivity? {
+        guard let (registration, window) = focusedWindow else { return nil }
+        return apps[registration]?.windows[window]?.activity
+    }
+
+    /// Which running app takes a continuation of `type`, whose activity names `target`: the
+    /// window showing `target` (focused last, if several), else the app continuing `type` that
+    /// had focus last, else `.launch`. Only apps that declared `type` are considered.
+    func receiver(for type: String, target: String?) -> Receiver {
+        let candidates = apps.filter { $0.value.continues.contains(type) }
+        if let target {
+            var best: (Registration, String, UInt64)?
+            for (registration, app) in candidates {
+                for (name, window) in app.windows where window.target == target && (best == nil || window.focused > best!.2) {
+                    best = (registration, name, window.focused)
+                }
+            }
+            if let best { return .window(best.0, window: best.1) }
+        }
+        let ranked = candidates.map { (registration, app) in
+            (registration, max(app.registered, app.windows.values.map(\.focused).max() ?? 0))
+        }
+        guard let app = ranked.max(by: { $0.1 < $1.1 }) else { return .launch }
+        return .app(app.0)
+    }
+}
+
+/// A window's activity: its id (kept across updates, as `PUT /v1/activity/current` keeps it) and
+/// content.
+struct WindowActivity: Equatable, Sendable {
+    var id: UUID
+    var content: ActivityContent
+}

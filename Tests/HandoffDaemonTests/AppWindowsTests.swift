@@ -1,0 +1,181 @@
+import Foundation
+import HandoffModel
+import Testing
+@testable import DaemonApps
+
+/// Apps, windows and focus (`AppWindows`), by tables: what the device's current activity is after
+/// each step, and where a continuation goes — the window showing its target, else the app for its
+/// type focused last, else a launch.
+@Suite struct AppWindowsTests {
+    /// Registrations by letter: "n" a notes app, "v" and "w" two instances of a viewer.
+    static let registrations: [String: UUID] = ["n": UUID(), "v": UUID(), "w": UUID()]
+    static let types: [String: (appID: String, types: Set<String>)] = [
+        "n": ("org.example.Notes", ["org.example.note"]),
+        "v": ("org.example.Viewer", ["org.example.item"]),
+        "w": ("org.example.Viewer", ["org.example.item"]),
+    ]
+
+    enum Step: Sendable {
+        case register(String)
+        case unregister(String)
+        /// Window `window` of app `app` gets an activity titled `title` showing `target`.
+        case activity(String, window: String, title: String, target: String? = nil)
+        case withdraw(String, window: String)
+        case shows(String, window: String, target: String?)
+        case focus(String, window: String)
+        case close(String, window: String)
+    }
+
+    struct Ask: Sendable {
+        var type: String
+        var target: String?
+    }
+
+    struct Row: Sendable, CustomTestStringConvertible {
+        let name: String
+        let steps: [Step]
+        /// The current activity's title afterwards ("-" for none).
+        let current: String
+        let ask: Ask?
+        /// "window v/7", "app n", or "launch".
+        let receiver: String?
+        var testDescription: String { name }
+
+        init(_ name: String, _ steps: [Step], current: String, ask: Ask? = nil, receiver: String? = nil) {
+            (self.name, self.steps, self.current, self.ask, self.receiver) = (name, steps, current, ask, receiver)
+        }
+    }
+
+    static let item = "org.example.item"
+    static let note = "org.example.note"
+
+    static let rows: [Row] = [
+        Row("nothing registered: no current activity, continuations launch", [], current: "-", ask: Ask(type: item), receiver: "launch"),
+        Row(
+            "the focused window's activity is current",
+            [.register("n"), .activity("n", window: "1", title: "Groceries"), .focus("n", window: "1")], current: "Groceries"
+        ),
+        Row("an activity in a window never focused is not current", [.register("n"), .activity("n", window: "1", title: "Groceries")], current: "-"),
+        Row(
+            "focus moves across apps; the last focused wins",
+            [
+                .register("n"), .register("v"), .activity("n", window: "1", title: "Groceries"), .activity("v", window: "7", title: "Item 7"),
+                .focus("n", window: "1"), .focus("v", window: "7"),
+            ],
+            current: "Item 7"
+        ),
+        Row(
+            "a focused window without an activity: nothing is current",
+            [.register("n"), .activity("n", window: "1", title: "Groceries"), .focus("n", window: "1"), .focus("n", window: "2")], current: "-"
+        ),
+        Row(
+            "closing the focused window: the window focused before it is current again",
+            [
+                .register("n"), .activity("n", window: "1", title: "Groceries"), .activity("n", window: "2", title: "Todo"), .focus("n", window: "1"),
+                .focus("n", window: "2"), .close("n", window: "2"),
+            ],
+            current: "Groceries"
+        ),
+        Row(
+            "an app that quits takes its windows' activities with it",
+            [
+                .register("n"), .register("v"), .activity("n", window: "1", title: "Groceries"), .activity("v", window: "7", title: "Item 7"),
+                .focus("n", window: "1"), .focus("v", window: "7"), .unregister("v"),
+            ],
+            current: "Groceries"
+        ),
+        Row(
+            "withdrawing the focused window's activity leaves nothing current",
+            [.register("n"), .activity("n", window: "1", title: "Groceries"), .focus("n", window: "1"), .withdraw("n", window: "1")], current: "-"
+        ),
+        Row(
+            "the window showing the target takes it, focused or not",
+            [
+                .register("v"), .activity("v", window: "a", title: "Item 7", target: "item-7"), .activity("v", window: "b", title: "Item 8", target: "item-8"),
+                .focus("v", window: "a"), .focus("v", window: "b"),
+            ],
+            current: "Item 8", ask: Ask(type: item, target: "item-7"), receiver: "window v/a"
+        ),
+        Row(
+            "no window shows the target: the app for the type focused last",
+            [.register("v"), .register("w"), .activity("v", window: "a", title: "Item 7", target: "item-7"), .focus("w", window: "x"), .focus("v", window: "a")],
+            current: "Item 7", ask: Ask(type: item, target: "item-9"), receiver: "app v"
+        ),
+        Row(
+            "of two windows showing the target, the one focused last",
+            [
+                .register("v"), .register("w"), .shows("v", window: "a", target: "item-7"), .shows("w", window: "c", target: "item-7"),
+                .focus("w", window: "c"), .focus("v", window: "a"),
+            ],
+            current: "-", ask: Ask(type: item, target: "item-7"), receiver: "window v/a"
+        ),
+        Row(
+            "a window of an app that does not continue the type never takes it",
+            [.register("n"), .shows("n", window: "1", target: "item-7"), .focus("n", window: "1")],
+            current: "-", ask: Ask(type: item, target: "item-7"), receiver: "launch"
+        ),
+        Row(
+            "an app registered but never focused still receives its type",
+            [.register("n"), .register("v"), .focus("n", window: "1")], current: "-", ask: Ask(type: item), receiver: "app v"
+        ),
+        Row(
+            "the app that registered last, when none was focused",
+            [.register("v"), .register("w")], current: "-", ask: Ask(type: item), receiver: "app w"
+        ),
+        Row(
+            "focus beats registration order",
+            [.register("v"), .register("w"), .focus("v", window: "a")], current: "-", ask: Ask(type: item), receiver: "app v"
+        ),
+        Row(
+            "a quit receiver no longer receives",
+            [.register("v"), .register("w"), .focus("w", window: "a"), .unregister("w")], current: "-", ask: Ask(type: item), receiver: "app v"
+        ),
+        Row(
+            "a closed window no longer takes its target",
+            [.register("v"), .shows("v", window: "a", target: "item-7"), .close("v", window: "a")],
+            current: "-", ask: Ask(type: item, target: "item-7"), receiver: "app v"
+        ),
+    ]
+
+    @Test(arguments: rows)
+    func windows(_ row: Row) {
+        var windows = AppWindows()
+        for step in row.steps {
+            switch step {
+            case .register(let app):
+                windows.register(Self.registrations[app]!, appID: Self.types[app]!.appID, continues: Self.types[app]!.types)
+            case .unregister(let app):
+                windows.unregister(Self.registrations[app]!)
+            case .activity(let app, let window, let title, let target):
+                let type = Self.types[app]!.types.first!
+                let content = ActivityContent(type: type, title: title, targetContentIdentifier: target)
+                windows.setActivity(WindowActivity(id: UUID(), content: content), of: window, in: Self.registrations[app]!)
+            case .withdraw(let app, let window):
+                windows.setActivity(nil, of: window, in: Self.registrations[app]!)
+            case .shows(let app, let window, let target):
+                windows.setShows(target, of: window, in: Self.registrations[app]!)
+            case .focus(let app, let window):
+                windows.focus(window, in: Self.registrations[app]!)
+            case .close(let app, let window):
+                windows.close(window, in: Self.registrations[app]!)
+            }
+        }
+        #expect((windows.current?.content.title ?? "-") == row.current)
+        if let ask = row.ask {
+            let name = { (registration: UUID) in Self.registrations.first { $0.value == registration }!.key }
+            let receiver: String
+            switch windows.receiver(for: ask.type, target: ask.target) {
+            case .window(let registration, let window): receiver = "window \(name(registration))/\(window)"
+            case .app(let registration): receiver = "app \(name(registration))"
+            case .launch: receiver = "launch"
+            }
+            #expect(receiver == row.receiver)
+        }
+    }
+
+    @Test func focusingAWindowOfAnUnknownRegistrationChangesNothing() {
+        var windows = AppWindows()
+        windows.focus("1", in: UUID())
+        #expect(windows.apps.isEmpty && windows.current == nil)
+    }
+}
