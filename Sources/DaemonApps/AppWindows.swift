@@ -12,12 +12,12 @@ import HandoffModel
 ///
 /// Focus is an order, not a clock: every focus takes the next number, so "most recently focused"
 /// never depends on two events' timestamps.
-struct AppWindows {
+package struct AppWindows {
     /// One registration: an app's connection while it runs (an app id may register twice, e.g.
     /// two instances; each is its own).
-    typealias Registration = UUID
+    package typealias Registration = UUID
 
-    struct Window: Equatable {
+    package struct Window: Equatable {
         /// The window's activity, if it has one: what becomes the device's current activity
         /// when the window has focus.
         var activity: WindowActivity?
@@ -30,7 +30,7 @@ struct AppWindows {
         var target: String? { shows ?? activity?.content.targetContentIdentifier }
     }
 
-    struct App: Equatable {
+    package struct App: Equatable {
         var appID: String
         /// Activity types it continues (declared at registration).
         var continues: Set<String>
@@ -40,7 +40,7 @@ struct AppWindows {
     }
 
     /// Where a continuation goes.
-    enum Receiver: Equatable {
+    package enum Receiver: Equatable {
         /// The window showing the activity's target takes it.
         case window(Registration, window: String)
         /// The app that continues the type and had focus last; it picks (or opens) a window.
@@ -127,7 +127,7 @@ struct AppWindows {
 
 /// A window's activity: its id (kept across updates, as `PUT /v1/activity/current` keeps it) and
 /// content.
-struct WindowActivity: Equatable, Sendable {
+package struct WindowActivity: Equatable, Sendable {
     var id: UUID
     var content: ActivityContent
 }

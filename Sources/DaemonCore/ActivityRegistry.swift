@@ -125,7 +125,9 @@ public actor ActivityRegistry {
     }
 
     /// Makes `request` the current activity (new, or an update of the current one when it names its id).
-    public func becomeCurrent(_ request: PutCurrentActivityRequest, now given: Timestamp? = nil) async throws(DaemonError)
+    /// `newID`: the id a new activity takes (a window's, which keeps it each time the window is
+    /// focused again: `AppDesk`); a fresh one if nil.
+    public func becomeCurrent(_ request: PutCurrentActivityRequest, now given: Timestamp? = nil, newID: UUID? = nil) async throws(DaemonError)
         -> CurrentActivityResponse
     {
         let now = given ?? clock.now()
@@ -151,7 +153,7 @@ public actor ActivityRegistry {
                 originDevice: deviceID
             )
         } else {
-            activity = Activity(content: request.content, createdAt: now, originDevice: deviceID)
+            activity = Activity(id: newID ?? UUID(), content: request.content, createdAt: now, updatedAt: now, originDevice: deviceID)
         }
 
         let size: Int

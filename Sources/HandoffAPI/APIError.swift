@@ -70,6 +70,17 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     /// The originating device or app did not take the stream.
     case streamRefused = "stream_refused"
 
+    // Apps and windows (docs/apps.md)
+    /// An app id that is not a reverse-DNS name (like org.example.Notes).
+    case invalidAppID = "invalid_app_id"
+    /// A window id that is empty or longer than 64 bytes.
+    case invalidWindowID = "invalid_window_id"
+    /// No app is registered under that registration (it quit, or handoffd restarted).
+    case unknownRegistration = "unknown_registration"
+    /// Too many apps registered, or windows kept, at once.
+    case tooManyApps = "too_many_apps"
+    case tooManyWindows = "too_many_windows"
+
     case internalError = "internal_error"
     /// A code this client does not know (sent by a newer daemon).
     case unknown = "unknown"
@@ -112,7 +123,9 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
         case .invalidCode, .badPeerAddress: 400
         case .codeRejected, .refused, .revoked, .notAccountAdmin: 403
         case .inviteExpired: 410
-        case .rateLimited: 429
+        case .rateLimited, .tooManyApps, .tooManyWindows: 429
+        case .invalidAppID, .invalidWindowID: 422
+        case .unknownRegistration: 404
         case .unreachable, .versionMismatch: 502
         case .timeout: 504
         case .internalError: 500

@@ -116,6 +116,9 @@ enum ExitStatus: Int32, CaseIterable {
         case .streamsUnsupported: self = .streamsUnsupported
         case .streamRefused: self = .streamRefused
         case .unknownStream, .unknownContinuation: self = .unknownStream
+        case .invalidAppID, .invalidWindowID: self = .badValueSyntax
+        // Apps' own requests (HandoffKit); no command of handoffctl makes them.
+        case .unknownRegistration, .tooManyApps, .tooManyWindows: self = .failure
         case .notFound, .methodNotAllowed, .unsupportedVersion, .internalError, .unknown: self = .failure
         }
     }

@@ -3,6 +3,7 @@ import HandoffAPI
 import HandoffModel
 import Testing
 @testable import DaemonAccounts
+@testable import DaemonApps
 @testable import DaemonContinue
 @testable import DaemonCore
 @testable import DaemonLinks
@@ -21,6 +22,8 @@ import Testing
         (.unknownDevice, .unknownDevice), (.ambiguousDevice, .ambiguousDevice), (.revoked, .revoked),
         (.unknownPeer, .unknownPeer), (.unreachable, .unreachable), (.refused, .refused), (.rateLimited, .rateLimited),
         (.versionMismatch, .versionMismatch), (.timeout, .timeout),
+        (.invalidAppID, .invalidAppID), (.invalidWindowID, .invalidWindowID), (.unknownRegistration, .unknownRegistration),
+        (.tooManyApps, .tooManyApps), (.tooManyWindows, .tooManyWindows),
         (.unknownContinuation, .unknownContinuation), (.unknownStream, .unknownStream),
         (.streamsUnsupported, .streamsUnsupported), (.streamRefused, .streamRefused),
         (.noHandler, .noHandler), (.handlerFailed, .handlerFailed), (.invalidWebpageURL, .invalidWebpageURL),

@@ -1,0 +1,171 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import DaemonCore
+import HandoffAPI
+import HandoffModel
+import Logging
+
+/// Registered apps and their windows (docs/apps.md), kept in `AppWindows`, and what follows from
+/// them for the device: the focused window's activity made current in the `ActivityRegistry`,
+/// withdrawn when the window closes, its activity goes or its app quits; and windows'
+/// state-restoration activities kept (`RestorationStore`) and handed back at registration.
+///
+/// The registry stays the one place the current activity lives: `PUT /v1/activity/current`
+/// (handoffctl, scripts) still sets it, and a window's later changes do not take it back — only
+/// focusing a window does.
+package actor AppDesk {
+    private let registry: ActivityRegistry
+    private let restoration: RestorationStore
+    private let limits: ActivityLimits
+    private let logger: Logger
+    private var windows = AppWindows()
+    /// What this desk last made current: whose it is, and its id in the registry.
+    private var pushed: (registration: AppWindows.Registration, window: String, id: UUID)?
+
+    /// Bounds on what any process of the user can make us keep.
+    package static let registrationsAtMost = 64
+    package static let windowsPerRegistrationAtMost = 256
+    package static let typesPerAppAtMost = 64
+
+    package init(registry: ActivityRegistry, restoration: RestorationStore, limits: ActivityLimits, logger: Logger) {
+        self.registry = registry
+        self.restoration = restoration
+        self.limits = limits
+        self.logger = logger
+    }
+
+    // MARK: Apps
+
+    /// An app starts: it continues `continues`; the answer has its registration and its windows'
+    /// restoration activities, by window.
+    package func register(appID: String, continues: [String]) async throws(DaemonError) -> (AppWindows.Registration, restored: [String: Activity]) {
+        try RestorationStore.check(appID: appID, window: "-")
+        guard windows.apps.count < Self.registrationsAtMost else {
+            throw DaemonError(.tooManyApps, "\(Self.registrationsAtMost) apps are registered already; one must quit first")
+        }
+        guard continues.count <= Self.typesPerAppAtMost else {
+            throw DaemonError(.badRequest, "an app declares at most \(Self.typesPerAppAtMost) activity types")
+        }
+        for type in continues {
+            do {
+                try ActivityContent.validateType(type)
+            } catch {
+                throw DaemonError(error)
+            }
+        }
+        let registration = UUID()
+        windows.register(registration, appID: appID, continues: Set(continues))
+        logger.info("app registered", metadata: ["app": "\(appID)", "registration": "\(registration.lowercasedString)", "types": "\(continues.count)"])
+        return (registration, await restoration.restoration(of: appID))
+    }
+
+    /// The app quit (its registration's connection ended): its windows' activities go.
+    package func unregister(_ registration: AppWindows.Registration) async {
+        guard let app = windows.apps[registration] else { return }
+        windows.unregister(registration)
+        logger.info("app left", metadata: ["app": "\(app.appID)", "registration": "\(registration.lowercasedString)"])
+        await follow(focusChanged: false)
+    }
+
+    // MARK: Windows
+
+    /// Sets `window`'s activity (a new one, or an update of the one it has: same id). It is the
+    /// device's current activity while the window has focus.
+    package func setActivity(_ content: ActivityContent, window: String, of registration: AppWindows.Registration) async throws(DaemonError) -> UUID {
+        let app = try windowOK(window, registration)
+        let existing = app.windows[window]?.activity
+        if app.windows[window] == nil, app.windows.count >= Self.windowsPerRegistrationAtMost {
+            throw DaemonError(.tooManyWindows, "an app has at most \(Self.windowsPerRegistrationAtMost) windows here")
+        }
+        let id = existing.map { $0.content.type == content.type ? $0.id : UUID() } ?? UUID()
+        do {
+            _ = try Activity(id: id, content: content, createdAt: .now()).validate(now: .now(), limits: limits)
+        } catch {
+            throw DaemonError(error)
+        }
+        windows.setActivity(WindowActivity(id: id, content: content), of: window, in: registration)
+        await follow(focusChanged: false)
+        return id
+    }
+
+    package func withdrawActivity(window: String, of registration: AppWindows.Registration) async throws(DaemonError) {
+        _ = try windowOK(window, registration)
+        windows.setActivity(nil, of: window, in: registration)
+        await follow(focusChanged: false)
+    }
+
+    /// The user focused `window`: its activity, if it has one, is the device's current one.
+    package func focus(window: String, of registration: AppWindows.Registration) async throws(DaemonError) {
+        let app = try windowOK(window, registration)
+        if app.windows[window] == nil, app.windows.count >= Self.windowsPerRegistrationAtMost {
+            throw DaemonError(.tooManyWindows, "an app has at most \(Self.windowsPerRegistrationAtMost) windows here")
+        }
+        windows.focus(window, in: registration)
+        await follow(focusChanged: true)
+    }
+
+    /// The user closed `window`: its activity and its restoration activity go.
+    package func close(window: String, of registration: AppWindows.Registration) async throws(DaemonError) {
+        let app = try windowOK(window, registration)
+        windows.close(window, in: registration)
+        try await restoration.remove(appID: app.appID, window: window)
+        await follow(focusChanged: false)
+    }
+
+    /// Keeps `content` as `window`'s state-restoration activity, for the app's next registration.
+    package func saveRestoration(_ content: ActivityContent, window: String, of registration: AppWindows.Registration) async throws(DaemonError) {
+        let app = try windowOK(window, registration)
+        try await restoration.save(Activity(content: content, createdAt: .now()), appID: app.appID, window: window)
+    }
+
+    package func removeRestoration(window: String, of registration: AppWindows.Registration) async throws(DaemonError) {
+        let app = try windowOK(window, registration)
+        try await restoration.remove(appID: app.appID, window: window)
+    }
+
+    /// Which running app a continuation goes to (docs/apps.md).
+    package func receiver(for type: String, target: String?) -> AppWindows.Receiver {
+        windows.receiver(for: type, target: target)
+    }
+
+    private func windowOK(_ window: String, _ registration: AppWindows.Registration) throws(DaemonError) -> AppWindows.App {
+        guard let app = windows.apps[registration] else {
+            throw DaemonError(.unknownRegistration, "no app is registered as \(registration.lowercasedString) (it quit, or handoffd restarted): register again")
+        }
+        try RestorationStore.check(appID: app.appID, window: window)
+        return app
+    }
+
+    // MARK: The device's current activity
+
+    /// Makes the registry's current activity follow the windows: after a focus, always; after
+    /// any other change, only if what is current is still what this desk made current (a
+    /// `PUT /v1/activity/current` since then stands until a window is focused).
+    private func follow(focusChanged: Bool) async {
+        let registryCurrent = await registry.currentActivity()?.id
+        let ours = pushed.map { $0.id == registryCurrent } ?? false
+        guard focusChanged || ours else { return }
+        guard let (registration, window) = windows.focusedWindow, let activity = windows.apps[registration]?.windows[window]?.activity else {
+            if ours, pushed != nil {
+                _ = try? await registry.resignCurrent()
+                pushed = nil
+            }
+            return
+        }
+        let update = ours && pushed?.registration == registration && pushed?.window == window && pushed?.id == activity.id
+        do {
+            let made = try await registry.becomeCurrent(PutCurrentActivityRequest(id: update ? activity.id : nil, content: activity.content), newID: activity.id)
+            pushed = (registration, window, made.activity.id)
+        } catch {
+            logger.warning("a window's activity could not become current", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+extension DaemonError.Code {
+    package static let unknownRegistration = Self(rawValue: "unknown_registration")
+    package static let tooManyApps = Self(rawValue: "too_many_apps")
+}
