@@ -22,6 +22,8 @@ package actor AppDesk {
     private let limits: ActivityLimits
     private let logger: Logger
     private var windows = AppWindows()
+    /// Each registration's NDJSON lines (`POST /v1/apps`), until it ends.
+    private var streams: [AppWindows.Registration: AsyncStream<AppEvent>.Continuation] = [:]
     /// What this desk last made current: whose it is, and its id in the registry.
     private var pushed: (registration: AppWindows.Registration, window: String, id: UUID)?
 
@@ -38,6 +40,18 @@ package actor AppDesk {
     }
 
     // MARK: Apps
+
+    /// An app starts (`POST /v1/apps`): its events, the first of which names its registration
+    /// and hands back its windows' restoration activities. The stream ends when the app is
+    /// unregistered; whoever reads it unregisters the app when its reader leaves.
+    package func register(_ request: AppRegistration) async throws(DaemonError) -> (AppWindows.Registration, AsyncStream<AppEvent>) {
+        let (registration, restored) = try await register(appID: request.appID, continues: request.continues)
+        let (stream, continuation) = AsyncStream.makeStream(of: AppEvent.self, bufferingPolicy: .bufferingOldest(256))
+        let windows = restored.sorted { $0.key < $1.key }.map { RestoredWindow(window: $0.key, activity: $0.value) }
+        continuation.yield(AppEvent(at: .now(), .registered(registration: registration, restored: windows)))
+        streams[registration] = continuation
+        return (registration, stream)
+    }
 
     /// An app starts: it continues `continues`; the answer has its registration and its windows'
     /// restoration activities, by window.
@@ -64,6 +78,7 @@ package actor AppDesk {
 
     /// The app quit (its registration's connection ended): its windows' activities go.
     package func unregister(_ registration: AppWindows.Registration) async {
+        streams.removeValue(forKey: registration)?.finish()
         guard let app = windows.apps[registration] else { return }
         windows.unregister(registration)
         logger.info("app left", metadata: ["app": "\(app.appID)", "registration": "\(registration.lowercasedString)"])

@@ -3,22 +3,25 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import DaemonApps
 import DaemonCore
 import HandoffAPI
 import HandoffModel
 
-/// The current activity, attaching to it, and the event stream. Every handler's first line checks
-/// who is asking.
+/// The current activity, attaching to it, and the event stream; apps' windows, whose focus makes
+/// the current activity, through `apps`. Every handler's first line checks who is asking.
 package struct ActivityRoutes: Sendable {
     let registry: ActivityRegistry
     let events: EventHub
     let attachments: Attachments
+    let apps: AppRoutes
     let daemonUID: UInt32
 
-    package init(registry: ActivityRegistry, events: EventHub, attachments: Attachments, daemonUID: UInt32) {
+    package init(registry: ActivityRegistry, events: EventHub, attachments: Attachments, desk: AppDesk, daemonUID: UInt32) {
         self.registry = registry
         self.events = events
         self.attachments = attachments
+        self.apps = AppRoutes(desk: desk, daemonUID: daemonUID)
         self.daemonUID = daemonUID
     }
 

@@ -169,6 +169,10 @@ package struct LocalAPIRouter: Sendable {
         case .listStreams: return try streams.listStreams(request)
         case .getStream: return try await streams.getStream(request)
         case .takeStream, .openContinuationStream: return try streams.streamNeedsUpgrade(request)
+        case .registerApp: return try await activity.apps.register(request)
+        case .putWindow: return try await activity.apps.put(request)
+        case .postWindow: return try await activity.apps.post(request)
+        case .deleteWindow: return try await activity.apps.delete(request)
         }
     }
 

@@ -42,6 +42,37 @@ public enum LocalAPIRoute {
     /// `Upgrade: handoff-stream`: the originating app takes a requested stream.
     public static let streams = "/v1/streams"
 
+    /// POST `AppRegistration`: NDJSON of `AppEvent` for as long as the app runs (docs/apps.md);
+    /// under it, `/v1/apps/REGISTRATION/windows/WINDOW[/activity|/focus|/restoration]`.
+    public static let apps = "/v1/apps"
+
+    /// What a window's requests act on: the window itself (DELETE: closed), its activity (PUT,
+    /// DELETE), its focus (POST), its state-restoration activity (PUT, DELETE).
+    public enum WindowPart: String, Sendable, CaseIterable {
+        case window = ""
+        case activity
+        case focus
+        case restoration
+    }
+
+    /// `/v1/apps/REGISTRATION/windows/WINDOW[/PART]`, the window id percent-encoded (any id is
+    /// one path segment).
+    public static func window(_ window: String, of registration: UUID, _ part: WindowPart = .window) -> String {
+        apps + "/" + registration.lowercasedString + "/windows/" + PathSegment.escape(window) + (part == .window ? "" : "/" + part.rawValue)
+    }
+
+    /// The registration, window and part a window request's path names; nil for anything else.
+    public static func parseWindow(_ path: Substring) -> (registration: UUID, window: String, part: WindowPart)? {
+        guard path.hasPrefix(apps + "/") else { return nil }
+        let segments = path.dropFirst(apps.count + 1).split(separator: "/", omittingEmptySubsequences: false)
+        guard (3...4).contains(segments.count), segments[1] == "windows", let registration = UUID(uuidString: String(segments[0])),
+            case let window = PathSegment.unescape(String(segments[2])), !window.isEmpty
+        else { return nil }
+        if segments.count == 3 { return (registration, window, .window) }
+        guard let part = WindowPart(rawValue: String(segments[3])), part != .window else { return nil }
+        return (registration, window, part)
+    }
+
     public static func continuationStreams(_ continuationID: UUID) -> String {
         continuations + "/" + continuationID.lowercasedString + "/streams"
     }

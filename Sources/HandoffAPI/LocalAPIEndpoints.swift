@@ -11,6 +11,7 @@ public enum LocalAPIEndpoints {
         case `continue`
         case listStreams, getStream, takeStream
         case openContinuationStream
+        case registerApp, putWindow, postWindow, deleteWindow
     }
 
     /// A row: an exact path, or every path under a prefix (`/v1/streams/ID`).
@@ -54,6 +55,10 @@ public enum LocalAPIEndpoints {
         Route(method: "GET", path: .under(LocalAPIRoute.streams), endpoint: .getStream),
         Route(method: "POST", path: .under(LocalAPIRoute.streams), endpoint: .takeStream),
         Route(method: "POST", path: .under(LocalAPIRoute.continuations), endpoint: .openContinuationStream),
+        Route(method: "POST", path: .exact(LocalAPIRoute.apps), endpoint: .registerApp),
+        Route(method: "PUT", path: .under(LocalAPIRoute.apps), endpoint: .putWindow),
+        Route(method: "POST", path: .under(LocalAPIRoute.apps), endpoint: .postWindow),
+        Route(method: "DELETE", path: .under(LocalAPIRoute.apps), endpoint: .deleteWindow),
     ]
 
     public enum Match: Equatable, Sendable {

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import HandoffAPI
+import HandoffModel
 
 /// The same calls for async code. The socket I/O is blocking, so it runs on its own dispatch
 /// queue: blocking a thread of Swift's small cooperative pool could starve every other task in
@@ -131,6 +132,36 @@ extension StreamPipe {
 
     public func write(_ bytes: [UInt8]) async throws(HandoffClientError) {
         try await offloaded { () throws(HandoffClientError) in try self.write(bytes) }
+    }
+}
+
+extension HandoffClient {
+    public func registerApp(_ request: AppRegistration) async throws(HandoffClientError) -> NDJSONSubscription<AppEvent> {
+        try await offloaded { () throws(HandoffClientError) in try self.registerApp(request) }
+    }
+
+    public func setWindowActivity(_ content: ActivityContent, window: String, registration: UUID) async throws(HandoffClientError) -> WindowResponse {
+        try await offloaded { () throws(HandoffClientError) in try self.setWindowActivity(content, window: window, registration: registration) }
+    }
+
+    public func withdrawWindowActivity(window: String, registration: UUID) async throws(HandoffClientError) -> WindowResponse {
+        try await offloaded { () throws(HandoffClientError) in try self.withdrawWindowActivity(window: window, registration: registration) }
+    }
+
+    public func focusWindow(_ window: String, registration: UUID) async throws(HandoffClientError) -> WindowResponse {
+        try await offloaded { () throws(HandoffClientError) in try self.focusWindow(window, registration: registration) }
+    }
+
+    public func closeWindow(_ window: String, registration: UUID) async throws(HandoffClientError) -> WindowResponse {
+        try await offloaded { () throws(HandoffClientError) in try self.closeWindow(window, registration: registration) }
+    }
+
+    public func saveRestoration(_ content: ActivityContent, window: String, registration: UUID) async throws(HandoffClientError) -> WindowResponse {
+        try await offloaded { () throws(HandoffClientError) in try self.saveRestoration(content, window: window, registration: registration) }
+    }
+
+    public func removeRestoration(window: String, registration: UUID) async throws(HandoffClientError) -> WindowResponse {
+        try await offloaded { () throws(HandoffClientError) in try self.removeRestoration(window: window, registration: registration) }
     }
 }
 

@@ -146,6 +146,42 @@ public struct HandoffClient: Sendable {
         return StreamPipe(id: id, connection: connection)
     }
 
+    // MARK: Apps and windows (docs/apps.md)
+
+    /// Registers a running app: the first event names its registration and hands back its
+    /// windows' restoration activities. Closing the subscription is the app quitting.
+    public func registerApp(_ request: AppRegistration) throws(HandoffClientError) -> NDJSONSubscription<AppEvent> {
+        try subscribe("POST", LocalAPIRoute.apps, body: try encode(request))
+    }
+
+    /// Sets a window's activity (the device's current one while the window has focus).
+    public func setWindowActivity(_ content: ActivityContent, window: String, registration: UUID) throws(HandoffClientError) -> WindowResponse {
+        try call("PUT", LocalAPIRoute.window(window, of: registration, .activity), body: try encode(PutCurrentActivityRequest(content: content)))
+    }
+
+    public func withdrawWindowActivity(window: String, registration: UUID) throws(HandoffClientError) -> WindowResponse {
+        try call("DELETE", LocalAPIRoute.window(window, of: registration, .activity))
+    }
+
+    /// The user focused the window.
+    public func focusWindow(_ window: String, registration: UUID) throws(HandoffClientError) -> WindowResponse {
+        try call("POST", LocalAPIRoute.window(window, of: registration, .focus))
+    }
+
+    /// The user closed the window: its activity and its restoration activity go.
+    public func closeWindow(_ window: String, registration: UUID) throws(HandoffClientError) -> WindowResponse {
+        try call("DELETE", LocalAPIRoute.window(window, of: registration))
+    }
+
+    /// Keeps the window's state-restoration activity for the app's next registration.
+    public func saveRestoration(_ content: ActivityContent, window: String, registration: UUID) throws(HandoffClientError) -> WindowResponse {
+        try call("PUT", LocalAPIRoute.window(window, of: registration, .restoration), body: try encode(PutCurrentActivityRequest(content: content)))
+    }
+
+    public func removeRestoration(window: String, registration: UUID) throws(HandoffClientError) -> WindowResponse {
+        try call("DELETE", LocalAPIRoute.window(window, of: registration, .restoration))
+    }
+
     // MARK: Plumbing
 
     private func encode(_ value: some Encodable) throws(HandoffClientError) -> [UInt8] {

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import DaemonAccounts
+import DaemonApps
 import DaemonContinue
 import DaemonCore
 import DaemonDiscovery
@@ -94,6 +95,8 @@ public final class HandoffDaemon: Sendable {
     public let configuration: DaemonConfiguration
     public let events: EventHub
     public let registry: ActivityRegistry
+    /// Registered apps and their windows (docs/apps.md).
+    let apps: AppDesk
     let accounts: AccountStore
     let invites: InviteBook
     let security = PeerSecurity()
@@ -148,6 +151,12 @@ public final class HandoffDaemon: Sendable {
             logger: logger
         )
         self.registry = registry
+        self.apps = AppDesk(
+            registry: registry,
+            restoration: RestorationStore(stateDirectory: configuration.stateDirectory, limits: configuration.limits, logger: logger),
+            limits: configuration.limits,
+            logger: logger
+        )
         let invites = InviteBook(lifetimeSeconds: configuration.inviteLifetimeSeconds, clock: configuration.clock, announce: route.announce)
         self.invites = invites
         let accounts = AccountStore(
@@ -273,7 +282,7 @@ public final class HandoffDaemon: Sendable {
         let daemonUID = geteuid()
         let peerPort: @Sendable () -> Int = { [self] in self.peerPort }
         let router = LocalAPIRouter(
-            activity: ActivityRoutes(registry: registry, events: events, attachments: attachments, daemonUID: daemonUID),
+            activity: ActivityRoutes(registry: registry, events: events, attachments: attachments, desk: apps, daemonUID: daemonUID),
             account: AccountRoutes(
                 accounts: accounts, links: links, directory: directory, discovery: discovery, peerPort: peerPort, daemonUID: daemonUID,
                 logger: logger
