@@ -26,11 +26,16 @@ package actor AppDesk {
     private var streams: [AppWindows.Registration: AsyncStream<AppEvent>.Continuation] = [:]
     /// What this desk last made current: whose it is, and its id in the registry.
     private var pushed: (registration: AppWindows.Registration, window: String, id: UUID)?
+    /// Whether the windows decide what is current: from a focus until something else (a
+    /// `PUT /v1/activity/current`) makes another activity current.
+    private var owns = false
 
     /// Bounds on what any process of the user can make us keep.
     package static let registrationsAtMost = 64
     package static let windowsPerRegistrationAtMost = 256
     package static let typesPerAppAtMost = 64
+    /// The windows' activities of one registration, encoded, together.
+    package static let activityBytesPerRegistrationAtMost = 512 * 1024
 
     package init(registry: ActivityRegistry, restoration: RestorationStore, limits: ActivityLimits, logger: Logger) {
         self.registry = registry
@@ -96,10 +101,19 @@ package actor AppDesk {
             throw DaemonError(.tooManyWindows, "an app has at most \(Self.windowsPerRegistrationAtMost) windows here")
         }
         let id = existing.map { $0.content.type == content.type ? $0.id : UUID() } ?? UUID()
+        let size: Int
         do {
-            _ = try Activity(id: id, content: content, createdAt: .now()).validate(now: .now(), limits: limits)
+            size = try Activity(id: id, content: content, createdAt: .now()).validate(now: .now(), limits: limits)
         } catch {
             throw DaemonError(error)
+        }
+        let others = app.windows.filter { $0.key != window }.values.compactMap(\.activity).map {
+            ActivityEncoding.encodedSize(of: Activity(id: $0.id, content: $0.content, createdAt: .now()))
+        }
+        guard others.reduce(size, +) <= Self.activityBytesPerRegistrationAtMost else {
+            throw DaemonError(
+                .tooManyWindows, "an app's windows' activities add up to at most \(Self.activityBytesPerRegistrationAtMost / 1024) KiB; keep them small"
+            )
         }
         windows.setActivity(WindowActivity(id: id, content: content), of: window, in: registration)
         await follow(focusChanged: false)
@@ -156,26 +170,51 @@ package actor AppDesk {
 
     // MARK: The device's current activity
 
-    /// Makes the registry's current activity follow the windows: after a focus, always; after
-    /// any other change, only if what is current is still what this desk made current (a
-    /// `PUT /v1/activity/current` since then stands until a window is focused).
+    /// Makes the registry's current activity follow the windows (docs/apps.md). A focus gives
+    /// the windows the say; another activity made current since (a `PUT /v1/activity/current`)
+    /// takes it back until the next focus. Every change is conditional on the registry still
+    /// holding what was read here, so a script's activity that lands meanwhile is never replaced
+    /// or withdrawn by a decision made before it (the change is then simply not made).
     private func follow(focusChanged: Bool) async {
+        let now = Timestamp.now()
         let registryCurrent = await registry.currentActivity()?.id
-        let ours = pushed.map { $0.id == registryCurrent } ?? false
-        guard focusChanged || ours else { return }
-        guard let (registration, window) = windows.focusedWindow, let activity = windows.apps[registration]?.windows[window]?.activity else {
-            if ours, pushed != nil {
-                _ = try? await registry.resignCurrent()
-                pushed = nil
+        if focusChanged {
+            owns = true
+        } else if let registryCurrent, registryCurrent != pushed?.id {
+            owns = false
+        }
+        guard owns else { return }
+        let focused = windows.focusedWindow
+        var activity = focused.flatMap { windows.apps[$0.registration]?.windows[$0.window]?.activity }
+        if let expiry = activity?.content.expirationDate, expiry <= now, let focused {
+            // Expired in its window: as if the window had none.
+            windows.setActivity(nil, of: focused.window, in: focused.registration)
+            activity = nil
+        }
+        let expecting = ActivityRegistry.Expectation.current(registryCurrent)
+        guard let focused, let activity else {
+            if let registryCurrent, registryCurrent == pushed?.id {
+                _ = try? await registry.resignCurrent(expecting: expecting)
             }
+            pushed = nil
             return
         }
-        let update = ours && pushed?.registration == registration && pushed?.window == window && pushed?.id == activity.id
+        let update = registryCurrent == activity.id && pushed?.registration == focused.registration && pushed?.window == focused.window
         do {
-            let made = try await registry.becomeCurrent(PutCurrentActivityRequest(id: update ? activity.id : nil, content: activity.content), newID: activity.id)
-            pushed = (registration, window, made.activity.id)
+            let made = try await registry.becomeCurrent(
+                PutCurrentActivityRequest(id: update ? activity.id : nil, content: activity.content), newID: activity.id, expecting: expecting
+            )
+            pushed = (focused.registration, focused.window, made.activity.id)
+        } catch where error.code == .activityChanged {
+            // Changed meanwhile: the next change decides.
         } catch {
+            // The window's activity cannot be current (the disk refused, or it is no longer
+            // valid): the one current before is not the focused window's either.
             logger.warning("a window's activity could not become current", metadata: ["error": "\(error)"])
+            if let registryCurrent, registryCurrent == pushed?.id {
+                _ = try? await registry.resignCurrent(expecting: expecting)
+            }
+            pushed = nil
         }
     }
 }

@@ -21,13 +21,11 @@ package struct AppWindows {
         /// The window's activity, if it has one: what becomes the device's current activity
         /// when the window has focus.
         var activity: WindowActivity?
-        /// What the window shows, if the app says so apart from its activity
-        /// (`targetContentIdentifier`); else its activity's.
-        var shows: String?
         /// When it last had focus (the focus order), 0 if never.
         var focused: UInt64 = 0
 
-        var target: String? { shows ?? activity?.content.targetContentIdentifier }
+        /// What the window shows: its activity's `targetContentIdentifier`.
+        var target: String? { activity?.content.targetContentIdentifier }
     }
 
     package struct App: Equatable {
@@ -69,10 +67,6 @@ package struct AppWindows {
         apps[registration]?.windows[window, default: Window()].activity = activity
     }
 
-    mutating func setShows(_ target: String?, of window: String, in registration: Registration) {
-        apps[registration]?.windows[window, default: Window()].shows = target
-    }
-
     mutating func focus(_ window: String, in registration: Registration) {
         guard apps[registration] != nil else { return }
         order += 1
@@ -109,13 +103,12 @@ package struct AppWindows {
     func receiver(for type: String, target: String?) -> Receiver {
         let candidates = apps.filter { $0.value.continues.contains(type) }
         if let target {
-            var best: (Registration, String, UInt64)?
-            for (registration, app) in candidates {
-                for (name, window) in app.windows where window.target == target && (best == nil || window.focused > best!.2) {
-                    best = (registration, name, window.focused)
-                }
+            // Focused last first; among windows never focused, the app registered last, then
+            // the window's name: never the order of a dictionary.
+            let showing = candidates.flatMap { (registration, app) in
+                app.windows.filter { $0.value.target == target }.map { (registration, $0.key, $0.value.focused, app.registered) }
             }
-            if let best { return .window(best.0, window: best.1) }
+            if let best = showing.max(by: { ($0.2, $0.3, $1.1) < ($1.2, $1.3, $0.1) }) { return .window(best.0, window: best.1) }
         }
         let ranked = candidates.map { (registration, app) in
             (registration, max(app.registered, app.windows.values.map(\.focused).max() ?? 0))

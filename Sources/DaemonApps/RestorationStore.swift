@@ -15,6 +15,9 @@ import Logging
 package actor RestorationStore {
     /// At most this many windows are kept per app: a save for one more is refused.
     package static let windowsPerApp = 64
+    /// And for at most this many app ids: with the activity cap, what any process of the user
+    /// can make handoffd keep here is bounded (64 × 64 × 64 KiB at the default cap).
+    package static let appsAtMost = 64
     package static let maximumWindowIDBytes = 64
 
     private let directory: String
@@ -45,6 +48,11 @@ package actor RestorationStore {
             throw DaemonError(
                 .tooManyWindows, "\(appID) already keeps \(Self.windowsPerApp) windows' restoration activities; remove those of closed windows first"
             )
+        }
+        if !FileManager.default.fileExists(atPath: appDirectory),
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).count >= Self.appsAtMost
+        {
+            throw DaemonError(.tooManyWindows, "restoration activities are kept for \(Self.appsAtMost) apps already")
         }
         try PrivateFiles.ensureDirectory(directory)
         try PrivateFiles.ensureDirectory(appDirectory)
@@ -106,10 +114,12 @@ package actor RestorationStore {
         guard name.hasSuffix(".activity") else { return nil }
         let hex = Array(name.dropLast(".activity".count).utf8)
         guard !hex.isEmpty, hex.count % 2 == 0, hex.count <= 2 * maximumWindowIDBytes else { return nil }
+        // Lower-case hex only, as `fileName` writes it: one window, one file name.
+        let digits = Array("0123456789abcdef".utf8)
         var bytes: [UInt8] = []
         for i in stride(from: 0, to: hex.count, by: 2) {
-            guard let byte = UInt8(String(decoding: hex[i..<(i + 2)], as: UTF8.self), radix: 16) else { return nil }
-            bytes.append(byte)
+            guard let high = digits.firstIndex(of: hex[i]), let low = digits.firstIndex(of: hex[i + 1]) else { return nil }
+            bytes.append(UInt8(high << 4 | low))
         }
         return String(validating: bytes, as: UTF8.self)
     }

@@ -124,12 +124,21 @@ public actor ActivityRegistry {
         return CurrentActivityResponse(activity: current, encodedSize: ActivityEncoding.encodedSize(of: current))
     }
 
+    /// What the current activity must be for a change to be made (`AppDesk`, which decides from
+    /// what it read before): anything, or exactly this id (nil: none).
+    public enum Expectation: Sendable {
+        case anything
+        case current(UUID?)
+    }
+
     /// Makes `request` the current activity (new, or an update of the current one when it names its id).
     /// `newID`: the id a new activity takes (a window's, which keeps it each time the window is
-    /// focused again: `AppDesk`); a fresh one if nil.
-    public func becomeCurrent(_ request: PutCurrentActivityRequest, now given: Timestamp? = nil, newID: UUID? = nil) async throws(DaemonError)
-        -> CurrentActivityResponse
-    {
+    /// focused again: `AppDesk`); a fresh one if nil. `expecting`: refused with
+    /// `activity_changed` when the current activity is not what the caller saw.
+    public func becomeCurrent(
+        _ request: PutCurrentActivityRequest, now given: Timestamp? = nil, newID: UUID? = nil, expecting: Expectation = .anything
+    ) async throws(DaemonError) -> CurrentActivityResponse {
+        try check(expecting)
         let now = given ?? clock.now()
         let activity: Activity
         if let id = request.id {
@@ -197,8 +206,14 @@ public actor ActivityRegistry {
     }
 
     /// Withdraws the current activity. Idempotent: with none, nothing happens.
-    public func resignCurrent(now: Timestamp? = nil) async throws(DaemonError) -> Activity? {
-        try await withdraw(reason: .resigned, now: now ?? clock.now())
+    public func resignCurrent(now: Timestamp? = nil, expecting: Expectation = .anything) async throws(DaemonError) -> Activity? {
+        try check(expecting)
+        return try await withdraw(reason: .resigned, now: now ?? clock.now())
+    }
+
+    private func check(_ expectation: Expectation) throws(DaemonError) {
+        guard case .current(let id) = expectation, current?.id != id else { return }
+        throw DaemonError(.activityChanged, "the current activity changed meanwhile")
     }
 
     private func withdraw(reason: LocalEvent.ResignReason, now: Timestamp) async throws(DaemonError) -> Activity? {

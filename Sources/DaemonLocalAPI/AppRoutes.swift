@@ -43,14 +43,14 @@ struct AppRoutes: Sendable {
             try await desk.saveRestoration(content, window: window, of: registration)
             return .ok(WindowResponse(window: window))
         case .window, .focus:
-            throw Self.wrongMethod("PUT", part)
+            return Self.wrongMethod("PUT", part)
         }
     }
 
     func post(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
         let (registration, window, part) = try Self.window(request)
-        guard part == .focus else { throw Self.wrongMethod("POST", part) }
+        guard part == .focus else { return Self.wrongMethod("POST", part) }
         try await desk.focus(window: window, of: registration)
         return .ok(WindowResponse(window: window))
     }
@@ -62,7 +62,7 @@ struct AppRoutes: Sendable {
         case .window: try await desk.close(window: window, of: registration)
         case .activity: try await desk.withdrawActivity(window: window, of: registration)
         case .restoration: try await desk.removeRestoration(window: window, of: registration)
-        case .focus: throw Self.wrongMethod("DELETE", part)
+        case .focus: return Self.wrongMethod("DELETE", part)
         }
         return .ok(WindowResponse(window: window))
     }
@@ -76,13 +76,15 @@ struct AppRoutes: Sendable {
         return parsed
     }
 
-    private static func wrongMethod(_ method: String, _ part: LocalAPIRoute.WindowPart) -> LocalAPIError {
+    /// 405 with the methods this part of a window takes (`Allow`).
+    private static func wrongMethod(_ method: String, _ part: LocalAPIRoute.WindowPart) -> LocalAPIResponse {
         let allowed: String =
             switch part {
             case .window: "DELETE"
             case .activity, .restoration: "PUT, DELETE"
             case .focus: "POST"
             }
-        return LocalAPIError(.methodNotAllowed, "\(method) is not allowed on a window's \(part == .window ? "path" : part.rawValue) (allowed: \(allowed))")
+        let what = part == .window ? "a window" : "a window's \(part.rawValue)"
+        return .error(LocalAPIError(.methodNotAllowed, "\(method) is not allowed on \(what) (allowed: \(allowed))"), headers: ["allow": allowed])
     }
 }

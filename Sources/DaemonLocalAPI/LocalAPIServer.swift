@@ -272,7 +272,16 @@ package final class LocalAPIServer: Service {
             headers.add(name: "content-type", value: "application/x-ndjson")
             headers.add(name: "cache-control", value: "no-store")
             headers.add(name: "connection", value: "close")
-            try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)))
+            guard (try? await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)))) != nil else {
+                // The client left before the answer began: the producer still runs — cancelled,
+                // writing nothing — so that what it does when its client goes (an app's
+                // registration ending) is done.
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await produce(NDJSONWriter { _ in false }) }
+                    group.cancelAll()
+                }
+                return false
+            }
             let gone = Once<Void>()
             closed?.whenComplete { _ in gone.settle(()) }
             // Lines until the source ends (or the daemon stops: this task is cancelled), or the

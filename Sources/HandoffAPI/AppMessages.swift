@@ -16,6 +16,15 @@ public struct AppRegistration: Codable, Sendable, Equatable {
         self.appID = appID
         self.continues = continues
     }
+
+    enum CodingKeys: String, CodingKey { case appID, continues }
+
+    /// `continues` may be left out: an app that only originates.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        appID = try c.decode(String.self, forKey: .appID)
+        continues = try c.decodeIfPresent([String].self, forKey: .continues) ?? []
+    }
 }
 
 /// A window's state-restoration activity, handed back when its app registers again.

@@ -66,7 +66,7 @@ public enum LocalAPIRoute {
         guard path.hasPrefix(apps + "/") else { return nil }
         let segments = path.dropFirst(apps.count + 1).split(separator: "/", omittingEmptySubsequences: false)
         guard (3...4).contains(segments.count), segments[1] == "windows", let registration = UUID(uuidString: String(segments[0])),
-            case let window = PathSegment.unescape(String(segments[2])), !window.isEmpty
+            let window = PathSegment.strictUnescape(segments[2]), !window.isEmpty
         else { return nil }
         if segments.count == 3 { return (registration, window, .window) }
         guard let part = WindowPart(rawValue: String(segments[3])), part != .window else { return nil }
@@ -101,6 +101,26 @@ public enum PathSegment {
             }
         }
         return out
+    }
+
+    /// `%XX` back to bytes, or nil for a malformed escape or bytes that are not UTF-8: one id,
+    /// one spelling (a window's id names its files).
+    public static func strictUnescape(_ text: Substring) -> String? {
+        let hex = Array("0123456789abcdefABCDEF".utf8)
+        var out: [UInt8] = []
+        let b = Array(text.utf8)
+        var i = 0
+        while i < b.count {
+            if b[i] == 0x25 {
+                guard i + 2 < b.count, let high = hex.firstIndex(of: b[i + 1]), let low = hex.firstIndex(of: b[i + 2]) else { return nil }
+                out.append(UInt8((high > 15 ? high - 6 : high) << 4 | (low > 15 ? low - 6 : low)))
+                i += 3
+            } else {
+                out.append(b[i])
+                i += 1
+            }
+        }
+        return String(validating: out, as: UTF8.self)
     }
 
     /// `%XX` back to bytes; a malformed escape is left as it is.

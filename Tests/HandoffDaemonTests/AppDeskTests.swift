@@ -76,6 +76,60 @@ import Testing
         #expect(await d.currentTitle == "Groceries 3", "focusing the window does")
     }
 
+    /// A window focused while it is still loading, whose activity comes after: current as soon
+    /// as it has one, and again after it withdrew and set a new one.
+    @Test func aFocusedWindowsActivityIsCurrentEvenWhenItComesAfterTheFocus() async throws {
+        let d = try Desk()
+        defer { TempDirectory.remove(d.dir) }
+        let (notes, _) = try await d.desk.register(appID: "org.example.Notes", continues: [])
+        try await d.desk.focus(window: "1", of: notes)
+        _ = try await d.desk.setActivity(Self.content("Loaded"), window: "1", of: notes)
+        #expect(await d.currentTitle == "Loaded")
+        try await d.desk.withdrawActivity(window: "1", of: notes)
+        #expect(await d.currentTitle == nil)
+        _ = try await d.desk.setActivity(Self.content("Loaded again"), window: "1", of: notes)
+        #expect(await d.currentTitle == "Loaded again")
+    }
+
+    @Test func aWindowsActivityThatExpiredIsNeverMadeCurrent() async throws {
+        let d = try Desk()
+        defer { TempDirectory.remove(d.dir) }
+        let (notes, _) = try await d.desk.register(appID: "org.example.Notes", continues: [])
+        _ = try await d.desk.setActivity(Self.content("Groceries"), window: "1", of: notes)
+        try await d.desk.focus(window: "1", of: notes)
+        let soon = ActivityContent(type: "org.example.note", title: "Soon gone", expirationDate: .now().adding(seconds: 1))
+        _ = try await d.desk.setActivity(soon, window: "2", of: notes)
+        try await Task.sleep(for: .milliseconds(1100))
+        try await d.desk.focus(window: "2", of: notes)
+        #expect(await d.currentTitle == nil, "neither the expired one nor the window focused before")
+    }
+
+    @Test func anAppsWindowsAndTheirActivitiesAreBounded() async throws {
+        let d = try Desk()
+        defer { TempDirectory.remove(d.dir) }
+        let (a, _) = try await d.desk.register(appID: "org.example.A", continues: [])
+        for i in 0..<AppDesk.windowsPerRegistrationAtMost { try await d.desk.focus(window: "w\(i)", of: a) }
+        do {
+            try await d.desk.focus(window: "one more", of: a)
+            Issue.record("window \(AppDesk.windowsPerRegistrationAtMost + 1) was kept")
+        } catch {
+            #expect(error.code == .tooManyWindows)
+        }
+        let (b, _) = try await d.desk.register(appID: "org.example.B", continues: [])
+        let big = ActivityContent(type: "org.example.note", title: "big", userInfo: ["blob": .string(String(repeating: "x", count: 60_000))])
+        var kept = 0
+        do {
+            for i in 0..<20 {
+                _ = try await d.desk.setActivity(big, window: "w\(i)", of: b)
+                kept += 1
+            }
+            Issue.record("20 windows of 60 KB were kept")
+        } catch {
+            #expect(error.code == .tooManyWindows)
+        }
+        #expect(kept * 60_000 <= AppDesk.activityBytesPerRegistrationAtMost && kept >= 7)
+    }
+
     @Test func aFocusedWindowWithoutAnActivityLeavesNothingCurrent() async throws {
         let d = try Desk()
         defer { TempDirectory.remove(d.dir) }

@@ -56,6 +56,24 @@ import Testing
         _ = again
     }
 
+    /// Registrations end with their connections, however soon the app leaves: the slots come back.
+    @Test func registrationsEndWithTheirConnections() async throws {
+        let d = try await TestDaemon.start()
+        let client = d.client
+        var apps: [NDJSONSubscription<AppEvent>] = []
+        for i in 0..<64 { apps.append(try await client.registerApp(AppRegistration(appID: "org.example.App\(i)"))) }
+        await #expect(throws: HandoffClientError.self) { _ = try await client.registerApp(AppRegistration(appID: "org.example.Later")) }
+        apps.removeAll()  // every app quits
+        var again: NDJSONSubscription<AppEvent>?
+        let deadline = ContinuousClock.now + .seconds(5)
+        while again == nil, ContinuousClock.now < deadline {
+            again = try? await client.registerApp(AppRegistration(appID: "org.example.Later"))
+            if again == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(again != nil, "the 64 registrations did not end")
+        try await d.finish()
+    }
+
     @Test func wrongRequestsGetErrorsThatSayWhy() async throws {
         let d = try await TestDaemon.start()
         let client = d.client
@@ -83,16 +101,23 @@ import Testing
         // Methods and paths that are not a window's (on a thread of its own: the in-process
         // daemon answers on the cooperative pool).
         let socketPath = d.socketPath
-        func status(_ method: String, _ path: String) async throws -> Int {
+        func status(_ method: String, _ path: String) async throws -> (Int, String?) {
             try await onOwnThread {
                 let c = try UnixHTTPConnection(socketPath: socketPath, timeoutSeconds: 10)
                 try c.send(method: method, path: path, body: nil)
-                return try c.readResponse().status
+                let r = try c.readResponse()
+                return (r.status, r.header("allow"))
             }
         }
-        #expect(try await status("PUT", LocalAPIRoute.window("1", of: registration, .focus)) == 405)
-        #expect(try await status("POST", LocalAPIRoute.apps + "/" + registration.lowercasedString + "/elsewhere") == 404)
-        #expect(try await status("GET", LocalAPIRoute.apps) == 405)
+        #expect(try await status("PUT", LocalAPIRoute.window("1", of: registration, .focus)) == (405, "POST"))
+        #expect(try await status("POST", LocalAPIRoute.window("1", of: registration, .activity)) == (405, "PUT, DELETE"))
+        #expect(try await status("POST", LocalAPIRoute.apps + "/" + registration.lowercasedString + "/elsewhere").0 == 404)
+        #expect(try await status("GET", LocalAPIRoute.apps).0 == 405)
+        // One window, one spelling: a malformed escape or bytes that are not UTF-8 name none.
+        let base = LocalAPIRoute.apps + "/" + registration.lowercasedString + "/windows/"
+        #expect(try await status("POST", base + "%zz/focus").0 == 404)
+        #expect(try await status("POST", base + "%FF/focus").0 == 404)
+        #expect(try await status("POST", base + "%41/focus").0 == 200)  // "A"
         try await d.finish()
         _ = app
     }

@@ -21,7 +21,6 @@ import Testing
         /// Window `window` of app `app` gets an activity titled `title` showing `target`.
         case activity(String, window: String, title: String, target: String? = nil)
         case withdraw(String, window: String)
-        case shows(String, window: String, target: String?)
         case focus(String, window: String)
         case close(String, window: String)
     }
@@ -89,10 +88,10 @@ import Testing
             [.register("n"), .activity("n", window: "1", title: "Groceries"), .focus("n", window: "1"), .withdraw("n", window: "1")], current: "-"
         ),
         Row(
-            "the window showing the target takes it, focused or not",
+            "the window showing the target takes it, though another has focus",
             [
                 .register("v"), .activity("v", window: "a", title: "Item 7", target: "item-7"), .activity("v", window: "b", title: "Item 8", target: "item-8"),
-                .focus("v", window: "a"), .focus("v", window: "b"),
+                .focus("v", window: "b"),
             ],
             current: "Item 8", ask: Ask(type: item, target: "item-7"), receiver: "window v/a"
         ),
@@ -104,15 +103,23 @@ import Testing
         Row(
             "of two windows showing the target, the one focused last",
             [
-                .register("v"), .register("w"), .shows("v", window: "a", target: "item-7"), .shows("w", window: "c", target: "item-7"),
-                .focus("w", window: "c"), .focus("v", window: "a"),
+                .register("v"), .register("w"), .activity("v", window: "a", title: "7 in v", target: "item-7"),
+                .activity("w", window: "c", title: "7 in w", target: "item-7"), .focus("w", window: "c"), .focus("v", window: "a"),
             ],
-            current: "-", ask: Ask(type: item, target: "item-7"), receiver: "window v/a"
+            current: "7 in v", ask: Ask(type: item, target: "item-7"), receiver: "window v/a"
+        ),
+        Row(
+            "of two windows showing the target, neither ever focused: the app registered last's",
+            [
+                .register("v"), .register("w"), .activity("v", window: "a", title: "7 in v", target: "item-7"),
+                .activity("w", window: "c", title: "7 in w", target: "item-7"),
+            ],
+            current: "-", ask: Ask(type: item, target: "item-7"), receiver: "window w/c"
         ),
         Row(
             "a window of an app that does not continue the type never takes it",
-            [.register("n"), .shows("n", window: "1", target: "item-7"), .focus("n", window: "1")],
-            current: "-", ask: Ask(type: item, target: "item-7"), receiver: "launch"
+            [.register("n"), .activity("n", window: "1", title: "Note about 7", target: "item-7"), .focus("n", window: "1")],
+            current: "Note about 7", ask: Ask(type: item, target: "item-7"), receiver: "launch"
         ),
         Row(
             "an app registered but never focused still receives its type",
@@ -132,7 +139,7 @@ import Testing
         ),
         Row(
             "a closed window no longer takes its target",
-            [.register("v"), .shows("v", window: "a", target: "item-7"), .close("v", window: "a")],
+            [.register("v"), .activity("v", window: "a", title: "Item 7", target: "item-7"), .close("v", window: "a")],
             current: "-", ask: Ask(type: item, target: "item-7"), receiver: "app v"
         ),
     ]
@@ -152,8 +159,6 @@ import Testing
                 windows.setActivity(WindowActivity(id: UUID(), content: content), of: window, in: Self.registrations[app]!)
             case .withdraw(let app, let window):
                 windows.setActivity(nil, of: window, in: Self.registrations[app]!)
-            case .shows(let app, let window, let target):
-                windows.setShows(target, of: window, in: Self.registrations[app]!)
             case .focus(let app, let window):
                 windows.focus(window, in: Self.registrations[app]!)
             case .close(let app, let window):
