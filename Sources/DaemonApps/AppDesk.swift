@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import DaemonCore
+import DaemonStreams
 import HandoffAPI
 import HandoffModel
 import Logging
@@ -29,6 +30,10 @@ package actor AppDesk {
     /// Whether the windows decide what is current: from a focus until something else (a
     /// `PUT /v1/activity/current`) makes another activity current.
     private var owns = false
+    /// Continuations handed to a running app, waiting for its answer (nil: the app quit).
+    private var waiting: [UUID: (registration: AppWindows.Registration, answer: Once<ContinuationAnswer?>)] = [:]
+    /// How long an app has to take a continuation before it counts as hung.
+    private let answerDeadline: Duration
 
     /// Bounds on what any process of the user can make us keep.
     package static let registrationsAtMost = 64
@@ -37,10 +42,13 @@ package actor AppDesk {
     /// The windows' activities of one registration, encoded, together.
     package static let activityBytesPerRegistrationAtMost = 512 * 1024
 
-    package init(registry: ActivityRegistry, restoration: RestorationStore, limits: ActivityLimits, logger: Logger) {
+    package init(
+        registry: ActivityRegistry, restoration: RestorationStore, limits: ActivityLimits, answerDeadline: Duration = .seconds(5), logger: Logger
+    ) {
         self.registry = registry
         self.restoration = restoration
         self.limits = limits
+        self.answerDeadline = answerDeadline
         self.logger = logger
     }
 
@@ -84,6 +92,10 @@ package actor AppDesk {
     /// The app quit (its registration's connection ended): its windows' activities go.
     package func unregister(_ registration: AppWindows.Registration) async {
         streams.removeValue(forKey: registration)?.finish()
+        for (id, entry) in waiting where entry.registration == registration {
+            waiting[id] = nil
+            entry.answer.settle(nil)
+        }
         guard let app = windows.apps[registration] else { return }
         windows.unregister(registration)
         logger.info("app left", metadata: ["app": "\(app.appID)", "registration": "\(registration.lowercasedString)"])
@@ -160,6 +172,52 @@ package actor AppDesk {
         windows.receiver(for: type, target: target)
     }
 
+    // MARK: Continuations into running apps
+
+    /// Hands `activity` to the running app that takes it (docs/apps.md, "Where a continuation
+    /// goes"): `willContinue`, then `continue`, then its answer. Nil when no running app
+    /// continues its type (the caller starts one). An app that does not answer within the
+    /// deadline is taken for hung: the continuation fails and the app is no longer a receiver
+    /// (its registration ends), so the next one goes elsewhere; one that quits first fails it too.
+    package func deliver(_ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef) async throws(DaemonError) -> DeliveryOutcome? {
+        let registration: AppWindows.Registration
+        let window: String?
+        switch windows.receiver(for: activity.type, target: activity.content.targetContentIdentifier) {
+        case .launch: return nil
+        case .app(let r): (registration, window) = (r, nil)
+        case .window(let r, let w): (registration, window) = (r, w)
+        }
+        guard let stream = streams[registration], let appID = windows.apps[registration]?.appID else { return nil }
+        let answer = Once<ContinuationAnswer?>()
+        waiting[continuationID] = (registration, answer)
+        stream.yield(AppEvent(at: .now(), .willContinue(continuationID: continuationID, type: activity.type, peer: peer)))
+        stream.yield(AppEvent(at: .now(), .continue(continuationID: continuationID, activity: activity, peer: peer, window: window)))
+        let answered = await answer.value(within: answerDeadline)
+        waiting[continuationID] = nil
+        switch answered {
+        case .none:
+            logger.warning("a running app did not take a continuation in time; it no longer receives", metadata: ["app": "\(appID)"])
+            await unregister(registration)
+            throw DaemonError(.timeout, "\(appID) did not take the activity within \(answerDeadline); it is no longer taken for running")
+        case .some(.none):
+            throw DaemonError(.handlerFailed, "\(appID) quit before it took the activity")
+        case .some(.some(let reply)) where !reply.taken:
+            throw DaemonError(.handlerFailed, "\(appID) did not take the activity" + (reply.reason.map { ": \($0.prefix(200))" } ?? ""))
+        case .some(.some(let reply)):
+            return DeliveryOutcome(kind: .app, handler: appID, command: [], window: reply.window ?? window)
+        }
+    }
+
+    /// The app's answer to a continuation it was handed.
+    package func answer(_ reply: ContinuationAnswer, continuationID: UUID, from registration: AppWindows.Registration) throws(DaemonError) {
+        guard let entry = waiting[continuationID], entry.registration == registration else {
+            throw DaemonError(.unknownContinuation, "continuation \(continuationID.lowercasedString) is not waiting for this app's answer (it timed out, or went elsewhere)")
+        }
+        if let window = reply.window { try RestorationStore.check(appID: "a", window: window) }
+        waiting[continuationID] = nil
+        entry.answer.settle(reply)
+    }
+
     private func windowOK(_ window: String, _ registration: AppWindows.Registration) throws(DaemonError) -> AppWindows.App {
         guard let app = windows.apps[registration] else {
             throw DaemonError(.unknownRegistration, "no app is registered as \(registration.lowercasedString) (it quit, or handoffd restarted): register again")
@@ -220,6 +278,8 @@ package actor AppDesk {
 }
 
 extension DaemonError.Code {
+    /// The app (started, or running) could not take the activity.
+    package static let handlerFailed = Self(rawValue: "handler_failed")
     package static let unknownRegistration = Self(rawValue: "unknown_registration")
     package static let tooManyApps = Self(rawValue: "too_many_apps")
 }

@@ -1,9 +1,9 @@
 import DaemonCore
 
-// What handing an activity to an app fails with (DaemonError explains codes).
+// What handing an activity to an app fails with (DaemonError explains codes); `handlerFailed`,
+// shared with running apps, is DaemonApps'.
 extension DaemonError.Code {
     /// No app here declares the activity's type, and it has no web page.
     package static let noHandler = Self(rawValue: "no_handler")
-    package static let handlerFailed = Self(rawValue: "handler_failed")
     package static let invalidWebpageURL = Self(rawValue: "invalid_webpage_url")
 }

@@ -22,14 +22,14 @@ package struct ContinueFlow: Sendable {
     let accounts: AccountStore
     let fetch: ActivityFetch
     let book: StreamBook
-    let launcher: Launcher
+    let handover: Handover
     let events: EventHub
 
-    package init(accounts: AccountStore, fetch: ActivityFetch, book: StreamBook, launcher: Launcher, events: EventHub) {
+    package init(accounts: AccountStore, fetch: ActivityFetch, book: StreamBook, handover: Handover, events: EventHub) {
         self.accounts = accounts
         self.fetch = fetch
         self.book = book
-        self.launcher = launcher
+        self.handover = handover
         self.events = events
     }
 
@@ -58,7 +58,7 @@ package struct ContinueFlow: Sendable {
             case .returnToCaller:
                 delivered = DeliveryOutcome(kind: .caller, handler: "caller", command: [])
             case .dispatch:
-                delivered = try await launcher.deliver(activity, continuationID: continuationID, from: peer, session: request.environment)
+                delivered = try await handover.deliver(activity, continuationID: continuationID, from: peer, session: request.environment)
             }
             events.publish(LocalEvent(at: .now(), .continued(continuationID: continuationID, activity: activity, peer: peer, delivered: delivered)))
             // The originating app hears wasContinued; the continuation stands whether or not it does.

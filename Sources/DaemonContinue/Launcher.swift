@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import DaemonApps
 import DaemonCore
 import HandoffAPI
 import HandoffModel

@@ -49,6 +49,11 @@ struct AppRoutes: Sendable {
 
     func post(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
+        if let (registration, continuationID) = LocalAPIRoute.parseContinuationAnswer(request.path) {
+            let reply = try request.decoded(ContinuationAnswer.self)
+            try await desk.answer(reply, continuationID: continuationID, from: registration)
+            return .ok(reply)
+        }
         let (registration, window, part) = try Self.window(request)
         guard part == .focus else { return Self.wrongMethod("POST", part) }
         try await desk.focus(window: window, of: registration)

@@ -44,11 +44,18 @@ public struct AppEvent: Codable, Sendable, Equatable {
         /// The first line: the registration the app's window requests name, and its windows'
         /// state-restoration activities.
         case registered(registration: UUID, restored: [RestoredWindow])
+        /// Another device's activity is being handed to this app: `continue` follows.
+        case willContinue(continuationID: UUID, type: String, peer: LocalEvent.PeerRef)
+        /// The activity: take it (answer `POST /v1/apps/REG/continuations/ID`) within the
+        /// deadline, in `window` (the window showing its target) or one the app picks or opens.
+        case `continue`(continuationID: UUID, activity: Activity, peer: LocalEvent.PeerRef, window: String?)
         case unknown(name: String)
 
         public var name: String {
             switch self {
             case .registered: "registered"
+            case .willContinue: "willContinue"
+            case .continue: "continue"
             case .unknown(let name): name
             }
         }
@@ -62,7 +69,7 @@ public struct AppEvent: Codable, Sendable, Equatable {
         self.body = body
     }
 
-    enum CodingKeys: String, CodingKey { case event, at, registration, restored }
+    enum CodingKeys: String, CodingKey { case event, at, registration, restored, continuationID, type, peer, activity, window }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -71,6 +78,16 @@ public struct AppEvent: Codable, Sendable, Equatable {
         switch name {
         case "registered":
             body = .registered(registration: try c.decode(UUID.self, forKey: .registration), restored: try c.decode([RestoredWindow].self, forKey: .restored))
+        case "willContinue":
+            body = .willContinue(
+                continuationID: try c.decode(UUID.self, forKey: .continuationID), type: try c.decode(String.self, forKey: .type),
+                peer: try c.decode(LocalEvent.PeerRef.self, forKey: .peer)
+            )
+        case "continue":
+            body = .continue(
+                continuationID: try c.decode(UUID.self, forKey: .continuationID), activity: try c.decode(Activity.self, forKey: .activity),
+                peer: try c.decode(LocalEvent.PeerRef.self, forKey: .peer), window: try c.decodeIfPresent(String.self, forKey: .window)
+            )
         default:
             body = .unknown(name: name)
         }
@@ -84,6 +101,15 @@ public struct AppEvent: Codable, Sendable, Equatable {
         case .registered(let registration, let restored):
             try c.encode(registration.lowercasedString, forKey: .registration)
             try c.encode(restored, forKey: .restored)
+        case .willContinue(let id, let type, let peer):
+            try c.encode(id.lowercasedString, forKey: .continuationID)
+            try c.encode(type, forKey: .type)
+            try c.encode(peer, forKey: .peer)
+        case .continue(let id, let activity, let peer, let window):
+            try c.encode(id.lowercasedString, forKey: .continuationID)
+            try c.encode(activity, forKey: .activity)
+            try c.encode(peer, forKey: .peer)
+            try c.encodeIfPresent(window, forKey: .window)
         case .unknown:
             break
         }
@@ -106,5 +132,19 @@ public struct WindowResponse: Codable, Sendable, Equatable {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(window, forKey: .window)
         try c.encodeIfPresent(activityID?.lowercasedString, forKey: .activityID)
+    }
+}
+
+/// `POST /v1/apps/REG/continuations/ID`: the app took the continuation (in `window`), or not
+/// (`reason`: why, for the user).
+public struct ContinuationAnswer: Codable, Sendable, Equatable {
+    public var taken: Bool
+    public var window: String?
+    public var reason: String?
+
+    public init(taken: Bool, window: String? = nil, reason: String? = nil) {
+        self.taken = taken
+        self.window = window
+        self.reason = reason
     }
 }

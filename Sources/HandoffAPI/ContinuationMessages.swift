@@ -82,6 +82,9 @@ public struct DeliveryOutcome: Codable, Sendable, Equatable {
         case browser
         /// The caller took the activity itself.
         case caller
+        /// A running app registered for its type took it (docs/apps.md): `handler` is its app
+        /// id, `window` the window that took it.
+        case app
     }
 
     public var kind: Kind
@@ -95,14 +98,19 @@ public struct DeliveryOutcome: Codable, Sendable, Equatable {
     /// The web page given to the browser.
     public var url: String?
     public var pid: Int32?
+    /// (`app`) The window that took it, if the app said.
+    public var window: String?
 
-    public init(kind: Kind, handler: String, command: [String], activityFile: String? = nil, url: String? = nil, pid: Int32? = nil) {
+    public init(
+        kind: Kind, handler: String, command: [String], activityFile: String? = nil, url: String? = nil, pid: Int32? = nil, window: String? = nil
+    ) {
         self.kind = kind
         self.handler = handler
         self.command = command
         self.activityFile = activityFile
         self.url = url
         self.pid = pid
+        self.window = window
     }
 }
 

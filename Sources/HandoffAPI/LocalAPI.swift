@@ -61,6 +61,20 @@ public enum LocalAPIRoute {
         apps + "/" + registration.lowercasedString + "/windows/" + PathSegment.escape(window) + (part == .window ? "" : "/" + part.rawValue)
     }
 
+    /// `/v1/apps/REGISTRATION/continuations/ID`: the app's answer to a continuation.
+    public static func continuationAnswer(_ continuationID: UUID, of registration: UUID) -> String {
+        apps + "/" + registration.lowercasedString + "/continuations/" + continuationID.lowercasedString
+    }
+
+    public static func parseContinuationAnswer(_ path: Substring) -> (registration: UUID, continuationID: UUID)? {
+        guard path.hasPrefix(apps + "/") else { return nil }
+        let segments = path.dropFirst(apps.count + 1).split(separator: "/", omittingEmptySubsequences: false)
+        guard segments.count == 3, segments[1] == "continuations", let registration = UUID(uuidString: String(segments[0])),
+            let continuationID = UUID(uuidString: String(segments[2]))
+        else { return nil }
+        return (registration, continuationID)
+    }
+
     /// The registration, window and part a window request's path names; nil for anything else.
     public static func parseWindow(_ path: Substring) -> (registration: UUID, window: String, part: WindowPart)? {
         guard path.hasPrefix(apps + "/") else { return nil }

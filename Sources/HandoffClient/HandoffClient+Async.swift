@@ -163,6 +163,12 @@ extension HandoffClient {
     public func removeRestoration(window: String, registration: UUID) async throws(HandoffClientError) -> WindowResponse {
         try await offloaded { () throws(HandoffClientError) in try self.removeRestoration(window: window, registration: registration) }
     }
+
+    public func answerContinuation(_ continuationID: UUID, registration: UUID, _ answer: ContinuationAnswer) async throws(HandoffClientError)
+        -> ContinuationAnswer
+    {
+        try await offloaded { () throws(HandoffClientError) in try self.answerContinuation(continuationID, registration: registration, answer) }
+    }
 }
 
 extension NDJSONSubscription {

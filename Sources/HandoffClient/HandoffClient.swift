@@ -182,6 +182,11 @@ public struct HandoffClient: Sendable {
         try call("DELETE", LocalAPIRoute.window(window, of: registration, .restoration))
     }
 
+    /// Answers a `continue` event: the app took the activity (in `window`), or not.
+    public func answerContinuation(_ continuationID: UUID, registration: UUID, _ answer: ContinuationAnswer) throws(HandoffClientError) -> ContinuationAnswer {
+        try call("POST", LocalAPIRoute.continuationAnswer(continuationID, of: registration), body: try encode(answer))
+    }
+
     // MARK: Plumbing
 
     private func encode(_ value: some Encodable) throws(HandoffClientError) -> [UInt8] {
@@ -266,6 +271,12 @@ public final class NDJSONSubscription<Element: Decodable & Sendable>: @unchecked
             }
             pending += more
         }
+    }
+
+    /// Ends the subscription now (an app quitting, a watcher stopping): handoffd sees the
+    /// connection close; a `next` waiting on it returns nil.
+    public func close() {
+        connection.hangUp()
     }
 
     /// The next element, or nil when the stream ends (daemon stopped, invite settled).

@@ -37,6 +37,12 @@ final class UnixHTTPConnection {
         close(fd)
     }
 
+    /// Ends the connection both ways now (a reader blocked on it returns at once); the
+    /// descriptor itself is closed with this object.
+    func hangUp() {
+        shutdown(fd, Int32(SHUT_RDWR))
+    }
+
     /// A connected, blocking, close-on-exec Unix socket to a handoffd of this user; errors say
     /// what to do about them. Nothing is sent to a server run by anyone else (docs/security.md,
     /// "On the device"): the default directory must be this user's and private, and the process

@@ -294,7 +294,7 @@ public final class HandoffDaemon: Sendable {
                     fetch: ActivityFetch(
                         directory: directory, links: links, peerPort: peerPort, maximumActivityBytes: configuration.limits.maximumEncodedSize
                     ),
-                    book: book, launcher: launcher, events: events
+                    book: book, handover: Handover(apps: apps, launcher: launcher), events: events
                 ),
                 daemonUID: daemonUID
             ),

@@ -87,6 +87,10 @@ struct Continue: ParsableCommand {
         switch response.delivered {
         case let d? where d.kind == .handler:
             Terminal.diagnostic("handoffctl: from \(safe(response.peerName)) (\(response.peerID.short)…), opened with \(safe(d.handler))\(d.pid.map { " (pid \($0))" } ?? ""):\n")
+        case let d? where d.kind == .app:
+            Terminal.diagnostic(
+                "handoffctl: from \(safe(response.peerName)) (\(response.peerID.short)…), taken by the running \(safe(d.handler))\(d.window.map { " in window \(safe($0))" } ?? ""):\n"
+            )
         case let d? where d.kind == .browser:
             Terminal.diagnostic("handoffctl: from \(safe(response.peerName)) (\(response.peerID.short)…), opened in the browser (\(safe(d.handler))):\n")
         default:

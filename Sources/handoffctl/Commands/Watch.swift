@@ -87,6 +87,7 @@ struct WatchFormat {
             let how = switch delivered.kind {
             case .handler: ", opened with \(safe(delivered.handler))"
             case .browser: ", opened in the browser"
+            case .app: ", taken by the running \(safe(delivered.handler))"
             default: ""
             }
             (what, text, subject) = ("continued", "\(safe(activity.type)) \(displayQuoted(activity.title)) from \(safe(peer.name))\(how)", nil)

@@ -1,0 +1,29 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import DaemonApps
+import DaemonCore
+import HandoffAPI
+import HandoffModel
+
+/// Where a continuation goes on this device (docs/apps.md, "Where a continuation goes"): the
+/// running app that takes it (`AppDesk`), else a program started for it (`Launcher`: a handler,
+/// a `.desktop` app, the browser).
+package struct Handover: Sendable {
+    let apps: AppDesk
+    let launcher: Launcher
+
+    package init(apps: AppDesk, launcher: Launcher) {
+        self.apps = apps
+        self.launcher = launcher
+    }
+
+    func deliver(
+        _ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef, session: [String: String]
+    ) async throws(DaemonError) -> DeliveryOutcome {
+        if let taken = try await apps.deliver(activity, continuationID: continuationID, from: peer) { return taken }
+        return try await launcher.deliver(activity, continuationID: continuationID, from: peer, session: session)
+    }
+}
