@@ -190,22 +190,43 @@ package actor AppDesk {
         guard let stream = streams[registration], let appID = windows.apps[registration]?.appID else { return nil }
         let answer = Once<ContinuationAnswer?>()
         waiting[continuationID] = (registration, answer)
-        stream.yield(AppEvent(at: .now(), .willContinue(continuationID: continuationID, type: activity.type, peer: peer)))
-        stream.yield(AppEvent(at: .now(), .continue(continuationID: continuationID, activity: activity, peer: peer, window: window)))
-        let answered = await answer.value(within: answerDeadline)
+        let announced = [
+            stream.yield(AppEvent(at: .now(), .willContinue(continuationID: continuationID, type: activity.type, peer: peer))),
+            stream.yield(AppEvent(at: .now(), .continue(continuationID: continuationID, activity: activity, peer: peer, window: window))),
+        ]
+        guard announced.allSatisfy({ if case .enqueued = $0 { true } else { false } }) else {
+            // The app is so far behind its events that it would never see this one: it no
+            // longer receives, and the continuation goes the way it would without it.
+            waiting[continuationID] = nil
+            logger.warning("a running app fell too far behind its events; it no longer receives", metadata: ["app": "\(appID)"])
+            await unregister(registration)
+            return nil
+        }
+        // An answer that came in while the wait was ending still counts: both happen on this
+        // actor, so once the entry is gone here no later answer is taken.
+        var answered = await answer.value(within: answerDeadline)
+        if case .none = answered { answered = answer.settled }
         waiting[continuationID] = nil
         switch answered {
         case .none:
+            if Task.isCancelled {
+                throw DaemonError(.internalError, "handoffd is stopping; \(appID) had not taken the activity yet")
+            }
             logger.warning("a running app did not take a continuation in time; it no longer receives", metadata: ["app": "\(appID)"])
             await unregister(registration)
-            throw DaemonError(.timeout, "\(appID) did not take the activity within \(answerDeadline); it is no longer taken for running")
+            throw DaemonError(.timeout, "\(appID) did not take the activity within \(answerDeadline.components.seconds) s; it no longer receives continuations")
         case .some(.none):
-            throw DaemonError(.handlerFailed, "\(appID) quit before it took the activity")
+            throw DaemonError(.handlerFailed, "\(appID) stopped receiving (it quit, or did not answer in time) before it took the activity")
         case .some(.some(let reply)) where !reply.taken:
-            throw DaemonError(.handlerFailed, "\(appID) did not take the activity" + (reply.reason.map { ": \($0.prefix(200))" } ?? ""))
+            throw DaemonError(.handlerFailed, "\(appID) did not take the activity" + (reply.reason.map { ": " + Self.oneLine($0) } ?? ""))
         case .some(.some(let reply)):
             return DeliveryOutcome(kind: .app, handler: appID, command: [], window: reply.window ?? window)
         }
+    }
+
+    /// An app's words in a message for people: one line, 200 characters at most.
+    static func oneLine(_ text: String) -> String {
+        String(String(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : Character($0) }).prefix(200))
     }
 
     /// The app's answer to a continuation it was handed.
@@ -213,7 +234,7 @@ package actor AppDesk {
         guard let entry = waiting[continuationID], entry.registration == registration else {
             throw DaemonError(.unknownContinuation, "continuation \(continuationID.lowercasedString) is not waiting for this app's answer (it timed out, or went elsewhere)")
         }
-        if let window = reply.window { try RestorationStore.check(appID: "a", window: window) }
+        if reply.taken, let window = reply.window { try RestorationStore.check(appID: "a", window: window) }
         waiting[continuationID] = nil
         entry.answer.settle(reply)
     }

@@ -26,6 +26,9 @@ package final class Once<Value: Sendable>: Sendable {
         leavers.forEach { $0.resume(returning: value) }
     }
 
+    /// The value if it is set, without waiting.
+    package var settled: Value? { state.withLock { $0.value } }
+
     /// How many wait for the value now.
     package var waiting: Int { state.withLock { $0.waiters.count + $0.leavers.count } }
 

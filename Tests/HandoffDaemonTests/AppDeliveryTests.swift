@@ -87,3 +87,50 @@ import Testing
         try await b.finish()
     }
 }
+
+extension AppDeliveryTests {
+    /// The app says where it took it (a window of its own choosing wins over the suggestion), or
+    /// that it did not (the continuation fails with its reason, on one line); nobody else can
+    /// answer for it, nor answer twice.
+    @Test func theAppsAnswerDecidesAndOnlyItsOwnCounts() async throws {
+        let (a, b) = try await Self.setUp(ActivityContent(type: Self.type, title: "Item 11"))
+        let app = try await b.client.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type]))
+        let (registration, _) = try await AppRoutesTests.registered(app)
+        let other = try await b.client.registerApp(AppRegistration(appID: "org.example.Other"))
+        let (stranger, _) = try await AppRoutesTests.registered(other)
+        let client = b.client
+        func appSide(_ answer: ContinuationAnswer) -> Task<[String], any Error> {
+            Task { () async throws -> [String] in
+                guard case .willContinue = try await app.next()?.body else { throw TestFailure("no willContinue") }
+                guard case .continue(let id, _, _, let window) = try await app.next()?.body else { throw TestFailure("no continue") }
+                #expect(window == nil, "no window shows a target: the app picks")
+                var codes: [String] = []
+                for (who, reply) in [(stranger, ContinuationAnswer(taken: true)), (registration, answer), (registration, answer)] {
+                    do {
+                        _ = try await client.answerContinuation(id, registration: who, reply)
+                        codes.append("ok")
+                    } catch let error as HandoffClientError {
+                        if case .api(let code) = error.code { codes.append(code.rawValue) } else { throw error }
+                    }
+                }
+                return codes
+            }
+        }
+        let taking = appSide(ContinuationAnswer(taken: true, window: "a new window"))
+        let taken = try await b.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+        #expect(try await taking.value == ["unknown_continuation", "ok", "unknown_continuation"])
+        #expect(taken.delivered?.kind == .app && taken.delivered?.window == "a new window")
+
+        let refusing = appSide(ContinuationAnswer(taken: false, reason: "busy\nsaving"))
+        do {
+            _ = try await b.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+            Issue.record("a refused continuation succeeded")
+        } catch {
+            #expect(error.code == .api(.handlerFailed) && error.message.contains("busy saving") && !error.message.contains("\n"), "\(error)")
+        }
+        _ = try await refusing.value
+        _ = other
+        try await a.finish()
+        try await b.finish()
+    }
+}
