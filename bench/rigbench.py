@@ -83,8 +83,8 @@ class Pair:
         self.start_daemons(self.hosts)
         self.ctl("alpha", "account", "create", "--device-name", "desk")
         self.join("bravo", "alpha", name="laptop")
-        self.wait_until(lambda: any(p["reachable"] for p in self.peers("bravo")["peers"]), "the pair to connect")
-        self.wait_until(lambda: any(p["reachable"] for p in self.peers("alpha")["peers"]), "the pair to connect")
+        for host in ("bravo", "alpha"):
+            self.lists_the_other(host, seconds=30)
 
     def start_daemons(self, hosts, wait=True):
         for host in hosts:
@@ -117,6 +117,13 @@ class Pair:
 
     def address(self, host):
         return subprocess.run([RIG, "addr", self.rig, host], check=True, capture_output=True, text=True).stdout.strip()
+
+    def lists_the_other(self, host, seconds=60):
+        """Polls until `host` lists another device reachable."""
+        self.wait_until(lambda: self.reaches_the_other(host), host + " to list the other", seconds=seconds)
+
+    def reaches_the_other(self, host):
+        return any(p["reachable"] for p in self.peers(host)["peers"])
 
     def peers(self, host):
         return json.loads(self.ctl(host, "peers", "--json").stdout)

@@ -69,7 +69,7 @@ package actor AppDesk {
     /// An app starts: it continues `continues`; the answer has its registration and its windows'
     /// restoration activities, by window.
     package func register(appID: String, continues: [String]) async throws(DaemonError) -> (AppWindows.Registration, restored: [String: Activity]) {
-        try RestorationStore.check(appID: appID, window: "-")
+        try RestorationStore.check(appID: appID)
         guard windows.apps.count < Self.registrationsAtMost else {
             throw DaemonError(.tooManyApps, "\(Self.registrationsAtMost) apps are registered already; one must quit first")
         }
@@ -108,10 +108,8 @@ package actor AppDesk {
     /// device's current activity while the window has focus.
     package func setActivity(_ content: ActivityContent, window: String, of registration: AppWindows.Registration) async throws(DaemonError) -> UUID {
         let app = try windowOK(window, registration)
+        try admit(window, in: app)
         let existing = app.windows[window]?.activity
-        if app.windows[window] == nil, app.windows.count >= Self.windowsPerRegistrationAtMost {
-            throw DaemonError(.tooManyWindows, "an app has at most \(Self.windowsPerRegistrationAtMost) windows here")
-        }
         let id = existing.map { $0.content.type == content.type ? $0.id : UUID() } ?? UUID()
         let size: Int
         do {
@@ -119,15 +117,13 @@ package actor AppDesk {
         } catch {
             throw DaemonError(error)
         }
-        let others = app.windows.filter { $0.key != window }.values.compactMap(\.activity).map {
-            ActivityEncoding.encodedSize(of: Activity(id: $0.id, content: $0.content, createdAt: .now()))
-        }
+        let others = app.windows.filter { $0.key != window }.values.compactMap(\.activity?.encodedSize)
         guard others.reduce(size, +) <= Self.activityBytesPerRegistrationAtMost else {
             throw DaemonError(
                 .tooManyWindows, "an app's windows' activities add up to at most \(Self.activityBytesPerRegistrationAtMost / 1024) KiB; keep them small"
             )
         }
-        windows.setActivity(WindowActivity(id: id, content: content), of: window, in: registration)
+        windows.setActivity(WindowActivity(id: id, content: content, encodedSize: size), of: window, in: registration)
         await follow(focusChanged: false)
         return id
     }
@@ -140,10 +136,7 @@ package actor AppDesk {
 
     /// The user focused `window`: its activity, if it has one, is the device's current one.
     package func focus(window: String, of registration: AppWindows.Registration) async throws(DaemonError) {
-        let app = try windowOK(window, registration)
-        if app.windows[window] == nil, app.windows.count >= Self.windowsPerRegistrationAtMost {
-            throw DaemonError(.tooManyWindows, "an app has at most \(Self.windowsPerRegistrationAtMost) windows here")
-        }
+        try admit(window, in: try windowOK(window, registration))
         windows.focus(window, in: registration)
         await follow(focusChanged: true)
     }
@@ -234,16 +227,23 @@ package actor AppDesk {
         guard let entry = waiting[continuationID], entry.registration == registration else {
             throw DaemonError(.unknownContinuation, "continuation \(continuationID.lowercasedString) is not waiting for this app's answer (it timed out, or went elsewhere)")
         }
-        if reply.taken, let window = reply.window { try RestorationStore.check(appID: "a", window: window) }
+        if reply.taken, let window = reply.window { try RestorationStore.check(window: window) }
         waiting[continuationID] = nil
         entry.answer.settle(reply)
+    }
+
+    /// A window the app does not have yet is one more: within the bound?
+    private func admit(_ window: String, in app: AppWindows.App) throws(DaemonError) {
+        if app.windows[window] == nil, app.windows.count >= Self.windowsPerRegistrationAtMost {
+            throw DaemonError(.tooManyWindows, "an app has at most \(Self.windowsPerRegistrationAtMost) windows here")
+        }
     }
 
     private func windowOK(_ window: String, _ registration: AppWindows.Registration) throws(DaemonError) -> AppWindows.App {
         guard let app = windows.apps[registration] else {
             throw DaemonError(.unknownRegistration, "no app is registered as \(registration.lowercasedString) (it quit, or handoffd restarted): register again")
         }
-        try RestorationStore.check(appID: app.appID, window: window)
+        try RestorationStore.check(window: window)
         return app
     }
 
@@ -256,7 +256,8 @@ package actor AppDesk {
     /// or withdrawn by a decision made before it (the change is then simply not made).
     private func follow(focusChanged: Bool) async {
         let now = Timestamp.now()
-        let registryCurrent = await registry.currentActivity()?.id
+        let registryActivity = await registry.currentActivity()
+        let registryCurrent = registryActivity?.id
         if focusChanged {
             owns = true
         } else if let registryCurrent, registryCurrent != pushed?.id {
@@ -279,6 +280,8 @@ package actor AppDesk {
             return
         }
         let update = registryCurrent == activity.id && pushed?.registration == focused.registration && pushed?.window == focused.window
+        // Another window changed: what is current is already this window's, as it is.
+        if update, registryActivity?.content == activity.content { return }
         do {
             let made = try await registry.becomeCurrent(
                 PutCurrentActivityRequest(id: update ? activity.id : nil, content: activity.content), newID: activity.id, expecting: expecting

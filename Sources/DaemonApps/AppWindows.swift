@@ -123,4 +123,6 @@ package struct AppWindows {
 package struct WindowActivity: Equatable, Sendable {
     var id: UUID
     var content: ActivityContent
+    /// Its encoded size, as validated when it was set: a registration's bound adds these up.
+    var encodedSize = 0
 }

@@ -62,7 +62,7 @@ package actor RestorationStore {
     /// Every window's restoration activity of `appID`, by window. Unreadable files are moved
     /// aside (and logged); expired activities are dropped.
     package func restoration(of appID: String, now: Timestamp = .now()) -> [String: Activity] {
-        guard (try? Self.check(appID: appID, window: "w")) != nil else { return [:] }
+        guard (try? Self.check(appID: appID)) != nil else { return [:] }
         let appDirectory = directory + "/" + appID
         var found: [String: Activity] = [:]
         for name in windows(in: appDirectory) {
@@ -92,12 +92,20 @@ package actor RestorationStore {
 
     // MARK: Names
 
-    /// App ids are reverse-DNS names, as desktop file ids are: they name a directory here.
     static func check(appID: String, window: String) throws(DaemonError) {
+        try check(appID: appID)
+        try check(window: window)
+    }
+
+    /// App ids are reverse-DNS names, as desktop file ids are: they name a directory here.
+    static func check(appID: String) throws(DaemonError) {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
         guard !appID.isEmpty, appID.utf8.count <= 255, appID.allSatisfy(allowed.contains), !appID.hasPrefix("."), !appID.contains("..") else {
             throw DaemonError(.invalidAppID, "app id \"\(appID.prefix(64))\" is not a reverse-DNS name (letters, digits, . _ -; like org.example.Notes)")
         }
+    }
+
+    static func check(window: String) throws(DaemonError) {
         guard !window.isEmpty, window.utf8.count <= maximumWindowIDBytes else {
             throw DaemonError(.invalidWindowID, "a window id is 1 to \(maximumWindowIDBytes) bytes")
         }

@@ -334,7 +334,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         ticker?.cancel()
         tickerDeadline = deadline
         ticker = Task { [weak self] in
-            try? await QuietSleep.sleep(for: ContinuousClock.now.duration(to: deadline))
+            try? await QuietSleep.sleep(until: deadline)
             guard !Task.isCancelled else { return }
             await self?.tick()
         }
@@ -493,7 +493,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
             case .wake(let instant):
                 wake?.cancel()
                 wake = Task { [weak self] in
-                    try? await QuietSleep.sleep(for: ContinuousClock.now.duration(to: instant))
+                    try? await QuietSleep.sleep(until: instant)
                     guard !Task.isCancelled else { return }
                     await self?.throttleWoke()
                 }

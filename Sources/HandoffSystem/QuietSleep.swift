@@ -25,6 +25,11 @@ public enum QuietSleep {
         try await wait(until: .monotonic(DispatchTime.now() + .nanoseconds(Int(nanoseconds))))
     }
 
+    /// Waits until `instant` of the continuous clock (a deadline computed earlier).
+    public static func sleep(until instant: ContinuousClock.Instant) async throws {
+        try await sleep(for: ContinuousClock.now.duration(to: instant))
+    }
+
     /// Waits until the wall clock reads `microsecondsSinceEpoch` (an activity's or an invite's
     /// expiry): time spent suspended counts, so what ran out during a suspend ends on resume,
     /// and a clock set forward ends the wait early, as the time of day says it should.

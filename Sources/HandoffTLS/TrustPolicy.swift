@@ -160,8 +160,10 @@ struct ResumptionBook {
 
     func psk(forIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee], now: ContinuousClock.Instant = .now) -> (key: [UInt8], proof: Proof)? {
         for list in entries.values {
-            for entry in list where now - entry.proof.provenAt < Self.lifetime {
-                if let key = entry.answering.psk(forIdentity: identity, addressedTo: addressees) { return (key, entry.proof) }
+            // The key is derived only for the entry that matches: the account's keys, tried
+            // first, already make a stranger's hello cost the same as a member's.
+            for entry in list where now - entry.proof.provenAt < Self.lifetime && entry.answering.matches(identity, addressedTo: addressees) {
+                return (entry.answering.key(ofIdentity: identity), entry.proof)
             }
         }
         return nil
@@ -220,17 +222,26 @@ public struct AccountKeys: Sendable {
     /// The same work whether the identity is ours, for which addressee, or not ours at all: a
     /// stranger timing our answers learns no more than from their bytes.
     func psk(forIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee]) -> [UInt8]? {
-        guard identity.count == Self.identityLength else { return nil }
-        let salt = Array(identity.prefix(Self.saltLength))
+        let matched = matches(identity, addressedTo: addressees)
+        let key = key(Self.salt(ofIdentity: identity))
+        return matched ? key : nil
+    }
+
+    /// Whether these keys made `identity` for one of `addressees` (every addressee is tried).
+    func matches(_ identity: [UInt8], addressedTo addressees: [HelloAddressee]) -> Bool {
+        guard identity.count == Self.identityLength else { return false }
+        let salt = Self.salt(ofIdentity: identity)
         let presented = Array(identity.suffix(from: Self.saltLength))
         var matched = false
         for addressee in addressees {
             let equal = Crypto.constantTimeEqual(presented, tag(salt, addressee))
             matched = matched || equal
         }
-        let key = key(salt)
-        return matched ? key : nil
+        return matched
     }
+
+    /// The key of an identity these keys made.
+    func key(ofIdentity identity: [UInt8]) -> [UInt8] { key(Self.salt(ofIdentity: identity)) }
 
     static func salt(ofIdentity identity: [UInt8]) -> [UInt8] { Array(identity.prefix(saltLength)) }
 
