@@ -20,13 +20,17 @@ import Logging
 package actor AppDesk {
     private let registry: ActivityRegistry
     private let restoration: RestorationStore
+    private let attachments: Attachments
     private let limits: ActivityLimits
     private let logger: Logger
     private var windows = AppWindows()
     /// Each registration's NDJSON lines (`POST /v1/apps`), until it ends.
     private var streams: [AppWindows.Registration: AsyncStream<AppEvent>.Continuation] = [:]
-    /// What this desk last made current: whose it is, and its id in the registry.
-    private var pushed: (registration: AppWindows.Registration, window: String, id: UUID)?
+    /// What this desk last made current: whose it is, its id in the registry, and the
+    /// attachment through which its app hears willSave, wasContinued and stream requests.
+    private var pushed: (registration: AppWindows.Registration, window: String, id: UUID, attachment: Int)? {
+        didSet { if let old = oldValue?.attachment, old != pushed?.attachment { attachments.detach(old) } }
+    }
     /// Whether the windows decide what is current: from a focus until something else (a
     /// `PUT /v1/activity/current`) makes another activity current.
     private var owns = false
@@ -43,10 +47,12 @@ package actor AppDesk {
     package static let activityBytesPerRegistrationAtMost = 512 * 1024
 
     package init(
-        registry: ActivityRegistry, restoration: RestorationStore, limits: ActivityLimits, answerDeadline: Duration = .seconds(5), logger: Logger
+        registry: ActivityRegistry, restoration: RestorationStore, attachments: Attachments, limits: ActivityLimits, answerDeadline: Duration = .seconds(5),
+        logger: Logger
     ) {
         self.registry = registry
         self.restoration = restoration
+        self.attachments = attachments
         self.limits = limits
         self.answerDeadline = answerDeadline
         self.logger = logger
@@ -217,6 +223,26 @@ package actor AppDesk {
         }
     }
 
+    /// What an attached app hears about its activity, on `window`'s app's registration stream.
+    private func attachWindow(_ window: String, of registration: AppWindows.Registration, activity: UUID) -> Int {
+        let stream = streams[registration]
+        return attachments.attachWindow(activityID: activity) { body in
+            let event: AppEvent.Body
+            switch body {
+            case .willSave(let id, let peerID, let peerName):
+                event = .willSave(window: window, activityID: id, peer: LocalEvent.PeerRef(id: peerID, name: peerName))
+            case .wasContinued(let id, let peerID, let peerName):
+                event = .wasContinued(window: window, activityID: id, peer: LocalEvent.PeerRef(id: peerID, name: peerName))
+            case .streamRequested(let streamID, let peerID, let peerName):
+                event = .streamRequested(window: window, activityID: activity, streamID: streamID, peer: LocalEvent.PeerRef(id: peerID, name: peerName))
+            case .attached, .ended, .unknown:
+                return false
+            }
+            guard let stream, case .enqueued = stream.yield(AppEvent(at: .now(), event)) else { return false }
+            return true
+        }
+    }
+
     /// An app's words in a message for people: one line, 200 characters at most.
     static func oneLine(_ text: String) -> String {
         String(String(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : Character($0) }).prefix(200))
@@ -286,7 +312,11 @@ package actor AppDesk {
             let made = try await registry.becomeCurrent(
                 PutCurrentActivityRequest(id: update ? activity.id : nil, content: activity.content), newID: activity.id, expecting: expecting
             )
-            pushed = (focused.registration, focused.window, made.activity.id)
+            if let pushed, pushed.id == made.activity.id, pushed.registration == focused.registration, pushed.window == focused.window { return }
+            let attachment = attachWindow(focused.window, of: focused.registration, activity: made.activity.id)
+            pushed = (focused.registration, focused.window, made.activity.id, attachment)
+            // Replaced between becoming current and the attachment: it would never end otherwise.
+            if await registry.currentActivity()?.id != made.activity.id, pushed?.attachment == attachment { pushed = nil }
         } catch where error.code == .activityChanged {
             // Changed meanwhile: the next change decides.
         } catch {

@@ -18,7 +18,9 @@ package final class Attachments: Sendable {
         var activityID: UUID
         var serveStreams: Bool
         var resignOnDetach: Bool
-        var continuation: AsyncStream<AttachEvent>.Continuation
+        /// Hands the app an event; false when it could not take it (it left, or is too far behind).
+        var deliver: @Sendable (AttachEvent) -> Bool
+        var finish: @Sendable () -> Void
     }
 
     private let state = Mutex<(attachments: [Int: Attachment], nextID: Int)>(([:], 0))
@@ -41,14 +43,12 @@ package final class Attachments: Sendable {
     /// the app goes away while the activity is still its own, and that changes the activity.
     package func attach(_ request: AttachRequest, onDetach: @escaping @Sendable (Departure) -> Void) -> AsyncStream<AttachEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: AttachEvent.self, bufferingPolicy: .bufferingOldest(256))
-        let attachment = Attachment(
-            activityID: request.activityID, serveStreams: request.serveStreams, resignOnDetach: request.resignOnDetach, continuation: continuation
+        let id = add(
+            Attachment(
+                activityID: request.activityID, serveStreams: request.serveStreams, resignOnDetach: request.resignOnDetach,
+                deliver: { if case .enqueued = continuation.yield($0) { true } else { false } }, finish: { continuation.finish() }
+            )
         )
-        let id = state.withLock { s in
-            defer { s.nextID += 1 }
-            s.attachments[s.nextID] = attachment
-            return s.nextID
-        }
         continuation.yield(AttachEvent(at: .now(), .attached(activityID: request.activityID)))
         continuation.onTermination = { [weak self] _ in
             // Still registered means the app left (an ended activity removes it first).
@@ -65,6 +65,26 @@ package final class Attachments: Sendable {
         return stream
     }
 
+    /// Attaches a registered app's window to its activity, which the caller made current
+    /// (docs/apps.md): `deliver` gets what an attached app would, and it serves the activity's
+    /// streams. It ends like any attachment when the activity stops being current, or with
+    /// `detach` (the window's app did not hold it after all).
+    package func attachWindow(activityID: UUID, deliver: @escaping @Sendable (AttachEvent.Body) -> Bool) -> Int {
+        add(Attachment(activityID: activityID, serveStreams: true, resignOnDetach: false, deliver: { deliver($0.body) }, finish: {}))
+    }
+
+    package func detach(_ id: Int) {
+        state.withLock { s in s.attachments[id] = nil }
+    }
+
+    private func add(_ attachment: Attachment) -> Int {
+        state.withLock { s in
+            defer { s.nextID += 1 }
+            s.attachments[s.nextID] = attachment
+            return s.nextID
+        }
+    }
+
     /// How many apps are attached.
     package var count: Int { state.withLock { $0.attachments.count } }
 
@@ -76,8 +96,8 @@ package final class Attachments: Sendable {
             return Array(gone.values)
         }
         for a in ended {
-            a.continuation.yield(AttachEvent(at: .now(), .ended(activityID: a.activityID, reason: reason)))
-            a.continuation.finish()
+            _ = a.deliver(AttachEvent(at: .now(), .ended(activityID: a.activityID, reason: reason)))
+            a.finish()
         }
     }
 
@@ -98,21 +118,18 @@ package final class Attachments: Sendable {
             s.attachments.filter { $0.value.activityID == activityID && $0.value.serveStreams }.max { $0.key < $1.key }?.value
         }
         guard let target else { return false }
-        if case .enqueued = target.continuation.yield(AttachEvent(at: .now(), .streamRequested(streamID: streamID, peerID: peer.id, peerName: peer.name))) {
-            return true
-        }
-        return false
+        return target.deliver(AttachEvent(at: .now(), .streamRequested(streamID: streamID, peerID: peer.id, peerName: peer.name)))
     }
 
     func servesStreams(_ activityID: UUID) -> Bool {
         state.withLock { s in s.attachments.values.contains { $0.activityID == activityID && $0.serveStreams } }
     }
 
+    /// How many of the matching apps took the event.
     private func send(_ body: AttachEvent.Body, to matching: (Attachment) -> Bool) -> Int {
         let targets = state.withLock { s in s.attachments.values.filter(matching) }
         let event = AttachEvent(at: .now(), body)
-        for t in targets { t.continuation.yield(event) }
-        return targets.count
+        return targets.count { $0.deliver(event) }
     }
 
     /// Daemon shutdown.
@@ -121,6 +138,6 @@ package final class Attachments: Sendable {
             defer { s.attachments.removeAll() }
             return Array(s.attachments.values)
         }
-        all.forEach { $0.continuation.finish() }
+        all.forEach { $0.finish() }
     }
 }

@@ -49,6 +49,14 @@ public struct AppEvent: Codable, Sendable, Equatable {
         /// The activity: take it (answer `POST /v1/apps/REG/continuations/ID`) within the
         /// deadline, in `window` (the window showing its target) or one the app picks or opens.
         case `continue`(continuationID: UUID, activity: Activity, peer: LocalEvent.PeerRef, window: String?)
+        /// (Originating) Another device is about to receive `window`'s activity, which is
+        /// current and marked needsSave: update it within a second (`PUT …/windows/WIN/activity`).
+        case willSave(window: String, activityID: UUID, peer: LocalEvent.PeerRef)
+        /// (Originating) Another device handed `window`'s activity to an app.
+        case wasContinued(window: String, activityID: UUID, peer: LocalEvent.PeerRef)
+        /// (Originating) Another device asks `window`'s activity for a continuation stream: take
+        /// it with `POST /v1/streams/ID` (an HTTP Upgrade, or the file socket) within 10 seconds.
+        case streamRequested(window: String, activityID: UUID, streamID: UUID, peer: LocalEvent.PeerRef)
         case unknown(name: String)
 
         public var name: String {
@@ -56,6 +64,9 @@ public struct AppEvent: Codable, Sendable, Equatable {
             case .registered: "registered"
             case .willContinue: "willContinue"
             case .continue: "continue"
+            case .willSave: "willSave"
+            case .wasContinued: "wasContinued"
+            case .streamRequested: "streamRequested"
             case .unknown(let name): name
             }
         }
@@ -69,7 +80,7 @@ public struct AppEvent: Codable, Sendable, Equatable {
         self.body = body
     }
 
-    enum CodingKeys: String, CodingKey { case event, at, registration, restored, continuationID, type, peer, activity, window }
+    enum CodingKeys: String, CodingKey { case event, at, registration, restored, continuationID, type, peer, activity, window, activityID, streamID }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -87,6 +98,21 @@ public struct AppEvent: Codable, Sendable, Equatable {
             body = .continue(
                 continuationID: try c.decode(UUID.self, forKey: .continuationID), activity: try c.decode(Activity.self, forKey: .activity),
                 peer: try c.decode(LocalEvent.PeerRef.self, forKey: .peer), window: try c.decodeIfPresent(String.self, forKey: .window)
+            )
+        case "willSave":
+            body = .willSave(
+                window: try c.decode(String.self, forKey: .window), activityID: try c.decode(UUID.self, forKey: .activityID),
+                peer: try c.decode(LocalEvent.PeerRef.self, forKey: .peer)
+            )
+        case "wasContinued":
+            body = .wasContinued(
+                window: try c.decode(String.self, forKey: .window), activityID: try c.decode(UUID.self, forKey: .activityID),
+                peer: try c.decode(LocalEvent.PeerRef.self, forKey: .peer)
+            )
+        case "streamRequested":
+            body = .streamRequested(
+                window: try c.decode(String.self, forKey: .window), activityID: try c.decode(UUID.self, forKey: .activityID),
+                streamID: try c.decode(UUID.self, forKey: .streamID), peer: try c.decode(LocalEvent.PeerRef.self, forKey: .peer)
             )
         default:
             body = .unknown(name: name)
@@ -110,6 +136,15 @@ public struct AppEvent: Codable, Sendable, Equatable {
             try c.encode(activity, forKey: .activity)
             try c.encode(peer, forKey: .peer)
             try c.encodeIfPresent(window, forKey: .window)
+        case .willSave(let window, let activityID, let peer), .wasContinued(let window, let activityID, let peer):
+            try c.encode(window, forKey: .window)
+            try c.encode(activityID.lowercasedString, forKey: .activityID)
+            try c.encode(peer, forKey: .peer)
+        case .streamRequested(let window, let activityID, let streamID, let peer):
+            try c.encode(window, forKey: .window)
+            try c.encode(activityID.lowercasedString, forKey: .activityID)
+            try c.encode(streamID.lowercasedString, forKey: .streamID)
+            try c.encode(peer, forKey: .peer)
         case .unknown:
             break
         }

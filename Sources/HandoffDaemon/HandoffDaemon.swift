@@ -151,9 +151,12 @@ public final class HandoffDaemon: Sendable {
             logger: logger
         )
         self.registry = registry
+        let attachments = Attachments(events: events)
+        self.attachments = attachments
         self.apps = AppDesk(
             registry: registry,
             restoration: RestorationStore(stateDirectory: configuration.stateDirectory, limits: configuration.limits, logger: logger),
+            attachments: attachments,
             limits: configuration.limits,
             logger: logger
         )
@@ -171,8 +174,6 @@ public final class HandoffDaemon: Sendable {
         self.accounts = accounts
         let directory = PeerDirectory(events: events)
         self.directory = directory
-        let attachments = Attachments(events: events)
-        self.attachments = attachments
         let book = StreamBook(events: events)
         self.book = book
         self.launcher = try Self.makeLauncher(configuration, logger: logger)

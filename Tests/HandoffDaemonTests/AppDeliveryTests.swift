@@ -133,4 +133,49 @@ extension AppDeliveryTests {
         try await a.finish()
         try await b.finish()
     }
+
+    /// The originating side of a window: its app hears willSave (and its update is what the
+    /// other device gets), wasContinued, and a stream request it serves — on its registration's
+    /// stream, named by window.
+    @Test func aFocusedWindowsAppHearsWillSaveWasContinuedAndServesItsStreams() async throws {
+        let (a, b) = try await PeerDiscoveryTests.pair()
+        let aID = try await a.client.account().deviceID
+        let app = try await a.client.registerApp(AppRegistration(appID: "org.example.Notes"))
+        let (registration, _) = try await AppRoutesTests.registered(app)
+        let note = ActivityContent(type: "org.example.note", title: "Draft", supportsContinuationStreams: true, needsSave: true)
+        let set = try await a.client.setWindowActivity(note, window: "w1", registration: registration)
+        _ = try await a.client.focusWindow("w1", registration: registration)
+        try await PeerDiscoveryTests.waitForPeers(b, "A's window's activity") { $0.peers.first { $0.id == aID && $0.reachable }?.activity?.id == set.activityID }
+
+        let client = a.client
+        let originator = Task { () async throws -> [String] in
+            var heard: [String] = []
+            guard case .willSave(let window, let id, _) = try await app.next()?.body, window == "w1", id == set.activityID else { throw TestFailure("no willSave") }
+            heard.append("willSave")
+            var saved = note
+            saved.title = "Draft, saved"
+            _ = try await client.setWindowActivity(saved, window: "w1", registration: registration)
+            guard case .wasContinued(let window2, _, let peer) = try await app.next()?.body, window2 == "w1", peer.name == "laptop" else {
+                throw TestFailure("no wasContinued")
+            }
+            heard.append("wasContinued")
+            guard case .streamRequested(let window3, let id3, let streamID, _) = try await app.next()?.body, window3 == "w1", id3 == set.activityID else {
+                throw TestFailure("no streamRequested")
+            }
+            heard.append("streamRequested")
+            let stream = try await client.takeStream(streamID)
+            try await stream.write(Array("attachment".utf8))
+            stream.finishWriting()
+            _ = try await stream.readToEnd()
+            return heard
+        }
+        let response = try await b.client.continueActivity(ContinueRequest(peer: "desk"))
+        #expect(response.activity.title == "Draft, saved", "the other device gets what the window saved")
+        let pipe = try await b.client.openStream(continuationID: response.continuationID)
+        pipe.finishWriting()
+        #expect(try await pipe.readToEnd() == Array("attachment".utf8))
+        #expect(try await originator.value == ["willSave", "wasContinued", "streamRequested"])
+        try await a.finish()
+        try await b.finish()
+    }
 }

@@ -19,7 +19,7 @@ import Testing
             self.dir = try dir ?? TempDirectory.make()
             registry = ActivityRegistry(stateDirectory: self.dir, limits: ActivityLimits(), events: EventHub(), logger: TestLogger.make("registry"))
             let restoration = RestorationStore(stateDirectory: self.dir, limits: ActivityLimits(), logger: TestLogger.make("restoration"))
-            desk = AppDesk(registry: registry, restoration: restoration, limits: ActivityLimits(), logger: TestLogger.make("apps"))
+            desk = AppDesk(registry: registry, restoration: restoration, attachments: Attachments(events: EventHub()), limits: ActivityLimits(), logger: TestLogger.make("apps"))
         }
 
         var currentTitle: String? { get async { await registry.currentActivity()?.title } }
