@@ -36,6 +36,8 @@ package actor AppDesk {
     private var owns = false
     /// Continuations handed to a running app, waiting for its answer (nil: the app quit).
     private var waiting: [UUID: (registration: AppWindows.Registration, answer: Once<ContinuationAnswer?>)] = [:]
+    /// Continuations a running app was told `willContinue` for, before their activity arrived.
+    private var announced: [UUID: (registration: AppWindows.Registration, type: String)] = [:]
     /// How long an app has to take a continuation before it counts as hung.
     private let answerDeadline: Duration
 
@@ -179,21 +181,28 @@ package actor AppDesk {
     /// deadline is taken for hung: the continuation fails and the app is no longer a receiver
     /// (its registration ends), so the next one goes elsewhere; one that quits first fails it too.
     package func deliver(_ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef) async throws(DaemonError) -> DeliveryOutcome? {
-        let registration: AppWindows.Registration
+        let told = announced.removeValue(forKey: continuationID)?.registration
+        let registration: AppWindows.Registration?
         let window: String?
         switch windows.receiver(for: activity.type, target: activity.content.targetContentIdentifier) {
-        case .launch: return nil
+        case .launch: (registration, window) = (nil, nil)
         case .app(let r): (registration, window) = (r, nil)
         case .window(let r, let w): (registration, window) = (r, w)
         }
-        guard let stream = streams[registration], let appID = windows.apps[registration]?.appID else { return nil }
+        if let told, told != registration {
+            // Its target is shown by another app's window: the one told first hears it went there.
+            tell(
+                told, .continueFailed(continuationID: continuationID, type: activity.type, code: .handlerFailed, reason: "another app shows what it continues")
+            )
+        }
+        guard let registration, let stream = streams[registration], let appID = windows.apps[registration]?.appID else { return nil }
         let answer = Once<ContinuationAnswer?>()
         waiting[continuationID] = (registration, answer)
-        let announced = [
-            stream.yield(AppEvent(at: .now(), .willContinue(continuationID: continuationID, type: activity.type, peer: peer))),
-            stream.yield(AppEvent(at: .now(), .continue(continuationID: continuationID, activity: activity, peer: peer, window: window))),
-        ]
-        guard announced.allSatisfy({ if case .enqueued = $0 { true } else { false } }) else {
+        var events = [AppEvent(at: .now(), .continue(continuationID: continuationID, activity: activity, peer: peer, window: window))]
+        if told != registration {
+            events.insert(AppEvent(at: .now(), .willContinue(continuationID: continuationID, type: activity.type, peer: peer)), at: 0)
+        }
+        guard events.allSatisfy({ if case .enqueued = stream.yield($0) { true } else { false } }) else {
             // The app is so far behind its events that it would never see this one: it no
             // longer receives, and the continuation goes the way it would without it.
             waiting[continuationID] = nil
@@ -241,6 +250,30 @@ package actor AppDesk {
             guard let stream, case .enqueued = stream.yield(AppEvent(at: .now(), event)) else { return false }
             return true
         }
+    }
+
+    /// The user asked to continue an activity of `type` (its target is not known yet): the
+    /// running app that would take it hears `willContinue` at once (docs/apps.md).
+    package func willContinue(continuationID: UUID, type: String, from peer: LocalEvent.PeerRef) {
+        let registration: AppWindows.Registration
+        switch windows.receiver(for: type, target: nil) {
+        case .launch: return
+        case .app(let r), .window(let r, _): registration = r
+        }
+        guard announced.count < Self.registrationsAtMost * 4 else { return }
+        if tell(registration, .willContinue(continuationID: continuationID, type: type, peer: peer)) { announced[continuationID] = (registration, type) }
+    }
+
+    /// A continuation failed before it was handed over: the app told `willContinue` hears why.
+    package func failed(continuationID: UUID, code: APIErrorCode, reason: String) {
+        guard let told = announced.removeValue(forKey: continuationID) else { return }
+        tell(told.registration, .continueFailed(continuationID: continuationID, type: told.type, code: code, reason: Self.oneLine(reason)))
+    }
+
+    @discardableResult
+    private func tell(_ registration: AppWindows.Registration, _ body: AppEvent.Body) -> Bool {
+        guard let stream = streams[registration], case .enqueued = stream.yield(AppEvent(at: .now(), body)) else { return false }
+        return true
     }
 
     /// An app's words in a message for people: one line, 200 characters at most.

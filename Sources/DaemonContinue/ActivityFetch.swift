@@ -40,10 +40,10 @@ package struct ActivityFetch: Sendable {
     /// activity's type and device as soon as they are known from an advert, before anything is
     /// asked.
     package func run(
-        _ text: String, state: AccountState, me: DeviceID, seen: (String, LocalEvent.PeerRef) -> Void
+        _ text: String, state: AccountState, me: DeviceID, seen: (String, LocalEvent.PeerRef) async -> Void
     ) async throws(DaemonError) -> Fetched {
         let target = try await PeerTarget.resolve(text, state: state, me: me, directory: directory, defaultPort: peerPort())
-        if let device = target.device, let advertised = target.seen { seen(advertised.type, device) }
+        if let device = target.device, let advertised = target.seen { await seen(advertised.type, device) }
         var session = try await target.session(links: links, directory: directory)
         var answer: PeerMessage?
         // A session can end under us (both devices dialled at once and one connection gave

@@ -38,15 +38,16 @@ package struct ContinueFlow: Sendable {
         let (state, me) = (account.state, account.deviceID)
         let continuationID = UUID()
         var announced: (type: String, peer: LocalEvent.PeerRef)?
-        func announce(_ type: String, _ peer: LocalEvent.PeerRef) {
+        func announce(_ type: String, _ peer: LocalEvent.PeerRef) async {
             guard announced == nil else { return }
             announced = (type, peer)
             events.publish(LocalEvent(at: .now(), .willContinue(continuationID: continuationID, type: type, peer: peer)))
+            if request.delivery == .dispatch { await handover.willContinue(continuationID: continuationID, type: type, from: peer) }
         }
         do throws(DaemonError) {
             let fetched = try await fetch.run(request.peer, state: state, me: me, seen: announce)
             let (activity, peer, session) = (fetched.activity, fetched.peer, fetched.session)
-            announce(activity.type, peer)
+            await announce(activity.type, peer)
             book.record(
                 StreamBook.Continuation(
                     id: continuationID, peer: peer, activityID: activity.id,
@@ -69,6 +70,7 @@ package struct ContinueFlow: Sendable {
             )
         } catch {
             if let (type, peer) = announced {
+                await handover.failed(continuationID: continuationID, error)
                 events.publish(
                     LocalEvent(at: .now(), .continueFailed(continuationID: continuationID, type: type, peer: peer, code: APIErrorCode(error.code), reason: error.message))
                 )

@@ -20,6 +20,17 @@ package struct Handover: Sendable {
         self.launcher = launcher
     }
 
+    /// The user asked to continue an activity of `type`: the running app that would take it
+    /// hears `willContinue` now, before the activity arrives.
+    func willContinue(continuationID: UUID, type: String, from peer: LocalEvent.PeerRef) async {
+        await apps.willContinue(continuationID: continuationID, type: type, from: peer)
+    }
+
+    /// The continuation failed: a running app told `willContinue` hears why.
+    func failed(continuationID: UUID, _ error: DaemonError) async {
+        await apps.failed(continuationID: continuationID, code: APIErrorCode(error.code), reason: error.message)
+    }
+
     func deliver(
         _ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef, session: [String: String]
     ) async throws(DaemonError) -> DeliveryOutcome {

@@ -49,6 +49,9 @@ public struct AppEvent: Codable, Sendable, Equatable {
         /// The activity: take it (answer `POST /v1/apps/REG/continuations/ID`) within the
         /// deadline, in `window` (the window showing its target) or one the app picks or opens.
         case `continue`(continuationID: UUID, activity: Activity, peer: LocalEvent.PeerRef, window: String?)
+        /// A continuation this app heard `willContinue` for will not come to it: it failed
+        /// (`code`, `reason` as `continueFailed` has them), or it went to another app.
+        case continueFailed(continuationID: UUID, type: String, code: APIErrorCode, reason: String)
         /// (Originating) Another device is about to receive `window`'s activity, which is
         /// current and marked needsSave: update it within a second (`PUT …/windows/WIN/activity`).
         case willSave(window: String, activityID: UUID, peer: LocalEvent.PeerRef)
@@ -64,6 +67,7 @@ public struct AppEvent: Codable, Sendable, Equatable {
             case .registered: "registered"
             case .willContinue: "willContinue"
             case .continue: "continue"
+            case .continueFailed: "continueFailed"
             case .willSave: "willSave"
             case .wasContinued: "wasContinued"
             case .streamRequested: "streamRequested"
@@ -80,7 +84,7 @@ public struct AppEvent: Codable, Sendable, Equatable {
         self.body = body
     }
 
-    enum CodingKeys: String, CodingKey { case event, at, registration, restored, continuationID, type, peer, activity, window, activityID, streamID }
+    enum CodingKeys: String, CodingKey { case event, at, registration, restored, continuationID, type, peer, activity, window, activityID, streamID, code, reason }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -98,6 +102,11 @@ public struct AppEvent: Codable, Sendable, Equatable {
             body = .continue(
                 continuationID: try c.decode(UUID.self, forKey: .continuationID), activity: try c.decode(Activity.self, forKey: .activity),
                 peer: try c.decode(LocalEvent.PeerRef.self, forKey: .peer), window: try c.decodeIfPresent(String.self, forKey: .window)
+            )
+        case "continueFailed":
+            body = .continueFailed(
+                continuationID: try c.decode(UUID.self, forKey: .continuationID), type: try c.decode(String.self, forKey: .type),
+                code: try c.decode(APIErrorCode.self, forKey: .code), reason: try c.decode(String.self, forKey: .reason)
             )
         case "willSave":
             body = .willSave(
@@ -136,6 +145,11 @@ public struct AppEvent: Codable, Sendable, Equatable {
             try c.encode(activity, forKey: .activity)
             try c.encode(peer, forKey: .peer)
             try c.encodeIfPresent(window, forKey: .window)
+        case .continueFailed(let id, let type, let code, let reason):
+            try c.encode(id.lowercasedString, forKey: .continuationID)
+            try c.encode(type, forKey: .type)
+            try c.encode(code, forKey: .code)
+            try c.encode(reason, forKey: .reason)
         case .willSave(let window, let activityID, let peer), .wasContinued(let window, let activityID, let peer):
             try c.encode(window, forKey: .window)
             try c.encode(activityID.lowercasedString, forKey: .activityID)

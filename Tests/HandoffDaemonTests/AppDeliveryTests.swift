@@ -178,4 +178,37 @@ extension AppDeliveryTests {
         try await a.finish()
         try await b.finish()
     }
+
+    /// `willContinue` reaches the running app as soon as the user asks — before the activity
+    /// arrives — and a continuation that then fails tells it why (`continueFailed`), once.
+    @Test func theRunningAppHearsWillContinueFirstAndWhyItFailed() async throws {
+        var content = ActivityContent(type: Self.type, title: "Item 3")
+        content.needsSave = true
+        let (a, b) = try await Self.setUp(content)
+        let current = try await a.client.currentActivity().activity
+        let attachment = try await a.client.attach(AttachRequest(activityID: current.id))
+        _ = try await attachment.next()
+        let app = try await b.client.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type]))
+        _ = try await AppRoutesTests.registered(app)
+        let aClient = a.client
+        // A's app answers willSave with another activity: what B saw is gone by the time it asks.
+        let originator = Task { () async throws in
+            guard case .willSave = try await attachment.next()?.body else { throw TestFailure("no willSave") }
+            _ = try await aClient.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: Self.type, title: "Item 4")))
+        }
+        let receiver = Task { () async throws -> [String] in
+            guard case .willContinue(let id, let type, let peer) = try await app.next()?.body, type == Self.type, peer.name == "desk" else {
+                throw TestFailure("no willContinue")
+            }
+            guard case .continueFailed(let same, let failedType, let code, _) = try await app.next()?.body, same == id, failedType == Self.type else {
+                throw TestFailure("no continueFailed")
+            }
+            return [code.rawValue]
+        }
+        await expectFailure(.activityChanged) { _ = try await b.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)) }
+        try await originator.value
+        #expect(try await receiver.value == ["activity_changed"])
+        try await a.finish()
+        try await b.finish()
+    }
 }
