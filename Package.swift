@@ -24,6 +24,7 @@ let package = Package(
         .executable(name: "handoffd", targets: ["handoffd"]),
         .executable(name: "handoffctl", targets: ["handoffctl"]),
         .library(name: "HandoffClient", targets: ["HandoffClient"]),
+        .library(name: "HandoffKit", targets: ["HandoffKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -69,6 +70,8 @@ let package = Package(
 
         // The local-API client used by handoffctl and apps: links neither OpenSSL nor dns_sd.
         .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
+        // NSUserActivity for Linux apps (docs/handoffkit.md), on HandoffClient: no NIO, OpenSSL or dns_sd.
+        .target(name: "HandoffKit", dependencies: ["HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
 
         // The daemon, as feature modules that only look down (docs/architecture.md), each
         // depending on the ones below it in `daemonLine`.
@@ -126,6 +129,10 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Apps built on HandoffKit (docs/handoffkit.md), run by the tests.
+        .executableTarget(name: "handoff-example-notes", dependencies: ["HandoffKit"], path: "Examples/NotesEditor", swiftSettings: strict),
+        .executableTarget(name: "handoff-example-viewer", dependencies: ["HandoffKit"], path: "Examples/Viewer", swiftSettings: strict),
+
         // Test-only: a real daemon in the test process on temp paths, and a subprocess runner.
         .target(
             name: "HandoffTestSupport",
@@ -146,7 +153,7 @@ let package = Package(
             dependencies: [
                 "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonContinue",
                 "DaemonLocalAPI",
-                "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
+                "HandoffClient", "HandoffKit", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             swiftSettings: strict

@@ -130,6 +130,11 @@ extension StreamPipe {
         }
     }
 
+    /// Up to `maximum` bytes as they arrive (empty at the end), waiting on a dispatch queue.
+    public func read(maximum: Int) async throws(HandoffClientError) -> [UInt8] {
+        try await offloaded { () throws(HandoffClientError) in try self.read(maximum: maximum) }
+    }
+
     public func write(_ bytes: [UInt8]) async throws(HandoffClientError) {
         try await offloaded { () throws(HandoffClientError) in try self.write(bytes) }
     }

@@ -1,0 +1,302 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import HandoffClient
+import HandoffModel
+import HandoffSystem
+
+/// The app's connection to handoffd (docs/handoffkit.md): its registration, its windows'
+/// activities, and the continuations handed to it — what `NSApplication` and its delegate do for
+/// Handoff on a Mac.
+///
+/// ```swift
+/// let app = HandoffApp(appID: "org.example.Notes", continues: ["org.example.note"])
+/// try await app.connect()
+/// async let served: Void = app.run(receiver: myReceiver)
+/// ```
+///
+/// `run` keeps the registration for as long as it runs: when handoffd restarts it registers
+/// again and hands handoffd the windows' activities and focus as the app left them.
+public actor HandoffApp {
+    /// The window an activity describes when the app does not name one.
+    public static let mainWindow = "main"
+
+    public nonisolated let appID: String
+    /// The activity types this app continues (declared once, at registration).
+    public nonisolated let continuedTypes: [String]
+    nonisolated let client: HandoffClient
+    /// Windows whose activity changed and should be handed over again.
+    private nonisolated let changes: AsyncStream<String>.Continuation
+    private let changed: AsyncStream<String>
+
+    private var subscription: NDJSONSubscription<AppEvent>?
+    private var registration: UUID?
+    /// Each window's activity, as the app set it.
+    private var windows: [String: UserActivity] = [:]
+    /// What handoffd has for each window: which activity, as it was given.
+    private var given: [String: (activity: ObjectIdentifier, content: ActivityContent)] = [:]
+    private var focused: String?
+    /// The windows' state-restoration activities handoffd kept from the app's last run.
+    public private(set) var restoredWindows: [String: UserActivity] = [:]
+
+    /// `socketPath`: handoffd's local API (the default is the user's, as handoffctl's).
+    public init(appID: String, continues types: [String] = [], socketPath: String? = nil) {
+        self.appID = appID
+        continuedTypes = types
+        client = HandoffClient(socketPath: socketPath ?? HandoffPaths.defaultSocketPath(), timeoutSeconds: 10)
+        (changed, changes) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1024))
+    }
+
+    // MARK: Connecting
+
+    /// Registers with handoffd: throws `handoffdNotRunning` when it is not there (`run` keeps
+    /// trying), and what handoffd refused (a bad app id or type, too many apps).
+    public func connect() async throws(HandoffError) {
+        guard subscription == nil else { return }
+        let subscription: NDJSONSubscription<AppEvent>
+        do {
+            subscription = try await client.registerApp(AppRegistration(appID: appID, continues: continuedTypes))
+        } catch {
+            throw HandoffError(error)
+        }
+        let first: AppEvent?
+        do {
+            first = try await subscription.next()
+        } catch {
+            subscription.close()
+            throw HandoffError(error)
+        }
+        guard case .registered(let registration, let restored) = first?.body else {
+            subscription.close()
+            throw HandoffError(.versionMismatch, "handoffd did not confirm the registration; are HandoffKit and handoffd the same version?")
+        }
+        self.subscription = subscription
+        self.registration = registration
+        if restoredWindows.isEmpty {
+            restoredWindows = Dictionary(restored.map { ($0.window, UserActivity(received: $0.activity.content)) }) { first, _ in first }
+        }
+    }
+
+    /// Serves the registration until the task is cancelled: hands continuations to `receiver`,
+    /// and willSave, wasContinued and streams to each activity's delegate; registers again
+    /// whenever handoffd restarts.
+    public func run(receiver: (any ContinuationReceiver)? = nil) async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.giveChanges() }
+            var wait = Duration.milliseconds(50)
+            while !Task.isCancelled {
+                guard let subscription else {
+                    do {
+                        try await connect()
+                        wait = .milliseconds(50)
+                        await giveEverything()
+                    } catch {
+                        // Quietly: an app waiting for handoffd should not wake every second (QuietSleep).
+                        try? await QuietSleep.sleep(for: wait)
+                        wait = min(wait * 2, .seconds(2))
+                    }
+                    continue
+                }
+                let event = await withTaskCancellationHandler {
+                    try? await subscription.next()
+                } onCancel: {
+                    subscription.close()
+                }
+                guard let event else {
+                    lost()
+                    continue
+                }
+                group.addTask { await self.handle(event, receiver: receiver) }
+            }
+            lost()
+            changes.finish()
+        }
+    }
+
+    /// The registration ended (handoffd stopped, or this app was taken for hung): what handoffd
+    /// had is gone, and is given again at the next registration.
+    private func lost() {
+        subscription?.close()
+        subscription = nil
+        registration = nil
+        given.removeAll()
+    }
+
+    // MARK: Windows
+
+    func becomeCurrent(_ activity: UserActivity) async throws(HandoffError) {
+        windows[activity.window] = activity
+        focused = activity.window
+        guard let registration else { throw Self.notConnected }
+        try await give(activity.window)
+        try await call { _ = try await $0.focusWindow(activity.window, registration: registration) }
+    }
+
+    func resign(_ activity: UserActivity) async throws(HandoffError) {
+        guard windows[activity.window] === activity else { return }
+        windows[activity.window] = nil
+        try await give(activity.window)
+    }
+
+    /// The user focused `window`: its activity (if it has one) is the device's current one.
+    public func focus(window: String) async throws(HandoffError) {
+        focused = window
+        guard let registration else { throw Self.notConnected }
+        try await call { _ = try await $0.focusWindow(window, registration: registration) }
+    }
+
+    /// The user closed `window`: its activity and its restoration activity go.
+    public func close(window: String) async throws(HandoffError) {
+        windows[window] = nil
+        given[window] = nil
+        if focused == window { focused = nil }
+        guard let registration else { throw Self.notConnected }
+        try await call { _ = try await $0.closeWindow(window, registration: registration) }
+    }
+
+    /// Keeps `activity` as its window's state-restoration activity: handed back in
+    /// `restoredWindows` when the app next connects (`stateRestorationActivity`).
+    public func saveRestoration(_ activity: UserActivity) async throws(HandoffError) {
+        guard let registration else { throw Self.notConnected }
+        let content = activity.content
+        try await call { _ = try await $0.saveRestoration(content, window: activity.window, registration: registration) }
+    }
+
+    public func removeRestoration(window: String) async throws(HandoffError) {
+        guard let registration else { throw Self.notConnected }
+        try await call { _ = try await $0.removeRestoration(window: window, registration: registration) }
+    }
+
+    nonisolated func activityChanged(window: String) {
+        changes.yield(window)
+    }
+
+    /// Hands handoffd `window`'s activity as it is now, or withdraws it; nothing when handoffd
+    /// has it already. While `needsSave` is set, only the flag goes: the content follows at
+    /// willSave (`saving`).
+    private func give(_ window: String, saving: Bool = false) async throws(HandoffError) {
+        guard let registration else { return }
+        guard let activity = windows[window], activity.eligible else {
+            guard given.removeValue(forKey: window) != nil else { return }
+            try await call { _ = try await $0.withdrawWindowActivity(window: window, registration: registration) }
+            return
+        }
+        var content = saving ? activity.saved() : activity.content
+        if content.needsSave, let last = given[window], last.activity == ObjectIdentifier(activity) {
+            content = last.content
+            content.needsSave = true
+        }
+        guard saving || given[window]?.content != content else { return }
+        given[window] = (ObjectIdentifier(activity), content)
+        do throws(HandoffError) {
+            try await call { _ = try await $0.setWindowActivity(content, window: window, registration: registration) }
+        } catch {
+            given[window] = nil
+            throw error
+        }
+    }
+
+    /// Changes made to the windows' activities, handed over as they come (the latest of each).
+    private func giveChanges() async {
+        for await window in changed {
+            do {
+                try await give(window)
+            } catch {
+                if let activity = windows[window] { await activity.delegate?.userActivity(activity, couldNotUpdate: error) }
+            }
+        }
+    }
+
+    /// After registering again: every window's activity, then the focus, as the app left them.
+    private func giveEverything() async {
+        for window in windows.keys.sorted() where window != focused { try? await give(window) }
+        if let focused, let registration {
+            try? await give(focused)
+            try? await call { _ = try await $0.focusWindow(focused, registration: registration) }
+        }
+    }
+
+    // MARK: Events
+
+    private func handle(_ event: AppEvent, receiver: (any ContinuationReceiver)?) async {
+        switch event.body {
+        case .registered, .unknown:
+            return
+        case .willContinue(_, let type, let peer):
+            await receiver?.willContinueUserActivity(withType: type, from: peer.name)
+        case .continue(let id, let activity, let peer, let window):
+            await deliver(IncomingContinuation(id: id, activity: activity.content, device: peer.name, window: window, client: client), to: receiver)
+        case .continueFailed(_, let type, let code, let reason):
+            await receiver?.didFailToContinueUserActivity(withType: type, error: HandoffError(HandoffError.code(of: code), reason))
+        case .willSave(let window, _, _):
+            guard let activity = windows[window] else { return }
+            await activity.delegate?.userActivityWillSave(activity)
+            do {
+                try await give(window, saving: true)
+            } catch {
+                await activity.delegate?.userActivity(activity, couldNotUpdate: error)
+            }
+        case .wasContinued(let window, _, _):
+            guard let activity = windows[window] else { return }
+            await activity.delegate?.userActivityWasContinued(activity)
+        case .streamRequested(let window, _, let streamID, _):
+            let stream: ContinuationStream
+            do {
+                stream = ContinuationStream(try await client.takeStream(streamID), client: client)
+            } catch {
+                return  // the other app hears that the stream was refused
+            }
+            guard let activity = windows[window], let delegate = activity.delegate else {
+                stream.close()
+                return
+            }
+            await delegate.userActivity(activity, didReceive: stream)
+        }
+    }
+
+    private func deliver(_ continuation: IncomingContinuation, to receiver: (any ContinuationReceiver)?) async {
+        guard let registration else { return }
+        let answer: ContinuationAnswer
+        if let receiver {
+            do {
+                answer = ContinuationAnswer(taken: true, window: try await receiver.continueUserActivity(continuation))
+            } catch {
+                answer = ContinuationAnswer(taken: false, reason: "\(error)")
+            }
+        } else {
+            answer = ContinuationAnswer(taken: false, reason: "\(appID) continues no activities")
+        }
+        do throws(HandoffError) {
+            try await call { _ = try await $0.answerContinuation(continuation.id, registration: registration, answer) }
+        } catch {
+            // Too late (handoffd gave up waiting), or handoffd went away.
+            if answer.taken { await receiver?.didFailToContinueUserActivity(withType: continuation.userActivity.activityType, error: error) }
+        }
+    }
+
+    // MARK: Plumbing
+
+    private static let notConnected = HandoffError(
+        .handoffdNotRunning, "handoffd is not running (start it: systemctl --user start handoffd); HandoffKit hands this over once it is back"
+    )
+
+    /// A local-API call; a registration handoffd no longer knows (it restarted) is lost, and
+    /// `run` registers again.
+    private func call(_ body: (HandoffClient) async throws -> Void) async throws(HandoffError) {
+        do {
+            try await body(client)
+        } catch let error as HandoffClientError {
+            if case .api(.unknownRegistration) = error.code {
+                lost()
+                throw Self.notConnected
+            }
+            if case .daemonNotRunning = error.code { lost() }
+            throw HandoffError(error)
+        } catch {
+            throw HandoffError(.versionMismatch, "\(error)")
+        }
+    }
+}

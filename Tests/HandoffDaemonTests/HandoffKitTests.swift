@@ -1,0 +1,282 @@
+import Foundation
+import HandoffAPI
+import HandoffClient
+import HandoffKit
+import HandoffModel
+import HandoffTestSupport
+import Synchronization
+import Testing
+
+/// HandoffKit (docs/handoffkit.md) between two daemons in this process: an app's `UserActivity`
+/// on desk, seen and continued from laptop, where another app receives it with `HandoffApp`.
+@Suite(.timeLimit(.minutes(3))) struct HandoffKitTests {
+    static let note = "org.example.note"
+
+    /// What a delegate or receiver heard, in order.
+    final class Journal: Sendable {
+        private let lines = Mutex<[String]>([])
+        func add(_ line: String) { lines.withLock { $0.append(line) } }
+        var all: [String] { lines.withLock { $0 } }
+
+        func wait(for line: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            try await waitUntil("\(line) heard", sourceLocation: sourceLocation) { self.all.contains(line) }
+        }
+    }
+
+    final class Notes: UserActivityDelegate, ContinuationReceiver {
+        let journal = Journal()
+        let onSave: @Sendable (UserActivity) -> Void
+        let take: @Sendable (IncomingContinuation) async throws -> String
+
+        init(onSave: @escaping @Sendable (UserActivity) -> Void = { _ in }, take: @escaping @Sendable (IncomingContinuation) async throws -> String = { $0.window ?? "new" }) {
+            self.onSave = onSave
+            self.take = take
+        }
+
+        func userActivityWillSave(_ userActivity: UserActivity) async {
+            journal.add("willSave")
+            onSave(userActivity)
+        }
+
+        func userActivityWasContinued(_ userActivity: UserActivity) async { journal.add("wasContinued") }
+
+        func userActivity(_ userActivity: UserActivity, didReceive stream: ContinuationStream) async {
+            journal.add("stream")
+            try? await stream.write(Array("attachment bytes".utf8))
+            stream.finishWriting()
+            _ = try? await stream.readToEnd()
+        }
+
+        func willContinueUserActivity(withType type: String, from device: String) async { journal.add("willContinue \(type) \(device)") }
+
+        func continueUserActivity(_ continuation: IncomingContinuation) async throws -> String {
+            journal.add("continue \(continuation.userActivity.title) \(continuation.window ?? "-")")
+            return try await take(continuation)
+        }
+
+        func didFailToContinueUserActivity(withType type: String, error: HandoffError) async { journal.add("failed \(type) \(error.code)") }
+    }
+
+    /// A paired desk and laptop, and a HandoffApp on each running until the test ends.
+    static func withApps(
+        deskTypes: [String] = [], laptopTypes: [String] = [note], deskReceiver: Notes? = nil, laptopReceiver: Notes,
+        _ body: (TestDaemon, TestDaemon, HandoffApp, HandoffApp) async throws -> Void
+    ) async throws {
+        let (desk, laptop) = try await PeerDiscoveryTests.pair()
+        let deskApp = HandoffApp(appID: "org.example.Notes", continues: deskTypes, socketPath: desk.socketPath)
+        let laptopApp = HandoffApp(appID: "org.example.Notes", continues: laptopTypes, socketPath: laptop.socketPath)
+        try await deskApp.connect()
+        try await laptopApp.connect()
+        try await withThrowingTaskGroup { group in
+            group.addTask { await deskApp.run(receiver: deskReceiver) }
+            group.addTask { await laptopApp.run(receiver: laptopReceiver) }
+            defer { group.cancelAll() }
+            try await body(desk, laptop, deskApp, laptopApp)
+        }
+        try await desk.finish()
+        try await laptop.finish()
+    }
+
+    static func seen(by laptop: TestDaemon, _ condition: @escaping (PeerInfo?) -> Bool) async throws {
+        _ = try await PeerDiscoveryTests.waitForPeers(laptop, "desk's activity") { condition($0.peers.first { $0.name == "desk" && $0.reachable }) }
+    }
+
+    @Test func becomeCurrentShowsTheActivityAndItsChangesToTheOtherDevice() async throws {
+        let receiver = Notes()
+        try await Self.withApps(laptopReceiver: receiver) { desk, laptop, deskApp, _ in
+            let activity = UserActivity(activityType: Self.note, app: deskApp)
+            activity.title = "Groceries"
+            activity.userInfo = ["items": .int(3)]
+            activity.requiredUserInfoKeys = ["items"]
+            activity.webpageURL = URL(string: "https://example.org/notes/1")
+            activity.targetContentIdentifier = "note-1"
+            activity.keywords = ["food"]
+            try await activity.becomeCurrent()
+            let current = try await desk.client.currentActivity().activity
+            #expect(current.title == "Groceries" && current.content.userInfo["items"] == .int(3) && current.content.requiredUserInfoKeys == ["items"])
+            #expect(current.content.webpageURL == "https://example.org/notes/1" && current.content.targetContentIdentifier == "note-1")
+            try await Self.seen(by: laptop) { $0?.activity?.id == current.id }
+
+            // A change reaches the other device without another becomeCurrent, same activity.
+            activity.title = "Groceries and milk"
+            try await waitUntil("the change given") { (try? await desk.client.currentActivity().activity.title) == "Groceries and milk" }
+            #expect(try await desk.client.currentActivity().activity.id == current.id)
+
+            try await activity.resignCurrent()
+            await expectFailure(.noCurrentActivity) { _ = try await desk.client.currentActivity() }
+            await activity.invalidate()
+            do {
+                try await activity.becomeCurrent()
+                Issue.record("an invalidated activity cannot become current")
+            } catch let error as HandoffError {
+                #expect(error.code == .invalidated)
+            }
+        }
+    }
+
+    @Test func needsSaveAsksTheDelegateAndTheOtherDeviceGetsWhatItSaved() async throws {
+        let originator = Notes(onSave: { $0.userInfo = ["text": .string("typed just now")] })
+        let receiver = Notes()
+        try await Self.withApps(laptopReceiver: receiver) { desk, laptop, deskApp, _ in
+            let activity = UserActivity(activityType: Self.note, app: deskApp)
+            activity.title = "Draft"
+            activity.supportsContinuationStreams = true
+            activity.delegate = originator
+            try await activity.becomeCurrent()
+            activity.needsSave = true
+            activity.userInfo = ["text": .string("not sent yet")]
+            try await waitUntil("needsSave given") { (try? await desk.client.currentActivity().activity.content.needsSave) == true }
+            #expect(try await desk.client.currentActivity().activity.content.userInfo["text"] == nil, "changes wait for willSave")
+            let id = try await desk.client.currentActivity().activity.id
+            try await Self.seen(by: laptop) { $0?.activity?.id == id }
+
+            let response = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+            #expect(response.activity.content.userInfo["text"] == .string("typed just now"))
+            #expect(response.delivered?.kind == .app && response.delivered?.window == "new")
+            try await originator.journal.wait(for: "wasContinued")
+            #expect(originator.journal.all == ["willSave", "wasContinued"])
+            #expect(activity.needsSave == false, "cleared once saved")
+            #expect(receiver.journal.all == ["willContinue \(Self.note) desk", "continue Draft -"])
+        }
+    }
+
+    @Test func theReceiverTakesItInTheWindowShowingItsTargetAndOpensAStream() async throws {
+        let originator = Notes()
+        let streamed = Mutex<[UInt8]>([])
+        let receiver = Notes(take: { continuation in
+            let stream = try await continuation.openStream()
+            stream.finishWriting()
+            let bytes = try await stream.readToEnd()
+            streamed.withLock { $0 = bytes }
+            #expect(try await stream.completed())
+            return continuation.window ?? "new"
+        })
+        try await Self.withApps(laptopReceiver: receiver) { desk, laptop, deskApp, laptopApp in
+            // The laptop's app shows note 7 in window "seven" and note 8 in "eight".
+            for (window, target) in [("seven", "note-7"), ("eight", "note-8")] {
+                let shown = UserActivity(activityType: Self.note, app: laptopApp, window: window)
+                shown.title = target
+                shown.targetContentIdentifier = target
+                try await shown.becomeCurrent()
+            }
+            let activity = UserActivity(activityType: Self.note, app: deskApp)
+            activity.title = "Note 7"
+            activity.targetContentIdentifier = "note-7"
+            activity.supportsContinuationStreams = true
+            activity.delegate = originator
+            try await activity.becomeCurrent()
+            let id = try await desk.client.currentActivity().activity.id
+            try await Self.seen(by: laptop) { $0?.activity?.id == id }
+            let response = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+            #expect(response.delivered?.window == "seven")
+            #expect(streamed.withLock { $0 } == Array("attachment bytes".utf8))
+            #expect(receiver.journal.all.contains("continue Note 7 seven"))
+            #expect(originator.journal.all.contains("stream"))
+        }
+    }
+
+    @Test func aReceiverThatRefusesFailsTheContinuationWithItsReason() async throws {
+        struct Busy: Error, CustomStringConvertible { var description: String { "the editor is saving" } }
+        let receiver = Notes(take: { _ in throw Busy() })
+        try await Self.withApps(laptopReceiver: receiver) { desk, laptop, deskApp, _ in
+            let activity = UserActivity(activityType: Self.note, app: deskApp)
+            activity.title = "Draft"
+            try await activity.becomeCurrent()
+            let id = try await desk.client.currentActivity().activity.id
+            try await Self.seen(by: laptop) { $0?.activity?.id == id }
+            do {
+                _ = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+                Issue.record("a refusal must fail the continuation")
+            } catch let error as HandoffClientError {
+                #expect(error.code == .api(.handlerFailed) && error.message.contains("the editor is saving"))
+            }
+        }
+    }
+
+    @Test func errorsAreTypedAndSayWhatToDo() async throws {
+        let dir = try TempDirectory.make()
+        defer { TempDirectory.remove(dir) }
+        let nobody = HandoffApp(appID: "org.example.Notes", socketPath: dir + "/handoffd.sock")
+        do {
+            try await nobody.connect()
+            Issue.record("no handoffd is listening")
+        } catch {
+            #expect(error.code == .handoffdNotRunning)
+        }
+        let activity = UserActivity(activityType: Self.note, app: nobody)
+        await #expect(throws: HandoffError.self) { try await activity.becomeCurrent() }
+
+        let d = try await TestDaemon.start()
+        let app = HandoffApp(appID: "org.example.Notes", socketPath: d.socketPath)
+        try await app.connect()
+        let bad = UserActivity(activityType: "no dots", app: app)
+        do {
+            try await bad.becomeCurrent()
+            Issue.record("an invalid type is refused")
+        } catch {
+            #expect(error.code == .invalidActivity(.invalidType))
+        }
+        do {
+            try await HandoffApp(appID: "../etc", socketPath: d.socketPath).connect()
+            Issue.record("an invalid app id is refused")
+        } catch {
+            #expect(error.code == .invalidActivity(.invalidAppID))
+        }
+        try await d.finish()
+    }
+
+    /// handoffd restarts under a running app: HandoffKit registers again and hands over the
+    /// window's activity and focus as the app left them.
+    @Test func theAppReconnectsWhenHandoffdRestarts() async throws {
+        let d = try await TestDaemon.start()
+        let app = HandoffApp(appID: "org.example.Notes", socketPath: d.socketPath)
+        try await app.connect()
+        let activity = UserActivity(activityType: Self.note, app: app)
+        activity.title = "Survives"
+        try await withThrowingTaskGroup { group in
+            group.addTask { await app.run() }
+            defer { group.cancelAll() }
+            try await activity.becomeCurrent()
+            try await d.stop()
+            // Changed while handoffd is away: what comes back is the latest.
+            activity.title = "Survives, edited"
+            let again = try await TestDaemon.start(directory: d.directory)
+            try await waitUntil("the activity given again") { (try? await again.client.currentActivity().activity.title) == "Survives, edited" }
+            try await again.finish()
+        }
+    }
+
+    @Test func restorationActivitiesComeBackAtTheNextConnection() async throws {
+        let d = try await TestDaemon.start()
+        let first = HandoffApp(appID: "org.example.Viewer", socketPath: d.socketPath)
+        try await first.connect()
+        let window = UserActivity(activityType: "org.example.item", app: first, window: "w7")
+        window.title = "Item 7"
+        window.targetContentIdentifier = "item-7"
+        try await first.saveRestoration(window)
+        let second = HandoffApp(appID: "org.example.Viewer", socketPath: d.socketPath)
+        try await second.connect()
+        let restored = await second.restoredWindows
+        #expect(restored.keys.sorted() == ["w7"] && restored["w7"]?.targetContentIdentifier == "item-7")
+        let reopened = UserActivity(copying: try #require(restored["w7"]), app: second, window: "w7")
+        try await reopened.becomeCurrent()
+        #expect(try await d.client.currentActivity().activity.title == "Item 7")
+        try await d.finish()
+    }
+
+    @Test func aLaunchedAppReadsItsContinuationFromTheEnvironment() throws {
+        let dir = try TempDirectory.make()
+        defer { TempDirectory.remove(dir) }
+        let activity = Activity(content: ActivityContent(type: Self.note, title: "From the launcher"), createdAt: .now())
+        try LocalAPIJSON.encoder().encode(activity).write(to: URL(fileURLWithPath: dir + "/a.json"))
+        let id = UUID()
+        let launched = try #require(
+            try IncomingContinuation.launched(environment: [
+                HandlerEnvironment.activityFile: dir + "/a.json", HandlerEnvironment.continuationID: id.uuidString,
+                HandlerEnvironment.peerName: "desk", HandlerEnvironment.socket: dir + "/s",
+            ])
+        )
+        #expect(launched.id == id && launched.userActivity.title == "From the launcher" && launched.device == "desk")
+        #expect(try IncomingContinuation.launched(environment: [:]) == nil)
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+
+/// An app driven like a person at a terminal: commands written to its stdin (a FIFO) one line at
+/// a time while it runs, its stdout read as it goes. For the examples (Examples/), which read
+/// commands from stdin.
+public final class ScriptedApp: @unchecked Sendable {
+    public let process: RunningProcess
+    private let fifo: String
+    private let input: Int32
+
+    /// Runs `command` through `launch` (which turns a shell command line into what to run: as
+    /// the test user, inside a simulated host…) with stdin from a FIFO at `fifo`, owned by
+    /// `owner` when given.
+    public init(fifo: String, owner: TestUser? = nil, _ command: [String], launch: ([String]) throws -> (String, [String])) throws {
+        guard mkfifo(fifo, 0o600) == 0 else { throw TestFailure("mkfifo \(fifo): errno \(errno)") }
+        try owner?.own(fifo)
+        // Read and write: opening never blocks waiting for the app, and the app sees its end of
+        // input only when this side closes.
+        input = open(fifo, O_RDWR | O_CLOEXEC)
+        guard input >= 0 else { throw TestFailure("open \(fifo): errno \(errno)") }
+        self.fifo = fifo
+        let (executable, arguments) = try launch(["/bin/sh", "-c", "exec \"$0\" \"$@\" < '\(fifo)'"] + command)
+        process = try RunningProcess(executable, arguments)
+    }
+
+    /// Types `line` into the app.
+    public func send(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
+    }
+
+    /// Waits for a line of output containing `text`.
+    public func expect(_ text: String, seconds: Double = 10) async throws {
+        try await process.wait(seconds: seconds, for: "'\(text)' from the app") { $0.stdout.contains(text) }
+    }
+
+    public var output: String { process.stdout }
+
+    /// Ends its input (`quit`), and waits for it to exit.
+    @discardableResult
+    public func quit() async throws -> Int32 {
+        send("quit")
+        close(input)
+        unlink(fifo)
+        try await process.wait(for: "the app to quit") { !$0.isRunning }
+        return await process.exitStatus()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.pid, SIGKILL) }
+    }
+}
