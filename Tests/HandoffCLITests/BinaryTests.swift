@@ -16,6 +16,22 @@ import Testing
         }
     }
 
+    /// An app built on HandoffKit (the examples) carries none of the daemon's machinery: no
+    /// OpenSSL or dns_sd library, and no NIO code linked in (NIO links statically, so its
+    /// symbols are what would show).
+    @Test(arguments: ["handoff-example-notes", "handoff-example-viewer"])
+    func appsOnHandoffKitLinkNeitherOpenSSLNorDNSSDNorNIO(example: String) async throws {
+        let binary = Subprocess.product(example)
+        let ldd = try await Subprocess.run("/usr/bin/ldd", [binary])
+        #expect(ldd.status == 0, "\(ldd)")
+        for library in ["libssl", "libcrypto", "libdns_sd", "libavahi"] {
+            #expect(!ldd.stdout.contains(library), "\(example) links \(library):\n\(ldd.stdout)")
+        }
+        let symbols = try await Subprocess.run("/usr/bin/nm", [binary])
+        #expect(symbols.status == 0 && symbols.stdout.contains("HandoffKit"), "\(symbols.stderr)")
+        #expect(!symbols.stdout.contains("NIOCore"), "\(example) has NIO linked in")
+    }
+
     @Test(arguments: [SIGTERM, SIGINT])
     func handoffdStopsGracefullyAndKeepsTheActivity(signal: Int32) async throws {
         let home = try DaemonHome()
