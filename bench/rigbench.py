@@ -17,14 +17,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RIG = os.path.join(ROOT, "scripts", "rig.sh")
 
 
-def build_release():
+def build_release(products=("handoffd", "handoffctl")):
     """Release binaries, as installed (static Swift standard library)."""
     if os.environ.get("BINDIR"):
         return os.path.abspath(os.environ["BINDIR"])
-    subprocess.run(["swift", "build", "-c", "release", "--static-swift-stdlib", "--product", "handoffd"], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL)
-    subprocess.run(["swift", "build", "-c", "release", "--static-swift-stdlib", "--product", "handoffctl"], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL)
+    for product in products:
+        subprocess.run(["swift", "build", "-c", "release", "--static-swift-stdlib", "--product", product], cwd=ROOT, check=True,
+                       stdout=subprocess.DEVNULL)
     bindir = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, check=True, capture_output=True,
                             text=True).stdout.strip()
     return bindir
