@@ -118,7 +118,7 @@ final class Editor: UserActivityDelegate, ContinuationReceiver {
             try Data(bytes).write(to: URL(fileURLWithPath: path))
             say("received attachment \(bytes.count) bytes")
         }
-        // The note is edited here now: it is this device's current activity.
+        // The note is edited here now: `new` starts another; `type` and `attach` change this one.
         let note = UserActivity(copying: received, app: app)
         note.delegate = self
         note.supportsContinuationStreams = false

@@ -190,10 +190,9 @@ package actor AppDesk {
         case .window(let r, let w): (registration, window) = (r, w)
         }
         if let told, told != registration {
-            // Its target is shown by another app's window: the one told first hears it went there.
-            tell(
-                told, .continueFailed(continuationID: continuationID, type: activity.type, code: .handlerFailed, reason: "another app shows what it continues")
-            )
+            // It goes elsewhere (another app's window shows its target, or the app told first
+            // no longer takes its type): the one told first hears so.
+            tell(told, .continueFailed(continuationID: continuationID, type: activity.type, code: .handlerFailed, reason: "it went to another app"))
         }
         guard let registration, let stream = streams[registration], let appID = windows.apps[registration]?.appID else { return nil }
         let answer = Once<ContinuationAnswer?>()
@@ -233,9 +232,9 @@ package actor AppDesk {
     }
 
     /// What an attached app hears about its activity, on `window`'s app's registration stream.
-    private func attachWindow(_ window: String, of registration: AppWindows.Registration, activity: UUID) -> Int {
+    private func attachWindow(_ window: String, of registration: AppWindows.Registration, activity: UUID, servingStreams: Bool) -> Int {
         let stream = streams[registration]
-        return attachments.attachWindow(activityID: activity) { body in
+        return attachments.attachWindow(activityID: activity, serveStreams: servingStreams) { body in
             let event: AppEvent.Body
             switch body {
             case .willSave(let id, let peerID, let peerName):
@@ -313,10 +312,44 @@ package actor AppDesk {
     /// takes it back until the next focus. Every change is conditional on the registry still
     /// holding what was read here, so a script's activity that lands meanwhile is never replaced
     /// or withdrawn by a decision made before it (the change is then simply not made).
+    ///
+    /// One pass at a time: a pass awaits the registry, and two interleaved would each act on
+    /// what the other was changing. A call made while a pass runs returns after the next pass,
+    /// which starts from the windows as they are then.
     private func follow(focusChanged: Bool) async {
+        followRequest.requested = true
+        followRequest.focus = followRequest.focus || focusChanged
+        guard !followRequest.running else {
+            await withCheckedContinuation { followRequest.waiting.append($0) }
+            return
+        }
+        followRequest.running = true
+        while followRequest.requested {
+            let focus = followRequest.focus
+            let waiting = followRequest.waiting
+            followRequest = FollowRequest(running: true)
+            await followPass(focusChanged: focus)
+            waiting.forEach { $0.resume() }
+        }
+        followRequest.running = false
+    }
+
+    private struct FollowRequest {
+        var running = false
+        var requested = false
+        var focus = false
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private var followRequest = FollowRequest()
+
+    private func followPass(focusChanged: Bool) async {
         let now = Timestamp.now()
         let registryActivity = await registry.currentActivity()
         let registryCurrent = registryActivity?.id
+        // Something else became current since (a resign, a script's PUT): the attachment of
+        // what was pushed ended with it.
+        if pushed != nil, registryCurrent != pushed?.id { pushed = nil }
         if focusChanged {
             owns = true
         } else if let registryCurrent, registryCurrent != pushed?.id {
@@ -345,8 +378,11 @@ package actor AppDesk {
             let made = try await registry.becomeCurrent(
                 PutCurrentActivityRequest(id: update ? activity.id : nil, content: activity.content), newID: activity.id, expecting: expecting
             )
-            if let pushed, pushed.id == made.activity.id, pushed.registration == focused.registration, pushed.window == focused.window { return }
-            let attachment = attachWindow(focused.window, of: focused.registration, activity: made.activity.id)
+            // An update of what is pushed: its attachment holds, unless it now serves streams
+            // or no longer does.
+            let serves = activity.content.supportsContinuationStreams
+            if update, pushed?.id == made.activity.id, registryActivity?.content.supportsContinuationStreams == serves { return }
+            let attachment = attachWindow(focused.window, of: focused.registration, activity: made.activity.id, servingStreams: serves)
             pushed = (focused.registration, focused.window, made.activity.id, attachment)
             // Replaced between becoming current and the attachment: it would never end otherwise.
             if await registry.currentActivity()?.id != made.activity.id, pushed?.attachment == attachment { pushed = nil }

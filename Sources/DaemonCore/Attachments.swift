@@ -67,10 +67,11 @@ package final class Attachments: Sendable {
 
     /// Attaches a registered app's window to its activity, which the caller made current
     /// (docs/apps.md): `deliver` gets what an attached app would, and it serves the activity's
-    /// streams. It ends like any attachment when the activity stops being current, or with
-    /// `detach` (the window's app did not hold it after all).
-    package func attachWindow(activityID: UUID, deliver: @escaping @Sendable (AttachEvent.Body) -> Bool) -> Int {
-        add(Attachment(activityID: activityID, serveStreams: true, resignOnDetach: false, deliver: { deliver($0.body) }, finish: {}))
+    /// streams when the activity offers them. It ends like any attachment when the activity stops
+    /// being current, or with `detach` (the window's app did not hold it after all, or its
+    /// activity changed whether it offers streams).
+    package func attachWindow(activityID: UUID, serveStreams: Bool, deliver: @escaping @Sendable (AttachEvent.Body) -> Bool) -> Int {
+        add(Attachment(activityID: activityID, serveStreams: serveStreams, resignOnDetach: false, deliver: { deliver($0.body) }, finish: {}))
     }
 
     package func detach(_ id: Int) {

@@ -16,8 +16,9 @@ public protocol ContinuationReceiver: Sendable {
     func willContinueUserActivity(withType type: String, from device: String) async
     /// Take the activity: show it in `continuation.window` (the window showing its target,
     /// when one does) or a window of your choice, and return that window's id. Throw to
-    /// refuse; your error's description is what the user is told. Return within 5 seconds:
-    /// an app that does not is taken for hung and stops receiving continuations.
+    /// refuse; your error's description is what the user is told. Return within 4 seconds
+    /// (`HandoffApp.continueDeadline`): for a call still running then, HandoffKit refuses the
+    /// continuation, and the app receives none until the call returns.
     func continueUserActivity(_ continuation: IncomingContinuation) async throws -> String
     /// A continuation announced by `willContinue…` will not come: why.
     func didFailToContinueUserActivity(withType type: String, error: HandoffError) async

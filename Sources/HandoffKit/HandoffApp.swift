@@ -7,6 +7,7 @@ import HandoffAPI
 import HandoffClient
 import HandoffModel
 import HandoffSystem
+import Synchronization
 
 /// The app's connection to handoffd (docs/handoffkit.md): its registration, its windows'
 /// activities, and the continuations handed to it — what `NSApplication` and its delegate do for
@@ -23,14 +24,18 @@ import HandoffSystem
 public actor HandoffApp {
     /// The window an activity describes when the app does not name one.
     public static let mainWindow = "main"
+    /// How long `ContinuationReceiver.continueUserActivity` has: a little less than handoffd
+    /// gives the app (docs/apps.md), so that HandoffKit answers for an app that hangs.
+    public static let continueDeadline: Duration = .seconds(4)
 
     public nonisolated let appID: String
     /// The activity types this app continues (declared once, at registration).
     public nonisolated let continuedTypes: [String]
     nonisolated let client: HandoffClient
-    /// Windows whose activity changed and should be handed over again.
-    private nonisolated let changes: AsyncStream<String>.Continuation
-    private let changed: AsyncStream<String>
+    /// Wakes `giveChanges` when a window's activity changed (`changedWindows` says which).
+    private nonisolated let changes: AsyncStream<Void>.Continuation
+    private let changed: AsyncStream<Void>
+    private nonisolated let changedWindows = Mutex<Set<String>>([])
 
     private var subscription: NDJSONSubscription<AppEvent>?
     private var registration: UUID?
@@ -39,6 +44,15 @@ public actor HandoffApp {
     /// What handoffd has for each window: which activity, as it was given.
     private var given: [String: (activity: ObjectIdentifier, content: ActivityContent)] = [:]
     private var focused: String?
+    /// Window requests go one at a time (`lockWindows`): each reads what handoffd has and
+    /// changes it across awaits. The lock passes straight to the next waiter, in order.
+    private var windowsLocked = false
+    private var windowWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Calls of the receiver's `continueUserActivity` still running past the deadline: while
+    /// there are any, the app does not receive (it is registered without its types), so
+    /// continuations go the way they would if it were not running.
+    private var hungCalls = 0
+    private var running = false
     /// The windows' state-restoration activities handoffd kept from the app's last run.
     public private(set) var restoredWindows: [String: UserActivity] = [:]
 
@@ -47,7 +61,7 @@ public actor HandoffApp {
         self.appID = appID
         continuedTypes = types
         client = HandoffClient(socketPath: socketPath ?? HandoffPaths.defaultSocketPath(), timeoutSeconds: 10)
-        (changed, changes) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1024))
+        (changed, changes) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     // MARK: Connecting
@@ -58,7 +72,7 @@ public actor HandoffApp {
         guard subscription == nil else { return }
         let subscription: NDJSONSubscription<AppEvent>
         do {
-            subscription = try await client.registerApp(AppRegistration(appID: appID, continues: continuedTypes))
+            subscription = try await client.registerApp(AppRegistration(appID: appID, continues: hungCalls == 0 ? continuedTypes : []))
         } catch {
             throw HandoffError(error)
         }
@@ -82,8 +96,12 @@ public actor HandoffApp {
 
     /// Serves the registration until the task is cancelled: hands continuations to `receiver`,
     /// and willSave, wasContinued and streams to each activity's delegate; registers again
-    /// whenever handoffd restarts.
+    /// whenever handoffd restarts. Returns once the delegate and receiver calls it made have
+    /// returned. One `run` at a time (a second returns at once).
     public func run(receiver: (any ContinuationReceiver)? = nil) async {
+        guard !running else { return }
+        running = true
+        defer { running = false }
         await withDiscardingTaskGroup { group in
             group.addTask { await self.giveChanges() }
             var wait = Duration.milliseconds(50)
@@ -106,13 +124,16 @@ public actor HandoffApp {
                     subscription.close()
                 }
                 guard let event else {
-                    lost()
+                    if self.subscription === subscription { lost() }
                     continue
                 }
-                group.addTask { await self.handle(event, receiver: receiver) }
+                // In order, except what may take long: a continuation, a stream.
+                switch event.body {
+                case .continue, .streamRequested: group.addTask { await self.handle(event, receiver: receiver) }
+                default: await handle(event, receiver: receiver)
+                }
             }
             lost()
-            changes.finish()
         }
     }
 
@@ -128,14 +149,18 @@ public actor HandoffApp {
     // MARK: Windows
 
     func becomeCurrent(_ activity: UserActivity) async throws(HandoffError) {
+        await lockWindows()
+        defer { unlockWindows() }
         windows[activity.window] = activity
         focused = activity.window
         guard let registration else { throw Self.notConnected }
         try await give(activity.window)
-        try await call { _ = try await $0.focusWindow(activity.window, registration: registration) }
+        try await call(registration) { _ = try await $0.focusWindow(activity.window, registration: registration) }
     }
 
     func resign(_ activity: UserActivity) async throws(HandoffError) {
+        await lockWindows()
+        defer { unlockWindows() }
         guard windows[activity.window] === activity else { return }
         windows[activity.window] = nil
         try await give(activity.window)
@@ -143,79 +168,98 @@ public actor HandoffApp {
 
     /// The user focused `window`: its activity (if it has one) is the device's current one.
     public func focus(window: String) async throws(HandoffError) {
+        await lockWindows()
+        defer { unlockWindows() }
         focused = window
         guard let registration else { throw Self.notConnected }
-        try await call { _ = try await $0.focusWindow(window, registration: registration) }
+        try await call(registration) { _ = try await $0.focusWindow(window, registration: registration) }
     }
 
     /// The user closed `window`: its activity and its restoration activity go.
     public func close(window: String) async throws(HandoffError) {
+        await lockWindows()
+        defer { unlockWindows() }
         windows[window] = nil
         given[window] = nil
         if focused == window { focused = nil }
         guard let registration else { throw Self.notConnected }
-        try await call { _ = try await $0.closeWindow(window, registration: registration) }
+        try await call(registration) { _ = try await $0.closeWindow(window, registration: registration) }
     }
 
     /// Keeps `activity` as its window's state-restoration activity: handed back in
-    /// `restoredWindows` when the app next connects (`stateRestorationActivity`).
+    /// `restoredWindows` when the app next connects (`stateRestorationActivity`). Needs handoffd.
     public func saveRestoration(_ activity: UserActivity) async throws(HandoffError) {
         guard let registration else { throw Self.notConnected }
         let content = activity.content
-        try await call { _ = try await $0.saveRestoration(content, window: activity.window, registration: registration) }
+        try await call(registration) { _ = try await $0.saveRestoration(content, window: activity.window, registration: registration) }
     }
 
     public func removeRestoration(window: String) async throws(HandoffError) {
         guard let registration else { throw Self.notConnected }
-        try await call { _ = try await $0.removeRestoration(window: window, registration: registration) }
+        try await call(registration) { _ = try await $0.removeRestoration(window: window, registration: registration) }
     }
 
     nonisolated func activityChanged(window: String) {
-        changes.yield(window)
+        changedWindows.withLock { _ = $0.insert(window) }
+        changes.yield()
     }
 
     /// Hands handoffd `window`'s activity as it is now, or withdraws it; nothing when handoffd
     /// has it already. While `needsSave` is set, only the flag goes: the content follows at
-    /// willSave (`saving`).
+    /// willSave (`saving`). Callers hold `windowLock`.
     private func give(_ window: String, saving: Bool = false) async throws(HandoffError) {
         guard let registration else { return }
+        let before = given[window]
         guard let activity = windows[window], activity.eligible else {
-            guard given.removeValue(forKey: window) != nil else { return }
-            try await call { _ = try await $0.withdrawWindowActivity(window: window, registration: registration) }
+            guard before != nil else { return }
+            given[window] = nil
+            try await call(registration) { _ = try await $0.withdrawWindowActivity(window: window, registration: registration) }
             return
         }
         var content = saving ? activity.saved() : activity.content
-        if content.needsSave, let last = given[window], last.activity == ObjectIdentifier(activity) {
-            content = last.content
+        if content.needsSave, let before, before.activity == ObjectIdentifier(activity) {
+            content = before.content
             content.needsSave = true
         }
-        guard saving || given[window]?.content != content else { return }
-        given[window] = (ObjectIdentifier(activity), content)
+        guard saving || before?.content != content else { return }
         do throws(HandoffError) {
-            try await call { _ = try await $0.setWindowActivity(content, window: window, registration: registration) }
+            try await call(registration) { _ = try await $0.setWindowActivity(content, window: window, registration: registration) }
+            given[window] = (ObjectIdentifier(activity), content)
         } catch {
-            given[window] = nil
+            // Refused: handoffd still has what it had.
             throw error
         }
     }
 
     /// Changes made to the windows' activities, handed over as they come (the latest of each).
     private func giveChanges() async {
-        for await window in changed {
-            do {
-                try await give(window)
-            } catch {
-                if let activity = windows[window] { await activity.delegate?.userActivity(activity, couldNotUpdate: error) }
+        for await _ in changed {
+            let windows = changedWindows.withLock { pending in
+                defer { pending.removeAll() }
+                return pending.sorted()
+            }
+            for window in windows {
+                await lockWindows()
+                do {
+                    try await give(window)
+                } catch {
+                    unlockWindows()
+                    if let activity = self.windows[window] { await activity.delegate?.userActivity(activity, couldNotUpdate: error) }
+                    continue
+                }
+                unlockWindows()
             }
         }
     }
 
     /// After registering again: every window's activity, then the focus, as the app left them.
     private func giveEverything() async {
+        await lockWindows()
+        defer { unlockWindows() }
         for window in windows.keys.sorted() where window != focused { try? await give(window) }
         if let focused, let registration {
             try? await give(focused)
-            try? await call { _ = try await $0.focusWindow(focused, registration: registration) }
+            try? await call(registration) { _ = try await $0.focusWindow(focused, registration: registration) }
         }
     }
 
@@ -234,9 +278,12 @@ public actor HandoffApp {
         case .willSave(let window, _, _):
             guard let activity = windows[window] else { return }
             await activity.delegate?.userActivityWillSave(activity)
+            await lockWindows()
             do {
                 try await give(window, saving: true)
+                unlockWindows()
             } catch {
+                unlockWindows()
                 await activity.delegate?.userActivity(activity, couldNotUpdate: error)
             }
         case .wasContinued(let window, _, _):
@@ -257,43 +304,92 @@ public actor HandoffApp {
         }
     }
 
+    /// Hands `continuation` to the receiver and answers handoffd with what it said — or, when it
+    /// has not said within `continueDeadline`, refuses it for the receiver and stops receiving
+    /// until that call returns (docs/handoffkit.md, "What differs").
     private func deliver(_ continuation: IncomingContinuation, to receiver: (any ContinuationReceiver)?) async {
         guard let registration else { return }
-        let answer: ContinuationAnswer
-        if let receiver {
-            do {
-                answer = ContinuationAnswer(taken: true, window: try await receiver.continueUserActivity(continuation))
-            } catch {
-                answer = ContinuationAnswer(taken: false, reason: "\(error)")
+        guard let receiver else {
+            try? await call(registration) {
+                _ = try await $0.answerContinuation(continuation.id, registration: registration, ContinuationAnswer(taken: false, reason: "\(self.appID) continues no activities"))
             }
-        } else {
-            answer = ContinuationAnswer(taken: false, reason: "\(appID) continues no activities")
+            return
         }
-        do throws(HandoffError) {
-            try await call { _ = try await $0.answerContinuation(continuation.id, registration: registration, answer) }
-        } catch {
-            // Too late (handoffd gave up waiting), or handoffd went away.
-            if answer.taken { await receiver?.didFailToContinueUserActivity(withType: continuation.userActivity.activityType, error: error) }
+        await withTaskGroup(of: ContinuationAnswer?.self) { group in
+            group.addTask {
+                do {
+                    return ContinuationAnswer(taken: true, window: try await receiver.continueUserActivity(continuation))
+                } catch {
+                    return ContinuationAnswer(taken: false, reason: "\(error)")
+                }
+            }
+            group.addTask {
+                try? await QuietSleep.sleep(for: Self.continueDeadline)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            let answer = first ?? ContinuationAnswer(taken: false, reason: "\(appID) did not take the activity in time")
+            do throws(HandoffError) {
+                try await call(registration) { _ = try await $0.answerContinuation(continuation.id, registration: registration, answer) }
+            } catch {
+                // Too late (handoffd gave up waiting), or handoffd went away.
+                if answer.taken { await receiver.didFailToContinueUserActivity(withType: continuation.userActivity.activityType, error: error) }
+            }
+            if first == nil {
+                stopReceiving()
+                await group.waitForAll()  // the receiver's call, whenever it returns
+                resumeReceiving()
+            }
         }
     }
 
+    /// Registers again without the app's types: continuations are launched instead.
+    private func stopReceiving() {
+        hungCalls += 1
+        if hungCalls == 1 { subscription?.close() }
+    }
+
+    private func resumeReceiving() {
+        hungCalls -= 1
+        if hungCalls == 0 { subscription?.close() }
+    }
+
     // MARK: Plumbing
+
+    private func lockWindows() async {
+        guard windowsLocked else {
+            windowsLocked = true
+            return
+        }
+        await withCheckedContinuation { windowWaiters.append($0) }
+    }
+
+    private func unlockWindows() {
+        if windowWaiters.isEmpty {
+            windowsLocked = false
+        } else {
+            windowWaiters.removeFirst().resume()
+        }
+    }
 
     private static let notConnected = HandoffError(
         .handoffdNotRunning, "handoffd is not running (start it: systemctl --user start handoffd); HandoffKit hands this over once it is back"
     )
 
-    /// A local-API call; a registration handoffd no longer knows (it restarted) is lost, and
-    /// `run` registers again.
-    private func call(_ body: (HandoffClient) async throws -> Void) async throws(HandoffError) {
+    /// A local-API call for `registration`. If handoffd no longer knows it (it restarted) or is
+    /// gone, and it is still this app's registration, it is lost: `run` registers again.
+    private func call(_ registration: UUID, _ body: (HandoffClient) async throws -> Void) async throws(HandoffError) {
         do {
             try await body(client)
         } catch let error as HandoffClientError {
-            if case .api(.unknownRegistration) = error.code {
-                lost()
-                throw Self.notConnected
+            var gone = false
+            switch error.code {
+            case .api(.unknownRegistration), .daemonNotRunning: gone = true
+            default: break
             }
-            if case .daemonNotRunning = error.code { lost() }
+            if gone, self.registration == registration { lost() }
+            if case .api(.unknownRegistration) = error.code { throw Self.notConnected }
             throw HandoffError(error)
         } catch {
             throw HandoffError(.versionMismatch, "\(error)")

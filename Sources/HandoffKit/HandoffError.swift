@@ -48,6 +48,7 @@ public struct HandoffError: Error, Sendable, Equatable, CustomStringConvertible 
         case .permissionDenied: self.init(.permissionDenied, error.message)
         case .protocolError: self.init(.versionMismatch, error.message)
         case .timeout: self.init(.timeout, error.message)
+        case .api(.forbidden): self.init(.permissionDenied, error.message)
         case .api(let code): self.init(Self.code(of: code), error.message)
         }
     }

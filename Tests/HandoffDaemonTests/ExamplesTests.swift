@@ -20,7 +20,8 @@ import Testing
     /// The notes editor: what was typed is saved at willSave and arrives with the note; the
     /// attachment comes over a continuation stream.
     @Test func notesTheTypedTextAndTheAttachmentFollowTheNote() async throws {
-        let (desk, laptop) = try await PeerDiscoveryTests.pair()
+        // Room for the app's willSave round trip on a machine busy with the other tests.
+        let (desk, laptop) = try await PeerDiscoveryTests.pair { $0.saveWindow = .seconds(5) }
         let attachment = desk.directory + "/photo.bin"
         let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         try bytes.write(to: URL(fileURLWithPath: attachment))
@@ -34,6 +35,8 @@ import Testing
         deskNotes.send("attach \(attachment)")
         deskNotes.send("type milk, eggs")
         try await deskNotes.expect("typed 10 characters")
+        // The app hands over needsSave as it comes, not before printing: wait for handoffd to have it.
+        try await waitUntil("needsSave given") { (try? await desk.client.currentActivity().activity.content.needsSave) == true }
         try await Self.waitUntilSeen(laptop, "Groceries")
 
         let response = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))

@@ -25,17 +25,17 @@ import Testing
 
     final class Notes: UserActivityDelegate, ContinuationReceiver {
         let journal = Journal()
-        let onSave: @Sendable (UserActivity) -> Void
+        let onSave: @Sendable (UserActivity) async -> Void
         let take: @Sendable (IncomingContinuation) async throws -> String
 
-        init(onSave: @escaping @Sendable (UserActivity) -> Void = { _ in }, take: @escaping @Sendable (IncomingContinuation) async throws -> String = { $0.window ?? "new" }) {
+        init(onSave: @escaping @Sendable (UserActivity) async -> Void = { _ in }, take: @escaping @Sendable (IncomingContinuation) async throws -> String = { $0.window ?? "new" }) {
             self.onSave = onSave
             self.take = take
         }
 
         func userActivityWillSave(_ userActivity: UserActivity) async {
             journal.add("willSave")
-            onSave(userActivity)
+            await onSave(userActivity)
         }
 
         func userActivityWasContinued(_ userActivity: UserActivity) async { journal.add("wasContinued") }
@@ -62,7 +62,8 @@ import Testing
         deskTypes: [String] = [], laptopTypes: [String] = [note], deskReceiver: Notes? = nil, laptopReceiver: Notes,
         _ body: (TestDaemon, TestDaemon, HandoffApp, HandoffApp) async throws -> Void
     ) async throws {
-        let (desk, laptop) = try await PeerDiscoveryTests.pair()
+        // Room for an app's willSave round trip on a machine busy with the other tests.
+        let (desk, laptop) = try await PeerDiscoveryTests.pair { $0.saveWindow = .seconds(5) }
         let deskApp = HandoffApp(appID: "org.example.Notes", continues: deskTypes, socketPath: desk.socketPath)
         let laptopApp = HandoffApp(appID: "org.example.Notes", continues: laptopTypes, socketPath: laptop.socketPath)
         try await deskApp.connect()
@@ -101,6 +102,17 @@ import Testing
             activity.title = "Groceries and milk"
             try await waitUntil("the change given") { (try? await desk.client.currentActivity().activity.title) == "Groceries and milk" }
             #expect(try await desk.client.currentActivity().activity.id == current.id)
+
+            // Not eligible: the window has no activity for other devices, until it is again.
+            activity.isEligibleForHandoff = false
+            try await waitUntil("the activity withdrawn") { (try? await desk.client.currentActivity()) == nil }
+            let expiry = Date(timeIntervalSinceNow: 3600)
+            activity.expirationDate = expiry
+            activity.persistentIdentifier = "notes/1"
+            activity.isEligibleForHandoff = true
+            try await waitUntil("the activity given again") { (try? await desk.client.currentActivity().activity.content.persistentIdentifier) == "notes/1" }
+            let again = try await desk.client.currentActivity().activity.content
+            #expect(abs(Double(again.expirationDate?.microsecondsSinceEpoch ?? 0) / 1_000_000 - expiry.timeIntervalSince1970) < 0.001)
 
             try await activity.resignCurrent()
             await expectFailure(.noCurrentActivity) { _ = try await desk.client.currentActivity() }
@@ -278,5 +290,77 @@ import Testing
         )
         #expect(launched.id == id && launched.userActivity.title == "From the launcher" && launched.device == "desk")
         #expect(try IncomingContinuation.launched(environment: [:]) == nil)
+    }
+
+    /// A continuation the receiver heard `willContinue` for, which then fails (what desk showed
+    /// changed as laptop asked for it): `didFailToContinueUserActivity`, with the typed error.
+    @Test func aContinuationThatFailsAfterWillContinueReachesDidFailToContinue() async throws {
+        let receiver = Notes()
+        let deskSocket = Mutex<String>("")
+        // At willSave, something else becomes current on desk: what laptop saw is gone.
+        let changer = Notes(onSave: { _ in
+            let client = HandoffClient(socketPath: deskSocket.withLock { $0 }, timeoutSeconds: 10)
+            _ = try? await client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: Self.note, title: "A script's")))
+        })
+        try await Self.withApps(laptopReceiver: receiver) { desk, laptop, deskApp, _ in
+            deskSocket.withLock { $0 = desk.socketPath }
+            let activity = UserActivity(activityType: Self.note, app: deskApp)
+            activity.title = "Draft"
+            activity.delegate = changer
+            try await activity.becomeCurrent()
+            activity.needsSave = true
+            try await waitUntil("needsSave given") { (try? await desk.client.currentActivity().activity.content.needsSave) == true }
+            let id = try await desk.client.currentActivity().activity.id
+            try await Self.seen(by: laptop) { $0?.activity?.id == id }
+            await expectFailure(.activityChanged) { _ = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)) }
+            try await receiver.journal.wait(for: "failed \(Self.note) \(HandoffError.Code.refused(.activityChanged))")
+            #expect(receiver.journal.all.first == "willContinue \(Self.note) desk")
+        }
+    }
+
+    /// A receiver whose `continueUserActivity` hangs: HandoffKit refuses that continuation for
+    /// it within handoffd's deadline, and the app stops receiving — the next continuation takes
+    /// the launch path — until the call returns; then it receives again.
+    @Test func aReceiverThatHangsFailsThatContinuationAndTheNextIsLaunchedUntilItReturns() async throws {
+        // Hung: waits, deaf to cancellation, until the test lets it go (later calls return at once).
+        // (A continuation handed over before the app registered again hangs too: several may wait.)
+        let gate = Mutex<(open: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+        let receiver = Notes(take: { _ in
+            await withCheckedContinuation { continuation in
+                let open = gate.withLock { g in
+                    if !g.open { g.waiting.append(continuation) }
+                    return g.open
+                }
+                if open { continuation.resume() }
+            }
+            return "main"
+        })
+        try await Self.withApps(laptopReceiver: receiver) { desk, laptop, deskApp, _ in
+            let activity = UserActivity(activityType: Self.note, app: deskApp)
+            activity.title = "Draft"
+            try await activity.becomeCurrent()
+            let id = try await desk.client.currentActivity().activity.id
+            try await Self.seen(by: laptop) { $0?.activity?.id == id }
+            // Refused by HandoffKit (handler_failed, its words) before handoffd's own deadline (timeout).
+            let message = await expectFailure(.handlerFailed) { _ = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)) }
+            #expect(message.contains("did not take the activity in time"))
+            // Registered again without its types: continuations are launched (no app is installed).
+            try await waitUntil("the launch path") {
+                do {
+                    _ = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+                    return false
+                } catch {
+                    return (error as? HandoffClientError)?.code == .api(.noHandler)
+                }
+            }
+            gate.withLock { g in
+                g.open = true
+                defer { g.waiting = [] }
+                return g.waiting
+            }.forEach { $0.resume() }
+            try await waitUntil("the app receiving again") {
+                (try? await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))?.delivered?.kind == .app
+            }
+        }
     }
 }

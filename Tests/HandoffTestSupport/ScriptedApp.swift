@@ -31,7 +31,12 @@ public final class ScriptedApp: @unchecked Sendable {
 
     /// Waits for a line of output containing `text`.
     public func expect(_ text: String, seconds: Double = 10) async throws {
-        try await process.wait(seconds: seconds, for: "'\(text)' from the app") { $0.stdout.contains(text) }
+        do {
+            try await process.wait(seconds: seconds, for: "'\(text)' from the app") { $0.stdout.contains(text) }
+        } catch {
+            let lines = { (text: String) in text.split(separator: "\n").joined(separator: " | ") }
+            throw TestFailure("no '\(text)' from the app within \(seconds) s; its output: \(lines(process.stdout)); stderr: \(lines(process.stderr))")
+        }
     }
 
     public var output: String { process.stdout }
