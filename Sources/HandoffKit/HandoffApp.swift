@@ -222,13 +222,9 @@ public actor HandoffApp {
             content.needsSave = true
         }
         guard saving || before?.content != content else { return }
-        do throws(HandoffError) {
-            try await call(registration) { _ = try await $0.setWindowActivity(content, window: window, registration: registration) }
-            given[window] = (ObjectIdentifier(activity), content)
-        } catch {
-            // Refused: handoffd still has what it had.
-            throw error
-        }
+        try await call(registration) { _ = try await $0.setWindowActivity(content, window: window, registration: registration) }
+        // Only once it is taken: refused, handoffd still has what it had.
+        given[window] = (ObjectIdentifier(activity), content)
     }
 
     /// Changes made to the windows' activities, handed over as they come (the latest of each).

@@ -82,6 +82,15 @@ import Testing
         _ = try await PeerDiscoveryTests.waitForPeers(laptop, "desk's activity") { condition($0.peers.first { $0.name == "desk" && $0.reachable }) }
     }
 
+    /// A note "Draft" made current by desk's app, once laptop sees it.
+    static func draftSeen(_ desk: TestDaemon, _ laptop: TestDaemon, _ deskApp: HandoffApp) async throws {
+        let activity = UserActivity(activityType: note, app: deskApp)
+        activity.title = "Draft"
+        try await activity.becomeCurrent()
+        let id = try await desk.client.currentActivity().activity.id
+        try await seen(by: laptop) { $0?.activity?.id == id }
+    }
+
     @Test func becomeCurrentShowsTheActivityAndItsChangesToTheOtherDevice() async throws {
         let receiver = Notes()
         try await Self.withApps(laptopReceiver: receiver) { desk, laptop, deskApp, _ in
@@ -191,11 +200,7 @@ import Testing
         struct Busy: Error, CustomStringConvertible { var description: String { "the editor is saving" } }
         let receiver = Notes(take: { _ in throw Busy() })
         try await Self.withApps(laptopReceiver: receiver) { desk, laptop, deskApp, _ in
-            let activity = UserActivity(activityType: Self.note, app: deskApp)
-            activity.title = "Draft"
-            try await activity.becomeCurrent()
-            let id = try await desk.client.currentActivity().activity.id
-            try await Self.seen(by: laptop) { $0?.activity?.id == id }
+            try await Self.draftSeen(desk, laptop, deskApp)
             do {
                 _ = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
                 Issue.record("a refusal must fail the continuation")
@@ -336,11 +341,7 @@ import Testing
             return "main"
         })
         try await Self.withApps(laptopReceiver: receiver) { desk, laptop, deskApp, _ in
-            let activity = UserActivity(activityType: Self.note, app: deskApp)
-            activity.title = "Draft"
-            try await activity.becomeCurrent()
-            let id = try await desk.client.currentActivity().activity.id
-            try await Self.seen(by: laptop) { $0?.activity?.id == id }
+            try await Self.draftSeen(desk, laptop, deskApp)
             // Refused by HandoffKit (handler_failed, its words) before handoffd's own deadline (timeout).
             let message = await expectFailure(.handlerFailed) { _ = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)) }
             #expect(message.contains("did not take the activity in time"))
