@@ -39,6 +39,7 @@ let package = Package(
         // No pkg-config here: avahi's .pc file adds -D_REENTRANT (which SwiftPM flags), and the
         // package installs /usr/include/dns_sd.h anyway.
         .systemLibrary(name: "CHandoffDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
+        .systemLibrary(name: "CHandoffSDBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
         // Pure logic: no sockets, no threads, no C.
         .target(name: "HandoffModel", swiftSettings: strict),
@@ -72,6 +73,10 @@ let package = Package(
         .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
         // NSUserActivity for Linux apps (docs/handoffkit.md), on HandoffClient: no NIO, OpenSSL or dns_sd.
         .target(name: "HandoffKit", dependencies: ["HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
+
+        // The only importer of CHandoffSDBus: a session-bus connection on a thread of its own
+        // (docs/architecture.md, "D-Bus"), for the desktop agent.
+        .target(name: "HandoffDBus", dependencies: ["CHandoffSDBus", "HandoffSystem"], swiftSettings: strict),
 
         // The daemon, as feature modules that only look down (docs/architecture.md), each
         // depending on the ones below it in `daemonLine`.
@@ -161,6 +166,11 @@ let package = Package(
         .testTarget(
             name: "HandoffEndToEndTests",
             dependencies: ["HandoffTestSupport", "HandoffAPI", "HandoffModel", "HandoffTLS"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HandoffDesktopTests",
+            dependencies: ["HandoffDBus", "HandoffTestSupport", "HandoffSystem"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -49,6 +49,7 @@ import Testing
         #expect(importers("CHandoffOpenSSL") == ["HandoffTLS"])
         #expect(importers("CHandoffDNSSD") == ["HandoffDiscovery"])
         #expect(importers("CHandoffLinux") == ["HandoffSystem"])
+        #expect(importers("CHandoffSDBus") == ["HandoffDBus"])
     }
 
     @Test func noDaemonModuleIsLargerThan2500Lines() throws {

@@ -1,0 +1,23 @@
+import Foundation
+
+/// A real session bus for a test: Debian's `dbus-daemon --session`, listening on a socket of its
+/// own in `directory` (never the desktop's bus). `wrap` runs it as someone else or in a simulated
+/// host (`TestUser.command`, `Rig.execArguments`); the socket is then that user's.
+public final class SessionBus: @unchecked Sendable {
+    public let address: String
+    public let socketPath: String
+    public let process: RunningProcess
+
+    public init(directory: String, wrap: ([String]) throws -> [String] = { $0 }) async throws {
+        socketPath = directory + "/session-bus"
+        address = "unix:path=" + socketPath
+        let command = try wrap(["/usr/bin/dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=" + address])
+        process = try RunningProcess(command[0], Array(command.dropFirst()))
+        try await process.wait(for: "dbus-daemon to listen on \(socketPath)") { _ in FileManager.default.fileExists(atPath: self.socketPath) }
+    }
+
+    /// Ends the bus daemon (every connection to it ends with it).
+    public func stop() async {
+        _ = try? await process.stop()
+    }
+}
