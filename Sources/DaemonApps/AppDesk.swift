@@ -173,6 +173,14 @@ package actor AppDesk {
         windows.receiver(for: type, target: target)
     }
 
+    /// The id of the running app an activity of `type` would go to, if any.
+    package func receivingApp(for type: String) -> String? {
+        switch windows.receiver(for: type, target: nil) {
+        case .window(let registration, _), .app(let registration): windows.apps[registration]?.appID
+        case .launch: nil
+        }
+    }
+
     // MARK: Continuations into running apps
 
     /// Hands `activity` to the running app that takes it (docs/apps.md, "Where a continuation

@@ -36,13 +36,18 @@ package struct ActivityFetch: Sendable {
         package let address: PeerAddress?
     }
 
-    /// The current activity of `text` (a device name, id prefix or `HOST:PORT`). `seen` hears the
-    /// activity's type and device as soon as they are known from an advert, before anything is
-    /// asked.
+    /// The current activity of `text` (a device name, id prefix or `HOST:PORT`) — only if it is
+    /// `expected`, when given. `seen` hears the activity's type and device as soon as they are
+    /// known from an advert, before anything is asked.
     package func run(
-        _ text: String, state: AccountState, me: DeviceID, seen: (String, LocalEvent.PeerRef) async -> Void
+        _ text: String, expected: UUID? = nil, state: AccountState, me: DeviceID, seen: (String, LocalEvent.PeerRef) async -> Void
     ) async throws(DaemonError) -> Fetched {
         let target = try await PeerTarget.resolve(text, state: state, me: me, directory: directory, defaultPort: peerPort())
+        // Asked for by id, the other device answers `changed` unless that one is still current.
+        let seenID = expected ?? target.seen?.id
+        if let expected, let latest = target.seen, latest.id != expected, let device = target.device {
+            throw DaemonError(.activityChanged, "\(device.name)'s activity changed since it was offered; continue the new one")
+        }
         if let device = target.device, let advertised = target.seen { await seen(advertised.type, device) }
         var session = try await target.session(links: links, directory: directory)
         var answer: PeerMessage?
@@ -50,7 +55,7 @@ package struct ActivityFetch: Sendable {
         // way, or the other side restarted): one fresh connection is worth a try.
         for attempt in 1...2 where answer == nil {
             do {
-                answer = try await session.request { PeerMessage.getActivity(requestID: $0, seenID: target.seen?.id) }
+                answer = try await session.request { PeerMessage.getActivity(requestID: $0, seenID: seenID) }
             } catch is PeerRequestTimeout {
                 throw DaemonError(.timeout, "\(session.peerName) did not answer in time")
             } catch {
@@ -62,7 +67,7 @@ package struct ActivityFetch: Sendable {
         }
         let peer = LocalEvent.PeerRef(id: session.peerID, name: session.peerName)
         guard let answer else { throw DaemonError(.unreachable, "\(peer.name) did not answer") }
-        let activity = try Self.interpret(answer, seenID: target.seen?.id, peerName: peer.name, maximumActivityBytes: maximumActivityBytes)
+        let activity = try Self.interpret(answer, seenID: seenID, peerName: peer.name, maximumActivityBytes: maximumActivityBytes)
         return Fetched(activity: activity, peer: peer, session: session, address: target.address)
     }
 

@@ -45,7 +45,7 @@ package struct ContinueFlow: Sendable {
             if request.delivery == .dispatch { await handover.willContinue(continuationID: continuationID, type: type, from: peer) }
         }
         do throws(DaemonError) {
-            let fetched = try await fetch.run(request.peer, state: state, me: me, seen: announce)
+            let fetched = try await fetch.run(request.peer, expected: request.activityID, state: state, me: me, seen: announce)
             let (activity, peer, session) = (fetched.activity, fetched.peer, fetched.session)
             await announce(activity.type, peer)
             book.record(

@@ -13,6 +13,9 @@ package struct DesktopEntry: Sendable, Equatable {
     /// `Hidden=true`: the file deletes the entry (and hides one of the same id further down).
     var hidden: Bool
     var isApplication: Bool
+    /// `DBusActivatable=true`: the app is reached through `org.freedesktop.Application` on the
+    /// session bus under its id (the file id without `.desktop`).
+    var dbusActivatable: Bool
 
     static let activityTypesKey = "X-Handoff-ActivityTypes"
 
@@ -45,6 +48,7 @@ package struct DesktopEntry: Sendable, Equatable {
         self.activityTypes = values[DesktopEntry.activityTypesKey].map(DesktopEntry.list) ?? []
         self.hidden = values["Hidden"] == "true"
         self.isApplication = (values["Type"] ?? "Application") == "Application"
+        self.dbusActivatable = values["DBusActivatable"] == "true"
     }
 
     /// The escapes of string values: `\s \n \t \r \\`.

@@ -73,6 +73,17 @@ package struct HandlerCatalog: Sendable {
         return nil
     }
 
+    /// The `.desktop` file with this id that applies (the first in `dataDirectories`), for an
+    /// app's name and icon.
+    func entry(id: String) -> DesktopEntry? {
+        for directory in dataDirectories {
+            guard let (_, path) = HandlerCatalog.desktopFiles(in: directory + "/applications").first(where: { $0.0 == id }) else { continue }
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8), let entry = DesktopEntry(id: id, path: path, text: text), !entry.hidden else { return nil }
+            return entry
+        }
+        return nil
+    }
+
     /// `(desktop file id, path)` of every `.desktop` file below `directory`, sorted by id.
     static func desktopFiles(in directory: String) -> [(String, String)] {
         var found: [(String, String)] = []

@@ -31,6 +31,12 @@ package struct Handover: Sendable {
         await apps.failed(continuationID: continuationID, code: APIErrorCode(error.code), reason: error.message)
     }
 
+    /// What would take an activity of `type` if it were continued now.
+    func target(for type: String, hasWebpage: Bool) async -> ContinueTarget? {
+        if let appID = await apps.receivingApp(for: type) { return launcher.runningApp(appID) }
+        return launcher.target(for: type, hasWebpage: hasWebpage)
+    }
+
     func deliver(
         _ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef, session: [String: String]
     ) async throws(DaemonError) -> DeliveryOutcome {

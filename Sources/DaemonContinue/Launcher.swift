@@ -98,6 +98,26 @@ package final class Launcher: Sendable {
         return DeliveryOutcome(kind: .browser, handler: browser.arguments[0], command: command, url: url, pid: pid)
     }
 
+    /// What would be started for an activity of `type` now (nil: nothing here takes it).
+    func target(for type: String, hasWebpage: Bool) -> ContinueTarget? {
+        let (catalog, browser) = choices.withLock { ($0.catalog, $0.browser) }
+        switch catalog.handler(for: type, searchPath: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") {
+        case .configured(_, let line):
+            let program = line.arguments[0].split(separator: "/").last.map(String.init) ?? line.arguments[0]
+            return ContinueTarget(kind: .handler, handler: "config", name: program)
+        case .desktop(let entry, _):
+            return ContinueTarget(kind: .handler, handler: entry.id, name: entry.name, icon: entry.icon, dbusActivatable: entry.dbusActivatable)
+        case nil:
+            return hasWebpage ? ContinueTarget(kind: .browser, handler: browser.arguments[0], name: "Web browser", icon: "web-browser") : nil
+        }
+    }
+
+    /// A running app, named as its `.desktop` file (`APPID.desktop`) names it.
+    func runningApp(_ appID: String) -> ContinueTarget {
+        let entry = choices.withLock { $0.catalog }.entry(id: appID + ".desktop")
+        return ContinueTarget(kind: .app, handler: appID, name: entry?.name ?? appID, icon: entry?.icon, dbusActivatable: entry?.dbusActivatable ?? false)
+    }
+
     /// The browser command's program, and whether it can be started as it would be.
     package var browserStatus: BrowserStatus {
         let program = choices.withLock { $0.browser.arguments.first ?? "" }

@@ -165,6 +165,7 @@ package struct LocalAPIRouter: Sendable {
         case .renameDevice: return try await account.renameDevice(request)
         case .removeDevice: return try await account.removeDevice(request)
         case .peers: return try await peers.peers(request)
+        case .offers: return try await peers.offers(request)
         case .continue: return try await peers.continueActivity(request)
         case .listStreams: return try streams.listStreams(request)
         case .getStream: return try await streams.getStream(request)

@@ -23,20 +23,25 @@ public struct ContinueRequest: Codable, Sendable, Equatable {
     /// `DBUS_SESSION_BUS_ADDRESS`…): a daemon started before the session does not know it. Only
     /// the names in `SessionEnvironment.names` are used.
     public var environment: [String: String]
+    /// Only this activity (the one a notification offered): if the device has moved on to
+    /// another, the continuation fails with `activity_changed` instead of taking that one.
+    public var activityID: UUID?
 
-    public init(peer: String, delivery: Delivery = .returnToCaller, environment: [String: String] = [:]) {
+    public init(peer: String, delivery: Delivery = .returnToCaller, environment: [String: String] = [:], activityID: UUID? = nil) {
         self.peer = peer
         self.delivery = delivery
         self.environment = environment
+        self.activityID = activityID
     }
 
-    enum CodingKeys: String, CodingKey { case peer, delivery, environment }
+    enum CodingKeys: String, CodingKey { case peer, delivery, environment, activityID }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         peer = try c.decode(String.self, forKey: .peer)
         delivery = try c.decodeIfPresent(Delivery.self, forKey: .delivery) ?? .returnToCaller
         environment = try c.decodeIfPresent([String: String].self, forKey: .environment) ?? [:]
+        activityID = try c.decodeIfPresent(UUID.self, forKey: .activityID)
     }
 }
 

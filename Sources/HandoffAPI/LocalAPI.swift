@@ -29,6 +29,8 @@ public enum LocalAPIRoute {
     public static let devicesRename = "/v1/devices/rename"
     /// GET: `PeersResponse`.
     public static let peers = "/v1/peers"
+    /// GET: `OffersResponse`, what this device can continue from the others now.
+    public static let offers = "/v1/offers"
     /// POST `ContinueRequest`: fetch a peer's current activity.
     public static let `continue` = "/v1/continue"
     /// GET: `DevicesResponse`. `DELETE /v1/devices/ID` (or a unique prefix): remove a device.

@@ -7,7 +7,7 @@ public enum LocalAPIEndpoints {
         case events
         case getAccount, createAccount, joinAccount, invite, sync, leave
         case devices, renameDevice, removeDevice
-        case peers
+        case peers, offers
         case `continue`
         case listStreams, getStream, takeStream
         case openContinuationStream
@@ -50,6 +50,7 @@ public enum LocalAPIEndpoints {
         Route(method: "POST", path: .exact(LocalAPIRoute.devicesRename), endpoint: .renameDevice),
         Route(method: "DELETE", path: .under(LocalAPIRoute.devices), endpoint: .removeDevice),
         Route(method: "GET", path: .exact(LocalAPIRoute.peers), endpoint: .peers),
+        Route(method: "GET", path: .exact(LocalAPIRoute.offers), endpoint: .offers),
         Route(method: "POST", path: .exact(LocalAPIRoute.continue), endpoint: .continue),
         Route(method: "GET", path: .exact(LocalAPIRoute.streams), endpoint: .listStreams),
         Route(method: "GET", path: .under(LocalAPIRoute.streams), endpoint: .getStream),

@@ -75,6 +75,10 @@ extension HandoffClient {
         try await offloaded { () throws(HandoffClientError) in try self.peers() }
     }
 
+    public func offers() async throws(HandoffClientError) -> OffersResponse {
+        try await offloaded { () throws(HandoffClientError) in try self.offers() }
+    }
+
     public func continueActivity(_ request: ContinueRequest) async throws(HandoffClientError) -> ContinueResponse {
         try await offloaded { () throws(HandoffClientError) in try self.continueActivity(request) }
     }

@@ -96,6 +96,11 @@ public struct HandoffClient: Sendable {
         try call("GET", LocalAPIRoute.peers)
     }
 
+    /// What this device can continue from the others now, and with what.
+    public func offers() throws(HandoffClientError) -> OffersResponse {
+        try call("GET", LocalAPIRoute.offers)
+    }
+
     /// Fetches a peer's current activity (the one this device saw).
     public func continueActivity(_ request: ContinueRequest) throws(HandoffClientError) -> ContinueResponse {
         try call("POST", LocalAPIRoute.continue, body: try encode(request))

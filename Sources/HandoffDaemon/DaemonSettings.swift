@@ -27,6 +27,10 @@ public struct DaemonSettings: Sendable, Equatable {
     public var browser = "xdg-open"
     /// Activity type → command line, ahead of the apps' `.desktop` files.
     public var handlers: [String: String] = [:]
+    /// `[notifications] enabled`: the desktop shows what the other devices are doing.
+    public var notifications = true
+    /// `[notifications] muted_types`: activity types never shown.
+    public var mutedNotificationTypes: [String] = []
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -117,6 +121,19 @@ public struct DaemonSettings: Sendable, Equatable {
                     throw fail("browser: \(error.description)")
                 }
                 browser = text
+            case "notifications.enabled":
+                guard case .boolean(let v) = entry.value else { throw fail("[notifications] enabled must be true or false") }
+                notifications = v
+            case "notifications.muted_types":
+                guard case .array(let items) = entry.value else { throw fail("[notifications] muted_types must be an array of activity types") }
+                var types: [String] = []
+                for item in items {
+                    guard case .string(let type) = item, (try? ActivityContent.validateType(type)) != nil else {
+                        throw fail("[notifications] muted_types holds something that is not an activity type (e.g. \"org.example.notes.edit\")")
+                    }
+                    types.append(type)
+                }
+                mutedNotificationTypes = types
             case let key where key.hasPrefix("handlers."):
                 let type = String(key.dropFirst("handlers.".count))
                 do {

@@ -57,6 +57,10 @@ public struct DaemonConfiguration: Sendable {
     public var handlers: [String: String] = [:]
     /// What opens a continued activity's web page when no app handles its type.
     public var browser: String = "xdg-open"
+    /// Whether the desktop shows the other devices' activities as notifications, and the types
+    /// it never shows (handoffd.toml `[notifications]`; `GET /v1/offers` says so per offer).
+    public var notifications = true
+    public var mutedNotificationTypes: [String] = []
     /// The environment handlers and the browser start with (and where `.desktop` files are looked
     /// for); nil means handoffd's own.
     public var handlerEnvironment: [String: String]? = nil
@@ -97,6 +101,7 @@ public final class HandoffDaemon: Sendable {
     public let registry: ActivityRegistry
     /// Registered apps and their windows (docs/apps.md).
     let apps: AppDesk
+    let offers: OfferDesk
     let accounts: AccountStore
     let invites: InviteBook
     let security = PeerSecurity()
@@ -177,6 +182,10 @@ public final class HandoffDaemon: Sendable {
         let book = StreamBook(events: events)
         self.book = book
         self.launcher = try Self.makeLauncher(configuration, logger: logger)
+        self.offers = OfferDesk(
+            directory: directory, handover: Handover(apps: apps, launcher: launcher),
+            policy: NotificationPolicy(enabled: configuration.notifications, mutedTypes: Set(configuration.mutedNotificationTypes))
+        )
         let desk = ActivityDesk(
             registry: registry, presence: presence, attachments: attachments, announce: route.announce, saveWindow: configuration.saveWindow
         )
@@ -242,11 +251,13 @@ public final class HandoffDaemon: Sendable {
         }
     }
 
-    /// Applies what a reloaded configuration (SIGHUP) can change while running — the handlers and
-    /// the browser — and returns the names of the settings that only a restart applies.
+    /// Applies what a reloaded configuration (SIGHUP) can change while running — the handlers,
+    /// the browser and the notifications — and returns the names of the settings that only a
+    /// restart applies.
     public func reload(_ settings: DaemonSettings) throws(DaemonError) -> [String] {
         let (configured, browser) = try Self.parseHandlers(settings.handlers, browser: settings.browser)
         launcher.replace(configured: configured, browser: browser)
+        offers.replace(policy: NotificationPolicy(enabled: settings.notifications, mutedTypes: Set(settings.mutedNotificationTypes)))
         var needRestart: [String] = []
         if settings.port != configuration.peerPort, configuration.peerPort != 0 { needRestart.append("port") }
         if settings.listen != configuration.peerBindAddresses { needRestart.append("listen") }
@@ -297,6 +308,7 @@ public final class HandoffDaemon: Sendable {
                     ),
                     book: book, handover: Handover(apps: apps, launcher: launcher), events: events
                 ),
+                offers: offers,
                 daemonUID: daemonUID
             ),
             streams: StreamRoutes(book: book, resuming: resuming, originating: originating, daemonUID: daemonUID),

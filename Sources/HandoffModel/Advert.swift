@@ -62,6 +62,9 @@ public struct ActivitySummary: Sendable, Equatable, Codable {
     public var expirationDate: Timestamp?
     public var supportsContinuationStreams: Bool
     public var titleTruncated: Bool
+    /// It has a web page, so a device without an app for its type can still continue it in the
+    /// browser (the desktop offers it). The address itself stays out of adverts.
+    public var hasWebpage: Bool
 
     public init(_ a: Activity) {
         id = a.id
@@ -71,12 +74,14 @@ public struct ActivitySummary: Sendable, Equatable, Codable {
         expirationDate = a.expirationDate
         supportsContinuationStreams = a.supportsContinuationStreams
         titleTruncated = false
+        hasWebpage = a.content.webpageURL != nil
     }
 
     public init(
         id: UUID, type: String, title: String, updatedAt: Timestamp, expirationDate: Timestamp? = nil,
-        supportsContinuationStreams: Bool = false, titleTruncated: Bool = false
+        supportsContinuationStreams: Bool = false, titleTruncated: Bool = false, hasWebpage: Bool = false
     ) {
+        self.hasWebpage = hasWebpage
         self.id = id
         self.type = type
         self.title = title
@@ -109,6 +114,8 @@ public struct ActivitySummary: Sendable, Equatable, Codable {
         if expirationDate != nil { flags |= 1 }
         if supportsContinuationStreams { flags |= 2 }
         if titleTruncated { flags |= 4 }
+        // Added later: a daemon that predates it ignores the bit and offers no browser fallback.
+        if hasWebpage { flags |= 8 }
         w.byte(flags)
         if let expirationDate { w.zigzag(expirationDate.microsecondsSinceEpoch) }
     }
@@ -126,6 +133,7 @@ public struct ActivitySummary: Sendable, Equatable, Codable {
         self.updatedAt = Timestamp(microsecondsSinceEpoch: updated)
         self.supportsContinuationStreams = flags & 2 != 0
         self.titleTruncated = flags & 4 != 0
+        self.hasWebpage = flags & 8 != 0
         if flags & 1 != 0 {
             guard let expiry = try? r.zigzag() else { return nil }
             self.expirationDate = Timestamp(microsecondsSinceEpoch: expiry)
@@ -136,7 +144,7 @@ public struct ActivitySummary: Sendable, Equatable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, type, title, updatedAt, expirationDate, supportsContinuationStreams, titleTruncated
+        case id, type, title, updatedAt, expirationDate, supportsContinuationStreams, titleTruncated, hasWebpage
     }
 
     public init(from decoder: any Decoder) throws {
@@ -148,6 +156,7 @@ public struct ActivitySummary: Sendable, Equatable, Codable {
         expirationDate = try c.decodeIfPresent(Timestamp.self, forKey: .expirationDate)
         supportsContinuationStreams = try c.decodeIfPresent(Bool.self, forKey: .supportsContinuationStreams) ?? false
         titleTruncated = try c.decodeIfPresent(Bool.self, forKey: .titleTruncated) ?? false
+        hasWebpage = try c.decodeIfPresent(Bool.self, forKey: .hasWebpage) ?? false
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -159,5 +168,6 @@ public struct ActivitySummary: Sendable, Equatable, Codable {
         try c.encodeIfPresent(expirationDate, forKey: .expirationDate)
         try c.encode(supportsContinuationStreams, forKey: .supportsContinuationStreams)
         if titleTruncated { try c.encode(true, forKey: .titleTruncated) }
+        if hasWebpage { try c.encode(true, forKey: .hasWebpage) }
     }
 }

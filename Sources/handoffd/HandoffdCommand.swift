@@ -166,6 +166,8 @@ struct HandoffdCommand: AsyncParsableCommand {
         configuration.browseDomains = settings.browseDomains
         configuration.browser = settings.browser
         configuration.handlers = settings.handlers
+        configuration.notifications = settings.notifications
+        configuration.mutedNotificationTypes = settings.mutedNotificationTypes
         configuration.notifier = SystemdNotifier.fromProcessEnvironment()
         configuration.configFile = configFile(read: read)
         if let joinCode {
