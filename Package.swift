@@ -25,6 +25,7 @@ let package = Package(
         .executable(name: "handoffctl", targets: ["handoffctl"]),
         .library(name: "HandoffClient", targets: ["HandoffClient"]),
         .library(name: "HandoffKit", targets: ["HandoffKit"]),
+        .executable(name: "handoff-desktop", targets: ["handoff-desktop"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -77,6 +78,9 @@ let package = Package(
         // The only importer of CHandoffSDBus: a session-bus connection on a thread of its own
         // (docs/architecture.md, "D-Bus"), for the desktop agent.
         .target(name: "HandoffDBus", dependencies: ["CHandoffSDBus", "HandoffSystem"], swiftSettings: strict),
+        // The session agent's work (docs/desktop.md): notifications and the D-Bus interface, on
+        // HandoffClient and HandoffDBus — no NIO, OpenSSL or dns_sd.
+        .target(name: "DesktopAgent", dependencies: ["HandoffDBus", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem", logging], swiftSettings: strict),
 
         // The daemon, as feature modules that only look down (docs/architecture.md), each
         // depending on the ones below it in `daemonLine`.
@@ -134,6 +138,17 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        .executableTarget(
+            name: "handoff-desktop",
+            dependencies: [
+                "DesktopAgent", "HandoffDBus", "HandoffClient", "HandoffAPI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+
         // Apps built on HandoffKit (docs/handoffkit.md), run by the tests.
         .executableTarget(name: "handoff-example-notes", dependencies: ["HandoffKit"], path: "Examples/NotesEditor", swiftSettings: strict),
         .executableTarget(name: "handoff-example-viewer", dependencies: ["HandoffKit"], path: "Examples/Viewer", swiftSettings: strict),
@@ -170,7 +185,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HandoffDesktopTests",
-            dependencies: ["HandoffDBus", "HandoffTestSupport", "HandoffSystem"],
+            dependencies: ["HandoffDBus", "DesktopAgent", "HandoffTestSupport", "HandoffAPI", "HandoffModel", "HandoffSystem"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -84,7 +84,7 @@ public final class DBusConnection: Sendable {
         // RequestName flags: DBUS_NAME_FLAG_DO_NOT_QUEUE (4); reply 1 = primary owner.
         let reply = try await call(DBusMethodCall.busDaemon("RequestName", [.string(name), .uint32(4)]))
         guard reply.first?.integerValue == 1 else {
-            throw DBusError(name: "org.freedesktop.DBus.Error.NameHasNoOwner", message: "another program already owns \(name) on the session bus")
+            throw DBusError(name: DBusError.addressInUseName, message: "another program already owns \(name) on the bus")
         }
     }
 
@@ -172,9 +172,16 @@ final class BusLoop: Sendable {
     /// A pipe (read end, write end): a byte written wakes the loop's poll.
     private let wakeRead: Int32
     private let wakeWrite: Int32
-    private let queue = Mutex<(jobs: [@Sendable (BusState?) -> Void], ended: Bool, closing: Bool, waiters: [CheckedContinuation<Void, Never>])>(
-        ([], false, false, [])
-    )
+    private struct Queue {
+        var jobs: [@Sendable (BusState?) -> Void] = []
+        var ended = false
+        var closing = false
+        /// Who waits in `ended()`, by key (so a cancelled wait can take itself out).
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter = 0
+    }
+
+    private let queue = Mutex(Queue())
     let knownUsers = Mutex<[String: UInt32]>([:])
 
     init(bus: OpaquePointer) throws(DBusError) {
@@ -215,13 +222,23 @@ final class BusLoop: Sendable {
         Glibc.close(wakeWrite)
     }
 
+    /// Returns once the loop has ended, or the calling task is cancelled.
     func ended() async {
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let already = queue.withLock { q in
-                if !q.ended { q.waiters.append(done) }
-                return q.ended
+        let key = queue.withLock { q -> Int in
+            q.nextWaiter += 1
+            return q.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let now = queue.withLock { q -> Bool in
+                    if q.ended || Task.isCancelled { return true }
+                    q.waiters[key] = done
+                    return false
+                }
+                if now { done.resume() }
             }
-            if already { done.resume() }
+        } onCancel: {
+            queue.withLock { $0.waiters.removeValue(forKey: key) }?.resume()
         }
     }
 
@@ -267,7 +284,7 @@ final class BusLoop: Sendable {
         }
         for job in late { job(nil) }
         state.end()
-        for waiter in waiters { waiter.resume() }
+        for waiter in waiters.values { waiter.resume() }
     }
 
     /// Milliseconds until sd-bus's next deadline (a call's timeout), or -1 for none.

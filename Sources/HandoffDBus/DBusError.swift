@@ -17,6 +17,8 @@ public struct DBusError: Error, Sendable, Equatable, CustomStringConvertible {
     public static let invalidArgsName = "org.freedesktop.DBus.Error.InvalidArgs"
     public static let accessDeniedName = "org.freedesktop.DBus.Error.AccessDenied"
     public static let unknownMethodName = "org.freedesktop.DBus.Error.UnknownMethod"
+    /// `requestName`: another connection owns the name.
+    public static let addressInUseName = "org.freedesktop.DBus.Error.AddressInUse"
     /// An error sd-bus returned as a negative errno.
     public static let failedName = "org.freedesktop.DBus.Error.Failed"
 

@@ -1,0 +1,171 @@
+import HandoffAPI
+import HandoffClient
+import HandoffDBus
+import HandoffModel
+import HandoffSystem
+import Logging
+
+/// What `handoff-desktop` does in a graphical session (docs/desktop.md): it follows handoffd's
+/// events, shows what the other devices are doing as notifications (`NotificationPlanner`
+/// decides, this carries it out), and continues the activity whose notification the user
+/// chooses. It runs until the session bus goes away or its task is cancelled; handoffd may come
+/// and go meanwhile (it reconnects, and meanwhile the notifications stay as they were).
+package struct DesktopAgent: Sendable {
+    let bus: DBusConnection
+    let client: HandoffClient
+    /// The session's variables, for the app a continuation starts (`SessionEnvironment`).
+    let session: [String: String]
+    let logger: Logger
+
+    package init(bus: DBusConnection, client: HandoffClient, session: [String: String], logger: Logger) {
+        self.bus = bus
+        self.client = client
+        self.session = SessionEnvironment.pick(session)
+        self.logger = logger
+    }
+
+    enum Input: Sendable {
+        /// What the other devices are doing may have changed: ask handoffd.
+        case offersChanged
+        case reply(NotificationServer.Reply)
+        case tick
+        /// A continuation the user asked for failed.
+        case failed(Offer, String)
+    }
+
+    /// Waits between attempts to reach handoffd (it restarts, or starts after the session).
+    static let reconnectDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(500), .seconds(1), .seconds(2)]
+
+    /// The agent's well-known name: one agent per session (a second one stops, saying so).
+    package static let busName = "org.handoff.Desktop"
+
+    /// Runs until the session bus goes away or the task is cancelled; throws only if it cannot
+    /// start (another agent has the session, or the bus refuses what it needs).
+    package func run() async throws(DBusError) {
+        let server = NotificationServer(bus: bus)
+        let signals = try await server.signals()
+        // Last: once the name is ours, the agent is ready (tests and scripts wait for it).
+        try await bus.requestName(Self.busName)
+        logger.info("ready", metadata: ["bus-name": "\(Self.busName)"])
+        let (inbox, post) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .bufferingNewest(256))
+        let alarm = Alarm()
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                await bus.closed()
+                if !Task.isCancelled { logger.notice("the session bus went away") }
+                post.finish()
+            }
+            group.addTask { await followHandoffd(post) }
+            group.addTask {
+                for await signal in signals {
+                    if let reply = NotificationServer.reply(from: signal) { post.yield(.reply(reply)) }
+                }
+            }
+            group.addTask { await alarm.run { post.yield(.tick) } }
+            await drive(inbox, server: server, alarm: alarm, post: post)
+            group.cancelAll()
+        }
+    }
+
+    /// handoffd's events, for as long as the agent runs: each change of a device is a reason to
+    /// look at the offers again, and so is each (re)connection.
+    private func followHandoffd(_ post: AsyncStream<Input>.Continuation) async {
+        var failures = 0
+        while !Task.isCancelled {
+            do throws(HandoffClientError) {
+                let events = try await client.events()
+                if failures > 0 { logger.info("handoffd is back") }
+                failures = 0
+                post.yield(.offersChanged)
+                let ended = await withTaskCancellationHandler { () async -> HandoffClientError? in
+                    do throws(HandoffClientError) {
+                        while let event = try await events.next() {
+                            switch event.body {
+                            case .peerChanged, .peerGone: post.yield(.offersChanged)
+                            default: break
+                            }
+                        }
+                        return nil
+                    } catch {
+                        return error
+                    }
+                } onCancel: {
+                    events.close()
+                }
+                if let ended { throw ended }
+            } catch {
+                if failures == 0 { logger.notice("handoffd is not reachable; trying again", metadata: ["error": "\(error)"]) }
+            }
+            let delay = Self.reconnectDelays[min(failures, Self.reconnectDelays.count - 1)]
+            failures += 1
+            guard (try? await QuietSleep.sleep(for: delay)) != nil else { return }
+        }
+    }
+
+    private func drive(_ inbox: AsyncStream<Input>, server: NotificationServer, alarm: Alarm, post: AsyncStream<Input>.Continuation) async {
+        var planner = NotificationPlanner()
+        var capabilities: Set<String>?
+        await withDiscardingTaskGroup { continuations in
+            for await input in inbox {
+                let now = Timestamp.now()
+                var actions: [NotificationPlanner.Action] = []
+                switch input {
+                case .offersChanged:
+                    do {
+                        actions = planner.offers(try await client.offers().offers, now: now)
+                    } catch {
+                        // handoffd went: what is shown stays until it is back and says otherwise.
+                        continue
+                    }
+                case .tick:
+                    actions = planner.tick(now: now)
+                case .reply(.invoked(let id, _)):
+                    actions = planner.invoked(id: id)
+                case .reply(.closed(let id, let reason)):
+                    planner.closed(id: id, byUser: reason == 1 || reason == 2)
+                case .failed(let offer, let reason):
+                    let known = await known(&capabilities, server)
+                    let note = Note.failure(title: offer.activity.title, device: offer.peer.name, reason: reason, capabilities: known)
+                    _ = try? await server.notify(note, replacing: nil)
+                }
+                for action in actions {
+                    switch action {
+                    case .show(let offer, let replacing):
+                        let note = Note.offer(offer, capabilities: await known(&capabilities, server))
+                        do {
+                            planner.shown(device: offer.peer.id, id: try await server.notify(note, replacing: replacing))
+                            logger.info("notification shown", metadata: ["device": "\(offer.peer.name)", "type": "\(offer.activity.type)"])
+                        } catch {
+                            planner.notShown(device: offer.peer.id)
+                            logger.warning("the notification server did not show a notification", metadata: ["error": "\(error)"])
+                        }
+                    case .close(let id):
+                        _ = try? await server.close(id)
+                    case .continueActivity(let offer):
+                        continuations.addTask { await continueActivity(offer, post: post) }
+                    }
+                }
+                alarm.set(planner.nextDeadline)
+            }
+            continuations.cancelAll()
+        }
+    }
+
+    private func known(_ capabilities: inout Set<String>?, _ server: NotificationServer) async -> Set<String> {
+        if let capabilities { return capabilities }
+        guard let asked = try? await server.capabilities() else { return [] }
+        capabilities = asked
+        return asked
+    }
+
+    private func continueActivity(_ offer: Offer, post: AsyncStream<Input>.Continuation) async {
+        let request = ContinueRequest(peer: offer.peer.id.text, delivery: .dispatch, environment: session, activityID: offer.activity.id)
+        do throws(HandoffClientError) {
+            let response = try await client.continueActivity(request)
+            logger.info("continued from a notification", metadata: ["device": "\(offer.peer.name)", "delivered": "\(response.delivered?.kind.rawValue ?? "")"])
+        } catch {
+            logger.notice("a continuation from a notification failed", metadata: ["device": "\(offer.peer.name)", "error": "\(error)"])
+            post.yield(.failed(offer, error.message))
+        }
+    }
+}

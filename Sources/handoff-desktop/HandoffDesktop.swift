@@ -1,0 +1,85 @@
+import ArgumentParser
+import DesktopAgent
+import Foundation
+import HandoffAPI
+import HandoffClient
+import HandoffDBus
+import Logging
+import UnixSignals
+
+/// The session agent (docs/desktop.md): started by the user unit bound to
+/// graphical-session.target, or by XDG autostart; stops on SIGTERM/SIGINT or when the session
+/// bus goes away.
+@main
+struct HandoffDesktop: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "handoff-desktop",
+        abstract: "Shows what your other devices are doing as notifications, and continues it with one click.",
+        discussion: "Runs in your graphical session, next to handoffd (docs/desktop.md)."
+    )
+
+    @Option(name: .long, help: "handoffd's socket (default: $XDG_RUNTIME_DIR/handoff/handoffd.sock).")
+    var socket: String?
+
+    @Option(name: .long, help: "The session bus address (default: $DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus).")
+    var bus: String?
+
+    @Option(name: .long, help: "trace, debug, info, notice, warning or error.")
+    var logLevel: Logger.Level = .info
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let level = logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "handoff-desktop")
+        guard let address = bus ?? DBusConnection.sessionBusAddress(environment: environment) else {
+            throw Failure("no session bus: run handoff-desktop in your graphical session (DBUS_SESSION_BUS_ADDRESS or XDG_RUNTIME_DIR is not set)")
+        }
+        let connection: DBusConnection
+        do {
+            connection = try DBusConnection.connect(address: address)
+        } catch {
+            throw Failure("cannot connect to the session bus at \(address): \(error.message)")
+        }
+        let agent = DesktopAgent(
+            bus: connection, client: HandoffClient(socketPath: socket ?? HandoffPaths.defaultSocketPath(environment: environment)),
+            session: environment, logger: logger
+        )
+        let outcome = await withTaskGroup(of: DBusError?.self) { group in
+            group.addTask {
+                do throws(DBusError) {
+                    try await agent.run()
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            group.addTask {
+                for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint) { break }
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        connection.close()
+        if let outcome {
+            if outcome.name == DBusError.addressInUseName {
+                throw Failure("handoff-desktop already runs in this session (\(DesktopAgent.busName) is taken)")
+            }
+            throw Failure("cannot start: \(outcome.message)")
+        }
+    }
+}
+
+/// A one-line reason on stderr, and exit status 1.
+struct Failure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

@@ -1,0 +1,90 @@
+import Foundation
+
+/// A real graphical session without a screen, for tests of the desktop agent: an X server
+/// (`Xvfb`), a session bus (`SessionBus`) and Debian's `dunst` as the notification server — all
+/// run through `wrap` (as the test user, in a simulated host), none of them mocked. `dunstctl`
+/// asks dunst what it displays and clicks notifications; `screenshot` saves the screen as PNG.
+public final class DesktopSession: @unchecked Sendable {
+    public let directory: String
+    public let display: String
+    public let bus: SessionBus
+    let xvfb: RunningProcess
+    let dunst: RunningProcess
+    let wrap: ([String]) throws -> [String]
+
+    /// The variables a program of this session runs with (merged over `base`).
+    public func environment(_ base: [String: String] = [:]) -> [String: String] {
+        base.merging(["DISPLAY": display, "DBUS_SESSION_BUS_ADDRESS": bus.address]) { _, new in new }
+    }
+
+    /// `base`: the environment every program of the session gets (HOME, XDG_RUNTIME_DIR…).
+    public init(directory: String, base: [String: String] = ProcessInfo.processInfo.environment, wrap: @escaping ([String]) throws -> [String] = { $0 }) async throws {
+        self.directory = directory
+        self.wrap = wrap
+        // A display number nobody uses (no lock file); Xvfb refuses one taken meanwhile.
+        var number = Int.random(in: 100..<900)
+        while FileManager.default.fileExists(atPath: "/tmp/.X\(number)-lock") { number = Int.random(in: 100..<900) }
+        display = ":\(number)"
+        let x = try wrap(["/usr/bin/Xvfb", display, "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
+        xvfb = try RunningProcess(x[0], Array(x.dropFirst()))
+        let socket = "/tmp/.X11-unix/X\(number)"
+        try await xvfb.wait(seconds: 20, for: "Xvfb on \(display)") { _ in FileManager.default.fileExists(atPath: socket) }
+        bus = try await SessionBus(directory: directory, wrap: wrap)
+        let env = base.merging(["DISPLAY": display, "DBUS_SESSION_BUS_ADDRESS": bus.address]) { _, new in new }
+        let d = try wrap(["/usr/bin/env", "-i"] + env.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } + ["/usr/bin/dunst"])
+        dunst = try RunningProcess(d[0], Array(d.dropFirst()))
+        let start = ContinuousClock.now
+        while try await dunstctl(["count", "displayed"]).status != 0 {
+            guard ContinuousClock.now - start < .seconds(20) else { throw TestFailure("dunst did not come up: \(dunst.stderr)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// `dunstctl ARGS` in this session.
+    public func dunstctl(_ arguments: [String]) async throws -> ProcessResult {
+        let command = try wrap(["/usr/bin/env", "-i", "DBUS_SESSION_BUS_ADDRESS=" + bus.address, "/usr/bin/dunstctl"] + arguments)
+        return try await Subprocess.run(command[0], Array(command.dropFirst()))
+    }
+
+    /// How many notifications dunst shows now.
+    public func displayed() async throws -> Int {
+        let result = try await dunstctl(["count", "displayed"])
+        guard result.status == 0, let n = Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw TestFailure("dunstctl count displayed: \(result)")
+        }
+        return n
+    }
+
+    /// Waits until dunst shows `count` notifications.
+    public func waitUntilDisplayed(_ count: Int, seconds: Double = 15) async throws {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while try await displayed() != count {
+            guard ContinuousClock.now < deadline else { throw TestFailure("dunst never showed \(count) notification(s) (it shows \(try await displayed()))") }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+    }
+
+    /// The X screen as a PNG at `path` (ImageMagick's `import`).
+    public func screenshot(to path: String) async throws {
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let shot = directory + "/screen.png"
+        let command = try wrap(["/usr/bin/import", "-display", display, "-window", "root", shot])
+        let result = try await Subprocess.run(command[0], Array(command.dropFirst()))
+        guard result.status == 0 else { throw TestFailure("import -window root: \(result)") }
+        try? FileManager.default.removeItem(atPath: path)
+        try FileManager.default.copyItem(atPath: shot, toPath: path)
+    }
+
+    public func stop() async {
+        _ = try? await dunst.stop()
+        await bus.stop()
+        _ = try? await xvfb.stop()
+    }
+
+    /// Where tests keep what a person looks at afterwards (screenshots): `.build/test-output/`.
+    public static func outputPath(_ name: String) -> String {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url.path + "/.build/test-output/" + name
+    }
+}
