@@ -98,12 +98,18 @@ UNITDIR      ?= $(PREFIX)/lib/systemd/system
 # administrator's): whatever PREFIX, they go where their readers look.
 UFW_DIR      ?= /etc/ufw/applications.d
 FIREWALLD_DIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/firewalld/services,/etc/firewalld/services)
+# XDG autostart reads $XDG_CONFIG_DIRS/autostart, /etc/xdg/autostart by default.
+AUTOSTART_DIR ?= /etc/xdg/autostart
 INSTALL_FROM ?= $(BIN_RELEASE)
 MANUAL_TOOL  ?= $(BIN_DEBUG)/generate-manual
 INSTALLED = \
 	$(BINDIR)/handoffd \
 	$(BINDIR)/handoffctl \
+	$(BINDIR)/handoff-desktop \
 	$(UNITDIR_USER)/handoffd.service \
+	$(UNITDIR_USER)/handoff-desktop.service \
+	$(AUTOSTART_DIR)/handoff-desktop.desktop \
+	$(DATADIR)/applications/handoff-desktop.desktop \
 	$(UNITDIR)/handoffd@.service \
 	$(DATADIR)/doc/handoff/handoffd.toml \
 	$(DATADIR)/man/man1/handoffctl.1 \
@@ -120,15 +126,20 @@ install: release-static
 release-static: deps-build
 	$(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --product handoffd
 	$(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --product handoffctl
+	$(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --product handoff-desktop
 	$(SWIFT) build --product generate-manual
 
 install-files:
 	install -D -m 0755 $(INSTALL_FROM)/handoffd $(DESTDIR)$(BINDIR)/handoffd
 	install -D -m 0755 $(INSTALL_FROM)/handoffctl $(DESTDIR)$(BINDIR)/handoffctl
+	install -D -m 0755 $(INSTALL_FROM)/handoff-desktop $(DESTDIR)$(BINDIR)/handoff-desktop
 	install -d $(DESTDIR)$(UNITDIR_USER) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DATADIR)/man/man1 $(DESTDIR)$(DATADIR)/man/man8
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/handoffd.service > $(DESTDIR)$(UNITDIR_USER)/handoffd.service
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/handoffd@.service > $(DESTDIR)$(UNITDIR)/handoffd@.service
-	chmod 0644 $(DESTDIR)$(UNITDIR_USER)/handoffd.service $(DESTDIR)$(UNITDIR)/handoffd@.service
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/handoff-desktop.service > $(DESTDIR)$(UNITDIR_USER)/handoff-desktop.service
+	chmod 0644 $(DESTDIR)$(UNITDIR_USER)/handoffd.service $(DESTDIR)$(UNITDIR)/handoffd@.service $(DESTDIR)$(UNITDIR_USER)/handoff-desktop.service
+	install -D -m 0644 packaging/autostart/handoff-desktop.desktop $(DESTDIR)$(AUTOSTART_DIR)/handoff-desktop.desktop
+	install -D -m 0644 packaging/autostart/handoff-desktop.desktop $(DESTDIR)$(DATADIR)/applications/handoff-desktop.desktop
 	install -D -m 0644 config/handoffd.toml $(DESTDIR)$(DATADIR)/doc/handoff/handoffd.toml
 	$(MANUAL_TOOL) $(INSTALL_FROM)/handoffctl --section 1 -o $(DESTDIR)$(DATADIR)/man/man1
 	awk -f scripts/tidy-manual.awk $(DESTDIR)$(DATADIR)/man/man1/handoffctl.1 > $(DESTDIR)$(DATADIR)/man/man1/handoffctl.1.tidy
@@ -142,6 +153,7 @@ install-files:
 	install -D -m 0644 packaging/ufw/handoff $(DESTDIR)$(UFW_DIR)/handoff
 	install -D -m 0644 packaging/firewalld/handoff.xml $(DESTDIR)$(FIREWALLD_DIR)/handoff.xml
 	@echo "installed under $(DESTDIR)$(PREFIX). Start it: systemctl --user enable --now handoffd"
+	@echo "and, for notifications in your desktop: systemctl --user enable --now handoff-desktop"
 	@echo "(or, for a user on a headless machine: systemctl enable --now handoffd@USER)."
 	@echo "With a firewall, open its port: sudo ufw allow handoff"
 	@echo "  or: sudo firewall-cmd --reload && sudo firewall-cmd --permanent --add-service=handoff && sudo firewall-cmd --reload"

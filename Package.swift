@@ -174,7 +174,9 @@ let package = Package(
                 "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonContinue",
                 "DaemonLocalAPI",
                 "HandoffClient", "HandoffKit", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
+                "HandoffDBus", "DesktopAgent",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

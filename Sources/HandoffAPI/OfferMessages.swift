@@ -8,7 +8,7 @@ import HandoffModel
 /// `GET /v1/offers`: what this device can continue from the others right now — each reachable
 /// device's current activity that something here takes (a running app, a handler or `.desktop`
 /// app, or the browser for its web page). The desktop agent shows these as notifications
-/// (docs/local-api.md, "Offers").
+/// (docs/desktop.md).
 public struct OffersResponse: Codable, Sendable, Equatable {
     public var offers: [Offer]
 

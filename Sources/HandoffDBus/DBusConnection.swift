@@ -157,8 +157,8 @@ public final class DBusConnection: Sendable {
 }
 
 extension DBusMethodCall {
-    /// A call to the bus daemon itself.
-    static func busDaemon(_ member: String, _ arguments: [DBusValue]) -> DBusMethodCall {
+    /// A call to the bus daemon itself (`org.freedesktop.DBus`).
+    public static func busDaemon(_ member: String, _ arguments: [DBusValue]) -> DBusMethodCall {
         DBusMethodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: member, arguments: arguments)
     }
 }

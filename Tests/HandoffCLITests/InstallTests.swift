@@ -55,11 +55,15 @@ import Testing
         #expect(
             landed == [
                 "/etc/ufw/applications.d/handoff",
+                "/etc/xdg/autostart/handoff-desktop.desktop",
+                "/usr/bin/handoff-desktop",
                 "/usr/bin/handoffctl",
                 "/usr/bin/handoffd",
                 "/usr/lib/firewalld/services/handoff.xml",
                 "/usr/lib/systemd/system/handoffd@.service",
+                "/usr/lib/systemd/user/handoff-desktop.service",
                 "/usr/lib/systemd/user/handoffd.service",
+                "/usr/share/applications/handoff-desktop.desktop",
                 "/usr/share/bash-completion/completions/handoffctl",
                 "/usr/share/doc/handoff/handoffd.toml",
                 "/usr/share/fish/vendor_completions.d/handoffctl.fish",

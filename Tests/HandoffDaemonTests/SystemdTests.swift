@@ -124,7 +124,8 @@ import Testing
     static func installedUnit(_ name: String, as installed: String, in dir: String) throws -> String {
         let text = try String(contentsOfFile: unitDirectory + "/" + name, encoding: .utf8)
         let path = dir + "/" + installed
-        try text.replacing("@BINDIR@/handoffd", with: Subprocess.product("handoffd")).write(toFile: path, atomically: true, encoding: .utf8)
+        let binaries = (Subprocess.product("handoffd") as NSString).deletingLastPathComponent
+        try text.replacing("@BINDIR@", with: binaries).write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
 
@@ -151,6 +152,27 @@ import Testing
             #expect(keys["[Service]ExecStart"]?.first?.hasPrefix("@BINDIR@/handoffd") == true, "\(name)")
             #expect(keys["[Install]WantedBy"] != nil, "\(name)")
         }
+    }
+
+    /// The desktop agent's user unit starts and stops with the graphical session and is ready
+    /// once its bus name is taken (`DesktopAgent.run`); systemd accepts it.
+    @Test func theDesktopAgentsUnitFollowsTheGraphicalSession() async throws {
+        let text = try String(contentsOfFile: Self.unitDirectory + "/handoff-desktop.service", encoding: .utf8)
+        for line in [
+            "PartOf=graphical-session.target", "After=graphical-session.target handoffd.service", "Type=dbus", "BusName=org.handoff.Desktop",
+            "ExecStart=@BINDIR@/handoff-desktop", "WantedBy=graphical-session.target",
+        ] {
+            #expect(text.split(separator: "\n").contains { $0 == line }, "handoff-desktop.service lacks \(line)")
+        }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") else {
+            Issue.record("systemd-analyze is missing (apt-get install systemd): the unit cannot be verified")
+            return
+        }
+        let dir = try TempDirectory.make()
+        defer { TempDirectory.remove(dir) }
+        let unit = try Self.installedUnit("handoff-desktop.service", as: "handoff-desktop.service", in: dir)
+        let verify = try await Subprocess.run("/usr/bin/systemd-analyze", ["verify", "--man=no", unit])
+        #expect(verify.status == 0 && verify.stderr.isEmpty, "\(verify)")
     }
 
     @Test func systemdAcceptsTheUnitsAndRatesTheTemplateExposureAtMost2() async throws {

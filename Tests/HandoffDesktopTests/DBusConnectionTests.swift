@@ -137,13 +137,7 @@ import Testing
             await c[1].closed()
             await #expect(throws: DBusError.self) { _ = try await pending.value }
             for await _ in signals { Issue.record("a signal after the end") }
-            await #expect(throws: DBusError.self) { _ = try await c[1].call(DBusMethodCall.busName("GetId")) }
+            await #expect(throws: DBusError.self) { _ = try await c[1].call(DBusMethodCall.busDaemon("GetId", [])) }
         }
-    }
-}
-
-extension DBusMethodCall {
-    static func busName(_ member: String) -> DBusMethodCall {
-        DBusMethodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: member)
     }
 }

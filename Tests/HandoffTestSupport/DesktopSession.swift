@@ -46,6 +46,18 @@ public final class DesktopSession: @unchecked Sendable {
         return try await Subprocess.run(command[0], Array(command.dropFirst()))
     }
 
+    /// Every `Notify` call the notification server gets from now on, as `dbus-monitor` prints it
+    /// (`text` of the returned process): what the server was asked to show, word for word.
+    public func monitorNotifications() async throws -> RunningProcess {
+        let command = try wrap([
+            "/usr/bin/dbus-monitor", "--address", bus.address, "--monitor", "type='method_call',interface='org.freedesktop.Notifications',member='Notify'",
+        ])
+        let monitor = try RunningProcess(command[0], Array(command.dropFirst()))
+        // dbus-monitor names itself on the bus once it monitors.
+        try await monitor.wait(for: "dbus-monitor to start") { $0.stdout.contains("NameAcquired") || $0.stdout.contains("NameLost") }
+        return monitor
+    }
+
     /// How many notifications dunst shows now.
     public func displayed() async throws -> Int {
         let result = try await dunstctl(["count", "displayed"])
