@@ -141,7 +141,7 @@ let package = Package(
         .executableTarget(
             name: "handoff-desktop",
             dependencies: [
-                "DesktopAgent", "HandoffDBus", "HandoffClient", "HandoffAPI",
+                "DesktopAgent", "HandoffDBus", "HandoffClient", "HandoffAPI", "HandoffSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

@@ -9,6 +9,9 @@ import Synchronization
 /// runs on it (`unownedExecutor`), so its saves keep their order and the actor needs no
 /// reentrancy across a save; other code hands it a closure with `run`. Between jobs the thread
 /// sleeps on a semaphore (a futex): no timer, no wakeups.
+///
+/// A program without an event loop (handoff-desktop) makes one of its own and runs all its tasks
+/// on it (`GlobalExecutorHook`), for the same reason handoffd runs them on NIO's loop.
 public final class DiskThread: SerialExecutor, Sendable {
     /// The process's one disk thread, started on first use.
     public static let shared = DiskThread(name: "handoff-disk")
@@ -27,7 +30,7 @@ public final class DiskThread: SerialExecutor, Sendable {
     private let queue = Mutex(Queue())
     private let wake = DispatchSemaphore(value: 0)
 
-    init(name: String) {
+    public init(name: String) {
         let started = BlockingThread.detach(name: name) { [self] in serve() }
         precondition(started, "cannot start the disk thread")
     }
