@@ -78,7 +78,7 @@ let package = Package(
         // The only importer of CHandoffSDBus: a session-bus connection on a thread of its own
         // (docs/architecture.md, "D-Bus"), for the desktop agent.
         .target(name: "HandoffDBus", dependencies: ["CHandoffSDBus", "HandoffSystem"], swiftSettings: strict),
-        // The session agent's work (docs/desktop.md): notifications and the D-Bus interface, on
+        // The session agent's work (docs/desktop.md): notifications of the other devices' activities, on
         // HandoffClient and HandoffDBus — no NIO, OpenSSL or dns_sd.
         .target(name: "DesktopAgent", dependencies: ["HandoffDBus", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem", logging], swiftSettings: strict),
 

@@ -4,6 +4,7 @@ import HandoffDBus
 import HandoffModel
 import HandoffSystem
 import Logging
+import Synchronization
 
 /// What `handoff-desktop` does in a graphical session (docs/desktop.md): it follows handoffd's
 /// events, shows what the other devices are doing as notifications (`NotificationPlanner`
@@ -28,6 +29,8 @@ package struct DesktopAgent: Sendable {
         /// What the other devices are doing may have changed: ask handoffd.
         case offersChanged
         case reply(NotificationServer.Reply)
+        /// The notification server changed hands (new owner; "" for none).
+        case serverChanged(String)
         case tick
         /// A continuation the user asked for failed.
         case failed(Offer, String)
@@ -44,6 +47,10 @@ package struct DesktopAgent: Sendable {
     package func run() async throws(DBusError) {
         let server = NotificationServer(bus: bus)
         let signals = try await server.signals()
+        let owners = try await server.ownerChanges()
+        // Who may speak for the notification server: its owner, read here and kept up to date by
+        // `drive`; what anyone else sends is dropped before it queues.
+        let owner = SharedName(await server.owner() ?? "")
         // Last: once the name is ours, the agent is ready (tests and scripts wait for it).
         try await bus.requestName(Self.busName)
         logger.info("ready", metadata: ["bus-name": "\(Self.busName)"])
@@ -57,8 +64,15 @@ package struct DesktopAgent: Sendable {
             }
             group.addTask { await followHandoffd(post) }
             group.addTask {
-                for await signal in signals {
+                for await signal in signals where signal.sender == owner.value {
                     if let reply = NotificationServer.reply(from: signal) { post.yield(.reply(reply)) }
+                }
+            }
+            group.addTask {
+                for await change in owners where change.sender == "org.freedesktop.DBus" {
+                    let new = change.arguments.dropFirst(2).first?.stringValue ?? ""
+                    owner.value = new
+                    post.yield(.serverChanged(new))
                 }
             }
             group.addTask { await alarm.run { post.yield(.tick) } }
@@ -123,6 +137,10 @@ package struct DesktopAgent: Sendable {
                     actions = planner.invoked(id: id)
                 case .reply(.closed(let id, let reason)):
                     planner.closed(id: id, byUser: reason == 1 || reason == 2)
+                case .serverChanged(let new):
+                    capabilities = nil
+                    logger.info("the notification server changed", metadata: ["running": "\(!new.isEmpty)"])
+                    actions = new.isEmpty ? [] : planner.serverChanged(now: now)
                 case .failed(let offer, let reason):
                     let known = await known(&capabilities, server)
                     let note = Note.failure(title: offer.activity.title, device: offer.peer.name, reason: reason, capabilities: known)
@@ -149,6 +167,8 @@ package struct DesktopAgent: Sendable {
             }
             continuations.cancelAll()
         }
+        // Stopping: nobody would answer a click on what we showed.
+        for id in planner.shownIDs { _ = try? await server.close(id) }
     }
 
     private func known(_ capabilities: inout Set<String>?, _ server: NotificationServer) async -> Set<String> {
@@ -167,5 +187,15 @@ package struct DesktopAgent: Sendable {
             logger.notice("a continuation from a notification failed", metadata: ["device": "\(offer.peer.name)", "error": "\(error)"])
             post.yield(.failed(offer, error.message))
         }
+    }
+}
+
+/// A name several tasks read and one sets.
+final class SharedName: Sendable {
+    private let name: Mutex<String>
+    init(_ name: String) { self.name = Mutex(name) }
+    var value: String {
+        get { name.withLock { $0 } }
+        set { name.withLock { $0 = newValue } }
     }
 }

@@ -33,7 +33,8 @@ package struct NotificationPlanner: Sendable {
     /// What waits for its device's spacing to pass.
     private var waiting: [DeviceID: Offer] = [:]
     private var lastShown: [DeviceID: Timestamp] = [:]
-    /// Activities the user dismissed or continued, per device.
+    /// The activity the user dismissed or continued, per device: not shown again while it is
+    /// that device's activity — also across the device being away for a while.
     private var settled: [DeviceID: UUID] = [:]
     private var latest: [DeviceID: Offer] = [:]
 
@@ -45,7 +46,7 @@ package struct NotificationPlanner: Sendable {
         for offer in offers where offer.notify && !(offer.activity.expirationDate.map { $0 <= now } ?? false) {
             latest[offer.peer.id] = offer
         }
-        for (device, activity) in settled where latest[device]?.activity.id != activity { settled[device] = nil }
+        for (device, activity) in settled where latest[device].map({ $0.activity.id != activity }) ?? false { settled[device] = nil }
         return reconcile(now: now)
     }
 
@@ -60,10 +61,23 @@ package struct NotificationPlanner: Sendable {
         showing[device]?.id = id
     }
 
-    /// The server could not show it: it is tried again at the next change or tick.
+    /// The server could not show it: it is tried again when the device's spacing ends.
     package mutating func notShown(device: DeviceID) {
         showing[device] = nil
+        if let offer = latest[device] { waiting[device] = offer }
     }
+
+    /// Another notification server took over (or the same one restarted): the ids we had mean
+    /// nothing now, so everything offered is shown anew.
+    package mutating func serverChanged(now: Timestamp) -> [Action] {
+        showing = [:]
+        waiting = [:]
+        lastShown = [:]
+        return reconcile(now: now)
+    }
+
+    /// The ids of what is shown (to close when the agent stops).
+    package var shownIDs: [UInt32] { showing.values.compactMap(\.id) }
 
     /// The user chose the notification (its action or its body).
     package mutating func invoked(id: UInt32) -> [Action] {
@@ -88,14 +102,19 @@ package struct NotificationPlanner: Sendable {
         return (spacings + expiries).min()
     }
 
+    /// Whether the device's offered activity is one the user dismissed or continued.
+    private func isSettled(_ device: DeviceID) -> Bool {
+        settled[device].map { $0 == latest[device]?.activity.id } ?? false
+    }
+
     private mutating func reconcile(now: Timestamp) -> [Action] {
         var actions: [Action] = []
-        for (device, entry) in showing where latest[device] == nil || settled[device] != nil {
+        for (device, entry) in showing where latest[device] == nil || isSettled(device) {
             showing[device] = nil
             if let id = entry.id { actions.append(.close(id)) }
         }
-        waiting = waiting.filter { latest[$0.key] != nil && settled[$0.key] == nil }
-        for (device, offer) in latest.sorted(by: { $0.key < $1.key }) where settled[device] == nil {
+        waiting = waiting.filter { latest[$0.key] != nil && !isSettled($0.key) }
+        for (device, offer) in latest.sorted(by: { $0.key < $1.key }) where !isSettled(device) {
             guard showing[device].map({ !Self.sameNotification($0.offer, offer) }) ?? true else {
                 waiting[device] = nil
                 continue

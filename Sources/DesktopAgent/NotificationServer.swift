@@ -29,9 +29,22 @@ package struct NotificationServer: Sendable {
     }
 
     /// The signals that say what the user does with notifications, from now on (`reply(from:)`
-    /// reads them).
+    /// reads them). Any client may send us such a signal (a unicast one passes every match): only
+    /// those whose sender is `owner()` count.
     package func signals() async throws(DBusError) -> AsyncStream<DBusSignal> {
         try await bus.signals(matching: "type='signal',sender='\(Self.name)',interface='\(Self.interface)',path='\(Self.path)'")
+    }
+
+    /// Who serves notifications now (a unique name), from the bus daemon; nil: nobody.
+    package func owner() async -> String? {
+        try? await bus.call(DBusMethodCall.busDaemon("GetNameOwner", [.string(Self.name)]), timeout: .seconds(5)).first?.stringValue
+    }
+
+    /// The bus daemon's word each time the server changes hands (arguments: name, old, new owner).
+    package func ownerChanges() async throws(DBusError) -> AsyncStream<DBusSignal> {
+        try await bus.signals(
+            matching: "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.name)'"
+        )
     }
 
     package static func reply(from signal: DBusSignal) -> Reply? {

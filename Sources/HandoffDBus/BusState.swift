@@ -49,7 +49,7 @@ final class BusState: @unchecked Sendable {
     }
 
     func startCall(_ call: DBusMethodCall, timeoutMicroseconds: UInt64, resume: @escaping (Result<[DBusValue], DBusError>) -> Void) {
-        defer { BusState.closeDescriptors(in: call.arguments) }
+        defer { DBusValue.closeDescriptors(in: call.arguments) }
         var message: OpaquePointer?
         let rc = call.destination.withCString { d in
             call.path.withCString { p in
@@ -71,7 +71,10 @@ final class BusState: @unchecked Sendable {
 
     private static let replyArrived: sd_bus_message_handler_t = { message, userdata, _ in
         let pending = Unmanaged<PendingCall>.fromOpaque(userdata!).takeUnretainedValue()
-        guard let message else { return 0 }
+        guard let message else {
+            pending.finish(.failure(DBusError(name: DBusError.failedName, message: "a reply without a message")))
+            return 0
+        }
         if sd_bus_message_is_method_error(message, nil) > 0 {
             pending.finish(.failure(BusState.error(of: message)))
         } else {
@@ -88,7 +91,7 @@ final class BusState: @unchecked Sendable {
     // MARK: signals
 
     func emit(_ signal: DBusSignal) {
-        defer { BusState.closeDescriptors(in: signal.arguments) }
+        defer { DBusValue.closeDescriptors(in: signal.arguments) }
         var message: OpaquePointer?
         let rc = signal.path.withCString { p in
             signal.interface.withCString { i in signal.member.withCString { m in sd_bus_message_new_signal(bus, &message, p, i, m) } }
@@ -103,7 +106,11 @@ final class BusState: @unchecked Sendable {
     }
 
     final class MatchHandler {
+        weak var state: BusState?
         let deliver: AsyncStream<DBusSignal>.Continuation
+        /// Signals carrying descriptors are dropped (their descriptors closed) unless allowed:
+        /// a descriptor nobody reads would stay open.
+        var allowDescriptors = false
         var installed: ((Result<UInt64, DBusError>) -> Void)?
         var slot: OpaquePointer?
         let key: UInt64
@@ -114,8 +121,12 @@ final class BusState: @unchecked Sendable {
         }
     }
 
-    func addMatch(_ rule: String, deliver: AsyncStream<DBusSignal>.Continuation, installed: @escaping (Result<UInt64, DBusError>) -> Void) {
+    func addMatch(
+        _ rule: String, allowDescriptors: Bool, deliver: AsyncStream<DBusSignal>.Continuation, installed: @escaping (Result<UInt64, DBusError>) -> Void
+    ) {
         let handler = MatchHandler(key: key(), deliver: deliver, installed: installed)
+        handler.state = self
+        handler.allowDescriptors = allowDescriptors
         var slot: OpaquePointer?
         let rc = rule.withCString {
             sd_bus_add_match_async(bus, &slot, $0, BusState.signalArrived, BusState.matchInstalled, Unmanaged.passUnretained(handler).toOpaque())
@@ -144,7 +155,7 @@ final class BusState: @unchecked Sendable {
         guard let installed = handler.installed else { return 0 }
         handler.installed = nil
         if let message, sd_bus_message_is_method_error(message, nil) > 0 {
-            handler.deliver.finish()
+            handler.state?.removeMatch(handler.key)
             installed(.failure(BusState.error(of: message)))
         } else {
             installed(.success(handler.key))
@@ -155,6 +166,10 @@ final class BusState: @unchecked Sendable {
     private static let signalArrived: sd_bus_message_handler_t = { message, userdata, _ in
         let handler = Unmanaged<MatchHandler>.fromOpaque(userdata!).takeUnretainedValue()
         guard let message, handler.slot != nil, let arguments = try? MessageCodec.read(message) else { return 0 }
+        guard handler.allowDescriptors || !DBusValue.holdDescriptors(arguments) else {
+            DBusValue.closeDescriptors(in: arguments)
+            return 0
+        }
         handler.deliver.yield(
             DBusSignal(
                 sender: text(sd_bus_message_get_sender(message)), path: text(sd_bus_message_get_path(message)),
@@ -222,13 +237,13 @@ final class BusState: @unchecked Sendable {
         )
         state.heldCalls[token] = sd_bus_message_ref(message)
         if case .enqueued = handler.deliver.yield(call) { return 1 }
-        BusState.closeDescriptors(in: arguments)
+        DBusValue.closeDescriptors(in: arguments)
         state.reply(token, .failure(DBusError(name: "org.freedesktop.DBus.Error.LimitsExceeded", message: "too many calls are waiting; try again")))
         return 1
     }
 
     func reply(_ token: UInt64, _ result: Result<[DBusValue], DBusError>) {
-        defer { if case .success(let values) = result { BusState.closeDescriptors(in: values) } }
+        defer { if case .success(let values) = result { DBusValue.closeDescriptors(in: values) } }
         guard let message = heldCalls.removeValue(forKey: token) else { return }
         replyNow(to: message, result)
         sd_bus_message_unref(message)
@@ -266,19 +281,6 @@ final class BusState: @unchecked Sendable {
         heldCalls.removeAll()
         sd_bus_flush_close_unref(bus)
         retired.removeAll()
-    }
-
-    /// Closes every descriptor in `values` (they were given to the connection, or are dropped).
-    static func closeDescriptors(in values: [DBusValue]) {
-        for value in values {
-            switch value {
-            case .unixFD(let fd): Glibc.close(fd)
-            case .array(_, let items), .structure(let items): closeDescriptors(in: items)
-            case .dictEntry(let k, let v): closeDescriptors(in: [k, v])
-            case .variant(let inner): closeDescriptors(in: [inner])
-            default: break
-            }
-        }
     }
 }
 

@@ -9,7 +9,7 @@ import Glibc
 /// A connection to a message bus (the session bus), driven by one thread of its own: sd-bus
 /// objects are not thread-safe, so every sd-bus call happens on that thread, and the async
 /// methods here hand it jobs and wait for their answers. The thread sleeps in poll(2) on the
-/// bus socket and a wake-up eventfd: no timers while nothing happens.
+/// bus socket and a wake-up pipe: no timers while nothing happens.
 ///
 /// The connection ends when `close()` is called or the bus goes away (the session ends); then
 /// every waiting call fails with `DBusError.disconnectedName`, every signal and incoming-call
@@ -62,7 +62,7 @@ public final class DBusConnection: Sendable {
         let result = await withCheckedContinuation { (done: CheckedContinuation<Result<[DBusValue], DBusError>, Never>) in
             loop.submit { state in
                 guard let state else {
-                    BusState.closeDescriptors(in: call.arguments)
+                    DBusValue.closeDescriptors(in: call.arguments)
                     return done.resume(returning: .failure(.disconnected))
                 }
                 state.startCall(call, timeoutMicroseconds: usec) { done.resume(returning: $0) }
@@ -74,7 +74,7 @@ public final class DBusConnection: Sendable {
     /// Sends a signal (without waiting: it is queued in order with everything else we send).
     public func emit(_ signal: DBusSignal) {
         loop.submit { state in
-            guard let state else { return BusState.closeDescriptors(in: signal.arguments) }
+            guard let state else { return DBusValue.closeDescriptors(in: signal.arguments) }
             state.emit(signal)
         }
     }
@@ -106,13 +106,14 @@ public final class DBusConnection: Sendable {
 
     /// Signals matching `rule` (a D-Bus match rule: `type='signal',interface='…',member='…'`),
     /// from the moment this returns (the bus daemon has the rule) until the stream is dropped.
-    /// At most `buffer` undelivered signals are kept (the newest).
-    public func signals(matching rule: String, buffer: Int = 1024) async throws(DBusError) -> AsyncStream<DBusSignal> {
+    /// At most `buffer` undelivered signals are kept (the newest). Signals that carry descriptors
+    /// are dropped unless `allowDescriptors` (then the stream's reader must close them).
+    public func signals(matching rule: String, buffer: Int = 1024, allowDescriptors: Bool = false) async throws(DBusError) -> AsyncStream<DBusSignal> {
         let (stream, continuation) = AsyncStream.makeStream(of: DBusSignal.self, bufferingPolicy: .bufferingNewest(buffer))
         let installed = await withCheckedContinuation { (done: CheckedContinuation<Result<UInt64, DBusError>, Never>) in
             loop.submit { state in
                 guard let state else { return done.resume(returning: .failure(.disconnected)) }
-                state.addMatch(rule, deliver: continuation) { done.resume(returning: $0) }
+                state.addMatch(rule, allowDescriptors: allowDescriptors, deliver: continuation) { done.resume(returning: $0) }
             }
         }
         let key = try installed.get()
@@ -139,7 +140,7 @@ public final class DBusConnection: Sendable {
     /// Answers an incoming call.
     public func reply(to call: DBusIncomingCall, _ values: [DBusValue] = []) {
         loop.submit { state in
-            guard let state else { return BusState.closeDescriptors(in: values) }
+            guard let state else { return DBusValue.closeDescriptors(in: values) }
             state.reply(call.token, .success(values))
         }
     }
@@ -195,8 +196,7 @@ final class BusLoop: Sendable {
         let state = BusState(bus: bus)
         let started = BlockingThread.detach(name: "handoff-dbus") { [self] in run(state) }
         guard started else {
-            Glibc.close(wakeRead)
-            Glibc.close(wakeWrite)
+            // deinit closes the pipe.
             throw DBusError(name: DBusError.failedName, message: "cannot start the bus thread (at the thread limit)")
         }
     }
@@ -260,9 +260,13 @@ final class BusLoop: Sendable {
             for job in jobs { job(state) }
             if closing { break }
             var lost = false
-            while true {
+            var more = false
+            // At most a batch of incoming messages between looks at the jobs: a client that
+            // floods the bus does not hold back what we send.
+            for _ in 0..<64 {
                 let rc = sd_bus_process(bus, nil)
                 if rc < 0 { lost = true }
+                more = rc > 0
                 if rc <= 0 { break }
             }
             if lost || sd_bus_is_open(bus) <= 0 { break }
@@ -272,7 +276,8 @@ final class BusLoop: Sendable {
                 pollfd(fd: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: sd_bus_get_events(bus)), revents: 0),
                 pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
             ]
-            _ = SystemCall.retrying { poll(&fds, 2, Self.pollTimeout(bus)) }
+            // sd-bus may hold messages it already read: then only look, do not sleep.
+            _ = SystemCall.retrying { poll(&fds, 2, more ? 0 : Self.pollTimeout(bus)) }
         }
         let (late, waiters) = queue.withLock { q in
             q.ended = true

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One D-Bus value, typed as on the wire (the D-Bus specification's type system): what method
 /// calls, replies and signals carry. Containers keep their element signature so that an empty
 /// array still has a type.
@@ -48,6 +52,33 @@ public indirect enum DBusValue: Sendable, Equatable {
         case .structure(let fields): "(" + fields.map(\.signature).joined() + ")"
         case .dictEntry(let key, let value): "{" + key.signature + value.signature + "}"
         case .variant: "v"
+        }
+    }
+
+    /// Closes every descriptor in `values`: for values given to the connection, or received and
+    /// not wanted.
+    public static func closeDescriptors(in values: [DBusValue]) {
+        for value in values {
+            switch value {
+            case .unixFD(let fd): _ = close(fd)
+            case .array(_, let items), .structure(let items): closeDescriptors(in: items)
+            case .dictEntry(let k, let v): closeDescriptors(in: [k, v])
+            case .variant(let inner): closeDescriptors(in: [inner])
+            default: break
+            }
+        }
+    }
+
+    /// Whether any descriptor is in `values`.
+    static func holdDescriptors(_ values: [DBusValue]) -> Bool {
+        values.contains { value in
+            switch value {
+            case .unixFD: true
+            case .array(_, let items), .structure(let items): holdDescriptors(items)
+            case .dictEntry(let k, let v): holdDescriptors([k, v])
+            case .variant(let inner): holdDescriptors([inner])
+            default: false
+            }
         }
     }
 

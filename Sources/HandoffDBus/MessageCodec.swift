@@ -69,15 +69,22 @@ enum MessageCodec {
         return try readSequence(message)
     }
 
+    /// The values up to the end of the current container; on a failure, the descriptors already
+    /// taken are closed again.
     private static func readSequence(_ m: OpaquePointer) throws(DBusError) -> [DBusValue] {
         var values: [DBusValue] = []
-        while true {
-            var type: CChar = 0
-            var contents: UnsafePointer<CChar>?
-            let rc = sd_bus_message_peek_type(m, &type, &contents)
-            try check(rc, "read a message")
-            if rc == 0 { return values }
-            values.append(try readOne(m, type: UInt8(bitPattern: type), contents: contents.map { String(cString: $0) } ?? ""))
+        do throws(DBusError) {
+            while true {
+                var type: CChar = 0
+                var contents: UnsafePointer<CChar>?
+                let rc = sd_bus_message_peek_type(m, &type, &contents)
+                try check(rc, "read a message")
+                if rc == 0 { return values }
+                values.append(try readOne(m, type: UInt8(bitPattern: type), contents: contents.map { String(cString: $0) } ?? ""))
+            }
+        } catch {
+            DBusValue.closeDescriptors(in: values)
+            throw error
         }
     }
 
@@ -123,13 +130,17 @@ enum MessageCodec {
         case UInt8(ascii: "e"):
             return try inside { () throws(DBusError) in
                 let pair = try readSequence(m)
-                guard pair.count == 2 else { throw DBusError(name: DBusError.invalidArgsName, message: "a dictionary entry without two values") }
+                guard pair.count == 2 else {
+                    DBusValue.closeDescriptors(in: pair)
+                    throw DBusError(name: DBusError.invalidArgsName, message: "a dictionary entry without two values") }
                 return .dictEntry(pair[0], pair[1])
             }
         case UInt8(ascii: "v"):
             return try inside { () throws(DBusError) in
                 let inner = try readSequence(m)
-                guard inner.count == 1 else { throw DBusError(name: DBusError.invalidArgsName, message: "a variant without one value") }
+                guard inner.count == 1 else {
+                    DBusValue.closeDescriptors(in: inner)
+                    throw DBusError(name: DBusError.invalidArgsName, message: "a variant without one value") }
                 return .variant(inner[0])
             }
         default:

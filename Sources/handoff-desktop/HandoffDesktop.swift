@@ -32,6 +32,9 @@ struct HandoffDesktop: AsyncParsableCommand {
         discussion: "Runs in your graphical session, next to handoffd (docs/desktop.md)."
     )
 
+    /// The exit status when another agent has the session.
+    static let alreadyRunning: Int32 = 3
+
     @Option(name: .long, help: "handoffd's socket (default: $XDG_RUNTIME_DIR/handoff/handoffd.sock).")
     var socket: String?
 
@@ -83,7 +86,9 @@ struct HandoffDesktop: AsyncParsableCommand {
         connection.close()
         if let outcome {
             if outcome.name == DBusError.addressInUseName {
-                throw Failure("handoff-desktop already runs in this session (\(DesktopAgent.busName) is taken)")
+                // Its own status: the unit does not restart for it (RestartPreventExitStatus).
+                FileHandle.standardError.write(Data("Error: handoff-desktop already runs in this session (\(DesktopAgent.busName) is taken)\n".utf8))
+                throw ExitCode(HandoffDesktop.alreadyRunning)
             }
             throw Failure("cannot start: \(outcome.message)")
         }

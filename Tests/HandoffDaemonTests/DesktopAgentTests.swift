@@ -55,11 +55,26 @@ import Testing
         try await Self.withAgent(b, session) {
             try await session.waitUntilDisplayed(1)
             // What the server was asked to show: the app's name and icon, and a Continue action.
-            let asked = monitor.stdout
-            for expected in ["string \"Continue “Item 7” from desk\"", "string \"Opens in Example Viewer\"", "string \"image-x-generic\"", "string \"continue\""] {
-                #expect(asked.contains(expected), "\(expected) not in \(asked)")
-            }
+            let expected = ["string \"Continue “Item 7” from desk\"", "string \"Opens in Example Viewer\"", "string \"image-x-generic\"", "string \"continue\""]
+            try await monitor.wait(for: "the Notify call's arguments") { m in expected.allSatisfy { m.stdout.contains($0) } }
             try await session.screenshot(to: DesktopSession.outputPath("DesktopAgentTests/notification.png"))
+
+            // Another client of the session cannot click for the user: a forged ActionInvoked
+            // (unicast to the agent, so no match rule stops it) changes nothing.
+            let forger = try DBusConnection.connect(address: session.bus.address)
+            defer { forger.close() }
+            let agentName = try #require(try await forger.call(DBusMethodCall.busDaemon("GetNameOwner", [.string(DesktopAgent.busName)])).first?.stringValue)
+            for id in UInt32(0)...UInt32(8) {
+                forger.emit(
+                    DBusSignal(
+                        destination: agentName, path: "/org/freedesktop/Notifications", interface: "org.freedesktop.Notifications", member: "ActionInvoked",
+                        arguments: [.uint32(id), .string("default")]
+                    )
+                )
+            }
+            _ = try await forger.call(DBusMethodCall.busDaemon("GetId", []))  // the signals went out before this answer
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await session.displayed() == 1, "a forged click closed the notification")
 
             // A click on the notification continues exactly that activity into the running app.
             let client = b.client

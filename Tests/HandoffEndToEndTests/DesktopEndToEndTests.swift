@@ -33,7 +33,7 @@ import Testing
             ["exec", rig.name, "bravo"]
                 + rig.user.command([try rig.user.product("handoff-desktop")], environment: session.environment(rig.environment("bravo")))
         )
-        try await agent.wait(for: "handoff-desktop to be ready") { $0.stderr.contains("ready") }
+        try await agent.wait(for: "handoff-desktop to be ready") { $0.stderr.contains("] ready") }
 
         // The viewer is installed on bravo: its .desktop file names it in the notification.
         try rig.write(
@@ -49,9 +49,8 @@ import Testing
         deskViewer.send("open 7")
         try await session.waitUntilDisplayed(1)
         try await session.screenshot(to: DesktopSession.outputPath("DesktopEndToEndTests/notification.png"))
-        for expected in ["string \"Continue “Item 7” from desk\"", "string \"Opens in Example Viewer\"", "string \"image-x-generic\""] {
-            #expect(notifyCalls.stdout.contains(expected), "\(expected) not in \(notifyCalls.stdout)")
-        }
+        let expected = ["string \"Continue “Item 7” from desk\"", "string \"Opens in Example Viewer\"", "string \"image-x-generic\""]
+        try await notifyCalls.wait(for: "the Notify call's arguments") { m in expected.allSatisfy { m.stdout.contains($0) } }
         let clicked = try await session.dunstctl(["action", "0"])
         #expect(clicked.status == 0, "\(clicked)")
         try await laptopViewer.expect("item 7 continued in new window w7")

@@ -21,14 +21,11 @@ public final class DesktopSession: @unchecked Sendable {
     public init(directory: String, base: [String: String] = ProcessInfo.processInfo.environment, wrap: @escaping ([String]) throws -> [String] = { $0 }) async throws {
         self.directory = directory
         self.wrap = wrap
-        // A display number nobody uses (no lock file); Xvfb refuses one taken meanwhile.
-        var number = Int.random(in: 100..<900)
-        while FileManager.default.fileExists(atPath: "/tmp/.X\(number)-lock") { number = Int.random(in: 100..<900) }
-        display = ":\(number)"
-        let x = try wrap(["/usr/bin/Xvfb", display, "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
+        // Xvfb picks a free display itself and says which on stdout (-displayfd 1) once it serves.
+        let x = try wrap(["/usr/bin/Xvfb", "-displayfd", "1", "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
         xvfb = try RunningProcess(x[0], Array(x.dropFirst()))
-        let socket = "/tmp/.X11-unix/X\(number)"
-        try await xvfb.wait(seconds: 20, for: "Xvfb on \(display)") { _ in FileManager.default.fileExists(atPath: socket) }
+        try await xvfb.wait(seconds: 20, for: "Xvfb to name its display") { $0.stdout.hasSuffix("\n") }
+        display = ":" + xvfb.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         bus = try await SessionBus(directory: directory, wrap: wrap)
         let env = base.merging(["DISPLAY": display, "DBUS_SESSION_BUS_ADDRESS": bus.address]) { _, new in new }
         let d = try wrap(["/usr/bin/env", "-i"] + env.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } + ["/usr/bin/dunst"])
