@@ -5,6 +5,7 @@ runs as an unprivileged user made for the run (as users run them). Everything is
 BINDIR=<dir> benchmarks the handoffd and handoffctl in that directory instead of building this
 checkout (e.g. an older commit's release build, for a before/after table)."""
 import json
+import socket
 import os
 import signal
 import statistics
@@ -34,6 +35,24 @@ def percentile(values, p):
     k = (len(values) - 1) * p / 100
     lo, hi = int(k), min(int(k) + 1, len(values) - 1)
     return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def local_api(socket_path, method, path, body):
+    """One HTTP request with a JSON body on a handoffd's local-API Unix socket (no CLI start is
+    counted); returns the status."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(socket_path)
+    data = json.dumps(body).encode()
+    s.sendall(b"%s %s HTTP/1.1\r\nHost: handoffd\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+              % (method.encode(), path.encode(), len(data), data))
+    answer = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        answer += chunk
+    s.close()
+    return int(answer.split(b" ", 2)[1])
 
 
 class Pair:
