@@ -27,7 +27,8 @@ import Testing
         _ = try await b.client.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop"))
         _ = try await updates.next()
         let put = try await a.client.becomeCurrent(PutCurrentActivityRequest(content: content))
-        try await PeerDiscoveryTests.waitForPeers(b, "A's activity") { $0.peers.first?.activity?.id == put.activity.id }
+        // Reachable too: the advert can bring the activity before the session is up.
+        try await PeerDiscoveryTests.waitForPeers(b, "A's activity") { $0.peers.first.map { $0.reachable && $0.activity?.id == put.activity.id } == true }
         return (a, b, put.activity)
     }
 

@@ -293,7 +293,8 @@ import DaemonCore
                     }
                     let took = ContinuousClock.now - started
                     #expect(outcome?.hasPrefix("closed") == true, "\(name): closed without an answer, not \(outcome ?? "?")")
-                    #expect(took < .seconds(13), "\(name) closed after \(took)")
+                    // Generous: CI runs this next to other suites on two cores.
+                    #expect(took < .seconds(20), "\(name) closed after \(took)")
                 }
             }
         }
