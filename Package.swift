@@ -78,9 +78,14 @@ let package = Package(
         // The only importer of CHandoffSDBus: a session-bus connection on a thread of its own
         // (docs/architecture.md, "D-Bus"), for the desktop agent.
         .target(name: "HandoffDBus", dependencies: ["CHandoffSDBus", "HandoffSystem"], swiftSettings: strict),
-        // The session agent's work (docs/desktop.md): notifications of the other devices' activities, on
+        // The session agent's work (docs/desktop.md, docs/dbus.md): notifications of the other devices' activities and
+        // the D-Bus interface for apps, on
         // HandoffClient and HandoffDBus — no NIO, OpenSSL or dns_sd.
-        .target(name: "DesktopAgent", dependencies: ["HandoffDBus", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem", logging], swiftSettings: strict),
+        // Its D-Bus interfaces' introspection XML is served as it is in the repository.
+        .target(
+            name: "DesktopAgent", dependencies: ["HandoffDBus", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem", logging],
+            resources: [.embedInCode("Interfaces/org.handoff.Desktop1.xml"), .embedInCode("Interfaces/org.handoff.Receiver1.xml")], swiftSettings: strict
+        ),
 
         // The daemon, as feature modules that only look down (docs/architecture.md), each
         // depending on the ones below it in `daemonLine`.

@@ -10,7 +10,8 @@ import Synchronization
 /// events, shows what the other devices are doing as notifications (`NotificationPlanner`
 /// decides, this carries it out), and continues the activity whose notification the user
 /// chooses. It runs until the session bus goes away or its task is cancelled; handoffd may come
-/// and go meanwhile (it reconnects, and meanwhile the notifications stay as they were).
+/// and go meanwhile (it reconnects, and meanwhile the notifications stay as they were). It also
+/// serves apps in any language over D-Bus (`DesktopInterface`, docs/dbus.md).
 package struct DesktopAgent: Sendable {
     let bus: DBusConnection
     let client: HandoffClient
@@ -51,6 +52,8 @@ package struct DesktopAgent: Sendable {
         // Who may speak for the notification server: its owner, read here and kept up to date by
         // `drive`; what anyone else sends is dropped before it queues.
         let owner = SharedName(await server.owner() ?? "")
+        let interface = DesktopInterface(bus: bus, client: client, logger: logger)
+        let listening = try await interface.listen()
         // Last: once the name is ours, the agent is ready (tests and scripts wait for it).
         try await bus.requestName(Self.busName)
         logger.info("ready", metadata: ["bus-name": "\(Self.busName)"])
@@ -76,6 +79,7 @@ package struct DesktopAgent: Sendable {
                 }
             }
             group.addTask { await alarm.run { post.yield(.tick) } }
+            group.addTask { await interface.serve(listening) }
             await drive(inbox, server: server, alarm: alarm, post: post)
             group.cancelAll()
         }

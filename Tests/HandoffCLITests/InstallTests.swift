@@ -65,6 +65,8 @@ import Testing
                 "/usr/lib/systemd/user/handoffd.service",
                 "/usr/share/applications/handoff-desktop.desktop",
                 "/usr/share/bash-completion/completions/handoffctl",
+                "/usr/share/dbus-1/interfaces/org.handoff.Desktop1.xml",
+                "/usr/share/dbus-1/interfaces/org.handoff.Receiver1.xml",
                 "/usr/share/doc/handoff/handoffd.toml",
                 "/usr/share/fish/vendor_completions.d/handoffctl.fish",
                 "/usr/share/man/man1/handoffctl.1",

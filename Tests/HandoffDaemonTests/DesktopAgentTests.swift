@@ -18,12 +18,17 @@ import Testing
 
     /// The agent for `daemon` in `session`, while `body` runs.
     static func withAgent(_ daemon: TestDaemon, _ session: DesktopSession, _ body: () async throws -> Void) async throws {
-        let bus = try DBusConnection.connect(address: session.bus.address)
-        let agent = DesktopAgent(bus: bus, client: daemon.client, session: session.environment(), logger: TestLogger.make("handoff-desktop"))
+        try await withAgent(daemon, bus: session.bus, environment: session.environment(), body)
+    }
+
+    /// The agent for `daemon` on `sessionBus`, while `body` runs.
+    static func withAgent(_ daemon: TestDaemon, bus sessionBus: SessionBus, environment: [String: String] = [:], _ body: () async throws -> Void) async throws {
+        let bus = try DBusConnection.connect(address: sessionBus.address)
+        let agent = DesktopAgent(bus: bus, client: daemon.client, session: environment, logger: TestLogger.make("handoff-desktop"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await agent.run() }
             // Ready once its name is on the bus.
-            let watcher = try DBusConnection.connect(address: session.bus.address)
+            let watcher = try DBusConnection.connect(address: sessionBus.address)
             defer { watcher.close() }
             let deadline = ContinuousClock.now + .seconds(10)
             while try await watcher.call(DBusMethodCall.busDaemon("NameHasOwner", [.string(DesktopAgent.busName)])) != [.bool(true)] {

@@ -1,0 +1,291 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import HandoffClient
+import HandoffDBus
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `org.handoff.Desktop1` at `/org/handoff/Desktop` (docs/dbus.md; the introspection XML is
+/// `Interfaces/org.handoff.Desktop1.xml`, served as it is): the local API and HandoffKit for apps
+/// in any language. Every call is checked first: the caller must be this user (the bus daemon
+/// says who it is), call a method that exists, with the arguments it takes. Window calls go to
+/// the caller's registration (`BusApp`), in order; the others are answered as they complete.
+package struct DesktopInterface: Sendable {
+    let bus: DBusConnection
+    let client: HandoffClient
+    let logger: Logger
+
+    package init(bus: DBusConnection, client: HandoffClient, logger: Logger) {
+        self.bus = bus
+        self.client = client
+        self.logger = logger
+    }
+
+    package static let path = "/org/handoff/Desktop"
+    package static let interface = "org.handoff.Desktop1"
+    package static var introspection: String { String(decoding: PackageResources.org_handoff_Desktop1_xml, as: UTF8.self) }
+
+    /// Each method and the arguments it takes (D-Bus signatures).
+    static let signatures: [String: String] = [
+        "Register": "saso", "Unregister": "", "BecomeCurrent": "sa{sv}", "Update": "sa{sv}", "Resign": "s", "Invalidate": "s", "Focus": "s",
+        "CloseWindow": "s", "SaveRestoration": "sa{sv}", "RemoveRestoration": "s", "Continue": "s", "OpenStream": "s", "TakeStream": "s",
+    ]
+    /// Registered apps at once (each holds a local-API connection to handoffd).
+    static let maximumApps = 64
+    /// Window calls of one app waiting their turn.
+    static let maximumQueued = 64
+    /// Continue, OpenStream and TakeStream under way at once (each waits on the network).
+    static let maximumRequests = 16
+
+    /// The exported object's calls, and the connections that end (which end their registrations).
+    package struct Listening: Sendable {
+        let calls: AsyncStream<DBusIncomingCall>
+        let gone: AsyncStream<DBusSignal>
+    }
+
+    /// Exports the object: before the agent takes its name, so that once the name is there, so is
+    /// the interface.
+    package func listen() async throws(DBusError) -> Listening {
+        // Only names that went (new owner empty); unique names start with ':'.
+        let gone = try await bus.signals(
+            matching: "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''"
+        )
+        let calls = try await bus.export(path: Self.path, introspection: Self.introspection)
+        return Listening(calls: calls, gone: gone)
+    }
+
+    /// Answers calls until the bus goes away or the task is cancelled.
+    package func serve(_ listening: Listening) async {
+        let apps = Registrations()
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await change in listening.gone where change.sender == "org.freedesktop.DBus" {
+                    if let name = change.arguments.first?.stringValue, name.hasPrefix(":") { apps.remove(name)?.yield(.end) }
+                }
+            }
+            for await call in listening.calls {
+                // None of these methods takes a descriptor: one sent anyway is not kept open.
+                DBusValue.closeDescriptors(in: call.arguments)
+                do throws(DBusError) {
+                    try await check(call)
+                } catch {
+                    bus.reply(to: call, error: error)
+                    continue
+                }
+                switch call.member {
+                case "Register":
+                    register(call, apps: apps, group: &group)
+                case "Unregister":
+                    guard let inbox = apps.remove(call.sender) else {
+                        bus.reply(to: call, error: Self.notRegistered)
+                        continue
+                    }
+                    inbox.yield(.end)
+                    bus.reply(to: call)
+                case "Continue", "OpenStream", "TakeStream":
+                    guard apps.startRequest() else {
+                        bus.reply(to: call, error: Self.error("limits_exceeded", "handoff-desktop has \(Self.maximumRequests) requests under way; try again"))
+                        continue
+                    }
+                    group.addTask {
+                        await request(call)
+                        apps.requestEnded()
+                    }
+                default:
+                    switch apps.submit(call) {
+                    case .queued: break
+                    case .notRegistered: bus.reply(to: call, error: Self.notRegistered)
+                    case .busy: bus.reply(to: call, error: Self.error("limits_exceeded", "\(Self.maximumQueued) calls of this app are waiting; try again"))
+                    }
+                }
+            }
+            apps.endAll()
+            group.cancelAll()
+        }
+    }
+
+    /// This user's, a method of ours, the arguments it takes.
+    private func check(_ call: DBusIncomingCall) async throws(DBusError) {
+        guard (try? await bus.unixUser(of: call.sender)) == getuid() else {
+            throw DBusError(name: DBusError.accessDeniedName, message: "handoff-desktop answers its own user only")
+        }
+        guard call.interface.isEmpty || call.interface == Self.interface, let expected = Self.signatures[call.member] else {
+            throw DBusError(name: DBusError.unknownMethodName, message: "\(Self.path) has no method \(call.interface).\(call.member) (see its introspection)")
+        }
+        let given = call.arguments.map(\.signature).joined()
+        guard given == expected else {
+            throw DBusError(name: DBusError.invalidArgsName, message: "\(call.member) takes (\(expected)), not (\(given))")
+        }
+    }
+
+    private func register(_ call: DBusIncomingCall, apps: Registrations, group: inout DiscardingTaskGroup) {
+        let app = BusApp(
+            bus: bus, client: client, sender: call.sender,
+            registration: AppRegistration(appID: call.arguments[0].stringValue ?? "", continues: call.arguments[1].arrayItems?.compactMap(\.stringValue) ?? []),
+            receiver: call.arguments[2].stringValue ?? "/", logger: logger
+        )
+        let (inbox, post) = AsyncStream.makeStream(of: BusApp.Input.self)
+        guard let key = apps.add(call.sender, post) else {
+            let why =
+                apps.has(call.sender)
+                ? Self.error("already_registered", "this connection registered an app already; Unregister first, or use another connection")
+                : Self.error("limits_exceeded", "\(Self.maximumApps) apps are registered; try again once one quits")
+            bus.reply(to: call, error: why)
+            return
+        }
+        group.addTask {
+            // The caller may have gone before its registration was there to end.
+            let present = try? await bus.call(DBusMethodCall.busDaemon("NameHasOwner", [.string(call.sender)]), timeout: .seconds(5)).first?.boolValue
+            if present == true {
+                await app.run(answering: call, inbox: inbox, post: post) { apps.handled(call.sender) }
+            }
+            apps.remove(call.sender, key: key)
+        }
+    }
+
+    /// Continue, OpenStream, TakeStream: one local-API request each.
+    private func request(_ call: DBusIncomingCall) async {
+        let argument = call.arguments[0].stringValue ?? ""
+        do throws(DBusError) {
+            switch call.member {
+            case "Continue":
+                let response = try await relayed { () async throws(HandoffClientError) in try await client.continueActivity(ContinueRequest(peer: argument)) }
+                bus.reply(to: call, [.string(response.continuationID.lowercasedString), ActivityDictionary.dictionary(response.activity), .string(response.peerName)])
+            default:
+                guard let id = UUID(uuidString: argument) else { throw DBusError(name: DBusError.invalidArgsName, message: "\(argument) is not an id (a UUID)") }
+                let pipe = try await relayed { () async throws(HandoffClientError) in
+                    call.member == "OpenStream" ? try await client.openStream(continuationID: id) : try await client.takeStream(id)
+                }
+                // The reply closes its copy once sent; the pipe closes its own.
+                let copy = dup(pipe.fileDescriptor)
+                guard copy >= 0 else { throw DBusError(name: DBusError.failedName, message: "cannot pass the stream: out of descriptors") }
+                bus.reply(to: call, [.unixFD(copy)])
+            }
+        } catch {
+            bus.reply(to: call, error: error)
+        }
+    }
+
+    private func relayed<T>(_ body: () async throws(HandoffClientError) -> T) async throws(DBusError) -> T {
+        do throws(HandoffClientError) {
+            return try await body()
+        } catch {
+            throw Self.dbusError(error)
+        }
+    }
+
+    // MARK: Arguments and errors
+
+    /// A window call's window (its first argument).
+    static func window(of call: DBusIncomingCall) throws(DBusError) -> String {
+        guard let window = call.arguments.first?.stringValue, !window.isEmpty else {
+            throw DBusError(name: DBusError.invalidArgsName, message: "a window is a non-empty string the app chooses, e.g. \"main\"")
+        }
+        return window
+    }
+
+    /// The one place handoffd's errors become D-Bus errors: `org.handoff.Error.` + the local
+    /// API's code (docs/local-api.md), or what kept handoff-desktop from asking.
+    static func dbusError(_ error: HandoffClientError) -> DBusError {
+        let code: String =
+            switch error.code {
+            case .api(let code): code.rawValue
+            case .daemonNotRunning: "handoffd_not_running"
+            case .permissionDenied: "permission_denied"
+            case .protocolError: "protocol_error"
+            case .timeout: "timeout"
+            }
+        return Self.error(code, error.message)
+    }
+
+    static func error(_ code: String, _ message: String) -> DBusError {
+        DBusError(name: "org.handoff.Error." + code, message: message)
+    }
+
+    static let notRegistered = error("not_registered", "this connection has no app registered; call Register first")
+}
+
+/// The registered apps, by their unique bus names: what the call loop, the name watcher and the
+/// apps' own tasks share.
+final class Registrations: Sendable {
+    private struct Entry {
+        let key: UInt64
+        let inbox: AsyncStream<BusApp.Input>.Continuation
+        var queued = 0
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var nextKey: UInt64 = 0
+        var requests = 0
+    }
+
+    private let state = Mutex(State())
+
+    enum Submitted { case queued, notRegistered, busy }
+
+    /// Nil when `sender` has one already or there are too many.
+    func add(_ sender: String, _ inbox: AsyncStream<BusApp.Input>.Continuation) -> UInt64? {
+        state.withLock { s in
+            guard s.entries[sender] == nil, s.entries.count < DesktopInterface.maximumApps else { return nil }
+            s.nextKey += 1
+            s.entries[sender] = Entry(key: s.nextKey, inbox: inbox)
+            return s.nextKey
+        }
+    }
+
+    func has(_ sender: String) -> Bool { state.withLock { $0.entries[sender] != nil } }
+
+    func remove(_ sender: String) -> AsyncStream<BusApp.Input>.Continuation? {
+        state.withLock { $0.entries.removeValue(forKey: sender)?.inbox }
+    }
+
+    /// Only the registration `key` (a new one of the same connection stays).
+    func remove(_ sender: String, key: UInt64) {
+        state.withLock { s in
+            if s.entries[sender]?.key == key { s.entries[sender] = nil }
+        }
+    }
+
+    func submit(_ call: DBusIncomingCall) -> Submitted {
+        state.withLock { s in
+            guard let entry = s.entries[call.sender] else { return .notRegistered }
+            guard entry.queued < DesktopInterface.maximumQueued else { return .busy }
+            s.entries[call.sender]?.queued += 1
+            entry.inbox.yield(.call(call))
+            return .queued
+        }
+    }
+
+    func handled(_ sender: String) {
+        state.withLock { s in
+            if let queued = s.entries[sender]?.queued, queued > 0 { s.entries[sender]?.queued = queued - 1 }
+        }
+    }
+
+    func startRequest() -> Bool {
+        state.withLock { s in
+            guard s.requests < DesktopInterface.maximumRequests else { return false }
+            s.requests += 1
+            return true
+        }
+    }
+
+    func requestEnded() { state.withLock { $0.requests -= 1 } }
+
+    func endAll() {
+        let inboxes = state.withLock { s in
+            defer { s.entries.removeAll() }
+            return s.entries.values.map(\.inbox)
+        }
+        for inbox in inboxes { inbox.yield(.end) }
+    }
+}

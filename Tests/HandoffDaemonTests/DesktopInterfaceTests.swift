@@ -1,0 +1,229 @@
+import DesktopAgent
+import Foundation
+import HandoffAPI
+import HandoffClient
+import HandoffDBus
+import HandoffModel
+import HandoffTestSupport
+import Testing
+
+/// `org.handoff.Desktop1` (docs/dbus.md) served by the agent in this process, to apps that are
+/// D-Bus connections of this test, on real session buses (one per device), with two daemons in
+/// this process. `DBusExampleEndToEndTests` runs the Python example the same way as the test user
+/// on two simulated hosts.
+@Suite(.timeLimit(.minutes(3))) struct DesktopInterfaceTests {
+    static let type = "org.example.notes.edit"
+
+    /// An app's calls, as any language makes them.
+    struct App {
+        let bus: DBusConnection
+
+        func call(_ member: String, _ arguments: [DBusValue] = []) async throws(DBusError) -> [DBusValue] {
+            try await bus.call(
+                DBusMethodCall(destination: DesktopAgent.busName, path: DesktopInterface.path, interface: DesktopInterface.interface, member: member, arguments: arguments),
+                timeout: .seconds(20)
+            )
+        }
+
+        /// The call fails with `name`; returns its message.
+        @discardableResult
+        func refused(_ name: String, _ member: String, _ arguments: [DBusValue] = [], sourceLocation: SourceLocation = #_sourceLocation) async -> String {
+            do {
+                let answer = try await call(member, arguments)
+                Issue.record("\(member) answered \(answer), not \(name)", sourceLocation: sourceLocation)
+            } catch {
+                #expect(error.name == name, "\(member): \(error)", sourceLocation: sourceLocation)
+                return error.message
+            }
+            return ""
+        }
+    }
+
+    static func note(_ title: String, needsSave: Bool = false) -> DBusValue {
+        .vardict([
+            "type": .string(type), "title": .string(title), "userInfo": .vardict(["page": .int32(3)]), "supportsContinuationStreams": .bool(true),
+            "needsSave": .bool(needsSave),
+        ])
+    }
+
+    static func register(_ app: App, continues: [String] = [], receiver: String = "/") async throws -> [DBusValue] {
+        try await app.call("Register", [.string("org.example.Notes"), .strings(continues), .objectPath(receiver)])
+    }
+
+    static func readAll(_ fd: Int32) async throws -> [UInt8] {
+        try await onOwnThread {
+            var all: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0 { throw TestFailure("read: \(errno)") }
+                if n == 0 { return all }
+                all += buffer[0..<n]
+            }
+        }
+    }
+
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { return }
+            offset += n
+        }
+    }
+
+    @Test func anAppInAnyLanguageOriginatesReceivesAndStreams() async throws {
+        let directory = try TempDirectory.make(prefix: "handoff-dbus")
+        defer { TempDirectory.remove(directory) }
+        for host in ["a", "b"] { try FileManager.default.createDirectory(atPath: directory + "/" + host, withIntermediateDirectories: true) }
+        let busA = try await SessionBus(directory: directory + "/a")
+        let busB = try await SessionBus(directory: directory + "/b")
+        let (a, b, _) = try await ContinuationTests.paired(ActivityContent(type: "org.example.placeholder", title: "Before"))
+
+        try await DesktopAgentTests.withAgent(a, bus: busA) {
+            try await DesktopAgentTests.withAgent(b, bus: busB) {
+                // A: the originating app.
+                let origin = App(bus: try DBusConnection.connect(address: busA.address))
+                let originSignals = try await origin.bus.signals(matching: "type='signal',interface='org.handoff.Desktop1'")
+                await origin.refused("org.handoff.Error.not_registered", "BecomeCurrent", [.string("w1"), Self.note("Draft")])
+                #expect(try await Self.register(origin) == [.array(element: "{sa{sv}}", [])])
+                await origin.refused("org.handoff.Error.already_registered", "Register", [.string("org.example.Notes"), .strings([]), .objectPath("/")])
+                // Wrong arguments are named, before anything reaches handoffd.
+                #expect(await origin.refused(DBusError.invalidArgsName, "BecomeCurrent", [.string("w1")]).contains("(sa{sv})"))
+                #expect(await origin.refused(DBusError.invalidArgsName, "BecomeCurrent", [.string("w1"), .vardict(["type": .string(Self.type), "colour": .string("red")])]).contains("colour"))
+                await origin.refused("org.handoff.Error.invalid_type", "BecomeCurrent", [.string("w1"), .vardict(["type": .string("no dots")])])
+                await origin.refused("org.handoff.Error.no_activity", "Update", [.string("w2"), Self.note("Other")])
+                await origin.refused(DBusError.unknownMethodName, "Explode")
+                let id = try #require(try await origin.call("BecomeCurrent", [.string("w1"), Self.note("Draft", needsSave: true)]).first?.stringValue)
+                try await PeerDiscoveryTests.waitForPeers(b, "the app's activity") { $0.peers.first?.activity?.id.lowercasedString == id }
+
+                // B: the receiving app, with its Receiver1 object.
+                let receiving = App(bus: try DBusConnection.connect(address: busB.address))
+                let incoming = try await receiving.bus.export(path: "/org/example/Notes", introspection: "<node/>")
+                let receivingSignals = try await receiving.bus.signals(matching: "type='signal',interface='org.handoff.Desktop1'")
+                _ = try await Self.register(receiving, continues: [Self.type], receiver: "/org/example/Notes")
+
+                // A saves when asked (needsSave), and echoes the stream B opens.
+                let originSide = Task { () async throws -> [String] in
+                    var heard: [String] = []
+                    for await signal in originSignals {
+                        heard.append(signal.member)
+                        switch signal.member {
+                        case "WillSave":
+                            #expect(signal.arguments.first == .string("w1") && signal.arguments.last == .string("laptop"))
+                            _ = try await origin.call("Update", [.string("w1"), Self.note("Draft, saved")])
+                        case "StreamRequested":
+                            guard case .unixFD(let fd) = try await origin.call("TakeStream", [signal.arguments[2]]).first else { throw TestFailure("no descriptor") }
+                            let got = try await Self.readAll(fd)
+                            Self.writeAll(fd, Array(got.reversed()))
+                            close(fd)
+                        default: break
+                        }
+                        if heard.contains("StreamRequested"), heard.contains("WasContinued") { return heard }
+                    }
+                    return heard
+                }
+
+                let client = b.client
+                let continuing = Task { try await client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)) }
+                var calls = incoming.makeAsyncIterator()
+                let call = try #require(await calls.next())
+                #expect(call.member == "Continue" && call.interface == "org.handoff.Receiver1")
+                let activity = try #require(call.arguments[1].dictionary)
+                #expect(activity["title"] == .string("Draft, saved") && activity["id"] == .string(id))
+                #expect(activity["userInfo"]?.dictionary?["page"] == .int64(3))
+                #expect(call.arguments[2] == .string("desk"))
+                receiving.bus.reply(to: call, [.bool(true), .string("w9"), .string("")])
+                let response = try await continuing.value
+                #expect(response.delivered?.kind == .app)
+                let continuationID = try #require(call.arguments[0].stringValue)
+                #expect(continuationID == response.continuationID.lowercasedString)
+                var receivedSignals = receivingSignals.makeAsyncIterator()
+                let willContinue = try #require(await receivedSignals.next())
+                #expect(willContinue.member == "WillContinue" && willContinue.arguments == [.string(continuationID), .string(Self.type), .string("desk")])
+
+                // A continuation stream, as a descriptor both ways.
+                guard case .unixFD(let fd) = try await receiving.call("OpenStream", [.string(continuationID)]).first else { throw TestFailure("no descriptor") }
+                Self.writeAll(fd, Array("hello from the laptop".utf8))
+                shutdown(fd, Int32(SHUT_WR))
+                #expect(String(decoding: try await Self.readAll(fd), as: UTF8.self) == "potpal eht morf olleh")
+                close(fd)
+                let heard = try await originSide.value
+                #expect(heard.first == "WillSave" && heard.contains("WasContinued"), "\(heard)")
+                await receiving.refused(DBusError.invalidArgsName, "OpenStream", [.string("not an id")])
+
+                // Continue for the caller itself: no registration needed.
+                let asker = App(bus: try DBusConnection.connect(address: busB.address))
+                let fetched = try await asker.call("Continue", [.string("desk")])
+                #expect(fetched.count == 3 && fetched[1].dictionary?["title"] == .string("Draft, saved") && fetched[2] == .string("desk"))
+                await asker.refused("org.handoff.Error.unknown_peer", "Continue", [.string("nobody")])
+                asker.bus.close()
+
+                // Invalidated: no update brings it back; B no longer sees it.
+                _ = try await origin.call("Invalidate", [.string("w1")])
+                await origin.refused("org.handoff.Error.invalidated", "Update", [.string("w1"), Self.note("Zombie")])
+                try await PeerDiscoveryTests.waitForPeers(b, "the invalidated activity gone") { $0.peers.first?.activity == nil }
+
+                // The app's connection ending is the app quitting: its window's activity goes.
+                _ = try await origin.call("BecomeCurrent", [.string("w1"), Self.note("Again")])
+                try await PeerDiscoveryTests.waitForPeers(b, "the new activity") { $0.peers.first?.activity?.title == "Again" }
+                origin.bus.close()
+                try await PeerDiscoveryTests.waitForPeers(b, "the quit app's activity gone") { $0.peers.first?.activity == nil }
+                receiving.bus.close()
+            }
+        }
+        try await a.finish()
+        try await b.finish()
+        await busA.stop()
+        await busB.stop()
+    }
+
+    @Test func theInterfaceIsAsTheRepositorySaysAndSurvivesHandoffdRestarting() async throws {
+        let directory = try TempDirectory.make(prefix: "handoff-dbus")
+        defer { TempDirectory.remove(directory) }
+        let bus = try await SessionBus(directory: directory)
+        let first = try await TestDaemon.start()
+        try await DesktopAgentTests.withAgent(first, bus: bus) {
+            let app = App(bus: try DBusConnection.connect(address: bus.address))
+            defer { app.bus.close() }
+            // What the agent serves is the file in the repository, verbatim.
+            let xml = try #require(
+                try await app.bus.call(
+                    DBusMethodCall(destination: DesktopAgent.busName, path: DesktopInterface.path, interface: "org.freedesktop.DBus.Introspectable", member: "Introspect")
+                ).first?.stringValue
+            )
+            let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("Sources/DesktopAgent/Interfaces/org.handoff.Desktop1.xml")
+            #expect(xml == (try String(contentsOf: file, encoding: .utf8)))
+            // …and names every method the agent answers.
+            for member in ["Register", "Unregister", "BecomeCurrent", "Update", "Resign", "Invalidate", "Focus", "CloseWindow", "SaveRestoration", "RemoveRestoration", "Continue", "OpenStream", "TakeStream"] {
+                #expect(xml.contains("<method name=\"\(member)\""), "\(member)")
+            }
+
+            _ = try await Self.register(app)
+            _ = try await app.call("BecomeCurrent", [.string("w1"), Self.note("Draft")])
+            _ = try await app.call("SaveRestoration", [.string("w1"), Self.note("Draft")])
+            #expect(try await first.client.currentActivity().activity.title == "Draft")
+
+            // handoffd restarts: the app is told it is away, and what it does meanwhile is given
+            // once handoffd is back.
+            try await first.stop()
+            await app.refused("org.handoff.Error.handoffd_not_running", "BecomeCurrent", [.string("w2"), Self.note("Written while away")])
+            let second = try await TestDaemon.start(directory: first.directory)
+            let deadline = ContinuousClock.now + .seconds(15)
+            while (try? await second.client.currentActivity().activity.title) != "Written while away" {
+                guard ContinuousClock.now < deadline else { throw TestFailure("the app's activity was not given again") }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            _ = try await app.call("Unregister")
+            await app.refused("org.handoff.Error.not_registered", "Focus", [.string("w1")])
+            // Registering again hands back the window's restoration activity.
+            let restored = try await Self.register(app)
+            #expect(restored.first?.arrayItems?.count == 1)
+            if case .dictEntry(let window, let activity)? = restored.first?.arrayItems?.first {
+                #expect(window == .string("w1") && activity.dictionary?["title"] == .string("Draft"))
+            }
+            try await second.finish()
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import HandoffTestSupport
+import Testing
+
+/// The Python example (Examples/Python/handoff-notes.py, python3-dbus) on two simulated hosts,
+/// using nothing but the D-Bus interface (docs/dbus.md): on each host a session bus, the real
+/// `handoff-desktop` and the example run as the test user. A note written on alpha ("desk") is
+/// continued on bravo by `handoffctl continue desk`: alpha's app saves it when asked (needsSave),
+/// bravo's running app receives it through its org.handoff.Receiver1 object and fetches the
+/// attachment over a continuation stream handed over as a file descriptor, on both sides. Root
+/// only builds the hosts.
+@Suite(.timeLimit(.minutes(5))) struct DBusExampleEndToEndTests {
+    static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Examples/Python/handoff-notes.py").path
+
+    /// A session bus and the agent on `host`, as the test user.
+    struct Session {
+        let bus: SessionBus
+        let agent: RunningProcess
+        let environment: [String: String]
+
+        init(_ rig: Rig, _ host: String) async throws {
+            let directory = rig.home(host) + "/session"
+            try rig.user.makeDirectory(directory)
+            bus = try await SessionBus(directory: directory) { command in
+                [Rig.script, "exec", rig.name, host] + rig.user.command(command, environment: rig.environment(host))
+            }
+            environment = rig.environment(host).merging(["DBUS_SESSION_BUS_ADDRESS": bus.address]) { $1 }
+            agent = try RunningProcess(Rig.script, ["exec", rig.name, host] + rig.user.command([try rig.user.product("handoff-desktop")], environment: environment))
+            try await agent.wait(for: "handoff-desktop on \(host) to be ready") { $0.stderr.contains("] ready") }
+        }
+
+        func app(_ rig: Rig, _ host: String, _ script: String) throws -> ScriptedApp {
+            try ScriptedApp(fifo: rig.home(host) + "/notes.\(UUID().uuidString.prefix(8)).in", owner: rig.user, ["/usr/bin/python3", script]) { command in
+                (Rig.script, ["exec", rig.name, host] + rig.user.command(command, environment: environment))
+            }
+        }
+
+        func stop() async throws -> Int32 {
+            let status = try await agent.stop()
+            await bus.stop()
+            return status
+        }
+    }
+
+    @Test func aPythonAppMakesANoteCurrentHereAndReceivesItWithItsAttachmentThere() async throws {
+        await Rig.withHosts(["alpha", "bravo"]) { rig in
+            try await run(rig)
+        }
+    }
+
+    func run(_ rig: Rig) async throws {
+        try await rig.startDaemon("alpha")
+        try await rig.startDaemon("bravo")
+        _ = try await EndToEndTests().pair(rig)
+        let desk = try await Session(rig, "alpha")
+        let laptop = try await Session(rig, "bravo")
+        let source = try String(contentsOfFile: Self.example, encoding: .utf8)
+        for host in ["alpha", "bravo"] { try rig.write(to: rig.home(host) + "/handoff-notes.py", source, executable: true) }
+
+        let attachment = rig.home("alpha") + "/photo.bin"
+        #expect(try await rig.run("alpha", ["/bin/sh", "-c", "head -c 2000000 /dev/urandom > \(attachment)"]).status == 0)
+        let deskNotes = try desk.app(rig, "alpha", rig.home("alpha") + "/handoff-notes.py")
+        let laptopNotes = try laptop.app(rig, "bravo", rig.home("bravo") + "/handoff-notes.py")
+        try await deskNotes.expect("ready")
+        try await laptopNotes.expect("ready")
+        deskNotes.send("attach \(attachment)")
+        deskNotes.send("write Groceries: milk, eggs")
+        try await deskNotes.expect("note is current as")
+        laptopNotes.send("save-to \(rig.home("bravo"))/received.bin")
+        try await laptopNotes.expect("attachments go to")
+        try await AppsEndToEndTests().bravoSees(rig, "Groceries: milk, eggs")
+
+        let continued = try await rig.ctl("bravo", ["continue", "desk"])
+        #expect(continued.status == 0 && continued.stderr.contains("org.handoff.example.PyNotes"), "\(continued)")
+        try await laptopNotes.expect("continued “Groceries: milk, eggs” from desk: Groceries: milk, eggs")
+        do {
+            try await laptopNotes.expect("received 2000000 bytes sha256 ", seconds: 20)
+        } catch {
+            throw TestFailure("\(error); on alpha: \(deskNotes.output) \(deskNotes.process.stderr); agent: \(desk.agent.stderr.suffix(3000))")
+        }
+        let sum = try await rig.run("alpha", ["/usr/bin/sha256sum", attachment]).stdout.prefix(64)
+        #expect(laptopNotes.output.contains("received 2000000 bytes sha256 \(sum)"), "\(laptopNotes.output)")
+        try await deskNotes.expect("sent 2000000 bytes")
+        try await deskNotes.expect("continued on laptop")
+        #expect(deskNotes.output.contains("saved for laptop"), "\(deskNotes.output)")
+
+        #expect(try await laptopNotes.quit() == 0)
+        #expect(try await deskNotes.quit() == 0)
+        #expect(try await desk.stop() == 0, "handoff-desktop on alpha on SIGTERM: \(desk.agent.stderr)")
+        #expect(try await laptop.stop() == 0, "handoff-desktop on bravo on SIGTERM: \(laptop.agent.stderr)")
+    }
+}
