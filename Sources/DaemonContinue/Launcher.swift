@@ -74,6 +74,7 @@ package final class Launcher: Sendable {
             case .configured(_, let line):
                 command = line.expanded(.init(file: file))
             case .desktop(let entry, let line):
+                if entry.dbusActivatable, let taken = await activate(entry, file: file, environment: env, label: handler.label) { return taken }
                 command = line.expanded(.init(file: file, name: entry.name, icon: entry.icon, desktopFile: entry.path))
             }
             let pid = try start(command, environment: env, what: "the handler for \(type) (\(handler.label))", wantsVerdict: false)
@@ -131,6 +132,33 @@ package final class Launcher: Sendable {
             c.catalog.configured = configured
             c.browser = browser
         }
+    }
+    /// How long `handoff-desktop activate` may take: the bus may start the app for the call.
+    static let activationVerdictWindow: Duration = .seconds(12)
+
+    /// A DBusActivatable app (`DBusActivatable=true`) gets the continuation in its running
+    /// instance through the session bus (`handoff-desktop activate`, docs/dbus.md); nil when
+    /// that helper is not installed or the app did not take it — then its `Exec` line runs.
+    private func activate(_ entry: DesktopEntry, file: String, environment env: [String: String], label: String) async -> DeliveryOutcome? {
+        guard let helper = Self.activationHelper(searchPath: env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") else { return nil }
+        let command = [helper, "activate", entry.id, file]
+        guard let pid = try? start(command, environment: env, what: "handoff-desktop activate", wantsVerdict: true) else { return nil }
+        let ended = await termination(of: pid, within: Launcher.activationVerdictWindow)
+        guard ended == .exited(0) else {
+            logger.notice("a DBusActivatable app did not take a continuation; running its Exec line", metadata: ["handler": "\(label)", "how": "\(ended.map { "\($0)" } ?? "no answer")"])
+            return nil
+        }
+        logger.info("continuation handed to an app over D-Bus", metadata: ["type": "\(env[HandlerEnvironment.activityType] ?? "")", "handler": "\(label)"])
+        return DeliveryOutcome(kind: .handler, handler: label, command: command, activityFile: file, pid: pid)
+    }
+
+    /// `handoff-desktop` installed next to handoffd, else on the handlers' PATH.
+    static func activationHelper(searchPath: String) -> String? {
+        if let own = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            let sibling = own.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/") + "/handoff-desktop"
+            if access(sibling, X_OK) == 0 { return sibling }
+        }
+        return ChildProcess.search("handoff-desktop", path: searchPath)
     }
 
     /// The activity as the local API's JSON, in a file only the user can read.

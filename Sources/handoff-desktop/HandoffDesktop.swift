@@ -22,14 +22,37 @@ enum HandoffDesktopMain {
     }
 }
 
-/// The session agent (docs/desktop.md): started by the user unit bound to
-/// graphical-session.target, or by XDG autostart; stops on SIGTERM/SIGINT or when the session
-/// bus goes away.
+/// `handoff-desktop` runs the agent; `handoff-desktop activate` is what handoffd runs to hand a
+/// continuation to a DBusActivatable app (docs/dbus.md).
 struct HandoffDesktop: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "handoff-desktop",
         abstract: "Shows what your other devices are doing as notifications, and continues it with one click.",
-        discussion: "Runs in your graphical session, next to handoffd (docs/desktop.md)."
+        discussion: "Runs in your graphical session, next to handoffd (docs/desktop.md).",
+        subcommands: [Agent.self, Activate.self],
+        defaultSubcommand: Agent.self
+    )
+
+    /// The session bus: `--bus`, else the session's.
+    static func connect(_ bus: String?, environment: [String: String]) throws -> DBusConnection {
+        guard let address = bus ?? DBusConnection.sessionBusAddress(environment: environment) else {
+            throw Failure("no session bus: run handoff-desktop in your graphical session (DBUS_SESSION_BUS_ADDRESS or XDG_RUNTIME_DIR is not set)")
+        }
+        do {
+            return try DBusConnection.connect(address: address)
+        } catch {
+            throw Failure("cannot connect to the session bus at \(address): \(error.message)")
+        }
+    }
+}
+
+/// The session agent (docs/desktop.md): started by the user unit bound to
+/// graphical-session.target, or by XDG autostart; stops on SIGTERM/SIGINT or when the session
+/// bus goes away.
+struct Agent: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Runs the agent (what handoff-desktop alone does)."
     )
 
     /// The exit status when another agent has the session.
@@ -53,15 +76,7 @@ struct HandoffDesktop: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "handoff-desktop")
-        guard let address = bus ?? DBusConnection.sessionBusAddress(environment: environment) else {
-            throw Failure("no session bus: run handoff-desktop in your graphical session (DBUS_SESSION_BUS_ADDRESS or XDG_RUNTIME_DIR is not set)")
-        }
-        let connection: DBusConnection
-        do {
-            connection = try DBusConnection.connect(address: address)
-        } catch {
-            throw Failure("cannot connect to the session bus at \(address): \(error.message)")
-        }
+        let connection = try HandoffDesktop.connect(bus, environment: environment)
         let agent = DesktopAgent(
             bus: connection, client: HandoffClient(socketPath: socket ?? HandoffPaths.defaultSocketPath(environment: environment)),
             session: environment, logger: logger
@@ -88,9 +103,41 @@ struct HandoffDesktop: AsyncParsableCommand {
             if outcome.name == DBusError.addressInUseName {
                 // Its own status: the unit does not restart for it (RestartPreventExitStatus).
                 FileHandle.standardError.write(Data("Error: handoff-desktop already runs in this session (\(DesktopAgent.busName) is taken)\n".utf8))
-                throw ExitCode(HandoffDesktop.alreadyRunning)
+                throw ExitCode(Agent.alreadyRunning)
             }
             throw Failure("cannot start: \(outcome.message)")
+        }
+    }
+}
+
+/// Hands a continuation to the running instance of a DBusActivatable app (or has the bus start
+/// it): what handoffd runs instead of the `.desktop` file's `Exec` line. Exits 0 once the app
+/// took the call; otherwise 1 with the bus's reason, and handoffd runs the `Exec` line.
+struct Activate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Hands a continued activity to a DBusActivatable app (org.freedesktop.Application.ActivateAction handoff-continue)."
+    )
+
+    @Option(name: .long, help: "The session bus address (default: $DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus).")
+    var bus: String?
+
+    @Argument(help: "The app's desktop file id, e.g. org.example.Editor.desktop.")
+    var desktopFileID: String
+
+    @Argument(help: "The activity file handoffd wrote.")
+    var activityFile: String
+
+    func run() async throws {
+        guard let applicationID = ApplicationActivation.applicationID(desktopFileID: desktopFileID) else {
+            throw Failure("\(desktopFileID) is not a D-Bus application id with .desktop (org.example.App.desktop)")
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let connection = try HandoffDesktop.connect(bus, environment: environment)
+        defer { connection.close() }
+        do {
+            try await ApplicationActivation.activate(connection, applicationID: applicationID, activityFile: activityFile, session: environment)
+        } catch {
+            throw Failure("\(applicationID) did not take the activity: \(error)")
         }
     }
 }

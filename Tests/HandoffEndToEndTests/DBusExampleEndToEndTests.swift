@@ -8,10 +8,13 @@ import Testing
 /// continued on bravo by `handoffctl continue desk`: alpha's app saves it when asked (needsSave),
 /// bravo's running app receives it through its org.handoff.Receiver1 object and fetches the
 /// attachment over a continuation stream handed over as a file descriptor, on both sides. Root
-/// only builds the hosts.
+/// only builds the hosts. Then a GApplication without any handoff code
+/// (Examples/Python/handoff-gio-reader.py, DBusActivatable) receives a continuation in its
+/// running instance.
 @Suite(.timeLimit(.minutes(5))) struct DBusExampleEndToEndTests {
     static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Examples/Python/handoff-notes.py").path
+    static let reader = (example as NSString).deletingLastPathComponent + "/handoff-gio-reader.py"
 
     /// A session bus and the agent on `host`, as the test user.
     struct Session {
@@ -43,7 +46,7 @@ import Testing
         }
     }
 
-    @Test func aPythonAppMakesANoteCurrentHereAndReceivesItWithItsAttachmentThere() async throws {
+    @Test func pythonAppsOverDBusAndAGApplicationWithoutHandoffCode() async throws {
         await Rig.withHosts(["alpha", "bravo"]) { rig in
             try await run(rig)
         }
@@ -87,6 +90,29 @@ import Testing
 
         #expect(try await laptopNotes.quit() == 0)
         #expect(try await deskNotes.quit() == 0)
+
+        // A GApplication without handoff code (DBusActivatable): its running instance gets the
+        // continuation through org.freedesktop.Application; its Exec line, which would fail, is
+        // not run.
+        let reader = try String(contentsOfFile: Self.reader, encoding: .utf8)
+        try rig.write(to: rig.home("bravo") + "/handoff-gio-reader.py", reader, executable: true)
+        try rig.write(
+            to: rig.home("bravo") + "/.local/share/applications/org.handoff.example.Reader.desktop",
+            "[Desktop Entry]\nType=Application\nName=Example Reader\nDBusActivatable=true\nExec=/bin/false %f\nX-Handoff-ActivityTypes=org.handoff.example.article;\n"
+        )
+        let running = try RunningProcess(
+            Rig.script, ["exec", rig.name, "bravo"] + rig.user.command(["/usr/bin/python3", rig.home("bravo") + "/handoff-gio-reader.py"], environment: laptop.environment)
+        )
+        try await running.wait(for: "the reader to run") { $0.stdout.contains("ready as org.handoff.example.Reader") }
+        #expect(try await rig.ctl("alpha", ["become-current", "--type", "org.handoff.example.article", "--title", "An article"]).status == 0)
+        try await AppsEndToEndTests().bravoSees(rig, "An article")
+        // handoffctl as in the user's session: with its session bus.
+        let handed = try await Subprocess.run(
+            Rig.script, ["exec", rig.name, "bravo"] + rig.user.command([try rig.user.product("handoffctl"), "continue", "desk"], environment: laptop.environment)
+        )
+        #expect(handed.status == 0 && handed.stderr.contains("org.handoff.example.Reader.desktop"), "\(handed)")
+        try await running.wait(for: "the reader to take the article") { $0.stdout.contains("continued “An article” in the running instance") }
+        #expect(try await running.stop() == 0 || !running.isRunning, "\(running.stderr)")
         #expect(try await desk.stop() == 0, "handoff-desktop on alpha on SIGTERM: \(desk.agent.stderr)")
         #expect(try await laptop.stop() == 0, "handoff-desktop on bravo on SIGTERM: \(laptop.agent.stderr)")
     }

@@ -1,0 +1,48 @@
+import HandoffDBus
+
+/// Hands a continuation to an app whose `.desktop` file says `DBusActivatable=true` (the Desktop
+/// Entry specification's D-Bus activation), as `handoff-desktop activate` does for handoffd
+/// (docs/dbus.md, "Apps without handoff code"): `org.freedesktop.Application.ActivateAction`
+/// with the action `handoff-continue` and the activity file's path. The bus delivers it to the
+/// running instance — a GApplication or a Qt app with a D-Bus activation adaptor — or starts the
+/// app for it.
+package enum ApplicationActivation {
+    package static let action = "handoff-continue"
+    package static let interface = "org.freedesktop.Application"
+    /// Starting an app for the call can take a moment.
+    static let timeout: Duration = .seconds(10)
+
+    /// The object path the specification derives from an application id: `org.example.App-1` →
+    /// `/org/example/App_1`.
+    package static func objectPath(applicationID: String) -> String {
+        "/" + String(applicationID.map { $0 == "." ? "/" : $0 == "-" ? "_" : $0 })
+    }
+
+    /// The application id of a desktop file id (`org.example.App.desktop`), if it is a valid
+    /// well-known bus name, as the specification requires of DBusActivatable apps.
+    package static func applicationID(desktopFileID: String) -> String? {
+        guard desktopFileID.hasSuffix(".desktop") else { return nil }
+        let id = String(desktopFileID.dropLast(".desktop".count))
+        let elements = id.split(separator: ".", omittingEmptySubsequences: false)
+        guard id.utf8.count <= 255, elements.count >= 2 else { return nil }
+        for element in elements {
+            guard let first = element.unicodeScalars.first, !("0"..."9").contains(first),
+                element.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-") })
+            else { return nil }
+        }
+        return id
+    }
+
+    /// Asks the app to continue the activity in `activityFile`. `session` may carry the
+    /// launcher's activation token, which lets the app raise its window.
+    package static func activate(_ bus: DBusConnection, applicationID: String, activityFile: String, session: [String: String]) async throws(DBusError) {
+        var platformData: [String: DBusValue] = [:]
+        if let token = session["XDG_ACTIVATION_TOKEN"] { platformData["activation-token"] = .string(token) }
+        if let startup = session["DESKTOP_STARTUP_ID"] { platformData["desktop-startup-id"] = .string(startup) }
+        let call = DBusMethodCall(
+            destination: applicationID, path: objectPath(applicationID: applicationID), interface: interface, member: "ActivateAction",
+            arguments: [.string(action), .array(element: "v", [.variant(.string(activityFile))]), .vardict(platformData)]
+        )
+        _ = try await bus.call(call, timeout: timeout)
+    }
+}
