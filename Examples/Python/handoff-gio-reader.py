@@ -1,12 +1,15 @@
 #!/usr/bin/python3
-"""A GApplication with no handoff code of its own (docs/dbus.md, "Apps without handoff code").
+"""A GApplication that takes continuations with one action and no handoff library (docs/dbus.md,
+"DBusActivatable apps").
 
-Its .desktop file says DBusActivatable=true and lists the activity types it continues:
+Its .desktop file says DBusActivatable=true, asks for continuations through its action, and
+lists the activity types it continues:
 
   [Desktop Entry]
   Type=Application
   Name=Example Reader
   DBusActivatable=true
+  X-Handoff-ContinueAction=true
   Exec=/usr/bin/python3 /path/to/handoff-gio-reader.py
   X-Handoff-ActivityTypes=org.handoff.example.article;
 

@@ -54,7 +54,10 @@ class Notes(dbus.service.Object):
             ("StreamRequested", self.stream_requested),
             ("ContinueFailed", self.continue_failed),
         ]:
-            bus.add_signal_receiver(handler, signal_name=member, dbus_interface="org.handoff.Desktop1", path="/org/handoff/Desktop")
+            # From the agent only (the bus matches the name's owner): nobody else can ask to save or stream.
+            bus.add_signal_receiver(
+                handler, signal_name=member, dbus_interface="org.handoff.Desktop1", path="/org/handoff/Desktop", bus_name="org.handoff.Desktop"
+            )
         restored = self.desktop.Register(APP_ID, [NOTE_TYPE], dbus.ObjectPath(RECEIVER_PATH))
         if WINDOW in restored:
             self.text = str(restored[WINDOW].get("userInfo", {}).get("text", ""))

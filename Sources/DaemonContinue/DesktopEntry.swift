@@ -16,8 +16,12 @@ package struct DesktopEntry: Sendable, Equatable {
     /// `DBusActivatable=true`: the app is reached through `org.freedesktop.Application` on the
     /// session bus under its id (the file id without `.desktop`).
     var dbusActivatable: Bool
+    /// `DBusActivatable` and `X-Handoff-ContinueAction=true`: the app's running instance takes
+    /// continuations through its `handoff-continue` action (docs/dbus.md).
+    var continueAction: Bool
 
     static let activityTypesKey = "X-Handoff-ActivityTypes"
+    static let continueActionKey = "X-Handoff-ContinueAction"
 
     /// Reads the `[Desktop Entry]` group; nil when there is none.
     package init?(id: String, path: String, text: String) {
@@ -49,6 +53,7 @@ package struct DesktopEntry: Sendable, Equatable {
         self.hidden = values["Hidden"] == "true"
         self.isApplication = (values["Type"] ?? "Application") == "Application"
         self.dbusActivatable = values["DBusActivatable"] == "true"
+        self.continueAction = dbusActivatable && values[Self.continueActionKey] == "true"
     }
 
     /// The escapes of string values: `\s \n \t \r \\`.

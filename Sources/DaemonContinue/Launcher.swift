@@ -74,7 +74,7 @@ package final class Launcher: Sendable {
             case .configured(_, let line):
                 command = line.expanded(.init(file: file))
             case .desktop(let entry, let line):
-                if entry.dbusActivatable, let taken = await activate(entry, file: file, environment: env, label: handler.label) { return taken }
+                if entry.continueAction, let taken = try await activate(entry, file: file, environment: env, label: handler.label) { return taken }
                 command = line.expanded(.init(file: file, name: entry.name, icon: entry.icon, desktopFile: entry.path))
             }
             let pid = try start(command, environment: env, what: "the handler for \(type) (\(handler.label))", wantsVerdict: false)
@@ -133,23 +133,30 @@ package final class Launcher: Sendable {
             c.browser = browser
         }
     }
-    /// How long `handoff-desktop activate` may take: the bus may start the app for the call.
-    static let activationVerdictWindow: Duration = .seconds(12)
+    /// How long `handoff-desktop activate` may take: its own call waits 10 s (the bus may start
+    /// the app for it), plus connecting.
+    static let activationVerdictWindow: Duration = .seconds(15)
 
-    /// A DBusActivatable app (`DBusActivatable=true`) gets the continuation in its running
-    /// instance through the session bus (`handoff-desktop activate`, docs/dbus.md); nil when
-    /// that helper is not installed or the app did not take it — then its `Exec` line runs.
-    private func activate(_ entry: DesktopEntry, file: String, environment env: [String: String], label: String) async -> DeliveryOutcome? {
+    /// A DBusActivatable app that asks for it (`X-Handoff-ContinueAction=true`) gets the
+    /// continuation in its running instance through the session bus (`handoff-desktop activate`,
+    /// docs/dbus.md). Nil when that helper is not installed or the call certainly did not reach
+    /// the app (exit 1): then its `Exec` line runs. When it may have reached it (no answer in
+    /// time), it is a failure: starting the app as well could deliver it twice.
+    private func activate(_ entry: DesktopEntry, file: String, environment env: [String: String], label: String) async throws(DaemonError) -> DeliveryOutcome? {
         guard let helper = Self.activationHelper(searchPath: env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") else { return nil }
         let command = [helper, "activate", entry.id, file]
         guard let pid = try? start(command, environment: env, what: "handoff-desktop activate", wantsVerdict: true) else { return nil }
-        let ended = await termination(of: pid, within: Launcher.activationVerdictWindow)
-        guard ended == .exited(0) else {
-            logger.notice("a DBusActivatable app did not take a continuation; running its Exec line", metadata: ["handler": "\(label)", "how": "\(ended.map { "\($0)" } ?? "no answer")"])
+        switch await termination(of: pid, within: Launcher.activationVerdictWindow) {
+        case .exited(0):
+            logger.info("continuation handed to an app over D-Bus", metadata: ["type": "\(env[HandlerEnvironment.activityType] ?? "")", "handler": "\(label)"])
+            return DeliveryOutcome(kind: .handler, handler: label, command: command, activityFile: file)
+        case .exited(1):
+            logger.notice("a DBusActivatable app did not get a continuation over D-Bus; running its Exec line", metadata: ["handler": "\(label)"])
             return nil
+        case let how:
+            if how == nil { kill(pid, SIGKILL) }
+            throw DaemonError(.handlerFailed, "\(entry.name) did not answer over D-Bus in time (handoff-desktop activate \(how.map { "\($0)" } ?? "still ran"))")
         }
-        logger.info("continuation handed to an app over D-Bus", metadata: ["type": "\(env[HandlerEnvironment.activityType] ?? "")", "handler": "\(label)"])
-        return DeliveryOutcome(kind: .handler, handler: label, command: command, activityFile: file, pid: pid)
     }
 
     /// `handoff-desktop` installed next to handoffd, else on the handlers' PATH.

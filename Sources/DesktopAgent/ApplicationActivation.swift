@@ -2,7 +2,7 @@ import HandoffDBus
 
 /// Hands a continuation to an app whose `.desktop` file says `DBusActivatable=true` (the Desktop
 /// Entry specification's D-Bus activation), as `handoff-desktop activate` does for handoffd
-/// (docs/dbus.md, "Apps without handoff code"): `org.freedesktop.Application.ActivateAction`
+/// (docs/dbus.md, "DBusActivatable apps"): `org.freedesktop.Application.ActivateAction`
 /// with the action `handoff-continue` and the activity file's path. The bus delivers it to the
 /// running instance — a GApplication or a Qt app with a D-Bus activation adaptor — or starts the
 /// app for it.
@@ -31,6 +31,16 @@ package enum ApplicationActivation {
             else { return nil }
         }
         return id
+    }
+
+    /// Whether `error` proves the call never reached the app (so starting it another way does
+    /// not deliver the continuation twice): nobody has the name and the bus cannot start it, or
+    /// the app has no such object, interface or action.
+    package static func notDelivered(_ error: DBusError) -> Bool {
+        [
+            "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner", "org.freedesktop.DBus.Error.UnknownObject",
+            "org.freedesktop.DBus.Error.UnknownInterface", "org.freedesktop.DBus.Error.UnknownMethod", DBusError.invalidArgsName,
+        ].contains(error.name)
     }
 
     /// Asks the app to continue the activity in `activityFile`. `session` may carry the

@@ -34,8 +34,8 @@ struct BusApp: Sendable {
         /// The registration's event stream ended: handoffd went away or forgot it.
         case lost(registration: UUID)
         case registered(Registered)
-        /// Unregister, or the app's connection ended.
-        case end
+        /// Unregister (answered once the calls before it are), or the app's connection ended.
+        case end(answering: DBusIncomingCall?)
     }
 
     struct Registered: @unchecked Sendable {
@@ -47,15 +47,26 @@ struct BusApp: Sendable {
     /// What handoffd has been given for the app's windows.
     struct Windows {
         var activities: [String: ActivityContent] = [:]
+        /// Their encoded sizes together: bounded as handoffd bounds them, also while it is away.
+        var bytes = 0
         var focused: String?
         /// Windows whose activity was invalidated: Update is refused until BecomeCurrent.
         var invalidated: Set<String> = []
+
+        mutating func forget(_ window: String) {
+            guard let gone = activities.removeValue(forKey: window) else { return }
+            bytes -= (try? LocalAPIJSON.encoder().encode(gone).count) ?? 0
+        }
     }
 
     /// As HandoffKit waits for a receiver (`HandoffApp.continueDeadline`): handoffd's own wait is longer.
     static let continueDeadline: Duration = .seconds(4)
-    /// Windows an app may have (activities and invalidated ones together).
+    /// Windows an app may have (activities and invalidated ones together), and their activities'
+    /// size together: handoffd's bounds (docs/apps.md, "Bounds"), kept here too because what an
+    /// app does while handoffd is away is held here until it is back.
     static let maximumWindows = 256
+    static let maximumBytes = 512 * 1024
+    static let maximumWindowIDBytes = 64
 
     /// Registers, answers `register` (the app's Register call) and relays until `.end`. Returns
     /// at once if the first registration fails (the app was told why).
@@ -72,9 +83,15 @@ struct BusApp: Sendable {
         logger.info("app registered over D-Bus", metadata: ["app": "\(registration.appID)"])
         var current: UUID? = first.id
         var windows = Windows()
+        var ended = false
         await withDiscardingTaskGroup { group in
             group.addTask { await follow(first, post: post) }
             for await input in inbox {
+                if ended {
+                    // Only what was already queued: a registration made meanwhile is closed.
+                    if case .registered(let late) = input { late.events.close() }
+                    continue
+                }
                 switch input {
                 case .call(let call):
                     await handle(call, windows: &windows, registration: &current)
@@ -93,9 +110,11 @@ struct BusApp: Sendable {
                     current = again.id
                     group.addTask { await follow(again, post: post) }
                     await giveAgain(windows, registration: again.id)
-                case .end:
+                case .end(let unregister):
+                    ended = true
                     group.cancelAll()
                     post.finish()
+                    if let unregister { bus.reply(to: unregister) }
                 case .event, .lost:
                     continue
                 }
@@ -120,6 +139,7 @@ struct BusApp: Sendable {
             while let event = try? await registered.events.next() {
                 post.yield(.event(event, registration: registered.id))
             }
+            registered.events.close()
             post.yield(.lost(registration: registered.id))
         } onCancel: {
             registered.events.close()
@@ -152,6 +172,9 @@ struct BusApp: Sendable {
     private func handle(_ call: DBusIncomingCall, windows: inout Windows, registration: inout UUID?) async {
         do throws(DBusError) {
             let window = try DesktopInterface.window(of: call)
+            guard window.utf8.count <= Self.maximumWindowIDBytes else {
+                throw DesktopInterface.error("invalid_window_id", "a window id is 1 to \(Self.maximumWindowIDBytes) bytes")
+            }
             guard windows.activities.count + windows.invalidated.count < Self.maximumWindows || windows.activities[window] != nil
                 || windows.invalidated.contains(window) || ["Resign", "Focus", "CloseWindow", "RemoveRestoration"].contains(call.member)
             else {
@@ -169,11 +192,17 @@ struct BusApp: Sendable {
                         throw DesktopInterface.error("no_activity", "window \(window) has no activity to update; make one current with BecomeCurrent")
                     }
                 }
+                let size = (try? LocalAPIJSON.encoder().encode(content).count) ?? Int.max
+                let others = windows.bytes - (windows.activities[window].flatMap { try? LocalAPIJSON.encoder().encode($0).count } ?? 0)
+                guard size <= ActivityLimits.defaultMaximumEncodedSize, others + size <= Self.maximumBytes else {
+                    throw DesktopInterface.error("too_many_windows", "\(self.registration.appID)'s window activities would be larger than \(Self.maximumBytes / 1024) KiB together (each at most \(ActivityLimits.defaultMaximumEncodedSize / 1024) KiB)")
+                }
                 let answer = try await relayed(&registration) { id async throws(HandoffClientError) in
                     let set = try await client.setWindowActivity(content, window: window, registration: id)
                     if call.member == "BecomeCurrent" { _ = try await client.focusWindow(window, registration: id) }
                     return set
                 } keep: {
+                    windows.bytes = others + size
                     windows.activities[window] = content
                     if call.member == "BecomeCurrent" {
                         windows.focused = window
@@ -185,7 +214,7 @@ struct BusApp: Sendable {
                 _ = try await relayed(&registration) { id async throws(HandoffClientError) in
                     try await client.withdrawWindowActivity(window: window, registration: id)
                 } keep: {
-                    windows.activities[window] = nil
+                    windows.forget(window)
                     if call.member == "Invalidate" { windows.invalidated.insert(window) }
                 }
             case "Focus":
@@ -194,7 +223,7 @@ struct BusApp: Sendable {
                 }
             case "CloseWindow":
                 _ = try await relayed(&registration) { id async throws(HandoffClientError) in try await client.closeWindow(window, registration: id) } keep: {
-                    windows.activities[window] = nil
+                    windows.forget(window)
                     windows.invalidated.remove(window)
                     if windows.focused == window { windows.focused = nil }
                 }

@@ -68,7 +68,7 @@ package struct DesktopInterface: Sendable {
         await withDiscardingTaskGroup { group in
             group.addTask {
                 for await change in listening.gone where change.sender == "org.freedesktop.DBus" {
-                    if let name = change.arguments.first?.stringValue, name.hasPrefix(":") { apps.remove(name)?.yield(.end) }
+                    if let name = change.arguments.first?.stringValue, name.hasPrefix(":") { apps.remove(name)?.yield(.end(answering: nil)) }
                 }
             }
             for await call in listening.calls {
@@ -88,8 +88,8 @@ package struct DesktopInterface: Sendable {
                         bus.reply(to: call, error: Self.notRegistered)
                         continue
                     }
-                    inbox.yield(.end)
-                    bus.reply(to: call)
+                    // Answered once the calls before it are.
+                    inbox.yield(.end(answering: call))
                 case "Continue", "OpenStream", "TakeStream":
                     guard apps.startRequest() else {
                         bus.reply(to: call, error: Self.error("limits_exceeded", "handoff-desktop has \(Self.maximumRequests) requests under way; try again"))
@@ -145,9 +145,20 @@ package struct DesktopInterface: Sendable {
             // The caller may have gone before its registration was there to end.
             let present = try? await bus.call(DBusMethodCall.busDaemon("NameHasOwner", [.string(call.sender)]), timeout: .seconds(5)).first?.boolValue
             if present == true {
-                await app.run(answering: call, inbox: inbox, post: post) { apps.handled(call.sender) }
+                await app.run(answering: call, inbox: inbox, post: post) { apps.handled(call.sender, key: key) }
+            } else {
+                bus.reply(to: call, error: Self.error("not_registered", "the bus could not say whether the caller is still there; register again"))
             }
             apps.remove(call.sender, key: key)
+            // Calls queued behind a registration that failed or ended are answered, not dropped.
+            post.finish()
+            for await input in inbox {
+                switch input {
+                case .call(let waiting): bus.reply(to: waiting, error: Self.notRegistered)
+                case .end(let unregister?): bus.reply(to: unregister)
+                default: break
+                }
+            }
         }
     }
 
@@ -165,7 +176,7 @@ package struct DesktopInterface: Sendable {
                     call.member == "OpenStream" ? try await client.openStream(continuationID: id) : try await client.takeStream(id)
                 }
                 // The reply closes its copy once sent; the pipe closes its own.
-                let copy = dup(pipe.fileDescriptor)
+                let copy = fcntl(pipe.fileDescriptor, F_DUPFD_CLOEXEC, 0)
                 guard copy >= 0 else { throw DBusError(name: DBusError.failedName, message: "cannot pass the stream: out of descriptors") }
                 bus.reply(to: call, [.unixFD(copy)])
             }
@@ -265,9 +276,10 @@ final class Registrations: Sendable {
         }
     }
 
-    func handled(_ sender: String) {
+    /// One call of registration `key` was carried out.
+    func handled(_ sender: String, key: UInt64) {
         state.withLock { s in
-            if let queued = s.entries[sender]?.queued, queued > 0 { s.entries[sender]?.queued = queued - 1 }
+            if let entry = s.entries[sender], entry.key == key, entry.queued > 0 { s.entries[sender]?.queued = entry.queued - 1 }
         }
     }
 
@@ -286,6 +298,6 @@ final class Registrations: Sendable {
             defer { s.entries.removeAll() }
             return s.entries.values.map(\.inbox)
         }
-        for inbox in inboxes { inbox.yield(.end) }
+        for inbox in inboxes { inbox.yield(.end(answering: nil)) }
     }
 }

@@ -112,7 +112,9 @@ struct Agent: AsyncParsableCommand {
 
 /// Hands a continuation to the running instance of a DBusActivatable app (or has the bus start
 /// it): what handoffd runs instead of the `.desktop` file's `Exec` line. Exits 0 once the app
-/// took the call; otherwise 1 with the bus's reason, and handoffd runs the `Exec` line.
+/// took the call; 1 when it certainly did not get it (no bus, no such app, object or action),
+/// and handoffd runs the `Exec` line; 2 when it may have (no answer in time), and handoffd does
+/// not start it a second time.
 struct Activate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Hands a continued activity to a DBusActivatable app (org.freedesktop.Application.ActivateAction handoff-continue)."
@@ -137,7 +139,8 @@ struct Activate: AsyncParsableCommand {
         do {
             try await ApplicationActivation.activate(connection, applicationID: applicationID, activityFile: activityFile, session: environment)
         } catch {
-            throw Failure("\(applicationID) did not take the activity: \(error)")
+            FileHandle.standardError.write(Data("Error: \(applicationID) did not take the activity: \(error)\n".utf8))
+            throw ExitCode(ApplicationActivation.notDelivered(error) ? 1 : 2)
         }
     }
 }

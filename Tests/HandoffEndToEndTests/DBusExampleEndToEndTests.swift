@@ -8,7 +8,7 @@ import Testing
 /// continued on bravo by `handoffctl continue desk`: alpha's app saves it when asked (needsSave),
 /// bravo's running app receives it through its org.handoff.Receiver1 object and fetches the
 /// attachment over a continuation stream handed over as a file descriptor, on both sides. Root
-/// only builds the hosts. Then a GApplication without any handoff code
+/// only builds the hosts. Then a GApplication with one action and no handoff library
 /// (Examples/Python/handoff-gio-reader.py, DBusActivatable) receives a continuation in its
 /// running instance.
 @Suite(.timeLimit(.minutes(5))) struct DBusExampleEndToEndTests {
@@ -91,14 +91,15 @@ import Testing
         #expect(try await laptopNotes.quit() == 0)
         #expect(try await deskNotes.quit() == 0)
 
-        // A GApplication without handoff code (DBusActivatable): its running instance gets the
+        // A GApplication with one action and no handoff library (DBusActivatable): its running instance gets the
         // continuation through org.freedesktop.Application; its Exec line, which would fail, is
         // not run.
         let reader = try String(contentsOfFile: Self.reader, encoding: .utf8)
         try rig.write(to: rig.home("bravo") + "/handoff-gio-reader.py", reader, executable: true)
         try rig.write(
             to: rig.home("bravo") + "/.local/share/applications/org.handoff.example.Reader.desktop",
-            "[Desktop Entry]\nType=Application\nName=Example Reader\nDBusActivatable=true\nExec=/bin/false %f\nX-Handoff-ActivityTypes=org.handoff.example.article;\n"
+            "[Desktop Entry]\nType=Application\nName=Example Reader\nDBusActivatable=true\nX-Handoff-ContinueAction=true\n"
+                + "Exec=/usr/bin/touch \(rig.home("bravo"))/exec-ran\nX-Handoff-ActivityTypes=org.handoff.example.article;\n"
         )
         let running = try RunningProcess(
             Rig.script, ["exec", rig.name, "bravo"] + rig.user.command(["/usr/bin/python3", rig.home("bravo") + "/handoff-gio-reader.py"], environment: laptop.environment)
@@ -112,6 +113,7 @@ import Testing
         )
         #expect(handed.status == 0 && handed.stderr.contains("org.handoff.example.Reader.desktop"), "\(handed)")
         try await running.wait(for: "the reader to take the article") { $0.stdout.contains("continued “An article” in the running instance") }
+        #expect(!FileManager.default.fileExists(atPath: rig.home("bravo") + "/exec-ran"), "the Exec line ran as well")
         #expect(try await running.stop() == 0 || !running.isRunning, "\(running.stderr)")
         #expect(try await desk.stop() == 0, "handoff-desktop on alpha on SIGTERM: \(desk.agent.stderr)")
         #expect(try await laptop.stop() == 0, "handoff-desktop on bravo on SIGTERM: \(laptop.agent.stderr)")
