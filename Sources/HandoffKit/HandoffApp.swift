@@ -71,8 +71,9 @@ public actor HandoffApp {
     public func connect() async throws(HandoffError) {
         guard subscription == nil else { return }
         let subscription: NDJSONSubscription<AppEvent>
+        let receiving = hungCalls == 0
         do {
-            subscription = try await client.registerApp(AppRegistration(appID: appID, continues: hungCalls == 0 ? continuedTypes : []))
+            subscription = try await client.registerApp(AppRegistration(appID: appID, continues: receiving ? continuedTypes : []))
         } catch {
             throw HandoffError(error)
         }
@@ -89,6 +90,9 @@ public actor HandoffApp {
         }
         self.subscription = subscription
         self.registration = registration
+        // A hung receiver call started or returned while this registration was being made (its
+        // close found none to close): this one has the wrong types; `run` registers again.
+        if (hungCalls == 0) != receiving { subscription.close() }
         if restoredWindows.isEmpty {
             restoredWindows = Dictionary(restored.map { ($0.window, UserActivity(received: $0.activity.content)) }) { first, _ in first }
         }
