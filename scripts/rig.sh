@@ -149,7 +149,12 @@ enable-reflector=no
 EOF
     (exec_in_host "$host" dbus-daemon --system --nofork --nopidfile) >"$dir/dbus.log" 2>&1 &
     echo $! >"$dir/dbus.pid"
-    for _ in $(seq 100); do in_host "$host" test -S /run/dbus/system_bus_socket && break; sleep 0.02; done
+    # Ready once others may connect: dbus-daemon binds the socket first and opens its mode after,
+    # and avahi-daemon (as the avahi user) connecting in between is refused (seen in CI).
+    for _ in $(seq 100); do
+      [[ -n $(in_host "$host" find /run/dbus/system_bus_socket -type s -perm -0002 2>/dev/null) ]] && break
+      sleep 0.02
+    done
     start_avahi "$host"
   done
   ;;
