@@ -130,6 +130,14 @@ package actor AccountStore {
     /// This device was removed from its account (it learned so from another device).
     package var isRevokedSelf: Bool { material?.isRevoked ?? false }
     package var isAdmin: Bool { material?.isAdmin ?? false }
+
+    /// A member session with `peer` may run: this device is still a member and `peer` was not
+    /// removed. Asked once a session holds its slot: a removal saved before that is seen here, one
+    /// saved after sweeps the slot and finds it.
+    package func allowsSession(with peer: DeviceID) -> Bool {
+        guard let m = material, !m.isRevoked else { return false }
+        return !m.state.isRevoked(peer)
+    }
     package var removalInfo: RemovalInfo? { material?.removalInfo }
 
     /// What a member that is behind should get: the signed state and the secret that goes with it.

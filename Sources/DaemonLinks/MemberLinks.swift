@@ -217,6 +217,14 @@ package actor MemberLinks {
             logger.debug("dropped a duplicate session", metadata: ["peer": "\(session.peerID.short)"])
             return
         }
+        // A removal applied while this session was being greeted found no slot to sweep (the
+        // handshake was done before it): the session must not outlive it.
+        guard await store.allowsSession(with: session.peerID) else {
+            logger.info("dropped a session of a removed device", metadata: ["peer": "\(session.peerID.short)"])
+            await unregister(session)
+            session.close()
+            return
+        }
         if greeting.learnedNewerState { await stateChanged() }
         established?(session)
         await directory.sessionUp(session.peerID, name: session.peerName, address: link.remote, theirClock: greeting.peer.clock)
