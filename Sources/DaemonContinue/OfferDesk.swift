@@ -35,10 +35,13 @@ package final class OfferDesk: Sendable {
     package func current(now: Timestamp = .now()) async -> OffersResponse {
         let rules = policy.withLock { $0 }
         var offers: [Offer] = []
+        // Asked once per kind of activity: each answer reads the installed .desktop files.
+        var targets: [String: ContinueTarget?] = [:]
         for peer in await directory.all() where peer.reachable {
-            guard let activity = peer.activity, activity.expirationDate.map({ $0 > now }) ?? true,
-                let target = await handover.target(for: activity.type, hasWebpage: activity.hasWebpage)
-            else { continue }
+            guard let activity = peer.activity, activity.expirationDate.map({ $0 > now }) ?? true else { continue }
+            let key = activity.type + (activity.hasWebpage ? " web" : "")
+            if targets[key] == nil { targets[key] = .some(await handover.target(for: activity.type, hasWebpage: activity.hasWebpage)) }
+            guard let target = targets[key] ?? nil else { continue }
             offers.append(Offer(peer: LocalEvent.PeerRef(id: peer.id, name: peer.name), activity: activity, target: target, notify: rules.allows(activity.type)))
         }
         return OffersResponse(offers: offers)

@@ -46,16 +46,27 @@ struct BusApp: Sendable {
 
     /// What handoffd has been given for the app's windows.
     struct Windows {
-        var activities: [String: ActivityContent] = [:]
-        /// Their encoded sizes together: bounded as handoffd bounds them, also while it is away.
-        var bytes = 0
+        private(set) var activities: [String: ActivityContent] = [:]
+        /// Their encoded sizes, and those together: bounded as handoffd bounds them, also while
+        /// it is away.
+        private var sizes: [String: Int] = [:]
+        private(set) var bytes = 0
         var focused: String?
         /// Windows whose activity was invalidated: Update is refused until BecomeCurrent.
         var invalidated: Set<String> = []
 
+        /// The activities' size together if `window`'s were `size` bytes.
+        func bytes(with size: Int, for window: String) -> Int { bytes - (sizes[window] ?? 0) + size }
+
+        mutating func keep(_ content: ActivityContent, size: Int, for window: String) {
+            bytes = bytes(with: size, for: window)
+            activities[window] = content
+            sizes[window] = size
+        }
+
         mutating func forget(_ window: String) {
-            guard let gone = activities.removeValue(forKey: window) else { return }
-            bytes -= (try? LocalAPIJSON.encoder().encode(gone).count) ?? 0
+            activities[window] = nil
+            bytes -= sizes.removeValue(forKey: window) ?? 0
         }
     }
 
@@ -193,8 +204,7 @@ struct BusApp: Sendable {
                     }
                 }
                 let size = (try? LocalAPIJSON.encoder().encode(content).count) ?? Int.max
-                let others = windows.bytes - (windows.activities[window].flatMap { try? LocalAPIJSON.encoder().encode($0).count } ?? 0)
-                guard size <= ActivityLimits.defaultMaximumEncodedSize, others + size <= Self.maximumBytes else {
+                guard size <= ActivityLimits.defaultMaximumEncodedSize, windows.bytes(with: size, for: window) <= Self.maximumBytes else {
                     throw DesktopInterface.error("too_many_windows", "\(self.registration.appID)'s window activities would be larger than \(Self.maximumBytes / 1024) KiB together (each at most \(ActivityLimits.defaultMaximumEncodedSize / 1024) KiB)")
                 }
                 let answer = try await relayed(&registration) { id async throws(HandoffClientError) in
@@ -202,8 +212,7 @@ struct BusApp: Sendable {
                     if call.member == "BecomeCurrent" { _ = try await client.focusWindow(window, registration: id) }
                     return set
                 } keep: {
-                    windows.bytes = others + size
-                    windows.activities[window] = content
+                    windows.keep(content, size: size, for: window)
                     if call.member == "BecomeCurrent" {
                         windows.focused = window
                         windows.invalidated.remove(window)

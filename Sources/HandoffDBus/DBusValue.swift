@@ -10,7 +10,8 @@ import Glibc
 /// duplicate that belongs to the reader; one given to `DBusConnection` in a call, reply or signal
 /// becomes the connection's, which closes it once the message is built (so a reply can hand over
 /// a stream without keeping a copy open).
-public indirect enum DBusValue: Sendable, Equatable {
+/// Only the cases that hold a value directly are boxed: a byte array is not a box per byte.
+public enum DBusValue: Sendable, Equatable {
     case byte(UInt8)
     case bool(Bool)
     case int16(Int16)
@@ -29,8 +30,8 @@ public indirect enum DBusValue: Sendable, Equatable {
     /// `(…)`.
     case structure([DBusValue])
     /// `{kv}`: only as the element of an array (`a{sv}`).
-    case dictEntry(DBusValue, DBusValue)
-    case variant(DBusValue)
+    indirect case dictEntry(DBusValue, DBusValue)
+    indirect case variant(DBusValue)
 
     /// The value's complete type signature.
     public var signature: String {
