@@ -100,12 +100,23 @@ UFW_DIR      ?= /etc/ufw/applications.d
 FIREWALLD_DIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/firewalld/services,/etc/firewalld/services)
 # XDG autostart reads $XDG_CONFIG_DIRS/autostart, /etc/xdg/autostart by default.
 AUTOSTART_DIR ?= /etc/xdg/autostart
+# Browsers read native messaging hosts installed for every user from fixed places (docs/browser.md).
+CHROMIUM_HOSTS_DIR ?= /etc/chromium/native-messaging-hosts
+CHROME_HOSTS_DIR   ?= /etc/opt/chrome/native-messaging-hosts
+MOZILLA_HOSTS_DIR  ?= /usr/lib/mozilla/native-messaging-hosts
+BROWSER_FILES = manifest.json background.js popup.html popup.js popup.css
 INSTALL_FROM ?= $(BIN_RELEASE)
 MANUAL_TOOL  ?= $(BIN_DEBUG)/generate-manual
 INSTALLED = \
 	$(BINDIR)/handoffd \
 	$(BINDIR)/handoffctl \
 	$(BINDIR)/handoff-desktop \
+	$(BINDIR)/handoff-browser-host \
+	$(addprefix $(DATADIR)/handoff/browser/,$(BROWSER_FILES)) \
+	$(DATADIR)/applications/org.handoff.browser-page.desktop \
+	$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json \
+	$(CHROME_HOSTS_DIR)/org.handoff.browser.json \
+	$(MOZILLA_HOSTS_DIR)/org.handoff.browser.json \
 	$(UNITDIR_USER)/handoffd.service \
 	$(UNITDIR_USER)/handoff-desktop.service \
 	$(AUTOSTART_DIR)/handoff-desktop.desktop \
@@ -129,12 +140,22 @@ release-static: deps-build
 	$(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --product handoffd
 	$(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --product handoffctl
 	$(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --product handoff-desktop
+	$(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --product handoff-browser-host
 	$(SWIFT) build --product generate-manual
 
 install-files:
 	install -D -m 0755 $(INSTALL_FROM)/handoffd $(DESTDIR)$(BINDIR)/handoffd
 	install -D -m 0755 $(INSTALL_FROM)/handoffctl $(DESTDIR)$(BINDIR)/handoffctl
 	install -D -m 0755 $(INSTALL_FROM)/handoff-desktop $(DESTDIR)$(BINDIR)/handoff-desktop
+	install -D -m 0755 $(INSTALL_FROM)/handoff-browser-host $(DESTDIR)$(BINDIR)/handoff-browser-host
+	install -D -m 0644 -t $(DESTDIR)$(DATADIR)/handoff/browser $(addprefix browser/,$(BROWSER_FILES))
+	install -d $(DESTDIR)$(DATADIR)/applications $(DESTDIR)$(CHROMIUM_HOSTS_DIR) $(DESTDIR)$(CHROME_HOSTS_DIR) $(DESTDIR)$(MOZILLA_HOSTS_DIR)
+	sed 's|@BINDIR@|$(BINDIR)|g' packaging/browser/org.handoff.browser-page.desktop > $(DESTDIR)$(DATADIR)/applications/org.handoff.browser-page.desktop
+	$(INSTALL_FROM)/handoff-browser-host manifest chromium --host $(BINDIR)/handoff-browser-host > $(DESTDIR)$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json
+	$(INSTALL_FROM)/handoff-browser-host manifest chrome --host $(BINDIR)/handoff-browser-host > $(DESTDIR)$(CHROME_HOSTS_DIR)/org.handoff.browser.json
+	$(INSTALL_FROM)/handoff-browser-host manifest firefox --host $(BINDIR)/handoff-browser-host > $(DESTDIR)$(MOZILLA_HOSTS_DIR)/org.handoff.browser.json
+	chmod 0644 $(DESTDIR)$(DATADIR)/applications/org.handoff.browser-page.desktop $(DESTDIR)$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json \
+	  $(DESTDIR)$(CHROME_HOSTS_DIR)/org.handoff.browser.json $(DESTDIR)$(MOZILLA_HOSTS_DIR)/org.handoff.browser.json
 	install -d $(DESTDIR)$(UNITDIR_USER) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DATADIR)/man/man1 $(DESTDIR)$(DATADIR)/man/man8
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/handoffd.service > $(DESTDIR)$(UNITDIR_USER)/handoffd.service
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/handoffd@.service > $(DESTDIR)$(UNITDIR)/handoffd@.service
@@ -157,6 +178,7 @@ install-files:
 	install -D -m 0644 packaging/firewalld/handoff.xml $(DESTDIR)$(FIREWALLD_DIR)/handoff.xml
 	@echo "installed under $(DESTDIR)$(PREFIX). Start it: systemctl --user enable --now handoffd"
 	@echo "and, for notifications in your desktop: systemctl --user enable --now handoff-desktop"
+	@echo "In your browser: load the extension from $(DATADIR)/handoff/browser (docs/browser.md)."
 	@echo "(or, for a user on a headless machine: systemctl enable --now handoffd@USER)."
 	@echo "With a firewall, open its port: sudo ufw allow handoff"
 	@echo "  or: sudo firewall-cmd --reload && sudo firewall-cmd --permanent --add-service=handoff && sudo firewall-cmd --reload"

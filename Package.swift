@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "HandoffClient", targets: ["HandoffClient"]),
         .library(name: "HandoffKit", targets: ["HandoffKit"]),
         .executable(name: "handoff-desktop", targets: ["handoff-desktop"]),
+        .executable(name: "handoff-browser-host", targets: ["handoff-browser-host"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -86,6 +87,10 @@ let package = Package(
             name: "DesktopAgent", dependencies: ["HandoffDBus", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem", logging],
             resources: [.embedInCode("Interfaces/org.handoff.Desktop1.xml"), .embedInCode("Interfaces/org.handoff.Receiver1.xml")], swiftSettings: strict
         ),
+
+        // The browser's native messaging host (docs/browser.md): the extension's messages, checked,
+        // as a HandoffKit app. No NIO, OpenSSL, dns_sd or D-Bus.
+        .target(name: "BrowserHost", dependencies: ["HandoffKit", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
 
         // The daemon, as feature modules that only look down (docs/architecture.md), each
         // depending on the ones below it in `daemonLine`.
@@ -154,6 +159,8 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        .executableTarget(name: "handoff-browser-host", dependencies: ["BrowserHost", "HandoffAPI", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
+
         // Apps built on HandoffKit (docs/handoffkit.md), run by the tests.
         .executableTarget(name: "handoff-example-notes", dependencies: ["HandoffKit"], path: "Examples/NotesEditor", swiftSettings: strict),
         .executableTarget(name: "handoff-example-viewer", dependencies: ["HandoffKit"], path: "Examples/Viewer", swiftSettings: strict),
@@ -192,7 +199,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HandoffDesktopTests",
-            dependencies: ["HandoffDBus", "DesktopAgent", "HandoffTestSupport", "HandoffAPI", "HandoffModel", "HandoffSystem"],
+            dependencies: ["HandoffDBus", "DesktopAgent", "BrowserHost", "HandoffTestSupport", "HandoffAPI", "HandoffModel", "HandoffSystem"],
             swiftSettings: strict
         ),
         .testTarget(

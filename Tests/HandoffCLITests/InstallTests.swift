@@ -54,26 +54,41 @@ import Testing
         let landed = try files(in: destdir)
         #expect(
             landed == [
+                "/etc/chromium/native-messaging-hosts/org.handoff.browser.json",
+                "/etc/opt/chrome/native-messaging-hosts/org.handoff.browser.json",
                 "/etc/ufw/applications.d/handoff",
                 "/etc/xdg/autostart/handoff-desktop.desktop",
+                "/usr/bin/handoff-browser-host",
                 "/usr/bin/handoff-desktop",
                 "/usr/bin/handoffctl",
                 "/usr/bin/handoffd",
                 "/usr/lib/firewalld/services/handoff.xml",
+                "/usr/lib/mozilla/native-messaging-hosts/org.handoff.browser.json",
                 "/usr/lib/systemd/system/handoffd@.service",
                 "/usr/lib/systemd/user/handoff-desktop.service",
                 "/usr/lib/systemd/user/handoffd.service",
                 "/usr/share/applications/handoff-desktop.desktop",
+                "/usr/share/applications/org.handoff.browser-page.desktop",
                 "/usr/share/bash-completion/completions/handoffctl",
                 "/usr/share/dbus-1/interfaces/org.handoff.Desktop1.xml",
                 "/usr/share/dbus-1/interfaces/org.handoff.Receiver1.xml",
                 "/usr/share/doc/handoff/handoffd.toml",
                 "/usr/share/fish/vendor_completions.d/handoffctl.fish",
+                "/usr/share/handoff/browser/background.js",
+                "/usr/share/handoff/browser/manifest.json",
+                "/usr/share/handoff/browser/popup.css",
+                "/usr/share/handoff/browser/popup.html",
+                "/usr/share/handoff/browser/popup.js",
                 "/usr/share/man/man1/handoffctl.1",
                 "/usr/share/man/man8/handoffd.8",
                 "/usr/share/zsh/site-functions/_handoffctl",
             ]
         )
+        // The browsers find the installed host, and handoffd the page opener.
+        let host = try String(contentsOfFile: destdir + "/etc/chromium/native-messaging-hosts/org.handoff.browser.json", encoding: .utf8)
+        #expect(host.contains(#""path": "/usr/bin/handoff-browser-host""#), "\(host)")
+        let opener = try String(contentsOfFile: destdir + "/usr/share/applications/org.handoff.browser-page.desktop", encoding: .utf8)
+        #expect(opener.contains("Exec=/usr/bin/handoff-browser-host open") && opener.contains("X-Handoff-ActivityTypes=org.handoff.browser.page;"))
         let unit = try String(contentsOfFile: destdir + "/usr/lib/systemd/system/handoffd@.service", encoding: .utf8)
         #expect(unit.contains("ExecStart=/usr/bin/handoffd --socket") && !unit.contains("@BINDIR@"))
         let manual = try String(contentsOfFile: destdir + "/usr/share/man/man8/handoffd.8", encoding: .utf8)

@@ -1,0 +1,276 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import HandoffClient
+import HandoffKit
+import HandoffModel
+import HandoffSystem
+
+/// The host's work (docs/browser.md, "The host"): the extension's messages, in order, become a
+/// HandoffKit app — one window per browser window, the focused window's page the device's
+/// current activity — and what handoffd asks of that app (save the position, open a page)
+/// becomes messages to the extension. It ends when the browser closes its end.
+public actor BrowserBridge: ContinuationReceiver {
+    /// How long the extension has to say where the user is on the page; past it the page goes
+    /// as it was last saved (a save must fit in handoffd's second).
+    static let saveDeadline: Duration = .milliseconds(700)
+    /// How long the extension has to open a page: less than HandoffKit gives a receiver.
+    static let openDeadline: Duration = .milliseconds(3500)
+    /// Opens waiting for the extension at once; more are refused (handoffd allows far fewer).
+    static let maximumOpens = 16
+
+    private let send: @Sendable (HostMessage) -> Void
+    private let socketPath: String?
+    private let environment: [String: String]
+    private var app: HandoffApp?
+    /// Each browser window's page activity, and what it shows.
+    private var windows: [String: (activity: UserActivity, page: ExtensionMessage.Page)] = [:]
+    /// Pages of windows that are not focused: they become current when their window is focused.
+    private var waiting: [String: ExtensionMessage.Page] = [:]
+    private var delegates: [String: PageDelegate] = [:]
+    private var saves: [String: [CheckedContinuation<Void, Never>]] = [:]
+    private var opens: [UUID: CheckedContinuation<String, any Error>] = [:]
+
+    /// `send` writes a message to the browser; `socketPath` is handoffd's (nil: the user's).
+    public init(socketPath: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment, send: @escaping @Sendable (HostMessage) -> Void) {
+        self.socketPath = socketPath
+        self.environment = environment
+        self.send = send
+    }
+
+    /// Serves `messages` (each a message the browser sent, or the reason the framing broke) until
+    /// they end; the registration, and with it every page handed over, ends then too.
+    public func serve(_ messages: AsyncStream<Result<[UInt8], NativeMessaging.FramingError>>) async {
+        await withDiscardingTaskGroup { group in
+            for await message in messages {
+                let bytes: [UInt8]
+                switch message {
+                case .success(let received): bytes = received
+                case .failure(let error):
+                    send(.refused(reason: error.description))
+                    group.cancelAll()
+                    return
+                }
+                let decoded: ExtensionMessage
+                switch Result(catching: { () throws(ExtensionMessage.Refusal) in try ExtensionMessage.decode(bytes) }) {
+                case .success(let message): decoded = message
+                case .failure(let refusal):
+                    send(.refused(reason: refusal.description))
+                    continue
+                }
+                if case .hello(let browser) = decoded {
+                    guard app == nil else {
+                        send(.refused(reason: "hello: already registered"))
+                        continue
+                    }
+                    let app = HandoffApp(appID: browser.appID, continues: [PageActivity.type], socketPath: socketPath)
+                    self.app = app
+                    await connect(app)
+                    group.addTask { await app.run(receiver: self) }
+                    continue
+                }
+                guard let app else {
+                    send(.refused(reason: "the first message is hello"))
+                    continue
+                }
+                switch decoded {
+                case .offers(let request), .continue(let request, _):
+                    // Round trips to handoffd (and a continuation up to its deadline): beside the page messages.
+                    group.addTask { await self.answer(decoded, request: request) }
+                default:
+                    await handle(decoded, app: app)
+                }
+            }
+            group.cancelAll()
+        }
+        for waiters in saves.values { for waiter in waiters { waiter.resume() } }
+        saves.removeAll()
+        for (_, waiter) in opens { waiter.resume(throwing: BrowserBridgeError("the browser closed")) }
+        opens.removeAll()
+    }
+
+    private func connect(_ app: HandoffApp) async {
+        do {
+            try await app.connect()
+            send(.ready)
+        } catch {
+            send(.offline(reason: error.description))
+        }
+    }
+
+    private func handle(_ message: ExtensionMessage, app: HandoffApp) async {
+        switch message {
+        case .hello, .offers, .continue: return
+        case .page(let window, let page, let focused):
+            if let shown = windows[window], shown.page == page {
+                if focused { try? await app.focus(window: window) }
+                return
+            }
+            guard focused else {
+                // Not current; it becomes so when its window is focused.
+                waiting[window] = page
+                if let shown = windows.removeValue(forKey: window) { try? await shown.activity.resignCurrent() }
+                return
+            }
+            await show(page, in: window, app: app)
+        case .clear(let window):
+            waiting[window] = nil
+            delegates[window] = nil
+            if let shown = windows.removeValue(forKey: window) { await shown.activity.invalidate() }
+        case .focus(let window):
+            if let page = waiting.removeValue(forKey: window) {
+                await show(page, in: window, app: app)
+            } else {
+                try? await app.focus(window: window)
+            }
+        case .close(let window):
+            waiting[window] = nil
+            delegates[window] = nil
+            windows[window] = nil
+            try? await app.close(window: window)
+        case .saved(let window, let page, let position):
+            if let shown = windows[window], shown.page.url == page.url {
+                shown.activity.userInfo = PageActivity.content(page, position: position).userInfo
+            }
+            for waiter in saves.removeValue(forKey: window) ?? [] { waiter.resume() }
+        case .opened(let id, let window, let error):
+            guard let waiter = opens.removeValue(forKey: id) else { return }
+            if let window {
+                waiter.resume(returning: window)
+            } else {
+                waiter.resume(throwing: BrowserBridgeError(error ?? "the browser did not open the page"))
+            }
+        }
+    }
+
+    /// A new activity for `page`, made current: a page is a new activity, as on a Mac, so the
+    /// other devices see its title and address at once (a changed `needsSave` activity would
+    /// send only the flag).
+    private func show(_ page: ExtensionMessage.Page, in window: String, app: HandoffApp) async {
+        let previous = windows[window]
+        let activity = UserActivity(activityType: PageActivity.type, app: app, window: window)
+        let content = PageActivity.content(page, position: nil, keeping: previous.map { activityContent($0.activity) })
+        activity.title = content.title
+        activity.webpageURL = content.webpageURL.flatMap(URL.init(string:))
+        activity.targetContentIdentifier = content.targetContentIdentifier
+        activity.userInfo = content.userInfo
+        activity.needsSave = true
+        let delegate = PageDelegate(bridge: self, window: window)
+        activity.delegate = delegate
+        delegates[window] = delegate
+        windows[window] = (activity, page)
+        do {
+            try await activity.becomeCurrent()
+        } catch {
+            // handoffd is not running: HandoffKit hands it over once it is back. Anything else
+            // (handoffd refused the page) is for the extension's console.
+            if error.code != .handoffdNotRunning { send(.refused(reason: "handoffd refused the page: \(error.description)")) }
+        }
+        if let previous { await previous.activity.invalidate() }
+    }
+
+    private func activityContent(_ activity: UserActivity) -> ActivityContent {
+        var content = ActivityContent(type: PageActivity.type, title: activity.title, userInfo: activity.userInfo)
+        content.webpageURL = activity.webpageURL?.absoluteString
+        return content
+    }
+
+    // MARK: What handoffd asks
+
+    /// Another device is about to take `window`'s page: ask the extension where the user is.
+    func save(window: String) async {
+        guard windows[window] != nil else { return }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await QuietSleep.sleep(for: Self.saveDeadline)
+                    await self.endSaves(window)
+                } catch {}
+            }
+            // The waiter is there before the question goes, so no answer comes too early.
+            await withCheckedContinuation { waiter in
+                saves[window, default: []].append(waiter)
+                send(.save(window: window))
+            }
+            group.cancelAll()
+        }
+    }
+
+    private func endSaves(_ window: String) {
+        for waiter in saves.removeValue(forKey: window) ?? [] { waiter.resume() }
+    }
+
+    public func continueUserActivity(_ continuation: IncomingContinuation) async throws -> String {
+        var content = ActivityContent(type: continuation.userActivity.activityType, title: continuation.userActivity.title, userInfo: continuation.userActivity.userInfo)
+        content.webpageURL = continuation.userActivity.webpageURL?.absoluteString
+        guard let opening = PageActivity.opening(content) else { throw BrowserBridgeError("the activity has no http(s) page to open") }
+        guard opens.count < Self.maximumOpens else { throw BrowserBridgeError("the browser is busy opening other pages") }
+        let id = continuation.id
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await QuietSleep.sleep(for: Self.openDeadline)
+                    await self.endOpen(id, BrowserBridgeError("the browser did not open the page in time"))
+                } catch {}
+            }
+            defer { group.cancelAll() }
+            return try await withCheckedThrowingContinuation { waiter in
+                opens[id] = waiter
+                send(.open(id: id, url: opening.url, title: opening.title, position: opening.position, device: continuation.device))
+            }
+        }
+    }
+
+    private func endOpen(_ id: UUID, _ error: BrowserBridgeError) {
+        opens.removeValue(forKey: id)?.resume(throwing: error)
+    }
+
+    // MARK: The popup
+
+    private func answer(_ message: ExtensionMessage, request: Int) async {
+        let client = HandoffClient(socketPath: socketPath ?? HandoffPaths.defaultSocketPath(environment: environment), timeoutSeconds: 30)
+        switch message {
+        case .offers:
+            do {
+                let offers = try await client.offers().offers
+                send(.offers(request: request, offers: offers.map {
+                    HostMessage.OfferItem(peer: $0.peer.id.description, device: $0.peer.name, title: $0.activity.title, type: $0.activity.type, target: $0.target.name)
+                }))
+            } catch {
+                send(.continued(request: request, handler: nil, error: error.description))
+            }
+        case .continue(_, let peer):
+            do {
+                let response = try await client.continueActivity(ContinueRequest(peer: peer, delivery: .dispatch, environment: SessionEnvironment.pick(environment)))
+                send(.continued(request: request, handler: response.delivered?.handler ?? response.peerName, error: nil))
+            } catch {
+                send(.continued(request: request, handler: nil, error: error.description))
+            }
+        default: return
+        }
+    }
+}
+
+/// What the host could not do for the browser, as the user is told it.
+struct BrowserBridgeError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A page activity's delegate: willSave asks the extension for the position.
+final class PageDelegate: UserActivityDelegate {
+    let bridge: BrowserBridge
+    let window: String
+
+    init(bridge: BrowserBridge, window: String) {
+        self.bridge = bridge
+        self.window = window
+    }
+
+    func userActivityWillSave(_ userActivity: UserActivity) async {
+        await bridge.save(window: window)
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import HandoffAPI
+import HandoffTestSupport
+import Testing
+
+/// The browser on two simulated hosts (docs/browser.md): on each, Debian's Chromium runs headless
+/// as the test user with handoff's extension (browser/) loaded, and `handoff-browser-host` found
+/// through the manifest `handoff-browser-host install --user` wrote — as a user sets it up. The
+/// test is a person at each browser through the DevTools protocol (browser/testing/chromium-driver.py).
+/// Root only builds the hosts.
+///
+/// A page read and scrolled on alpha ("desk") is the device's activity; `handoffctl continue desk`
+/// on bravo opens it in bravo's running browser at the same scroll position. A private window's
+/// page is never seen by bravo; a tab switch is; the popup continues with a click; once the
+/// browser on alpha is gone, so is its page.
+@Suite(.timeLimit(.minutes(5))) struct BrowserEndToEndTests {
+    static let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("browser").path
+    static let extensionFiles = ["manifest.json", "background.js", "popup.html", "popup.js", "popup.css"]
+    static let port = 8111
+
+    /// Chromium with the extension on `host`, as the test user.
+    static func browser(_ rig: Rig, _ host: String) async throws -> ScriptedApp {
+        let home = rig.home(host)
+        for file in extensionFiles {
+            try rig.write(to: home + "/extension/" + file, try String(contentsOfFile: source + "/" + file, encoding: .utf8))
+        }
+        try rig.write(to: home + "/chromium-driver.py", try String(contentsOfFile: source + "/testing/chromium-driver.py", encoding: .utf8), executable: true)
+        let installed = try await rig.run(host, [try rig.user.product("handoff-browser-host"), "install", "--user"])
+        #expect(installed.status == 0 && installed.stdout.contains("/chromium/NativeMessagingHosts/org.handoff.browser.json"), "\(installed)")
+        let browser = try ScriptedApp(fifo: home + "/browser.in", owner: rig.user, ["/usr/bin/python3", home + "/chromium-driver.py", home + "/extension", "\(port)"]) { command in
+            (Rig.script, ["exec", rig.name, host] + rig.user.command(command, environment: rig.environment(host)))
+        }
+        do {
+            try await browser.expect("ready", seconds: 60)
+        } catch {
+            let log = (try? String(contentsOfFile: home + "/.config/chromium-driver.log", encoding: .utf8)) ?? ""
+            throw TestFailure("\(error); chromium's log: \(log.suffix(3000))")
+        }
+        return browser
+    }
+
+    static func article(_ name: String) -> String { "http://127.0.0.1:\(port)/article/\(name)" }
+
+    /// The value after `word` in the last line of `app`'s output starting with `prefix`.
+    static func field(_ app: ScriptedApp, _ prefix: String, _ word: String) -> String? {
+        guard let line = app.output.split(separator: "\n").last(where: { $0.hasPrefix(prefix) }) else { return nil }
+        let words = line.split(separator: " ")
+        guard let index = words.firstIndex(where: { $0 == word }), index + 1 < words.count else { return nil }
+        return String(words[index + 1])
+    }
+
+    @Test func aPageFollowsToTheOtherBrowserAtTheSamePlace() async throws {
+        await Rig.withHosts(["alpha", "bravo"]) { rig in
+            try await run(rig)
+        }
+    }
+
+    func run(_ rig: Rig) async throws {
+        try await rig.startDaemon("alpha")
+        try await rig.startDaemon("bravo")
+        _ = try await EndToEndTests().pair(rig)
+        let desk = try await Self.browser(rig, "alpha")
+        let laptop = try await Self.browser(rig, "bravo")
+
+        // Reading on alpha: the page is desk's activity, its title seen on bravo.
+        desk.send("open \(Self.article("Reading"))")
+        try await desk.expect("opened ")
+        let reading = try #require(Self.field(desk, "opened", "opened"))
+        desk.send("wait-page \(Self.article("Reading")) 20")
+        try await desk.expect("page \(Self.article("Reading"))", seconds: 25)
+        desk.send("scroll \(reading) 5000")
+        try await desk.expect("scrolled \(reading) 5000")
+        try await AppsEndToEndTests().bravoSees(rig, "Reading")
+
+        // Continued on bravo: the running browser opens it in a new tab at the same place (the
+        // position read from alpha's tab when bravo asked for it: needsSave).
+        let continued = try await rig.ctl("bravo", ["continue", "desk"])
+        #expect(continued.status == 0 && continued.stderr.contains("org.handoff.browser.chromium"), "\(continued)")
+        laptop.send("wait-page \(Self.article("Reading")) 20")
+        try await laptop.expect("page \(Self.article("Reading"))", seconds: 25)
+        #expect(Self.field(laptop, "page ", "scrollY") == "5000", "\(laptop.output)")
+
+        // A private window on alpha: never seen on bravo; desk still shows what it showed.
+        desk.send("private \(Self.article("Secret"))")
+        try await desk.expect("private ")
+        desk.send("open \(Self.article("Second"))")
+        try await desk.expect("opened ", seconds: 10)
+        try await AppsEndToEndTests().bravoSees(rig, "Second")
+        // A tab switch is the new activity.
+        desk.send("activate \(reading)")
+        try await desk.expect("activated \(reading)")
+        try await AppsEndToEndTests().bravoSees(rig, "Reading")
+
+        // The popup on bravo lists what desk is doing and continues it with a click.
+        laptop.send("popup")
+        try await laptop.expect("popup ")
+        let popup = try #require(Self.field(laptop, "popup", "popup"))
+        _ = try await Rig.waitFor("bravo's popup to list desk's page") {
+            laptop.send("text \(popup)")
+            try await Task.sleep(for: .milliseconds(200))
+            return laptop.output.split(separator: "\n").last { $0.hasPrefix("text \(popup)") }?.contains("Reading desk · opens in") == true
+        }
+        desk.send("scroll \(reading) 7000")
+        try await desk.expect("scrolled \(reading) 7000")
+        laptop.send("click \(popup) #offers button")
+        try await laptop.expect("clicked \(popup)")
+        _ = try await Rig.waitFor("the page to open at 7000 from the popup") {
+            laptop.send("wait-page \(Self.article("Reading")) 5")
+            try await Task.sleep(for: .milliseconds(300))
+            return laptop.output.contains("scrollY 7000")
+        }
+
+        // Nothing of the private window was ever seen on bravo, nor in bravo's offers.
+        let peers = try await rig.ctl("bravo", ["peers", "--json"])
+        #expect(!peers.stdout.contains("Secret"), "\(peers.stdout)")
+        #expect(!laptop.output.contains("Secret"), "\(laptop.output)")
+
+        // The browser on alpha goes (as when the extension is disabled: the host's input ends):
+        // so does its page.
+        #expect(try await desk.quit() == 0, "\(desk.process.stderr)")
+        _ = try await Rig.waitFor("desk's page to be withdrawn") {
+            try await rig.ctlJSON("bravo", PeersResponse.self, ["peers"]).peers.first { $0.name == "desk" }?.activity == nil
+        }
+        #expect(try await laptop.quit() == 0, "\(laptop.process.stderr)")
+    }
+}
