@@ -84,6 +84,7 @@ bench: deps-test
 	python3 bench/propagation
 	python3 bench/continue
 	python3 bench/streams
+	python3 bench/browser
 
 # Installation. `make install` builds release binaries with the Swift standard library linked in
 # (they run without the toolchain), then copies; `make install-files INSTALL_FROM=DIR` copies what

@@ -7,6 +7,7 @@ host), serves long test articles on 127.0.0.1:PORT, and reads one command per li
   open URL                 a new tab with URL, in the focused window; prints "opened ID"
   activate ID              makes tab ID the active one (a tab switch); prints "activated ID MS"
   scroll ID Y              scrolls tab ID to Y; prints "scrolled ID Y"
+  close ID                 closes tab ID; prints "closed ID"
   private URL              opens URL in a private (off-the-record) window; prints "private ID"
   wait-page URL SECONDS    waits for a tab showing URL (one no wait-page named before), loaded,
                            its scroll settled; prints
@@ -159,6 +160,9 @@ def main():
                 started = time.monotonic()
                 browser.call("Target.activateTarget", {"targetId": rest[0]})
                 say("activated", rest[0], round((time.monotonic() - started) * 1000, 2))
+            elif command == "close":
+                browser.call("Target.closeTarget", {"targetId": rest[0]})
+                say("closed", rest[0])
             elif command == "scroll":
                 y = browser.evaluate(rest[0], f"window.scrollTo(0, {int(rest[1])}); Math.round(window.scrollY)")
                 say("scrolled", rest[0], y)
