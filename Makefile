@@ -101,7 +101,8 @@ UFW_DIR      ?= /etc/ufw/applications.d
 FIREWALLD_DIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/firewalld/services,/etc/firewalld/services)
 # XDG autostart reads $XDG_CONFIG_DIRS/autostart, /etc/xdg/autostart by default.
 AUTOSTART_DIR ?= /etc/xdg/autostart
-# Browsers read native messaging hosts installed for every user from fixed places (docs/browser.md).
+# Browsers read native messaging hosts installed for every user from fixed places (docs/browser.md):
+# whatever PREFIX, the manifests go there (as the firewall definitions do).
 CHROMIUM_HOSTS_DIR ?= /etc/chromium/native-messaging-hosts
 CHROME_HOSTS_DIR   ?= /etc/opt/chrome/native-messaging-hosts
 MOZILLA_HOSTS_DIR  ?= /usr/lib/mozilla/native-messaging-hosts
@@ -152,9 +153,12 @@ install-files:
 	install -D -m 0644 -t $(DESTDIR)$(DATADIR)/handoff/browser $(addprefix browser/,$(BROWSER_FILES))
 	install -d $(DESTDIR)$(DATADIR)/applications $(DESTDIR)$(CHROMIUM_HOSTS_DIR) $(DESTDIR)$(CHROME_HOSTS_DIR) $(DESTDIR)$(MOZILLA_HOSTS_DIR)
 	sed 's|@BINDIR@|$(BINDIR)|g' packaging/browser/org.handoff.browser-page.desktop > $(DESTDIR)$(DATADIR)/applications/org.handoff.browser-page.desktop
-	$(INSTALL_FROM)/handoff-browser-host manifest chromium --host $(BINDIR)/handoff-browser-host > $(DESTDIR)$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json
-	$(INSTALL_FROM)/handoff-browser-host manifest chrome --host $(BINDIR)/handoff-browser-host > $(DESTDIR)$(CHROME_HOSTS_DIR)/org.handoff.browser.json
-	$(INSTALL_FROM)/handoff-browser-host manifest firefox --host $(BINDIR)/handoff-browser-host > $(DESTDIR)$(MOZILLA_HOSTS_DIR)/org.handoff.browser.json
+	$(INSTALL_FROM)/handoff-browser-host manifest chromium --host $(BINDIR)/handoff-browser-host > $(DESTDIR)$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json.part
+	mv $(DESTDIR)$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json.part $(DESTDIR)$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json
+	$(INSTALL_FROM)/handoff-browser-host manifest chrome --host $(BINDIR)/handoff-browser-host > $(DESTDIR)$(CHROME_HOSTS_DIR)/org.handoff.browser.json.part
+	mv $(DESTDIR)$(CHROME_HOSTS_DIR)/org.handoff.browser.json.part $(DESTDIR)$(CHROME_HOSTS_DIR)/org.handoff.browser.json
+	$(INSTALL_FROM)/handoff-browser-host manifest firefox --host $(BINDIR)/handoff-browser-host > $(DESTDIR)$(MOZILLA_HOSTS_DIR)/org.handoff.browser.json.part
+	mv $(DESTDIR)$(MOZILLA_HOSTS_DIR)/org.handoff.browser.json.part $(DESTDIR)$(MOZILLA_HOSTS_DIR)/org.handoff.browser.json
 	chmod 0644 $(DESTDIR)$(DATADIR)/applications/org.handoff.browser-page.desktop $(DESTDIR)$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json \
 	  $(DESTDIR)$(CHROME_HOSTS_DIR)/org.handoff.browser.json $(DESTDIR)$(MOZILLA_HOSTS_DIR)/org.handoff.browser.json
 	install -d $(DESTDIR)$(UNITDIR_USER) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DATADIR)/man/man1 $(DESTDIR)$(DATADIR)/man/man8

@@ -43,15 +43,19 @@ function connect() {
     retry = Math.min(retry * 2, 30000);
   });
   post({ type: "hello", browser: BROWSER });
+  told.clear();
   syncEverything();
 }
 
+/** Sends `message` to the host; false when there is none (it is told everything again on connecting). */
 function post(message) {
-  if (!port) return;
+  if (!port) return false;
   try {
     port.postMessage(message);
+    return true;
   } catch (error) {
     console.warn("handoff: the host is gone", error);
+    return false;
   }
 }
 
@@ -145,11 +149,10 @@ async function tell(windowId) {
   const message = shareable(window, tab)
     ? { type: "page", window: id, url: tab.url, title: tab.title ?? "", focused: windowId === focusedWindow }
     : { type: "clear", window: id };
+  if (tab) badge(tab.id, window.id);
   const key = JSON.stringify(message);
   if (told.get(id) === key) return;
-  told.set(id, key);
-  post(message);
-  if (tab) badge(tab.id, window.id);
+  if (post(message)) told.set(id, key);
 }
 
 function badge(tabId, windowId) {
@@ -175,7 +178,8 @@ function readPosition() {
   const top = document.elementFromPoint(window.innerWidth / 2, 8);
   if (top) {
     const text = (top.innerText ?? top.textContent ?? "").trim().split(/\n/)[0] ?? "";
-    words = text.split(/\s+/).slice(0, 8).join(" ").slice(0, 120);
+    // By code points: a cut surrogate pair is not valid text, and the host would refuse it.
+    words = Array.from(text.split(/\s+/).slice(0, 8).join(" ")).slice(0, 120).join("");
   }
   return {
     scrollX: Math.max(0, Math.round(window.scrollX)),
@@ -326,6 +330,9 @@ api.windows.onFocusChanged.addListener(async (windowId) => {
   focusedWindow = windowId;
   if (before !== null && before !== windowId) changed(before);
   changed(windowId);
+  // Back from another app (or another window): this window's page is current again — or, when it
+  // shows nothing to hand over, nothing of this browser is.
+  post({ type: "focus", window: String(windowId) });
 });
 api.windows.onRemoved.addListener((windowId) => {
   const id = String(windowId);

@@ -21,6 +21,8 @@ public actor BrowserBridge: ContinuationReceiver {
     static let openDeadline: Duration = .milliseconds(3500)
     /// Opens waiting for the extension at once; more are refused (handoffd allows far fewer).
     static let maximumOpens = 16
+    /// The popup's requests (offers, continue) running at once; more are refused.
+    static let maximumRequests = 8
 
     private let send: @Sendable (HostMessage) -> Void
     private let socketPath: String?
@@ -33,6 +35,9 @@ public actor BrowserBridge: ContinuationReceiver {
     private var delegates: [String: PageDelegate] = [:]
     private var saves: [String: [CheckedContinuation<Void, Never>]] = [:]
     private var opens: [UUID: CheckedContinuation<String, any Error>] = [:]
+    private var requests = 0
+    /// The browser closed its end: nothing more is asked of it.
+    private var ended = false
 
     /// `send` writes a message to the browser; `socketPath` is handoffd's (nil: the user's).
     public init(socketPath: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment, send: @escaping @Sendable (HostMessage) -> Void) {
@@ -51,6 +56,7 @@ public actor BrowserBridge: ContinuationReceiver {
                 case .success(let received): bytes = received
                 case .failure(let error):
                     send(.refused(reason: error.description))
+                    endEverything()
                     group.cancelAll()
                     return
                 }
@@ -79,18 +85,35 @@ public actor BrowserBridge: ContinuationReceiver {
                 switch decoded {
                 case .offers(let request), .continue(let request, _):
                     // Round trips to handoffd (and a continuation up to its deadline): beside the page messages.
-                    group.addTask { await self.answer(decoded, request: request) }
+                    guard requests < Self.maximumRequests else {
+                        send(.continued(request: request, handler: nil, error: "too many requests at once; try again"))
+                        continue
+                    }
+                    requests += 1
+                    group.addTask {
+                        await self.answer(decoded, request: request)
+                        await self.requestEnded()
+                    }
                 default:
                     await handle(decoded, app: app)
                 }
             }
+            // Before the group waits for HandoffKit's run, which waits for these.
+            endEverything()
             group.cancelAll()
         }
+    }
+
+    /// The browser is gone: nobody answers what is waiting for it.
+    private func endEverything() {
         for waiters in saves.values { for waiter in waiters { waiter.resume() } }
         saves.removeAll()
         for (_, waiter) in opens { waiter.resume(throwing: BrowserBridgeError("the browser closed")) }
         opens.removeAll()
+        ended = true
     }
+
+    private func requestEnded() { requests -= 1 }
 
     private func connect(_ app: HandoffApp) async {
         do {
@@ -150,6 +173,7 @@ public actor BrowserBridge: ContinuationReceiver {
     /// other devices see its title and address at once (a changed `needsSave` activity would
     /// send only the flag).
     private func show(_ page: ExtensionMessage.Page, in window: String, app: HandoffApp) async {
+        waiting[window] = nil
         let previous = windows[window]
         let activity = UserActivity(activityType: PageActivity.type, app: app, window: window)
         let content = PageActivity.content(page, position: nil, keeping: previous.map { activityContent($0.activity) })
@@ -182,13 +206,12 @@ public actor BrowserBridge: ContinuationReceiver {
 
     /// Another device is about to take `window`'s page: ask the extension where the user is.
     func save(window: String) async {
-        guard windows[window] != nil else { return }
+        guard !ended, windows[window] != nil else { return }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                do {
-                    try await QuietSleep.sleep(for: Self.saveDeadline)
-                    await self.endSaves(window)
-                } catch {}
+                try? await QuietSleep.sleep(for: Self.saveDeadline)
+                // Also when cancelled: answered already (nothing to end), or the browser is gone.
+                await self.endSaves(window)
             }
             // The waiter is there before the question goes, so no answer comes too early.
             await withCheckedContinuation { waiter in
@@ -207,14 +230,14 @@ public actor BrowserBridge: ContinuationReceiver {
         var content = ActivityContent(type: continuation.userActivity.activityType, title: continuation.userActivity.title, userInfo: continuation.userActivity.userInfo)
         content.webpageURL = continuation.userActivity.webpageURL?.absoluteString
         guard let opening = PageActivity.opening(content) else { throw BrowserBridgeError("the activity has no http(s) page to open") }
+        guard !ended else { throw BrowserBridgeError("the browser closed") }
         guard opens.count < Self.maximumOpens else { throw BrowserBridgeError("the browser is busy opening other pages") }
         let id = continuation.id
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                do {
-                    try await QuietSleep.sleep(for: Self.openDeadline)
-                    await self.endOpen(id, BrowserBridgeError("the browser did not open the page in time"))
-                } catch {}
+                try? await QuietSleep.sleep(for: Self.openDeadline)
+                // Also when cancelled: answered already (nothing to end), or the browser is gone.
+                await self.endOpen(id, BrowserBridgeError("the browser did not open the page in time"))
             }
             defer { group.cancelAll() }
             return try await withCheckedThrowingContinuation { waiter in
@@ -272,5 +295,11 @@ final class PageDelegate: UserActivityDelegate {
 
     func userActivityWillSave(_ userActivity: UserActivity) async {
         await bridge.save(window: window)
+    }
+
+    /// Saving cleared `needsSave`, and the extension does not report scrolling: set it again, so
+    /// that the next device to take the page asks for where the user is then.
+    func userActivityWasContinued(_ userActivity: UserActivity) async {
+        userActivity.needsSave = true
     }
 }

@@ -47,6 +47,8 @@ import Synchronization
     // MARK: Serving the extension
 
     static func serveBrowser() async {
+        // A write to a browser that is gone fails with EPIPE (and stdin ends) instead of killing the host.
+        signal(SIGPIPE, SIG_IGN)
         let output = Mutex<Void>(())
         let bridge = BrowserBridge { message in
             guard let framed = NativeMessaging.frame(message.encoded()) else { return }

@@ -111,6 +111,16 @@ import Testing
             return laptop.output.contains("scrollY 7000")
         }
 
+        // Taken once, the page asks again for the position when taken next (needsSave is set again).
+        desk.send("scroll \(reading) 9000")
+        try await desk.expect("scrolled \(reading) 9000")
+        #expect(try await rig.ctl("bravo", ["continue", "desk"]).status == 0)
+        _ = try await Rig.waitFor("the page to open at 9000") {
+            laptop.send("wait-page \(Self.article("Reading")) 5")
+            try await Task.sleep(for: .milliseconds(300))
+            return laptop.output.contains("scrollY 9000")
+        }
+
         // Nothing of the private window was ever seen on bravo, nor in bravo's offers.
         let peers = try await rig.ctl("bravo", ["peers", "--json"])
         #expect(!peers.stdout.contains("Secret"), "\(peers.stdout)")
