@@ -36,6 +36,8 @@ public actor BrowserBridge: ContinuationReceiver {
     private var saves: [String: [CheckedContinuation<Void, Never>]] = [:]
     private var opens: [UUID: CheckedContinuation<String, any Error>] = [:]
     private var requests = 0
+    /// The popup's requests go to handoffd through it.
+    private let client: HandoffClient
     /// The browser closed its end: nothing more is asked of it.
     private var ended = false
 
@@ -43,6 +45,7 @@ public actor BrowserBridge: ContinuationReceiver {
     public init(socketPath: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment, send: @escaping @Sendable (HostMessage) -> Void) {
         self.socketPath = socketPath
         self.environment = environment
+        client = HandoffClient(socketPath: socketPath ?? HandoffPaths.defaultSocketPath(environment: environment), timeoutSeconds: 30)
         self.send = send
     }
 
@@ -176,7 +179,7 @@ public actor BrowserBridge: ContinuationReceiver {
         waiting[window] = nil
         let previous = windows[window]
         let activity = UserActivity(activityType: PageActivity.type, app: app, window: window)
-        let content = PageActivity.content(page, position: nil, keeping: previous.map { activityContent($0.activity) })
+        let content = PageActivity.content(page, position: nil, keeping: previous.map { PageActivity.content(of: $0.activity) })
         activity.title = content.title
         activity.webpageURL = content.webpageURL.flatMap(URL.init(string:))
         activity.targetContentIdentifier = content.targetContentIdentifier
@@ -194,12 +197,6 @@ public actor BrowserBridge: ContinuationReceiver {
             if error.code != .handoffdNotRunning { send(.refused(reason: "handoffd refused the page: \(error.description)")) }
         }
         if let previous { await previous.activity.invalidate() }
-    }
-
-    private func activityContent(_ activity: UserActivity) -> ActivityContent {
-        var content = ActivityContent(type: PageActivity.type, title: activity.title, userInfo: activity.userInfo)
-        content.webpageURL = activity.webpageURL?.absoluteString
-        return content
     }
 
     // MARK: What handoffd asks
@@ -227,9 +224,7 @@ public actor BrowserBridge: ContinuationReceiver {
     }
 
     public func continueUserActivity(_ continuation: IncomingContinuation) async throws -> String {
-        var content = ActivityContent(type: continuation.userActivity.activityType, title: continuation.userActivity.title, userInfo: continuation.userActivity.userInfo)
-        content.webpageURL = continuation.userActivity.webpageURL?.absoluteString
-        guard let opening = PageActivity.opening(content) else { throw BrowserBridgeError("the activity has no http(s) page to open") }
+        guard let opening = PageActivity.opening(PageActivity.content(of: continuation.userActivity)) else { throw BrowserBridgeError("the activity has no http(s) page to open") }
         guard !ended else { throw BrowserBridgeError("the browser closed") }
         guard opens.count < Self.maximumOpens else { throw BrowserBridgeError("the browser is busy opening other pages") }
         let id = continuation.id
@@ -254,7 +249,6 @@ public actor BrowserBridge: ContinuationReceiver {
     // MARK: The popup
 
     private func answer(_ message: ExtensionMessage, request: Int) async {
-        let client = HandoffClient(socketPath: socketPath ?? HandoffPaths.defaultSocketPath(environment: environment), timeoutSeconds: 30)
         switch message {
         case .offers:
             do {

@@ -1,4 +1,5 @@
 import Foundation
+import HandoffKit
 import HandoffModel
 
 /// A web page as an activity, both ways (docs/browser.md, "The activity"): its type, the page's
@@ -32,6 +33,13 @@ public enum PageActivity {
         } else if let previous, previous.webpageURL == page.url {
             content.userInfo = previous.userInfo
         }
+        return content
+    }
+
+    /// What `activity` says that a page needs: its type, title, position and address.
+    static func content(of activity: UserActivity) -> ActivityContent {
+        var content = ActivityContent(type: activity.activityType, title: activity.title, userInfo: activity.userInfo)
+        content.webpageURL = activity.webpageURL?.absoluteString
         return content
     }
 

@@ -30,9 +30,7 @@ import Testing
     }
 
     func run(_ rig: Rig) async throws {
-        try await rig.startDaemon("alpha")
-        try await rig.startDaemon("bravo")
-        _ = try await EndToEndTests().pair(rig)
+        try await EndToEndTests().startPaired(rig)
 
         // 1. The notes editor: typed text saved at willSave, the attachment over a stream.
         let attachment = rig.home("alpha") + "/photo.bin"

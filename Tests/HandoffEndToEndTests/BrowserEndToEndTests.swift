@@ -57,9 +57,7 @@ import Testing
     }
 
     func run(_ rig: Rig) async throws {
-        try await rig.startDaemon("alpha")
-        try await rig.startDaemon("bravo")
-        _ = try await EndToEndTests().pair(rig)
+        try await EndToEndTests().startPaired(rig)
         let desk = try await Self.browser(rig, "alpha")
         let laptop = try await Self.browser(rig, "bravo")
 

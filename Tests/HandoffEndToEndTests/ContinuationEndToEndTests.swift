@@ -30,9 +30,7 @@ import Testing
         try rig.write(to: bravoHome + "/browser.sh", "#!/bin/sh\nprintf '%s\\n' \"$@\" > \(bravoHome)/browser.tmp && mv \(bravoHome)/browser.tmp \(bravoHome)/browser-args\n", executable: true)
         try rig.write(to: bravoHome + "/.config/handoff/handoffd.toml", "browser = \"\(bravoHome)/browser.sh --new-window\"\n")
 
-        try await rig.startDaemon("alpha")
-        try await rig.startDaemon("bravo")
-        let (alphaID, _) = try await EndToEndTests().pair(rig)
+        let (alphaID, _) = try await EndToEndTests().startPaired(rig)
         try await Rig.waitFor("bravo to see alpha") { try await peers(rig).contains { $0.id == alphaID && $0.reachable } }
         let watch = try rig.ctlProcess("bravo", ["watch", "--json"])
 

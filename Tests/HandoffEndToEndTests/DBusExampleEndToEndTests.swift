@@ -53,9 +53,7 @@ import Testing
     }
 
     func run(_ rig: Rig) async throws {
-        try await rig.startDaemon("alpha")
-        try await rig.startDaemon("bravo")
-        _ = try await EndToEndTests().pair(rig)
+        try await EndToEndTests().startPaired(rig)
         let desk = try await Session(rig, "alpha")
         let laptop = try await Session(rig, "bravo")
         let source = try String(contentsOfFile: Self.example, encoding: .utf8)

@@ -17,9 +17,7 @@ import Testing
     }
 
     func run(_ rig: Rig) async throws {
-        try await rig.startDaemon("alpha")
-        try await rig.startDaemon("bravo")
-        _ = try await EndToEndTests().pair(rig)
+        try await EndToEndTests().startPaired(rig)
 
         let directory = rig.home("bravo") + "/session"
         try rig.user.makeDirectory(directory)

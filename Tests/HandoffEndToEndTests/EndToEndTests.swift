@@ -14,6 +14,14 @@ import Testing
 
     /// Creates the account on alpha and joins bravo to it — without --peer: bravo finds alpha's
     /// invite on the network. Returns the two device ids.
+    /// alpha's and bravo's handoffd started, and paired (`pair`).
+    @discardableResult
+    func startPaired(_ rig: Rig) async throws -> (DeviceID, DeviceID) {
+        try await rig.startDaemon("alpha")
+        try await rig.startDaemon("bravo")
+        return try await pair(rig)
+    }
+
     func pair(_ rig: Rig, accountName: String = "Ana's devices", names: (String, String) = ("desk", "laptop")) async throws -> (DeviceID, DeviceID) {
         let alpha = try await rig.ctlJSON("alpha", AccountInfo.self, ["account", "create", "--name", accountName, "--device-name", names.0])
         let invite = try rig.daemon("alpha").map { _ in try RunningProcessForInvite(rig) }!
@@ -214,9 +222,7 @@ import Testing
 extension EndToEndTests {
     @Test func aChangedAddressIsFollowedWithoutRestart() async throws {
         await Rig.withHosts(["alpha", "bravo"]) { rig in
-            try await rig.startDaemon("alpha")
-            try await rig.startDaemon("bravo")
-            let (_, bravoID) = try await pair(rig)
+            let (_, bravoID) = try await startPaired(rig)
             try await Rig.waitFor("alpha to reach bravo") { try await peers(rig, "alpha").peers.contains { $0.id == bravoID && $0.reachable } }
 
             // Bravo moves to another address, as after a DHCP lease change or a Wi-Fi hop: the old
@@ -247,9 +253,7 @@ extension EndToEndTests {
     /// joins again, and renames itself — the new name reaching alpha.
     @Test func aRemovedDeviceKnowsLeavesAndRejoins() async throws {
         await Rig.withHosts(["alpha", "bravo"]) { rig in
-            try await rig.startDaemon("alpha")
-            try await rig.startDaemon("bravo")
-            let (alphaID, bravoID) = try await pair(rig)
+            let (alphaID, bravoID) = try await startPaired(rig)
             try await Rig.waitFor("a session") { try await peers(rig, "bravo").peers.contains { $0.id == alphaID && $0.reachable } }
 
             let removed = try await rig.ctl("alpha", ["devices", "remove", "laptop"])

@@ -12,9 +12,7 @@ import Testing
     /// before (median within 2×).
     @Test func aStrangersFloodStopsNoMember() async throws {
         await Rig.withHosts(["alpha", "bravo", "charlie"]) { rig in
-            try await rig.startDaemon("alpha")
-            try await rig.startDaemon("bravo")
-            let (alphaID, _) = try await EndToEndTests().pair(rig)
+            let (alphaID, _) = try await EndToEndTests().startPaired(rig)
             try await Rig.waitFor("bravo to reach alpha") {
                 try await rig.ctlJSON("bravo", PeersResponse.self, ["peers"]).peers.contains { $0.id == alphaID && $0.reachable }
             }
@@ -66,9 +64,7 @@ import Testing
     /// threads and a crash on the first restarts.)
     @Test func forgedAdvertsCostLittleAndAvahiRestartsStopNothing() async throws {
         await Rig.withHosts(["alpha", "bravo", "charlie"]) { rig in
-            try await rig.startDaemon("alpha")
-            try await rig.startDaemon("bravo")
-            let (_, bravoID) = try await EndToEndTests().pair(rig)
+            let (_, bravoID) = try await EndToEndTests().startPaired(rig)
             try await Rig.waitFor("alpha to reach bravo") {
                 try await rig.ctlJSON("alpha", PeersResponse.self, ["peers"]).peers.contains { $0.id == bravoID && $0.reachable }
             }
@@ -195,9 +191,7 @@ extension HostileNetworkTests {
     /// back and a change on either side reaches the other; neither daemon ends.
     @Test func aFlappingLinkComesBackEveryTime() async throws {
         await Rig.withHosts(["alpha", "bravo"]) { rig in
-            try await rig.startDaemon("alpha")
-            try await rig.startDaemon("bravo")
-            let (alphaID, bravoID) = try await EndToEndTests().pair(rig)
+            let (alphaID, bravoID) = try await EndToEndTests().startPaired(rig)
             let peers = { (host: String) in try await rig.ctlJSON(host, PeersResponse.self, ["peers"]).peers }
             try await Rig.waitFor("alpha to reach bravo") { try await peers("alpha").contains { $0.id == bravoID && $0.reachable } }
             var recovered: [Duration] = []
