@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import HandoffAPI
+import HandoffModel
 import HandoffSystem
 
 #if canImport(Glibc)

@@ -69,6 +69,7 @@ package final class Launcher: Sendable {
             env[HandlerEnvironment.peerID] = peer.id.text
             env[HandlerEnvironment.peerName] = peer.name
             env[HandlerEnvironment.socket] = socketPath
+            env[HandlerEnvironment.browser] = browser.text
             let command: [String]
             switch handler {
             case .configured(_, let line):
@@ -90,7 +91,7 @@ package final class Launcher: Sendable {
         guard URIRules.isWebURL(url) else {
             throw DaemonError(.invalidWebpageURL, "the activity's web page is not an http(s) URL; it was not opened")
         }
-        let command = browser.arguments.contains { $0.contains("%u") || $0.contains("%U") } ? browser.expanded(.init(url: url)) : browser.arguments + [url]
+        let command = browser.opening(url)
         let pid = try start(command, environment: env, what: "the browser (\(browser.arguments[0]))", wantsVerdict: true)
         if let ended = await termination(of: pid, within: Launcher.browserVerdictWindow), ended != .exited(0) {
             throw DaemonError(.handlerFailed, "the browser command \(browser.arguments[0]) \(ended) instead of opening \(url)")

@@ -131,4 +131,7 @@ public enum HandlerEnvironment {
     public static let peerName = "HANDOFF_PEER_NAME"
     /// The local API's socket.
     public static let socket = "HANDOFF_SOCKET"
+    /// The browser command the user gave handoffd (handoffd.toml's `browser`, default
+    /// `xdg-open`), as written there: for handlers that open web pages themselves.
+    public static let browser = "HANDOFF_BROWSER"
 }

@@ -166,10 +166,18 @@ import Synchronization
             return 65
         }
         let url = PageActivity.launchURL(opening.url, position: opening.position)
-        let command = environment["HANDOFF_BROWSER"].map { $0.split(separator: " ").map(String.init) } ?? ["xdg-open"]
-        let argv = (command + [url]).map { strdup($0) } + [nil]
+        // The browser the user gave handoffd, as handoffd would start it for a web page.
+        let browser: ExecLine
+        do {
+            browser = try ExecLine(parsing: environment[HandlerEnvironment.browser] ?? "xdg-open")
+        } catch {
+            fail("open: the browser command handoffd gave (\(HandlerEnvironment.browser)): \(error.description)")
+            return 65
+        }
+        let command = browser.opening(url)
+        let argv = command.map { strdup($0) } + [nil]
         execvp(argv[0]!, argv)
-        fail("open: cannot run \(command[0]): \(String(cString: strerror(errno)))")
+        fail("open: cannot run \(command[0]): \(String(cString: strerror(errno))); set browser in handoffd.toml")
         return 69
     }
 

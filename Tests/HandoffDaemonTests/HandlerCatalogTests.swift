@@ -1,4 +1,5 @@
 import Foundation
+import HandoffModel
 import HandoffTestSupport
 import Testing
 

@@ -1,0 +1,112 @@
+/// A command line as `.desktop` `Exec` keys (and handoffd.toml's `browser` and `[handlers]`) write
+/// it: arguments separated by spaces, double quotes around arguments with spaces, and inside quotes
+/// `\"`, `` \` ``, `\$` and `\\`. Never given to a shell.
+package struct ExecLine: Sendable, Equatable {
+    package struct SyntaxError: Error, Equatable, CustomStringConvertible {
+        package var description: String
+    }
+
+    package let arguments: [String]
+    /// As written (handed on as it is: `HANDOFF_BROWSER`).
+    package let text: String
+
+    package init(parsing text: String) throws(SyntaxError) {
+        var arguments: [String] = []
+        var current = ""
+        var inArgument = false
+        var quoted = false
+        var escaped = false
+        for c in text {
+            if escaped {
+                current.append(c)
+                escaped = false
+            } else if quoted {
+                if c == "\\" {
+                    escaped = true
+                } else if c == "\"" {
+                    quoted = false
+                } else {
+                    current.append(c)
+                }
+            } else if c == " " || c == "\t" {
+                if inArgument { arguments.append(current) }
+                current = ""
+                inArgument = false
+            } else if c == "\"" {
+                quoted = true
+                inArgument = true
+            } else {
+                current.append(c)
+                inArgument = true
+            }
+        }
+        guard !quoted, !escaped else { throw SyntaxError(description: "a quoted argument is not closed") }
+        if inArgument { arguments.append(current) }
+        guard let program = arguments.first, !program.isEmpty, !program.contains("%") else {
+            throw SyntaxError(description: "there is no program to run")
+        }
+        self.arguments = arguments
+        self.text = text
+    }
+
+    /// What fills the field codes.
+    package struct Fields {
+        /// `%f %F`: the activity's file; also `%u %U` when there is no `url`.
+        package var file: String?
+        /// `%u %U`: the web page (for the browser command).
+        package var url: String?
+        /// `%c`: the application's name.
+        package var name: String?
+        /// `%i`: `--icon ICON`.
+        package var icon: String?
+        /// `%k`: the `.desktop` file.
+        package var desktopFile: String?
+
+        package init(file: String? = nil, url: String? = nil, name: String? = nil, icon: String? = nil, desktopFile: String? = nil) {
+            self.file = file
+            self.url = url
+            self.name = name
+            self.icon = icon
+            self.desktopFile = desktopFile
+        }
+    }
+
+    /// The arguments with field codes replaced. A code alone in an argument that has no value
+    /// removes the argument; deprecated codes (`%d %D %n %N %v %m`) are dropped as the
+    /// specification asks.
+    package func expanded(_ fields: Fields) -> [String] {
+        var out: [String] = []
+        for argument in arguments {
+            if argument == "%i" {
+                if let icon = fields.icon { out += ["--icon", icon] }
+                continue
+            }
+            var result = ""
+            var dropped = false
+            var chars = argument.makeIterator()
+            while let c = chars.next() {
+                guard c == "%" else {
+                    result.append(c)
+                    continue
+                }
+                switch chars.next() {
+                case "%": result.append("%")
+                case "f", "F": if let file = fields.file { result += file } else { dropped = true }
+                case "u", "U": if let target = fields.url ?? fields.file { result += target } else { dropped = true }
+                case "c": result += fields.name ?? ""
+                case "k": result += fields.desktopFile ?? ""
+                case "i": result += fields.icon ?? ""
+                case .some, .none: dropped = true  // deprecated or unknown code
+                }
+            }
+            if dropped && result.isEmpty { continue }
+            out.append(result)
+        }
+        return out
+    }
+
+    /// The browser command opening `url`: in place of `%u`/`%U`, else after the arguments.
+    package func opening(_ url: String) -> [String] {
+        arguments.contains { $0.contains("%u") || $0.contains("%U") } ? expanded(Fields(url: url)) : arguments + [url]
+    }
+}
