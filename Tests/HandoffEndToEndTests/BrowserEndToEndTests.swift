@@ -3,39 +3,43 @@ import HandoffAPI
 import HandoffTestSupport
 import Testing
 
-/// The browser on two simulated hosts (docs/browser.md): on each, Debian's Chromium runs headless
-/// as the test user with handoff's extension (browser/) loaded, and `handoff-browser-host` found
-/// through the manifest `handoff-browser-host install --user` wrote — as a user sets it up. The
-/// test is a person at each browser through the DevTools protocol (browser/testing/chromium-driver.py).
-/// Root only builds the hosts.
+/// The browser on two simulated hosts (docs/browser.md), once with Debian's Chromium and once with
+/// its Firefox ESR: on each host the browser runs headless as the test user with handoff's
+/// extension (browser/) loaded, and `handoff-browser-host` found through the manifest
+/// `handoff-browser-host install --user` wrote — as a user sets it up. The test is a person at
+/// each browser, through Chromium's DevTools protocol or Firefox's Marionette
+/// (browser/testing/browser-driver.py). Root only builds the hosts.
 ///
 /// A page read and scrolled on alpha ("desk") is the device's activity; `handoffctl continue desk`
 /// on bravo opens it in bravo's running browser at the same scroll position. A private window's
 /// page is never seen by bravo; a tab switch is; the popup continues with a click; once the
 /// browser on alpha is gone, so is its page.
-@Suite(.timeLimit(.minutes(5))) struct BrowserEndToEndTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct BrowserEndToEndTests {
     static let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("browser").path
     static let extensionFiles = ["manifest.json", "background.js", "popup.html", "popup.js", "popup.css"]
     static let port = 8111
+    /// The DevTools port of the browser bravo's page opener starts.
+    static let openedPort = 9333
 
-    /// Chromium with the extension on `host`, as the test user.
-    static func browser(_ rig: Rig, _ host: String) async throws -> ScriptedApp {
+    /// `kind` (chromium or firefox) with the extension on `host`, as the test user.
+    static func browser(_ kind: String, _ rig: Rig, _ host: String) async throws -> ScriptedApp {
         let home = rig.home(host)
         for file in extensionFiles {
             try rig.write(to: home + "/extension/" + file, try String(contentsOfFile: source + "/" + file, encoding: .utf8))
         }
-        try rig.write(to: home + "/chromium-driver.py", try String(contentsOfFile: source + "/testing/chromium-driver.py", encoding: .utf8), executable: true)
+        try rig.write(to: home + "/browser-driver.py", try String(contentsOfFile: source + "/testing/browser-driver.py", encoding: .utf8), executable: true)
         let installed = try await rig.run(host, [try rig.user.product("handoff-browser-host"), "install", "--user"])
-        #expect(installed.status == 0 && installed.stdout.contains("/chromium/NativeMessagingHosts/org.handoff.browser.json"), "\(installed)")
-        let browser = try ScriptedApp(fifo: home + "/browser.in", owner: rig.user, ["/usr/bin/python3", home + "/chromium-driver.py", home + "/extension", "\(port)"]) { command in
+        #expect(installed.status == 0, "\(installed)")
+        #expect(installed.stdout.contains(kind == "firefox" ? "/.mozilla/native-messaging-hosts/org.handoff.browser.json" : "/chromium/NativeMessagingHosts/org.handoff.browser.json"), "\(installed)")
+        let browser = try ScriptedApp(fifo: home + "/browser.in", owner: rig.user, ["/usr/bin/python3", home + "/browser-driver.py", kind, home + "/extension", "\(port)"]) { command in
             (Rig.script, ["exec", rig.name, host] + rig.user.command(command, environment: rig.environment(host)))
         }
         do {
             try await browser.expect("ready", seconds: 60)
         } catch {
-            let log = (try? String(contentsOfFile: home + "/.config/chromium-driver.log", encoding: .utf8)) ?? ""
-            throw TestFailure("\(error); chromium's log: \(log.suffix(3000))")
+            let log = (try? String(contentsOfFile: home + "/.config/browser-driver.log", encoding: .utf8)) ?? ""
+            throw TestFailure("\(error); \(kind)'s log: \(log.suffix(3000))")
         }
         return browser
     }
@@ -50,16 +54,26 @@ import Testing
         return String(words[index + 1])
     }
 
-    @Test func aPageFollowsToTheOtherBrowserAtTheSamePlace() async throws {
+    @Test(arguments: ["chromium", "firefox"]) func aPageFollowsToTheOtherBrowserAtTheSamePlace(_ kind: String) async throws {
         await Rig.withHosts(["alpha", "bravo"]) { rig in
-            try await run(rig)
+            try await run(kind, rig)
         }
     }
 
-    func run(_ rig: Rig) async throws {
+    func run(_ kind: String, _ rig: Rig) async throws {
+        // Bravo has the page opener `make install` puts in place, and a browser command in
+        // handoffd.toml: a headless Chromium whose DevTools port shows which page it opened.
+        let bravoHome = rig.home("bravo")
+        let opener = try String(contentsOfFile: Self.source + "/../packaging/browser/org.handoff.browser-page.desktop", encoding: .utf8)
+        let hostDirectory = (try rig.user.product("handoff-browser-host") as NSString).deletingLastPathComponent
+        try rig.write(to: bravoHome + "/.local/share/applications/org.handoff.browser-page.desktop", opener.replacingOccurrences(of: "@BINDIR@", with: hostDirectory))
+        try rig.write(to: bravoHome + "/.config/handoff/handoffd.toml", """
+            browser = "/usr/bin/chromium --headless --remote-debugging-port=\(Self.openedPort) \\"--user-data-dir=\(bravoHome)/opened\\" --no-first-run --disable-gpu %u"
+
+            """)
         try await EndToEndTests().startPaired(rig)
-        let desk = try await Self.browser(rig, "alpha")
-        let laptop = try await Self.browser(rig, "bravo")
+        let desk = try await Self.browser(kind, rig, "alpha")
+        let laptop = try await Self.browser(kind, rig, "bravo")
 
         // Reading on alpha: the page is desk's activity, its title seen on bravo.
         desk.send("open \(Self.article("Reading"))")
@@ -74,7 +88,7 @@ import Testing
         // Continued on bravo: the running browser opens it in a new tab at the same place (the
         // position read from alpha's tab when bravo asked for it: needsSave).
         let continued = try await rig.ctl("bravo", ["continue", "desk"])
-        #expect(continued.status == 0 && continued.stderr.contains("org.handoff.browser.chromium"), "\(continued)")
+        #expect(continued.status == 0 && continued.stderr.contains("org.handoff.browser.\(kind)"), "\(continued)")
         laptop.send("wait-page \(Self.article("Reading")) 20")
         try await laptop.expect("page \(Self.article("Reading"))", seconds: 25)
         #expect(Self.field(laptop, "page ", "scrollY") == "5000", "\(laptop.output)")
@@ -124,12 +138,28 @@ import Testing
         #expect(!peers.stdout.contains("Secret"), "\(peers.stdout)")
         #expect(!laptop.output.contains("Secret"), "\(laptop.output)")
 
+        // Bravo's browser goes: now the page opener starts the browser of handoffd.toml with the
+        // page and a text fragment (no extension there to scroll).
+        #expect(try await laptop.quit() == 0, "\(laptop.process.stderr)")
+        let socket = bravoHome + "/run/handoff/handoffd.sock"
+        _ = try await Rig.waitFor("bravo's offers to name the page opener, the browser gone") {
+            try await rig.run("bravo", ["/usr/bin/curl", "-sf", "--unix-socket", socket, "http://handoffd/v1/offers"]).stdout.contains("org.handoff.browser-page.desktop")
+        }
+        let opened = try await rig.ctl("bravo", ["continue", "desk"])
+        #expect(opened.status == 0 && opened.stderr.contains("opened with org.handoff.browser-page.desktop"), "\(opened)")
+        var pages = ""
+        _ = try await Rig.waitFor("the started browser to show the page", seconds: 30) {
+            pages = try await rig.run("bravo", ["/usr/bin/curl", "-sf", "http://127.0.0.1:\(Self.openedPort)/json/list"]).stdout
+            return pages.contains(Self.article("Reading") + "#:~:text=")
+        }
+        // The opener became the browser (exec): the test ends what it started.
+        if let pid = opened.stderr.split(separator: "(pid ").last?.prefix(while: \.isNumber), let number = pid_t(pid) { kill(number, SIGTERM) }
+
         // The browser on alpha goes (as when the extension is disabled: the host's input ends):
         // so does its page.
         #expect(try await desk.quit() == 0, "\(desk.process.stderr)")
         _ = try await Rig.waitFor("desk's page to be withdrawn") {
             try await rig.ctlJSON("bravo", PeersResponse.self, ["peers"]).peers.first { $0.name == "desk" }?.activity == nil
         }
-        #expect(try await laptop.quit() == 0, "\(laptop.process.stderr)")
     }
 }
