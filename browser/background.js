@@ -69,7 +69,7 @@ async function fromHost(message) {
       hostState = { ready: false, reason: String(message.reason) };
       break;
     case "save":
-      await save(String(message.window));
+      await save(String(message.window), message.request);
       break;
     case "open":
       await open(message);
@@ -190,7 +190,7 @@ function readPosition() {
   };
 }
 
-async function save(id) {
+async function save(id, request) {
   const windowId = Number(id);
   let window, tab;
   try {
@@ -207,7 +207,7 @@ async function save(id) {
   } catch {
     // a page scripts may not run in (the browser's own, a PDF): the top of the page
   }
-  post({ type: "saved", window: id, url: tab.url, title: tab.title ?? "", ...position });
+  post({ type: "saved", window: id, request, url: tab.url, title: tab.title ?? "", ...position });
 }
 
 // MARK: Receiving

@@ -33,7 +33,9 @@ public actor BrowserBridge: ContinuationReceiver {
     /// Pages of windows that are not focused: they become current when their window is focused.
     private var waiting: [String: ExtensionMessage.Page] = [:]
     private var delegates: [String: PageDelegate] = [:]
-    private var saves: [String: [CheckedContinuation<Void, Never>]] = [:]
+    /// Saves waiting for the extension's answer, by request number.
+    private var saves: [Int: CheckedContinuation<Void, Never>] = [:]
+    private var nextSave = 0
     private var opens: [UUID: CheckedContinuation<String, any Error>] = [:]
     private var requests = 0
     /// The popup's requests go to handoffd through it.
@@ -109,7 +111,7 @@ public actor BrowserBridge: ContinuationReceiver {
 
     /// The browser is gone: nobody answers what is waiting for it.
     private func endEverything() {
-        for waiters in saves.values { for waiter in waiters { waiter.resume() } }
+        for waiter in saves.values { waiter.resume() }
         saves.removeAll()
         for (_, waiter) in opens { waiter.resume(throwing: BrowserBridgeError("the browser closed")) }
         opens.removeAll()
@@ -157,11 +159,13 @@ public actor BrowserBridge: ContinuationReceiver {
             delegates[window] = nil
             windows[window] = nil
             try? await app.close(window: window)
-        case .saved(let window, let page, let position):
+        case .saved(let window, let request, let page, let position):
+            // A late answer (past the deadline) is for a save that went without it.
+            guard let waiter = saves.removeValue(forKey: request) else { return }
             if let shown = windows[window], shown.page.url == page.url {
                 shown.activity.userInfo = PageActivity.content(page, position: position).userInfo
             }
-            for waiter in saves.removeValue(forKey: window) ?? [] { waiter.resume() }
+            waiter.resume()
         case .opened(let id, let window, let error):
             guard let waiter = opens.removeValue(forKey: id) else { return }
             if let window {
@@ -204,23 +208,25 @@ public actor BrowserBridge: ContinuationReceiver {
     /// Another device is about to take `window`'s page: ask the extension where the user is.
     func save(window: String) async {
         guard !ended, windows[window] != nil else { return }
+        nextSave = nextSave == Int(Int32.max) ? 1 : nextSave + 1
+        let request = nextSave
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 try? await QuietSleep.sleep(for: Self.saveDeadline)
                 // Also when cancelled: answered already (nothing to end), or the browser is gone.
-                await self.endSaves(window)
+                await self.endSave(request)
             }
             // The waiter is there before the question goes, so no answer comes too early.
             await withCheckedContinuation { waiter in
-                saves[window, default: []].append(waiter)
-                send(.save(window: window))
+                saves[request] = waiter
+                send(.save(window: window, request: request))
             }
             group.cancelAll()
         }
     }
 
-    private func endSaves(_ window: String) {
-        for waiter in saves.removeValue(forKey: window) ?? [] { waiter.resume() }
+    private func endSave(_ request: Int) {
+        saves.removeValue(forKey: request)?.resume()
     }
 
     public func continueUserActivity(_ continuation: IncomingContinuation) async throws -> String {

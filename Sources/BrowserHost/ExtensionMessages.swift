@@ -19,8 +19,8 @@ public enum ExtensionMessage: Sendable, Equatable {
     /// The user focused `window`, a normal window of this browser.
     case focus(window: String)
     case close(window: String)
-    /// The answer to `save`: where the user is on the page now.
-    case saved(window: String, page: Page, position: PagePosition)
+    /// The answer to `save` number `request`: where the user is on the page now.
+    case saved(window: String, request: Int, page: Page, position: PagePosition)
     /// The answer to `open`: the page is open in `window`, or why not.
     case opened(id: UUID, window: String?, error: String?)
     /// The popup asks what the other devices are doing.
@@ -106,7 +106,7 @@ public enum ExtensionMessage: Sendable, Equatable {
                 viewportWidth: try wire.bounded(wire.viewportWidth, "viewportWidth", maximum: maximumScroll),
                 textFragment: Self.cleaned(wire.textFragment ?? "", limit: maximumTextFragmentBytes)
             )
-            return .saved(window: try wire.windowID(), page: try wire.checkedPage(), position: position)
+            return .saved(window: try wire.windowID(), request: try wire.bounded(wire.request, "request", maximum: Int(Int32.max)), page: try wire.checkedPage(), position: position)
         case "opened":
             guard let id = UUID(uuidString: try wire.required(wire.id, "id")) else { throw Refusal("opened: id is not a continuation id") }
             let window = try wire.optionalWindowID()

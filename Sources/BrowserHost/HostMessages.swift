@@ -10,8 +10,9 @@ public enum HostMessage: Sendable, Equatable {
     case ready
     /// handoffd is not running (or refused the registration): why; the host keeps trying.
     case offline(reason: String)
-    /// Another device is about to take `window`'s page: answer with `saved` (where the user is).
-    case save(window: String)
+    /// Another device is about to take `window`'s page: answer with `saved` (where the user is),
+    /// with the same `request` (an answer to a question given up on answers no other).
+    case save(window: String, request: Int)
     /// Open this page from `device` in a new tab and scroll to `position`; answer with `opened`.
     case open(id: UUID, url: String, title: String, position: ExtensionMessage.PagePosition, device: String)
     case offers(request: Int, offers: [OfferItem])
@@ -46,9 +47,10 @@ public enum HostMessage: Sendable, Equatable {
         case .offline(let reason):
             wire.type = "offline"
             wire.reason = reason
-        case .save(let window):
+        case .save(let window, let request):
             wire.type = "save"
             wire.window = window
+            wire.request = request
         case .open(let id, let url, let title, let position, let device):
             wire.type = "open"
             wire.id = id.uuidString.lowercased()

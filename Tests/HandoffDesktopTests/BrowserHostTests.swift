@@ -37,6 +37,8 @@ import Testing
         (#"{"type":"page","window":"-1","url":"https://example.org/","title":"A","focused":true}"#, "not a browser window id"),
         (#"{"type":"page","window":"12","url":"https://example.org/","title":"A","focused":1}"#, "JSON object"),
         (#"{"type":"page","window":"12","url":"https://example.org/","title":"A"}"#, "focused is missing"),
+        (#"{"type":"saved","window":"1","request":7,"url":"https://example.org/","title":"A","scrollX":0,"scrollY":5,"scrollFraction":0.5,"viewportWidth":9}"#, nil),
+        (#"{"type":"saved","window":"1","url":"https://example.org/","title":"A","scrollX":0,"scrollY":5,"scrollFraction":0.5,"viewportWidth":9}"#, "request is missing"),
         (#"{"type":"saved","window":"1","url":"https://example.org/","title":"A","scrollX":0,"scrollY":-5,"scrollFraction":0,"viewportWidth":9}"#, "scrollY is not from 0"),
         (#"{"type":"saved","window":"1","url":"https://example.org/","title":"A","scrollX":0,"scrollY":5,"scrollFraction":2,"viewportWidth":9}"#, "scrollFraction"),
         (#"{"type":"opened","id":"6f1c2d9e-8f1a-4c55-9d43-0c7a3c1f2b10","window":"4"}"#, nil),
