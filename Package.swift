@@ -121,7 +121,7 @@ let package = Package(
         .executableTarget(
             name: "handoff-fuzz",
             dependencies: [
-                "CHandoffFuzz", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonContinue", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffDiscovery",
+                "CHandoffFuzz", "BrowserHost", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonContinue", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

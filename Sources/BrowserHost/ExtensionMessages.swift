@@ -125,6 +125,8 @@ public enum ExtensionMessage: Sendable, Equatable {
     /// An http(s) address with a host, or the reason it is not one to hand over.
     public static func checkedURL(_ text: String) throws(Refusal) -> String {
         guard text.utf8.count <= maximumURLBytes else { throw Refusal("the page address is over \(maximumURLBytes) bytes") }
+        // handoffd's own rule for webpageURL (what it would refuse is refused here, with a reason).
+        guard URIRules.isWebURL(text) else { throw Refusal("only http and https pages, written as URIs, are handed over") }
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = components.host, !host.isEmpty
         else { throw Refusal("only http and https pages are handed over") }

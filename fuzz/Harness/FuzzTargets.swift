@@ -1,3 +1,4 @@
+import BrowserHost
 import DaemonAccounts
 import DaemonContinue
 import DaemonCore
@@ -32,6 +33,7 @@ enum FuzzTargets {
         "config-file": configFile,
         "desktop-entry": desktopEntry,
         "ndjson-events": ndjsonEvents,
+        "browser-messages": browserMessages,
     ]
 
     static func check(_ condition: Bool, _ message: String) {
@@ -139,6 +141,24 @@ enum FuzzTargets {
     static let desktopEntry: Target = { bytes in
         guard let entry = DesktopEntry(id: "fuzz.desktop", path: "/fuzz.desktop", text: String(decoding: bytes, as: UTF8.self)) else { return }
         if let exec = entry.exec { _ = try? ExecLine(parsing: exec) }
+    }
+
+    /// What the browser writes to handoff-browser-host (docs/browser.md): native messaging frames,
+    /// each one of the extension's messages. A page taken is an http(s) address and a title
+    /// within the limits, and always makes an activity handoffd takes.
+    static let browserMessages: Target = { bytes in
+        var reader = NativeMessaging.Reader()
+        guard let messages = try? reader.feed(bytes) else { return }
+        for message in messages {
+            guard let decoded = try? ExtensionMessage.decode(message) else { continue }
+            switch decoded {
+            case .page(_, let page, _), .saved(_, _, let page, _):
+                check((try? ExtensionMessage.checkedURL(page.url)) == page.url, "an accepted page address is not one")
+                check(page.title.utf8.count <= ActivityLimits.maximumTitleBytes, "an accepted title is over the limit")
+                check((try? PageActivity.content(page, position: nil).validate(now: .now())) != nil, "an accepted page makes an activity handoffd refuses")
+            default: break
+            }
+        }
     }
 
     /// What handoffctl reads from the socket while it watches events: an HTTP answer head, then

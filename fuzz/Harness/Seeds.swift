@@ -1,4 +1,5 @@
 #if !FUZZING
+import BrowserHost
 import Foundation
 import HandoffAPI
 import HandoffModel
@@ -42,7 +43,20 @@ enum Seeds {
         }
         let chunked = events.split(separator: "\n").map { line in String(line.utf8.count + 1, radix: 16) + "\r\n" + line + "\n\r\n" }.joined()
 
+        func framed(_ messages: [String]) -> [UInt8] { messages.flatMap { NativeMessaging.frame(Array($0.utf8)) ?? [] } }
+
         let seeds: [String: [String: [UInt8]]] = [
+            "corpus-browser-messages": [
+                "session": framed([
+                    #"{"type":"hello","browser":"firefox"}"#,
+                    #"{"type":"page","window":"3","url":"https://example.org/story#part-2","title":"Story","focused":true}"#,
+                    #"{"type":"saved","window":"3","request":1,"url":"https://example.org/story","title":"Story","scrollX":0,"scrollY":5000,"scrollFraction":0.25,"viewportWidth":1200,"textFragment":"Paragraph 12"}"#,
+                    #"{"type":"opened","id":"6f1c2d9e-8f1a-4c55-9d43-0c7a3c1f2b10","window":"4"}"#,
+                    #"{"type":"continue","request":3,"peer":"desk"}"#,
+                    #"{"type":"focus","window":"3"}"#,
+                    #"{"type":"clear","window":"3"}"#,
+                ]),
+            ],
             "corpus-peer-frames": ["session": Array(frames.readableBytesView)],
             "corpus-local-api-http": [
                 "put-current": http("PUT", "/v1/activity/current", put),
