@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """A person at a headless browser with handoff's extension, for the tests and benches
 (docs/browser.md, "Tests"): `browser-driver.py chromium|firefox EXTENSION PORT`.
+`browser-driver.py serve - PORT` only serves the articles (for a browser started otherwise).
 
 Starts Debian's Chromium or Firefox ESR with the extension (the directory EXTENSION) loaded,
 serves long test articles on 127.0.0.1:PORT, and reads one command per line on stdin. Chromium is
@@ -9,6 +10,7 @@ a simulated host); Firefox through Marionette, on the loopback port it picks and
 profile (each simulated host has its own loopback). Tabs are named by the browser's own ids.
 
   open URL                 a new tab with URL, in the focused window, made active; prints "opened ID"
+                           (Firefox's once the page has loaded, Chromium's at once)
   activate ID              makes tab ID the active one (a tab switch); prints "activated ID MS"
   scroll ID Y              scrolls tab ID to Y; prints "scrolled ID Y"
   close ID                 closes tab ID; prints "closed ID"
@@ -20,8 +22,8 @@ profile (each simulated host has its own loopback). Tabs are named by the browse
   popup                    opens the extension's popup as a tab; prints "popup ID"
   click ID SELECTOR        clicks the first element matching SELECTOR in tab ID
   text ID                  prints "text ID " and the tab's visible text on one line
-  eval ID EXPRESSION       evaluates the JavaScript EXPRESSION in tab ID; prints "eval " and its
-                           value as JSON
+  eval ID EXPRESSION       evaluates the JavaScript EXPRESSION (an expression, not statements) in
+                           tab ID; prints "eval " and its value as JSON
   quit
 
 The browser's own output goes to ~/.config/browser-driver.log (or $XDG_CONFIG_HOME's). Only the
@@ -30,6 +32,7 @@ standard library: python3 as Debian ships it.
 import http.server
 import json
 import os
+import select
 import socket
 import socketserver
 import subprocess
@@ -116,8 +119,10 @@ class Chromium:
             # Anything else is an event: none is needed.
         raise RuntimeError(f"{method}: no answer in {seconds} s")
 
-    def receive(self):
+    def receive(self, seconds=30):
         while b"\0" not in self.buffer:
+            if not select.select([self.from_browser], [], [], seconds)[0]:
+                raise RuntimeError(f"chromium said nothing in {seconds} s")
             data = os.read(self.from_browser, 1 << 16)
             if not data:
                 raise SystemExit("chromium ended")
@@ -203,14 +208,24 @@ class Firefox:
             ],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log,
         )
+        try:
+            self.connect(port_file)
+        except BaseException:
+            self.process.kill()
+            raise
+
+    def connect(self, port_file):
         deadline = time.monotonic() + 60
-        while not os.path.exists(port_file):
+        port = None
+        while port is None:
             if time.monotonic() > deadline or self.process.poll() is not None:
-                raise SystemExit("firefox did not start Marionette")
+                raise RuntimeError("firefox did not start Marionette")
             time.sleep(0.05)
-        time.sleep(0.05)  # written whole: it is a few digits
-        with open(port_file) as f:
-            port = int(f.read().strip())
+            try:
+                with open(port_file) as f:
+                    port = int(f.read().strip())
+            except (OSError, ValueError):  # not there yet, or being written
+                pass
         self.socket = socket.create_connection(("127.0.0.1", port), timeout=60)
         self.buffer = b""
         self.next = 0
@@ -277,6 +292,7 @@ class Firefox:
         self.current = None
 
     def private(self, url):
+        self.to(self.home)
         tab = self.call("WebDriver:NewWindow", {"type": "window", "private": True, "focus": True})["handle"]
         self.to(tab, focus=True)
         self.call("WebDriver:Navigate", {"url": url})
@@ -312,12 +328,28 @@ def say(*words):
 
 def main():
     server = Server(("127.0.0.1", PORT), Articles)
+    if KIND == "serve":
+        say("serving")
+        server.serve_forever()
+        return 0
     threading.Thread(target=server.serve_forever, daemon=True).start()
     browser = {"chromium": Chromium, "firefox": Firefox}[KIND]()
-    if not browser.ready():
-        say("no extension")
-        return 1
-    say("ready")
+    try:
+        if not browser.ready():
+            say("no extension")
+            return 1
+        say("ready")
+        commands(browser)
+    finally:
+        browser.quit()
+        try:
+            browser.process.wait(10)
+        except subprocess.TimeoutExpired:
+            browser.process.kill()
+    return 0
+
+
+def commands(browser):
     returned = set()  # tabs wait-page has named: each names a tab once
     for line in sys.stdin:
         words = line.split()
@@ -382,12 +414,6 @@ def main():
                 say("unknown command", command)
         except Exception as error:  # the test reads this line and fails with it
             say("error", command, error)
-    browser.quit()
-    try:
-        browser.process.wait(10)
-    except subprocess.TimeoutExpired:
-        browser.process.kill()
-    return 0
 
 
 if __name__ == "__main__":
