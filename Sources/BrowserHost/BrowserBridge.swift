@@ -203,10 +203,15 @@ public actor BrowserBridge: ContinuationReceiver {
         if let previous { await previous.activity.invalidate() }
     }
 
+    /// What `window`'s page activity carries now (where the user was at the last save).
+    package func pageUserInfo(window: String) -> [String: ActivityValue]? {
+        windows[window]?.activity.userInfo
+    }
+
     // MARK: What handoffd asks
 
     /// Another device is about to take `window`'s page: ask the extension where the user is.
-    func save(window: String) async {
+    package func save(window: String) async {
         guard !ended, windows[window] != nil else { return }
         nextSave = nextSave == Int(Int32.max) ? 1 : nextSave + 1
         let request = nextSave

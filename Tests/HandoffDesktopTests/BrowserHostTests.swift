@@ -2,6 +2,7 @@ import BrowserHost
 import Foundation
 import HandoffModel
 import HandoffTestSupport
+import Synchronization
 import Testing
 
 /// The native messaging host's checks, as tables: the browser's framing, the extension's messages
@@ -118,4 +119,53 @@ import Testing
             #expect(allowed == [family == .firefox ? HostManifest.firefoxExtensionID : "chrome-extension://\(HostManifest.chromiumExtensionID)/"])
         }
     }
+
+    /// The bridge asks the extension where the user is (willSave) and waits 700 ms at most. An
+    /// answer that comes later is for the question given up on: it does not answer the next
+    /// question, nor change the page (handoffd is not running: the bridge works without it).
+    @Test func aLateSaveAnswerAnswersNoOtherQuestion() async throws {
+        let sent = Locked<[HostMessage]>([])
+        let bridge = BrowserBridge(socketPath: "/nonexistent/handoffd.sock", environment: [:]) { message in sent.value.withLock { $0.append(message) } }
+        let (messages, input) = AsyncStream.makeStream(of: Result<[UInt8], NativeMessaging.FramingError>.self)
+        func feed(_ json: String) { input.yield(.success(Array(json.utf8))) }
+        func saves() -> [Int] { sent.value.withLock { $0.compactMap { if case .save(_, let request) = $0 { request } else { nil } } } }
+        func refusals() -> Int { sent.value.withLock { $0.filter { if case .refused = $0 { true } else { false } }.count } }
+        func saved(_ request: Int, scrollY: Int) -> String {
+            #"{"type":"saved","window":"1","request":\#(request),"url":"https://example.org/a","title":"A","scrollX":0,"scrollY":\#(scrollY),"scrollFraction":0.5,"viewportWidth":1200}"#
+        }
+        let answered = Locked(false)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await bridge.serve(messages) }
+            feed(#"{"type":"hello","browser":"firefox"}"#)
+            feed(#"{"type":"page","window":"1","url":"https://example.org/a","title":"A","focused":true}"#)
+            // The first question, once the page is the window's, goes unanswered: it ends at the deadline.
+            try await Rig.waitFor("the page to be asked where the user is") {
+                await bridge.save(window: "1")
+                return saves() == [1]
+            }
+            group.addTask {
+                await bridge.save(window: "1")
+                answered.value.withLock { $0 = true }
+            }
+            try await Rig.waitFor("the second question") { saves() == [1, 2] }
+            // The first's answer, late; then a message the bridge refuses, to know it read the answer.
+            feed(saved(1, scrollY: 1000))
+            feed(#"{"type":"nonsense"}"#)
+            try await Rig.waitFor("the refusal") { refusals() == 1 }
+            #expect(answered.value.withLock { $0 } == false, "the late answer answered the second question")
+            #expect(await bridge.pageUserInfo(window: "1")?["scrollY"] == nil, "the late answer changed the page")
+            feed(saved(2, scrollY: 2000))
+            try await Rig.waitFor("the second answer") { answered.value.withLock { $0 } }
+            #expect(await bridge.pageUserInfo(window: "1")?["scrollY"] == .int(2000))
+            input.finish()
+            try await group.waitForAll()
+        }
+    }
+
+}
+
+/// A value the test and the code under test both reach.
+final class Locked<Value: Sendable>: Sendable {
+    let value: Mutex<Value>
+    init(_ value: Value) { self.value = Mutex(value) }
 }
