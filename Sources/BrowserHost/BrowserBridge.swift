@@ -79,7 +79,10 @@ public actor BrowserBridge: ContinuationReceiver {
                     }
                     let app = HandoffApp(appID: browser.appID, continues: [PageActivity.type], socketPath: socketPath)
                     self.app = app
-                    await connect(app)
+                    // The popup says whether pages go: as handoffd comes and goes, not only at the start.
+                    group.addTask { [send] in
+                        for await problem in app.registrationChanges { send(problem.map { .offline(reason: $0.description) } ?? .ready) }
+                    }
                     group.addTask { await app.run(receiver: self) }
                     continue
                 }
@@ -119,15 +122,6 @@ public actor BrowserBridge: ContinuationReceiver {
     }
 
     private func requestEnded() { requests -= 1 }
-
-    private func connect(_ app: HandoffApp) async {
-        do {
-            try await app.connect()
-            send(.ready)
-        } catch {
-            send(.offline(reason: error.description))
-        }
-    }
 
     private func handle(_ message: ExtensionMessage, app: HandoffApp) async {
         switch message {

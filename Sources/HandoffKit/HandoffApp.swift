@@ -56,12 +56,27 @@ public actor HandoffApp {
     /// The windows' state-restoration activities handoffd kept from the app's last run.
     public private(set) var restoredWindows: [String: UserActivity] = [:]
 
+    /// Whether handoffd has this app's registration, as it changes: nil once it has, else why
+    /// not (HandoffKit keeps trying while `run` runs). For an app that shows whether what it
+    /// does can be handed over. Only changes come (the latest, if the app reads late).
+    public nonisolated let registrationChanges: AsyncStream<HandoffError?>
+    private nonisolated let registrationChange: AsyncStream<HandoffError?>.Continuation
+    /// What `registrationChanges` last said: registered or not (nil: nothing yet).
+    private var reportedRegistered: Bool?
+
     /// `socketPath`: handoffd's local API (the default is the user's, as handoffctl's).
     public init(appID: String, continues types: [String] = [], socketPath: String? = nil) {
         self.appID = appID
         continuedTypes = types
         client = HandoffClient(socketPath: socketPath ?? HandoffPaths.defaultSocketPath(), timeoutSeconds: 10)
         (changed, changes) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        (registrationChanges, registrationChange) = AsyncStream.makeStream(of: HandoffError?.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    private func report(_ problem: HandoffError?) {
+        guard reportedRegistered != (problem == nil) else { return }
+        reportedRegistered = problem == nil
+        registrationChange.yield(problem)
     }
 
     // MARK: Connecting
@@ -75,6 +90,7 @@ public actor HandoffApp {
         do {
             subscription = try await client.registerApp(AppRegistration(appID: appID, continues: receiving ? continuedTypes : []))
         } catch {
+            report(HandoffError(error))
             throw HandoffError(error)
         }
         let first: AppEvent?
@@ -82,12 +98,16 @@ public actor HandoffApp {
             first = try await subscription.next()
         } catch {
             subscription.close()
+            report(HandoffError(error))
             throw HandoffError(error)
         }
         guard case .registered(let registration, let restored) = first?.body else {
             subscription.close()
-            throw HandoffError(.versionMismatch, "handoffd did not confirm the registration; are HandoffKit and handoffd the same version?")
+            let problem = HandoffError(.versionMismatch, "handoffd did not confirm the registration; are HandoffKit and handoffd the same version?")
+            report(problem)
+            throw problem
         }
+        report(nil)
         self.subscription = subscription
         self.registration = registration
         // A hung receiver call started or returned while this registration was being made (its
@@ -144,6 +164,7 @@ public actor HandoffApp {
     /// The registration ended (handoffd stopped, or this app was taken for hung): what handoffd
     /// had is gone, and is given again at the next registration.
     private func lost() {
+        if registration != nil { report(HandoffError(.handoffdNotRunning, "handoffd stopped; HandoffKit registers again once it is back")) }
         subscription?.close()
         subscription = nil
         registration = nil

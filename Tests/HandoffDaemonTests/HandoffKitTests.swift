@@ -247,7 +247,9 @@ import Testing
     @Test func theAppReconnectsWhenHandoffdRestarts() async throws {
         let d = try await TestDaemon.start()
         let app = HandoffApp(appID: "org.example.Notes", socketPath: d.socketPath)
+        var changes = app.registrationChanges.makeAsyncIterator()
         try await app.connect()
+        #expect(await changes.next() == .some(nil), "registered")
         let activity = UserActivity(activityType: Self.note, app: app)
         activity.title = "Survives"
         try await withThrowingTaskGroup { group in
@@ -255,10 +257,13 @@ import Testing
             defer { group.cancelAll() }
             try await activity.becomeCurrent()
             try await d.stop()
+            // The app is told, once (not at every attempt to register again).
+            #expect(await changes.next()??.code == .handoffdNotRunning)
             // Changed while handoffd is away: what comes back is the latest.
             activity.title = "Survives, edited"
             let again = try await TestDaemon.start(directory: d.directory)
             try await waitUntil("the activity given again") { (try? await again.client.currentActivity().activity.title) == "Survives, edited" }
+            #expect(await changes.next() == .some(nil), "registered again")
             try await again.finish()
         }
     }

@@ -148,6 +148,8 @@ import Testing
                 answered.value.withLock { $0 = true }
             }
             try await Rig.waitFor("the second question") { saves() == [1, 2] }
+            // No handoffd: the extension was told so (its popup shows why).
+            #expect(sent.value.withLock { $0.contains { if case .offline(let reason) = $0 { reason.contains("not running") } else { false } } })
             // The first's answer, late; then a message the bridge refuses, to know it read the answer.
             feed(saved(1, scrollY: 1000))
             feed(#"{"type":"nonsense"}"#)
