@@ -17,12 +17,16 @@ async function show() {
   const sharing = document.getElementById("sharing");
   const status = document.getElementById("status");
   const state = await ask({ popup: "state", window: current.id });
+  const off = document.getElementById("off");
   sharing.checked = state.sharing && !state.private;
   sharing.disabled = state.private;
+  off.hidden = sharing.checked || state.private;
   if (state.private) status.textContent = "Private windows are never handed over.";
   else if (!state.host.ready) status.textContent = `Not connected: ${state.host.reason}`;
   sharing.onchange = async () => {
-    await ask({ popup: "switch", window: current.id, on: sharing.checked });
+    const reply = await ask({ popup: "switch", window: current.id, on: sharing.checked });
+    sharing.checked = reply?.sharing ?? sharing.checked;
+    off.hidden = sharing.checked;
   };
 
   const list = document.getElementById("offers");
