@@ -199,7 +199,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HandoffDesktopTests",
-            dependencies: ["HandoffDBus", "DesktopAgent", "BrowserHost", "HandoffTestSupport", "HandoffAPI", "HandoffModel", "HandoffSystem"],
+            dependencies: ["HandoffDBus", "DesktopAgent", "BrowserHost", "HandoffKit", "HandoffTestSupport", "HandoffAPI", "HandoffModel", "HandoffSystem"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -179,7 +179,7 @@ public actor BrowserBridge: ContinuationReceiver {
         let activity = UserActivity(activityType: PageActivity.type, app: app, window: window)
         let content = PageActivity.content(page, position: nil, keeping: previous.map { PageActivity.content(of: $0.activity) })
         activity.title = content.title
-        activity.webpageURL = content.webpageURL.flatMap(URL.init(string:))
+        activity.webpageAddress = content.webpageURL
         activity.targetContentIdentifier = content.targetContentIdentifier
         activity.userInfo = content.userInfo
         activity.needsSave = true

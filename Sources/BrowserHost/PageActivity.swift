@@ -37,9 +37,9 @@ public enum PageActivity {
     }
 
     /// What `activity` says that a page needs: its type, title, position and address.
-    static func content(of activity: UserActivity) -> ActivityContent {
+    package static func content(of activity: UserActivity) -> ActivityContent {
         var content = ActivityContent(type: activity.activityType, title: activity.title, userInfo: activity.userInfo)
-        content.webpageURL = activity.webpageURL?.absoluteString
+        content.webpageURL = activity.webpageAddress
         return content
     }
 

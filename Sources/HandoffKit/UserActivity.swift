@@ -82,6 +82,14 @@ public final class UserActivity: Sendable {
         set { change { $0.content.webpageURL = newValue?.absoluteString } }
     }
 
+    /// `webpageURL` as written, for an app that has the address as text (the browser's host):
+    /// URL percent-encodes what it does not take as it is (a `[` in a fragment), and a page's
+    /// address must reach the other device as the browser showed it.
+    package var webpageAddress: String? {
+        get { state.withLock { $0.content.webpageURL } }
+        set { change { $0.content.webpageURL = newValue } }
+    }
+
     public var expirationDate: Date? {
         get { state.withLock { $0.content.expirationDate.map { Date(timeIntervalSince1970: Double($0.microsecondsSinceEpoch) / 1_000_000) } } }
         set { change { $0.content.expirationDate = newValue.map { Timestamp(microsecondsSinceEpoch: Int64($0.timeIntervalSince1970 * 1_000_000)) } } }

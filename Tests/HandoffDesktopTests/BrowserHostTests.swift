@@ -1,5 +1,6 @@
 import BrowserHost
 import Foundation
+import HandoffKit
 import HandoffModel
 import HandoffTestSupport
 import Synchronization
@@ -81,6 +82,13 @@ import Testing
         // The position of another page is not kept; the same page's is.
         #expect(PageActivity.content(ExtensionMessage.Page(url: "https://example.org/other", title: ""), position: nil, keeping: content).userInfo.isEmpty)
         #expect(PageActivity.content(page, position: nil, keeping: content).userInfo == content.userInfo)
+        // The address goes as the browser shows it: through a URL, a `[` in the fragment would
+        // come out as %5B (found by the browser-messages fuzzer).
+        let app = HandoffApp(appID: "org.handoff.browser.firefox", socketPath: "/nonexistent/handoffd.sock")
+        let activity = UserActivity(activityType: PageActivity.type, app: app)
+        activity.webpageAddress = "https://example.org/story#notes[2]"
+        #expect(PageActivity.content(of: activity).webpageURL == "https://example.org/story#notes[2]")
+        #expect(try ExtensionMessage.checkedURL("https://example.org/story#notes[2]") == "https://example.org/story#notes[2]")
         // A browser started with the page scrolls there by itself.
         #expect(PageActivity.launchURL(page.url, position: position) == "https://example.org/story#part-2:~:text=Paragraph%2012%20of%20Story")
         #expect(PageActivity.launchURL("https://example.org/", position: position) == "https://example.org/#:~:text=Paragraph%2012%20of%20Story")
