@@ -41,6 +41,9 @@ import Testing
         #expect(profile.contains("[handoff]") && profile.contains("ports=47810/tcp"))
         _ = try await installed.make("uninstall")
         #expect(try files(in: destdir).isEmpty, "left behind")
+        for own in ["/usr/share/handoff", "/usr/share/doc/handoff"] {
+            #expect(!FileManager.default.fileExists(atPath: destdir + own), "\(own) left behind")
+        }
     }
 
     @Test func installLandsExactlyTheListedFilesAndUninstallRemovesThem() async throws {
