@@ -146,6 +146,13 @@ package actor AccountStore {
         return (m.signedState, m.accountSecret)
     }
 
+    /// The same for `peer` only while a session with it may run: asked and answered in one step,
+    /// so that a removal saved while a session greets (before its slot is checked) never sends
+    /// the removed device the state, and secret, that removal made.
+    package func stateToShare(with peer: DeviceID) -> (SignedAccountState, [UInt8])? {
+        allowsSession(with: peer) ? stateToShare() : nil
+    }
+
     /// The keys for adverts: the current secret's, and the previous one's so that a device that
     /// has not heard of the latest removal is still recognised (and then told).
     package var advertKeys: [AdvertKeys] {

@@ -137,7 +137,7 @@ package enum AccountSync {
             await links.stateChanged()
         case .notNewer:
             let theirs = (try? AccountState(decoding: signed.stateBytes))?.version ?? 0
-            if theirs < (await store.stateVersion), let (mine, secret) = await store.stateToShare() {
+            if theirs < (await store.stateVersion), let (mine, secret) = await store.stateToShare(with: session.peerID) {
                 try? await session.send(.accountState(mine, accountSecret: secret))
             }
         case .invalid:

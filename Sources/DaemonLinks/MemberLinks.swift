@@ -352,7 +352,7 @@ package actor MemberLinks {
     }
 
     private nonisolated func sendState(answering id: UInt32, on session: MemberSession, withSecret: Bool = true) async throws {
-        guard let (signed, secret) = await store.stateToShare() else { throw PeerSessionError.noAccount }
+        guard let (signed, secret) = await store.stateToShare(with: session.peerID) else { throw PeerSessionError.noAccount }
         try await session.send(.accountStateReply(requestID: id, signed, accountSecret: withSecret ? secret : []))
     }
 

@@ -89,7 +89,7 @@ enum MemberGreeting {
         outbound: NIOAsyncChannelOutboundWriter<PeerMessage>,
         store: AccountStore
     ) async throws -> Bool {
-        if mine.accountStateVersion > theirs.accountStateVersion, let (signed, secret) = await store.stateToShare() {
+        if mine.accountStateVersion > theirs.accountStateVersion, let (signed, secret) = await store.stateToShare(with: theirs.deviceID) {
             try await outbound.write(.accountState(signed, accountSecret: secret))
         }
         guard theirs.accountStateVersion > mine.accountStateVersion else { return false }
