@@ -190,7 +190,7 @@ install-files:
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
-	# handoff's own directories, once empty; shared ones (the browsers', applications/) stay.
+	@# handoff's own directories, once empty; shared ones (the browsers', applications/) stay.
 	rmdir --ignore-fail-on-non-empty $(addprefix $(DESTDIR),$(DATADIR)/handoff/browser $(DATADIR)/handoff $(DATADIR)/doc/handoff) 2>/dev/null || true
 
 clean:

@@ -25,7 +25,8 @@ async function show() {
   else if (!state.host.ready) status.textContent = `Not connected: ${state.host.reason}`;
   sharing.onchange = async () => {
     const reply = await ask({ popup: "switch", window: current.id, on: sharing.checked });
-    sharing.checked = reply?.sharing ?? sharing.checked;
+    // No answer (the background failed): the switch is as it was.
+    sharing.checked = reply?.sharing ?? !sharing.checked;
     off.hidden = sharing.checked;
   };
 

@@ -16,7 +16,7 @@ import HandoffSystem
 public actor BrowserBridge: ContinuationReceiver {
     /// How long the extension has to say where the user is on the page; past it the page goes
     /// as it was last saved (a save must fit in handoffd's second).
-    static let saveDeadline: Duration = .milliseconds(700)
+    package static let saveDeadline: Duration = .milliseconds(700)
     /// How long the extension has to open a page: less than HandoffKit gives a receiver.
     static let openDeadline: Duration = .milliseconds(3500)
     /// Opens waiting for the extension at once; more are refused (handoffd allows far fewer).
@@ -43,8 +43,16 @@ public actor BrowserBridge: ContinuationReceiver {
     /// The browser closed its end: nothing more is asked of it.
     private var ended = false
 
+    /// How long this bridge waits for a save's answer (`saveDeadline`; tests wait longer).
+    private let saveDeadline: Duration
+
     /// `send` writes a message to the browser; `socketPath` is handoffd's (nil: the user's).
     public init(socketPath: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment, send: @escaping @Sendable (HostMessage) -> Void) {
+        self.init(socketPath: socketPath, environment: environment, saveDeadline: Self.saveDeadline, send: send)
+    }
+
+    package init(socketPath: String?, environment: [String: String], saveDeadline: Duration, send: @escaping @Sendable (HostMessage) -> Void) {
+        self.saveDeadline = saveDeadline
         self.socketPath = socketPath
         self.environment = environment
         client = HandoffClient(socketPath: socketPath ?? HandoffPaths.defaultSocketPath(environment: environment), timeoutSeconds: 30)
@@ -211,7 +219,7 @@ public actor BrowserBridge: ContinuationReceiver {
         let request = nextSave
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                try? await QuietSleep.sleep(for: Self.saveDeadline)
+                try? await QuietSleep.sleep(for: self.saveDeadline)
                 // Also when cancelled: answered already (nothing to end), or the browser is gone.
                 await self.endSave(request)
             }

@@ -140,17 +140,20 @@ package actor AccountStore {
     }
     package var removalInfo: RemovalInfo? { material?.removalInfo }
 
-    /// What a member that is behind should get: the signed state and the secret that goes with it.
-    package func stateToShare() -> (SignedAccountState, [UInt8])? {
+    /// What `peer`, behind, should get: the signed state, and the secret that goes with it only
+    /// while a session with it may run: asked and answered
+    /// in one step, so that a device removed while its session greets (before its slot is
+    /// checked), or one that asked to leave, learns it is out but never gets the secret its
+    /// removal made.
+    package func stateToShare(with peer: DeviceID) -> (SignedAccountState, secret: [UInt8]?)? {
         guard let m = material else { return nil }
-        return (m.signedState, m.accountSecret)
+        return (m.signedState, allowsSession(with: peer) ? m.accountSecret : nil)
     }
 
-    /// The same for `peer` only while a session with it may run: asked and answered in one step,
-    /// so that a removal saved while a session greets (before its slot is checked) never sends
-    /// the removed device the state, and secret, that removal made.
-    package func stateToShare(with peer: DeviceID) -> (SignedAccountState, [UInt8])? {
-        allowsSession(with: peer) ? stateToShare() : nil
+    /// The state, as signed, and its secret, in one step (for telling every session of a change).
+    package func stateWithSecret() -> (state: AccountState, signed: SignedAccountState, secret: [UInt8])? {
+        guard let m = material else { return nil }
+        return (m.state, m.signedState, m.accountSecret)
     }
 
     /// The keys for adverts: the current secret's, and the previous one's so that a device that

@@ -138,7 +138,7 @@ package enum AccountSync {
         case .notNewer:
             let theirs = (try? AccountState(decoding: signed.stateBytes))?.version ?? 0
             if theirs < (await store.stateVersion), let (mine, secret) = await store.stateToShare(with: session.peerID) {
-                try? await session.send(.accountState(mine, accountSecret: secret))
+                try? await session.send(.accountState(mine, accountSecret: secret ?? []))
             }
         case .invalid:
             throw DaemonError(.refused, "\(session.peerName) sent an account state that is not this account's")

@@ -162,8 +162,8 @@ package actor MemberLinks {
     }
 
     /// Sends `message` to every session (activity notices, a newer account state).
-    package func broadcast(_ message: PeerMessage) {
-        for session in sessions.values {
+    package func broadcast(_ message: PeerMessage, except left: Set<DeviceID> = []) {
+        for session in sessions.values where !left.contains(session.peerID) {
             let s = session
             spawn { try? await s.send(message) }
         }
@@ -265,8 +265,7 @@ package actor MemberLinks {
             // Only the device holding the account key can do it; the others just answer.
             let removed = await store.removeLeaving(session.peerID)
             // The leaver learns that it is out — never the secret made new by its removal.
-            let out = await store.currentState?.isRevoked(session.peerID) ?? false
-            try await sendState(answering: id, on: session, withSecret: !out)
+            try await sendState(answering: id, on: session)
             if removed { await stateChanged() }
         case .renameRequest(let id, let name):
             let renamed = await store.isAdmin ? (try? await store.rename(session.peerID.text, to: name)) : nil
@@ -295,12 +294,13 @@ package actor MemberLinks {
     /// After the account state changed here (a removal, a rename, a newer state learned): tell
     /// and drop removed devices, show the names it gives, and pass the news on.
     package func stateChanged() async {
-        guard let state = await store.currentState else { return }
-        await dropRevoked(Set(state.revoked.map(\.id)))
+        // One snapshot: a removal saved meanwhile brings its own call; until then the devices it
+        // removes get this (older) state, which they had.
+        guard let (state, signed, secret) = await store.stateWithSecret() else { return }
+        let revoked = Set(state.revoked.map(\.id))
+        await dropRevoked(revoked)
         await directory.rename(from: state)
-        if let (signed, secret) = await store.stateToShare() {
-            broadcast(.accountState(signed, accountSecret: secret))
-        }
+        broadcast(.accountState(signed, accountSecret: secret), except: revoked)
     }
 
     /// `account leave` on a device without the account key: asks every device it has a session
@@ -351,9 +351,10 @@ package actor MemberLinks {
         )
     }
 
-    private nonisolated func sendState(answering id: UInt32, on session: MemberSession, withSecret: Bool = true) async throws {
+    /// The state as it is here; its secret only to a device that is still a member.
+    private nonisolated func sendState(answering id: UInt32, on session: MemberSession) async throws {
         guard let (signed, secret) = await store.stateToShare(with: session.peerID) else { throw PeerSessionError.noAccount }
-        try await session.send(.accountStateReply(requestID: id, signed, accountSecret: withSecret ? secret : []))
+        try await session.send(.accountStateReply(requestID: id, signed, accountSecret: secret ?? []))
     }
 
     // MARK: Dialling

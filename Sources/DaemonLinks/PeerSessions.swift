@@ -90,7 +90,7 @@ enum MemberGreeting {
         store: AccountStore
     ) async throws -> Bool {
         if mine.accountStateVersion > theirs.accountStateVersion, let (signed, secret) = await store.stateToShare(with: theirs.deviceID) {
-            try await outbound.write(.accountState(signed, accountSecret: secret))
+            try await outbound.write(.accountState(signed, accountSecret: secret ?? []))
         }
         guard theirs.accountStateVersion > mine.accountStateVersion else { return false }
         let message = try await receive(&inbound, link: link, within: deadline)

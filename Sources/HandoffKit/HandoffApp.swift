@@ -61,8 +61,8 @@ public actor HandoffApp {
     /// does can be handed over. Only changes come (the latest, if the app reads late).
     public nonisolated let registrationChanges: AsyncStream<HandoffError?>
     private nonisolated let registrationChange: AsyncStream<HandoffError?>.Continuation
-    /// What `registrationChanges` last said: registered or not (nil: nothing yet).
-    private var reportedRegistered: Bool?
+    /// What `registrationChanges` last said: registered (nil) or why not; nothing yet when unset.
+    private var reported: HandoffError??
 
     /// `socketPath`: handoffd's local API (the default is the user's, as handoffctl's).
     public init(appID: String, continues types: [String] = [], socketPath: String? = nil) {
@@ -74,8 +74,10 @@ public actor HandoffApp {
     }
 
     private func report(_ problem: HandoffError?) {
-        guard reportedRegistered != (problem == nil) else { return }
-        reportedRegistered = problem == nil
+        // Registered and not: a failed attempt of a second `connect` does not undo the first's success.
+        if problem != nil, subscription != nil { return }
+        guard reported.map({ $0?.code != problem?.code }) ?? true else { return }
+        reported = .some(problem)
         registrationChange.yield(problem)
     }
 
@@ -163,8 +165,9 @@ public actor HandoffApp {
 
     /// The registration ended (handoffd stopped, or this app was taken for hung): what handoffd
     /// had is gone, and is given again at the next registration.
+    /// `registrationChanges` hears of it from the next attempt to register (none when it
+    /// succeeds at once: the registration was ended on purpose, for a hung receiver).
     private func lost() {
-        if registration != nil { report(HandoffError(.handoffdNotRunning, "handoffd stopped; HandoffKit registers again once it is back")) }
         subscription?.close()
         subscription = nil
         registration = nil

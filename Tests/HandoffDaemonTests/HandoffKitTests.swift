@@ -257,7 +257,7 @@ import Testing
             defer { group.cancelAll() }
             try await activity.becomeCurrent()
             try await d.stop()
-            // The app is told, once (not at every attempt to register again).
+            // The app is told, once (by the first attempt to register again, not every one).
             #expect(await changes.next()??.code == .handoffdNotRunning)
             // Changed while handoffd is away: what comes back is the latest.
             activity.title = "Survives, edited"

@@ -133,7 +133,8 @@ import Testing
     /// question, nor change the page (handoffd is not running: the bridge works without it).
     @Test func aLateSaveAnswerAnswersNoOtherQuestion() async throws {
         let sent = Locked<[HostMessage]>([])
-        let bridge = BrowserBridge(socketPath: "/nonexistent/handoffd.sock", environment: [:]) { message in sent.value.withLock { $0.append(message) } }
+        // Three seconds to answer, not 700 ms: the second question must still wait when its answer comes.
+        let bridge = BrowserBridge(socketPath: "/nonexistent/handoffd.sock", environment: [:], saveDeadline: .seconds(3)) { message in sent.value.withLock { $0.append(message) } }
         let (messages, input) = AsyncStream.makeStream(of: Result<[UInt8], NativeMessaging.FramingError>.self)
         func feed(_ json: String) { input.yield(.success(Array(json.utf8))) }
         func saves() -> [Int] { sent.value.withLock { $0.compactMap { if case .save(_, let request) = $0 { request } else { nil } } } }
