@@ -159,7 +159,7 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        .executableTarget(name: "handoff-browser-host", dependencies: ["BrowserHost", "HandoffAPI", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
+        .executableTarget(name: "handoff-browser-host", dependencies: ["BrowserHost", "HandoffAPI", "HandoffKit", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
 
         // Apps built on HandoffKit (docs/handoffkit.md), run by the tests.
         .executableTarget(name: "handoff-example-notes", dependencies: ["HandoffKit"], path: "Examples/NotesEditor", swiftSettings: strict),

@@ -135,10 +135,8 @@ public actor BrowserBridge: ContinuationReceiver {
         switch message {
         case .hello, .offers, .continue: return
         case .page(let window, let page, let focused):
-            if let shown = windows[window], shown.page == page {
-                if focused { try? await app.focus(window: window) }
-                return
-            }
+            // The same page: only its window's focus changed, which `focus` (sent first) told.
+            if let shown = windows[window], shown.page == page { return }
             guard focused else {
                 // Not current; it becomes so when its window is focused.
                 waiting[window] = page

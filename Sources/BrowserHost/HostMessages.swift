@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HandoffAPI
 
 /// What the host tells the extension (browser/background.js reads these).
 public enum HostMessage: Sendable, Equatable {
@@ -75,10 +76,8 @@ public enum HostMessage: Sendable, Equatable {
             wire.type = "refused"
             wire.reason = reason
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Every field is a string, number or array of those: encoding cannot fail.
-        return (try? Array(encoder.encode(wire))) ?? Array(#"{"type":"refused","reason":"unencodable"}"#.utf8)
+        return (try? Array(LocalAPIJSON.encoder().encode(wire))) ?? Array(#"{"type":"refused","reason":"unencodable"}"#.utf8)
     }
 
     private struct Wire: Encodable {

@@ -60,13 +60,16 @@ public struct IncomingContinuation: Sendable {
 
     /// The continuation this process was started for, when handoffd started it (no app of its
     /// kind was running): read from the environment handoffd gave it. Nil when it was not.
-    public static func launched(environment: [String: String] = ProcessInfo.processInfo.environment) throws(HandoffError) -> IncomingContinuation? {
+    /// `maximumSize` bounds the activity file (an app expecting small activities may say less).
+    public static func launched(
+        environment: [String: String] = ProcessInfo.processInfo.environment, maximumSize: Int = 4 * 1024 * 1024
+    ) throws(HandoffError) -> IncomingContinuation? {
         guard let file = environment[HandlerEnvironment.activityFile], let idText = environment[HandlerEnvironment.continuationID] else { return nil }
         guard let id = UUID(uuidString: idText) else { throw HandoffError(.versionMismatch, "\(HandlerEnvironment.continuationID) is not a continuation id") }
         let activity: Activity
         do {
             let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
-            guard bytes.count <= 4 * 1024 * 1024 else { throw HandoffError(.invalidActivity(.payloadTooLarge), "the activity file is too large") }
+            guard bytes.count <= maximumSize else { throw HandoffError(.invalidActivity(.payloadTooLarge), "the activity file is too large") }
             activity = try LocalAPIJSON.decoder().decode(Activity.self, from: bytes)
         } catch let error as HandoffError {
             throw error

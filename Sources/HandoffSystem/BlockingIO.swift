@@ -100,7 +100,7 @@ public enum BytePump {
     }
 
     /// Writes every byte; the errno on failure.
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, isSocket: Bool) -> Int32? {
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, isSocket: Bool) -> Int32? {
         var offset = 0
         while offset < bytes.count {
             let pending = bytes.count - offset

@@ -4,6 +4,7 @@ import Glibc
 #endif
 import BrowserHost
 import HandoffAPI
+import HandoffKit
 import HandoffModel
 import HandoffSystem
 import Synchronization
@@ -52,7 +53,8 @@ import Synchronization
         let output = Mutex<Void>(())
         let bridge = BrowserBridge { message in
             guard let framed = NativeMessaging.frame(message.encoded()) else { return }
-            output.withLock { _ in writeAll(1, framed) }
+            // The browser gone, writing fails (SIGPIPE is ignored): stdin ends too.
+            output.withLock { _ in _ = framed.withUnsafeBytes { BytePump.writeAll(1, $0, isSocket: false) } }
         }
         let (messages, sink) = AsyncStream.makeStream(of: Result<[UInt8], NativeMessaging.FramingError>.self, bufferingPolicy: .unbounded)
         // stdin is a pipe the browser holds: read by a plain thread (the cooperative pool must not block).
@@ -60,8 +62,7 @@ import Synchronization
             var reader = NativeMessaging.Reader()
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             while true {
-                let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-                if count < 0, errno == EINTR { continue }
+                let count = buffer.withUnsafeMutableBytes { raw in SystemCall.retrying { read(0, raw.baseAddress, raw.count) } }
                 guard count > 0 else { break }
                 do throws(NativeMessaging.FramingError) {
                     for message in try reader.feed(buffer[0..<count]) { sink.yield(.success(message)) }
@@ -77,16 +78,6 @@ import Synchronization
             return
         }
         await bridge.serve(messages)
-    }
-
-    static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { return }  // the browser is gone: stdin ends too
-            offset += written
-        }
     }
 
     // MARK: Installing
@@ -148,20 +139,19 @@ import Synchronization
     /// scrolled to where the user was by a text fragment (the extension is not there to scroll).
     static func open() -> Int32 {
         let environment = ProcessInfo.processInfo.environment
-        guard let file = environment[HandlerEnvironment.activityFile] else {
-            fail("open: handoffd runs this with \(HandlerEnvironment.activityFile) set")
-            return 64
-        }
-        let activity: Activity
+        let continuation: IncomingContinuation
         do {
-            let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
-            guard bytes.count <= 1024 * 1024 else { throw CocoaError(.fileReadTooLarge) }
-            activity = try LocalAPIJSON.decoder().decode(Activity.self, from: bytes)
+            // A page's activity is small: 1 MiB is plenty (HandoffKit would take 4).
+            guard let launched = try IncomingContinuation.launched(environment: environment, maximumSize: 1024 * 1024) else {
+                fail("open: handoffd runs this with \(HandlerEnvironment.activityFile) and \(HandlerEnvironment.continuationID) set")
+                return 64
+            }
+            continuation = launched
         } catch {
-            fail("open: cannot read the activity handoffd gave (\(file)): \(error)")
+            fail("open: \(error.description)")
             return 65
         }
-        guard let opening = PageActivity.opening(activity.content) else {
+        guard let opening = PageActivity.opening(PageActivity.content(of: continuation.userActivity)) else {
             fail("open: the activity has no http(s) page")
             return 65
         }

@@ -45,12 +45,12 @@ import Testing
         return browser
     }
 
-    /// Waits until tab `tab` of `browser` shows `text`.
-    static func waitForText(_ browser: ScriptedApp, _ tab: String, _ text: String) async throws {
-        _ = try await Rig.waitFor("tab \(tab) to show \"\(text)\"") {
+    /// Waits until tab `tab` of `browser` shows `text` (or, `showing` false, no longer does).
+    static func waitForText(_ browser: ScriptedApp, _ tab: String, _ text: String, showing: Bool = true) async throws {
+        _ = try await Rig.waitFor("tab \(tab) to \(showing ? "show" : "stop showing") \"\(text)\"") {
             browser.send("text \(tab)")
             try await Task.sleep(for: .milliseconds(200))
-            return browser.output.split(separator: "\n").last { $0.hasPrefix("text \(tab)") }?.contains(text) == true
+            return browser.output.split(separator: "\n").last { $0.hasPrefix("text \(tab)") }?.contains(text) == showing
         }
     }
 
@@ -198,11 +198,7 @@ import Testing
         try await desk.expect("activated \(deskPopup)")
         desk.send("click \(deskPopup) #sharing")
         try await desk.expect("clicked \(deskPopup)")
-        _ = try await Rig.waitFor("desk's switch to be on") {
-            desk.send("text \(deskPopup)")
-            try await Task.sleep(for: .milliseconds(200))
-            return desk.output.split(separator: "\n").last { $0.hasPrefix("text \(deskPopup)") }?.contains("stay on this computer") == false
-        }
+        try await Self.waitForText(desk, deskPopup, "stay on this computer", showing: false)
         desk.send("activate \(reading)")
         try await desk.expect("activated \(reading)")
         try await AppsEndToEndTests().bravoSees(rig, "Reading")
