@@ -258,6 +258,13 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
         }
     }
 
+    /// The context holds this handler and the handler its context: let go of it, or neither (nor
+    /// the file, the splice and both channels) is ever freed.
+    func handlerRemoved(context: ChannelHandlerContext) {
+        stop()
+        self.context = nil
+    }
+
     private func stop() {
         closing = true
         worker?.stop()

@@ -458,6 +458,13 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler, StreamSpl
         (partner, me, wakeOnWritable) = (nil, nil, nil)
         context.fireChannelInactive()
     }
+
+    /// The context holds this handler and the handler its context: let go of it, or neither (nor
+    /// the splice and both channels, with their buffers) is ever freed.
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        (partner, me, wakeOnWritable, batch) = (nil, nil, nil, [])
+    }
 }
 
 @available(*, unavailable)

@@ -1,6 +1,10 @@
 import HandoffModel
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Fired inbound once the handshake is done and the peer verified.
 public struct TLSHandshakeCompleted: Sendable {
     public let peer: TLSPeer
@@ -14,8 +18,8 @@ public struct TLSHandshakeCompleted: Sendable {
 /// - A handshake that does not finish within `handshakeTimeout` fails with `.handshakeTimeout`.
 /// - Failures are fired as `TLSError` through `errorCaught`, after any alert OpenSSL queued has
 ///   been flushed, and the channel is closed.
-/// - Closing sends close_notify first; `TLSHandler.Abort` closes without it (the peer then sees
-///   a truncated stream, not an orderly end).
+/// - Closing sends close_notify first; `TLSHandler.Abort` closes without it, with a TCP reset (the
+///   peer then sees a broken stream at once, not an orderly end).
 /// - With `allowHalfClosure` (continuation streams): `close(mode: .output)` sends close_notify and
 ///   shuts down our sending side only; the peer's close_notify arrives as `ChannelEvent.inputClosed`
 ///   and we may go on sending. The channel needs NIO's `allowRemoteHalfClosure`, so that the TCP
@@ -250,6 +254,10 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if state != .closed { state = .closing }
         timeout?.cancel()
         failHeldWrites(ChannelError.ioOnClosedChannel)
+        // A reset, not a FIN: a FIN waits behind every byte the peer has not read yet, so a peer
+        // that stopped reading (its window full) would not learn of the cut until our orphaned
+        // socket gave up (seen: 8 s, at TCP_USER_TIMEOUT).
+        _ = (context.channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0))
         context.close(promise: promise)
     }
 

@@ -163,3 +163,79 @@ import Testing
         return fd
     }
 }
+
+extension FileStreamTests {
+    /// Descriptors of this process open on files under `directory` (both daemons run in it).
+    static func descriptors(under directory: String) -> [String] {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }.filter { $0.hasPrefix(directory) }
+    }
+
+    /// A stream's files are closed when it ends, however it ends: nothing that outlives a stream
+    /// (its record, the book, the channels' handlers) holds them. Seen: every file stream left its
+    /// file open in both daemons, for ever (the ends and their channel contexts held each other).
+    @Test func aStreamsFilesAreClosedWhenItEndsHoweverItEnds() async throws {
+        let setup = try await Setup.make()
+        let (a, b) = (setup.a, setup.b)
+        let dir = try TempDirectory.make(prefix: "handoff-leak")
+        defer { TempDirectory.remove(dir) }
+        try Data(repeating: 7, count: 100_000).write(to: URL(fileURLWithPath: dir + "/small"))
+        // Bigger than what the sockets between the daemons hold, so that a stream whose reader
+        // stops is still under way when it is cut.
+        let big = try Self.file(dir + "/big", O_WRONLY | O_CREAT | O_TRUNC)
+        #expect(ftruncate(big, 64 << 20) == 0)
+        close(big)
+
+        // Completed: A sends a file, B writes one.
+        for i in 0..<200 {
+            let source = try Self.file(dir + "/small", O_RDONLY)
+            let target = try Self.file(dir + "/target\(i % 4)", O_WRONLY | O_CREAT | O_TRUNC)
+            let (streamID, opening) = try await Self.requested(setup) { try await b.client.openStream(continuationID: $0, file: target, role: .receive) }
+            let sending = try await a.client.takeStream(streamID, file: source, role: .send)
+            let receiving = try await opening.value
+            close(source)
+            close(target)
+            let (there, here) = (try await sending.outcome(), try await receiving.outcome())
+            #expect(there.state == .completed && here.state == .completed, "stream \(i): \(there) \(here)")
+            sending.close()
+            receiving.close()
+        }
+
+        // Cut midway, by each of the four ends.
+        for round in 0..<10 {
+            // B writes a file, A's app sends through a pipe: B's client leaves, then A's app does.
+            for cutByReceiver in [true, false] {
+                let target = try Self.file(dir + "/cut", O_WRONLY | O_CREAT | O_TRUNC)
+                let (streamID, app, receiving) = try await Self.appToFile(setup, target)
+                close(target)
+                try await app.write(Array(repeating: 1, count: 200_000))
+                if cutByReceiver { receiving.close() } else { app.close() }
+                #expect(try await b.client.stream(streamID, waitForOutcome: true).state == .failed, "round \(round)")
+                #expect(try await a.client.stream(streamID, waitForOutcome: true).state == .failed, "round \(round)")
+                app.close()
+                receiving.close()
+            }
+            // A sends a file, B's app reads a pipe and stops: A's client leaves, then B's app does.
+            for cutBySender in [true, false] {
+                let source = try Self.file(dir + "/big", O_RDONLY)
+                let (b, continuationID) = (setup.b, setup.continuationID)
+                let opening = Task { try await b.client.openStream(continuationID: continuationID) }
+                let event = try await ContinuationTests.nextStreamRequest(setup.attachment)
+                guard case .streamRequested(let streamID, _, _) = event.body else { throw TestFailure("expected streamRequested, got \(event)") }
+                let sending = try await a.client.takeStream(streamID, file: source, role: .send)
+                close(source)
+                let reader = try await opening.value
+                _ = try await reader.read(maximum: 1000)
+                try await waitUntil("A to have sent part of the file") { try await a.client.stream(streamID).bytesSent > 1_000_000 }
+                if cutBySender { sending.close() } else { reader.close() }
+                #expect(try await a.client.stream(streamID, waitForOutcome: true).state == .failed, "round \(round)")
+                #expect(try await b.client.stream(streamID, waitForOutcome: true).state == .failed, "round \(round)")
+                sending.close()
+                reader.close()
+            }
+        }
+        // A file is closed on a thread of its own (a close may wait on NFS): moments later.
+        try await waitUntil("every file of every stream closed") { Self.descriptors(under: dir).isEmpty }
+        for d in [a, b] { try await d.finish() }
+    }
+}
