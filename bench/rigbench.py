@@ -12,7 +12,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from datetime import datetime
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RIG = os.path.join(ROOT, "scripts", "rig.sh")
@@ -166,6 +168,51 @@ class Pair:
         subprocess.run([RIG, "down", self.rig], stdout=subprocess.DEVNULL)
         subprocess.run(["rm", "-rf", self.dir])
         subprocess.run(["/usr/sbin/userdel", "--force", self.user], stderr=subprocess.DEVNULL)
+
+
+def seconds(rfc3339):
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
+
+
+class Watcher:
+    """`handoffctl watch --json` on one host: when it said the other device became reachable or
+    not (event times, by the daemon's clock)."""
+
+    def __init__(self, pair, host):
+        self.events = []
+        self.cond = threading.Condition()
+        self.process = subprocess.Popen(pair.argv(host, [os.path.join(pair.bindir, "handoffctl"), "watch", "--json"]),
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        threading.Thread(target=self.read, daemon=True).start()
+
+    def read(self):
+        for line in self.process.stdout:
+            event = json.loads(line)
+            if event.get("event") == "peerChanged":
+                with self.cond:
+                    self.events.append((seconds(event["at"]), event["peer"]["reachable"]))
+                    self.cond.notify_all()
+
+    def wait(self, reachable, after, timeout=30):
+        """The time of the first event after `after` saying `reachable`."""
+        found = lambda: next((at for at, r in self.events if at > after and r == reachable), None)
+        with self.cond:
+            self.cond.wait_for(lambda: found() is not None, timeout=timeout)
+            at = found()
+        if at is None:
+            raise RuntimeError("no peerChanged(reachable=%s) within %d s" % (reachable, timeout))
+        return at
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait()
+
+
+def summary(name, samples):
+    if not samples:
+        return [name, "0", "-", "-", "-", "-"]
+    return [name, str(len(samples)), "%.0f" % percentile(samples, 50), "%.0f" % percentile(samples, 95),
+            "%.0f" % min(samples), "%.0f" % max(samples)]
 
 
 class Usage:
