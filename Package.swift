@@ -130,14 +130,18 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Every read(2) of handoffd goes through CHandoffReadGuard first (read_guard.c says why;
+        // docs/platform.md, "A path that goes dark"): only handoffd is linked this way.
+        .target(name: "CHandoffReadGuard"),
         .executableTarget(
             name: "handoffd",
             dependencies: [
-                "HandoffDaemon", "DaemonCore", "HandoffSystem", nioCore, nioPosix,
+                "HandoffDaemon", "DaemonCore", "HandoffSystem", "CHandoffReadGuard", nioCore, nioPosix,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strict
+            swiftSettings: strict,
+            linkerSettings: [.unsafeFlags(["-Xlinker", "--wrap=read"])]
         ),
         .executableTarget(
             name: "handoffctl",

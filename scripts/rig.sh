@@ -6,7 +6,8 @@
 #
 #   rig.sh up RIG HOST...      create the bridge and hosts (RIG: a short unique name, e.g. hof12345);
 #                              with RIG_IP=6 the link is IPv6 only, link-local addresses only
-#                              (as many home networks' second stack), Avahi on IPv6 only
+#                              (as many home networks' second stack), Avahi on IPv6 only; with
+#                              RIG_IP=46 it carries both, and Avahi answers on both
 #   rig.sh exec RIG HOST CMD…  run CMD inside HOST (network, mounts, host name); it keeps this
 #                              script's pid, so `rig.sh exec … &` then `$!` is CMD's pid
 #   rig.sh avahi RIG HOST stop|start|restart|crash   (crash: SIGKILL, then start again)
@@ -92,7 +93,7 @@ up)
   mkdir -p "$root"
   echo "${HANDOFF_RIG_OWNER:-0}" >"$root/owner"
   family=${RIG_IP:-4}
-  [[ $family == 4 || $family == 6 ]] || die "RIG_IP is 4 (the default) or 6"
+  [[ $family == 4 || $family == 6 || $family == 46 ]] || die "RIG_IP is 4 (the default), 6 or 46"
   echo "$family" >"$root/family"
   # The files that pin mount/UTS namespaces must live on a private mount.
   mount --bind "$root" "$root"
@@ -111,15 +112,16 @@ up)
     echo "$index" >"$dir/index"
     ip netns add "$rig-$host"
     # Addresses usable at once: no duplicate-address detection on this private link (an
-    # interface created below takes the namespace's defaults).
-    # A kernel without IPv6 (ipv6.disable=1) has none of these: only an IPv6 rig needs them.
-    ip netns exec "$rig-$host" sh -c 'sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 net.ipv6.conf.default.disable_ipv6=0' 2>/dev/null \
-      || [ "${RIG_IP:-4}" != 6 ] || die "this kernel has IPv6 disabled; an IPv6 rig (RIG_IP=6) needs it"
+    # interface created below takes the namespace's defaults). An IPv4 link has no IPv6 at all:
+    # else Avahi would publish the link-local IPv6 addresses too, and sessions would use them.
+    # A kernel without IPv6 (ipv6.disable=1) has none of these: only a rig with IPv6 needs them.
+    ip netns exec "$rig-$host" sh -c "sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 net.ipv6.conf.default.disable_ipv6=$([[ $family == 4 ]] && echo 1 || echo 0)" 2>/dev/null \
+      || [ "$family" == 4 ] || die "this kernel has IPv6 disabled; a rig with IPv6 (RIG_IP=6 or 46) needs it"
     ip link add "v$rig$index" type veth peer name eth0 netns "$rig-$host"
     ip link set "v$rig$index" netns "$bridge_ns"
     ip -n "$bridge_ns" link set "v$rig$index" master br0 up
     ip -n "$rig-$host" link set lo up
-    if [[ $family == 4 ]]; then
+    if [[ $family != 6 ]]; then
       ip -n "$rig-$host" addr add "169.254.77.$index/24" dev eth0
     fi
     ip -n "$rig-$host" link set eth0 up multicast on
@@ -134,8 +136,8 @@ up)
     cat >"$dir/avahi.conf" <<EOF
 [server]
 host-name=$host
-use-ipv4=$([[ $family == 4 ]] && echo yes || echo no)
-use-ipv6=$([[ $family == 6 ]] && echo yes || echo no)
+use-ipv4=$([[ $family != 6 ]] && echo yes || echo no)
+use-ipv6=$([[ $family != 4 ]] && echo yes || echo no)
 allow-interfaces=eth0
 enable-dbus=yes
 disallow-other-stacks=yes

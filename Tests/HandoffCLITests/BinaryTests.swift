@@ -32,6 +32,22 @@ import Testing
         #expect(!symbols.stdout.contains("NIOCore"), "\(example) has NIO linked in")
     }
 
+    /// handoffd's reads, SwiftNIO's among them, go through the read guard (docs/platform.md, "A
+    /// path that goes dark"). The guard calls `__real_read`, which only a link with `--wrap=read`
+    /// resolves — and that link sends every other reference to read(2) to the guard. Nothing else
+    /// is linked that way.
+    @Test func handoffdReadsThroughTheReadGuardAndNothingElseDoes() async throws {
+        let symbols = try await Subprocess.run("/usr/bin/nm", [Subprocess.product("handoffd")])
+        #expect(symbols.status == 0, "\(symbols.stderr)")
+        let lines = symbols.stdout.split(separator: "\n")
+        #expect(lines.contains { $0.hasSuffix(" T __wrap_read") }, "no read guard in handoffd")
+        #expect(!lines.contains { $0.hasSuffix("__real_read") }, "handoffd was linked without --wrap=read")
+        for other in ["handoffctl", "handoff-desktop", "handoff-example-notes"] {
+            let symbols = try await Subprocess.run("/usr/bin/nm", [Subprocess.product(other)])
+            #expect(symbols.status == 0 && !symbols.stdout.contains("__wrap_read"), "\(other) has the read guard")
+        }
+    }
+
     @Test(arguments: [SIGTERM, SIGINT])
     func handoffdStopsGracefullyAndKeepsTheActivity(signal: Int32) async throws {
         let home = try DaemonHome()

@@ -50,6 +50,7 @@ import Testing
         #expect(importers("CHandoffDNSSD") == ["HandoffDiscovery"])
         #expect(importers("CHandoffLinux") == ["HandoffSystem"])
         #expect(importers("CHandoffSDBus") == ["HandoffDBus"])
+        #expect(importers("CHandoffReadGuard").isEmpty, "linked into handoffd with --wrap=read, called by no one by name")
     }
 
     @Test func noDaemonModuleIsLargerThan2500Lines() throws {

@@ -9,7 +9,7 @@ import Testing
 /// then a global-scope address on the same link.
 @Suite(.timeLimit(.minutes(5))) struct IPv6Tests {
     @Test func anIPv6OnlyLinkWorksLikeAnyOther() async throws {
-        await Rig.withHosts(["alpha", "bravo"], ipv6Only: true) { rig in
+        await Rig.withHosts(["alpha", "bravo"], family: .ipv6) { rig in
             try await rig.startDaemon("alpha")
             try await rig.startDaemon("bravo")
             // Joining finds the inviter by its code on the network: no --peer.

@@ -28,8 +28,17 @@ public final class Rig: @unchecked Sendable {
         return nil
     }
 
-    /// `ipv6Only`: the link carries IPv6 alone, link-local addresses only (rig.sh's RIG_IP=6).
-    public static func up(_ hosts: [String], ipv6Only: Bool = false) async throws -> Rig {
+    /// What the link carries (rig.sh's RIG_IP).
+    public enum Family: String, Sendable {
+        /// IPv4 link-local addresses, and no IPv6 on the link; Avahi on IPv4.
+        case ipv4 = "4"
+        /// IPv6 alone, link-local addresses only.
+        case ipv6 = "6"
+        /// Both, and Avahi answers on both.
+        case dual = "46"
+    }
+
+    public static func up(_ hosts: [String], family: Family = .ipv4) async throws -> Rig {
         // Rigs of earlier runs that crashed (their test process is gone) are taken down first.
         _ = try? await Subprocess.run(script, ["sweep", "-"])
         let name = "e" + String((0..<7).map { _ in "abcdefghijklmnopqrstuvwxyz0123456789".randomElement()! })
@@ -43,7 +52,7 @@ public final class Rig: @unchecked Sendable {
         let rig = Rig(name: name, hosts: hosts, directory: directory, user: user)
         var env = ProcessInfo.processInfo.environment
         env["HANDOFF_RIG_OWNER"] = String(getpid())
-        env["RIG_IP"] = ipv6Only ? "6" : "4"
+        env["RIG_IP"] = family.rawValue
         let result = try await Subprocess.run(script, ["up", name] + hosts, environment: env)
         guard result.status == 0 else {
             _ = try? await Subprocess.run(script, ["down", name])
@@ -195,7 +204,7 @@ extension Rig {
     /// A failure is recorded as the test's; a machine that cannot build hosts fails the test,
     /// loudly, rather than skipping it.
     public static func withHosts(
-        _ hosts: [String], ipv6Only: Bool = false, sourceLocation: SourceLocation = #_sourceLocation, _ body: (Rig) async throws -> Void
+        _ hosts: [String], family: Family = .ipv4, sourceLocation: SourceLocation = #_sourceLocation, _ body: (Rig) async throws -> Void
     ) async {
         if let reason = unavailableReason {
             Issue.record(Comment(rawValue: reason), sourceLocation: sourceLocation)
@@ -203,7 +212,7 @@ extension Rig {
         }
         let rig: Rig
         do {
-            rig = try await up(hosts, ipv6Only: ipv6Only)
+            rig = try await up(hosts, family: family)
         } catch {
             Issue.record(error, sourceLocation: sourceLocation)
             return
