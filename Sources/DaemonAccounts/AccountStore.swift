@@ -476,8 +476,8 @@ package actor AccountStore {
                 security.set(
                     PeerSecurity.Contexts(
                         server: try .memberServer(identity: next.identity, trust: trust, hellos: security.hellos, joins: invites),
-                        client: try .memberClient(identity: next.identity, trust: trust),
-                        streamClient: try .memberClient(identity: next.identity, trust: trust, alpn: HandoffALPN.stream),
+                        client: try .memberClient(identity: next.identity, trust: trust, hellos: security.hellos),
+                        streamClient: try .memberClient(identity: next.identity, trust: trust, alpn: HandoffALPN.stream, hellos: security.hellos),
                         trust: trust,
                         deviceID: next.deviceID
                     )

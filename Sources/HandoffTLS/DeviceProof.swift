@@ -128,15 +128,17 @@ enum DeviceProof {
 /// ClientHello callback hands it the raw extensions).
 enum ClientHelloCheck {
     enum Decision: Equatable {
-        /// The first (our clients send one) PSK identity the client offers: looked up next.
-        case offered(identity: [UInt8])
+        /// The first (our clients send one) PSK identity the client offers, looked up next, and
+        /// the ClientHello's random (a hello replayed whole has the same one).
+        case offered(identity: [UInt8], random: [UInt8])
         case refused(TLSError.Code, alert: Int32, String)
     }
 
     /// - Parameters:
     ///   - supportedVersions: the supported_versions extension's body, if any (RFC 8446 §4.2.1).
     ///   - preSharedKey: the pre_shared_key extension's body, if any (RFC 8446 §4.2.11).
-    static func decide(supportedVersions: [UInt8]?, preSharedKey: [UInt8]?) -> Decision {
+    ///   - random: the ClientHello's 32 random bytes (RFC 8446 §4.1.2).
+    static func decide(supportedVersions: [UInt8]?, preSharedKey: [UInt8]?, random: [UInt8]) -> Decision {
         guard let versions = supportedVersions, offersTLS13(versions) else {
             return .refused(.protocolVersion, alert: SSL_AD_PROTOCOL_VERSION, "the peer does not speak TLS 1.3")
         }
@@ -146,7 +148,7 @@ enum ClientHelloCheck {
         guard let identity = firstIdentity(psk) else {
             return .refused(.malformed, alert: SSL_AD_DECODE_ERROR, "the peer sent a malformed pre-shared key offer")
         }
-        return .offered(identity: identity)
+        return .offered(identity: identity, random: random)
     }
 
     static func offersTLS13(_ body: [UInt8]) -> Bool {

@@ -80,6 +80,8 @@ public final class TLSConnection {
                 (identity, key, resuming) = (resumption.offer.identity, resumption.offer.key, resumption.proof)
             } else if let offer = context.trust?.offer(generation: secretGeneration, to: addressee) {
                 (identity, key) = (offer.identity, offer.key)
+                // Our own hello, reflected back to us, must find its salt used.
+                context.hellos?.sent(salt: AccountKeys.salt(ofIdentity: identity))
             } else {
                 throw TLSError(.crypto, "no account secret of generation \(secretGeneration)")
             }
@@ -364,8 +366,8 @@ public final class TLSConnection {
         case .refused(let code, let alert, let message):
             refusal = TLSError(code, message)
             return .failure(HelloRefusal(alert: alert))
-        case .offered(let identity):
-            if identity.count == JoinPSK.identityLength, let key = context.joinLookup?.psk(forIdentity: identity) {
+        case .offered(let identity, let random):
+            if identity.count == JoinPSK.identityLength, let key = context.joinKey(forIdentity: identity, hello: random) {
                 accepted = (identity, key, true, nil)
             } else if identity.count == AccountKeys.identityLength, let member = context.memberKey(forIdentity: identity) {
                 accepted = (identity, member.key, false, member.resumed)
@@ -376,7 +378,7 @@ public final class TLSConnection {
                 // whole hello, which device it was for (`MemberHelloGuard`).
                 refusal =
                     identity.count == JoinPSK.identityLength
-                    ? TLSError(.joinCodeRejected, "a device offered a join code that no invite here matches")
+                    ? TLSError(.joinCodeRejected, "a device offered a join code that no invite here matches (or replayed a hello)")
                     : TLSError(.otherAccount, "the peer does not hold this account's key (another account, or a device that missed a removal)")
                 accepted = (identity, Crypto.randomBytes(32), identity.count == JoinPSK.identityLength, nil)
             }

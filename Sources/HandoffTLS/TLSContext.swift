@@ -16,7 +16,8 @@ public final class TLSContext: @unchecked Sendable {
     let ctx: OpaquePointer
     public let role: Role
     let trust: TrustPolicy?
-    /// (Member server) what member hellos must be addressed to, and which were answered already.
+    /// (Member server) what member hellos must be addressed to, and which were answered already;
+    /// (member client) the same device's guard, told of the hellos it sends.
     let hellos: MemberHelloGuard?
     let joinLookup: (any JoinPSKLookup)?
     let joinPSK: JoinPSK?
@@ -117,6 +118,14 @@ public final class TLSContext: @unchecked Sendable {
         return fresh ? key : nil
     }
 
+    /// (Server) the key of a pending invite's PSK identity, the first time this ClientHello comes:
+    /// a join hello replayed whole is a stranger's, or it would tell whoever recorded it which
+    /// host holds the invite (docs/security.md, "A captured ClientHello").
+    func joinKey(forIdentity identity: [UInt8], hello random: [UInt8]) -> [UInt8]? {
+        guard let key = joinLookup?.psk(forIdentity: identity) else { return nil }
+        return hellos?.firstUse(ofSalt: random) ?? true ? key : nil
+    }
+
     // MARK: Kinds of context
 
     /// The peer listener: member handshakes, and joins while an invite is pending.
@@ -130,9 +139,12 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     /// Dialling another device of the account: a session (`HandoffALPN.member`), or a
-    /// continuation stream (`HandoffALPN.stream`).
-    public static func memberClient(identity: DeviceIdentity, trust: TrustPolicy, alpn: String = HandoffALPN.member) throws(TLSError) -> TLSContext {
-        try TLSContext(role: .client, identity: identity, trust: trust, joinLookup: nil, joinPSK: nil, alpn: [alpn])
+    /// continuation stream (`HandoffALPN.stream`). `hellos` is this device's server guard: the
+    /// salts of its own hellos go in, so a hello reflected back to it is a stranger's.
+    public static func memberClient(
+        identity: DeviceIdentity, trust: TrustPolicy, alpn: String = HandoffALPN.member, hellos: MemberHelloGuard? = nil
+    ) throws(TLSError) -> TLSContext {
+        try TLSContext(role: .client, identity: identity, trust: trust, hellos: hellos, joinLookup: nil, joinPSK: nil, alpn: [alpn])
     }
 
     /// Joining an account with a code.
@@ -175,9 +187,12 @@ public final class TLSContext: @unchecked Sendable {
         var pskLength = 0
         let hasVersions = SSL_client_hello_get0_ext(ssl, UInt32(TLSEXT_TYPE_supported_versions), &versions, &versionsLength) == 1
         let hasPSK = SSL_client_hello_get0_ext(ssl, UInt32(TLSEXT_TYPE_psk), &psk, &pskLength) == 1
+        var random: UnsafePointer<UInt8>?
+        let randomLength = SSL_client_hello_get0_random(ssl, &random)
         let decision = ClientHelloCheck.decide(
             supportedVersions: hasVersions ? Array(UnsafeBufferPointer(start: versions, count: versionsLength)) : nil,
-            preSharedKey: hasPSK ? Array(UnsafeBufferPointer(start: psk, count: pskLength)) : nil
+            preSharedKey: hasPSK ? Array(UnsafeBufferPointer(start: psk, count: pskLength)) : nil,
+            random: Array(UnsafeBufferPointer(start: random, count: randomLength))
         )
         switch connection.accept(decision) {
         case .success:

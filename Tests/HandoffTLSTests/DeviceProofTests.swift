@@ -8,6 +8,7 @@ import Testing
 /// proofs exchanged inside the channel.
 @Suite struct DeviceProofTests {
     static let tls13: [UInt8] = [4, 0x03, 0x04, 0x03, 0x03]
+    static let random = [UInt8](repeating: 5, count: 32)
     static let pskOffer: [UInt8] = {
         let identity = [UInt8](repeating: 7, count: 32)
         let identities = [0, 32] + identity + [0, 0, 0, 0]
@@ -16,7 +17,7 @@ import Testing
     }()
 
     @Test(arguments: [
-        (tls13, pskOffer, ClientHelloCheck.Decision.offered(identity: [UInt8](repeating: 7, count: 32))),
+        (tls13, pskOffer, ClientHelloCheck.Decision.offered(identity: [UInt8](repeating: 7, count: 32), random: random)),
         (nil, pskOffer, .refused(.protocolVersion, alert: SSL_AD_PROTOCOL_VERSION, "")),
         ([2, 0x03, 0x03], pskOffer, .refused(.protocolVersion, alert: SSL_AD_PROTOCOL_VERSION, "")),
         ([3, 0x03, 0x04], pskOffer, .refused(.protocolVersion, alert: SSL_AD_PROTOCOL_VERSION, "")),
@@ -26,9 +27,9 @@ import Testing
         (tls13, [], .refused(.malformed, alert: SSL_AD_DECODE_ERROR, "")),
     ] as [([UInt8]?, [UInt8]?, ClientHelloCheck.Decision)])
     func clientHellosAreJudgedBeforeAnyAnswer(versions: [UInt8]?, psk: [UInt8]?, expected: ClientHelloCheck.Decision) {
-        let decision = ClientHelloCheck.decide(supportedVersions: versions, preSharedKey: psk)
+        let decision = ClientHelloCheck.decide(supportedVersions: versions, preSharedKey: psk, random: Self.random)
         switch (decision, expected) {
-        case (.offered(let a), .offered(let b)): #expect(a == b)
+        case (.offered(let a, let randomA), .offered(let b, let randomB)): #expect(a == b && randomA == randomB)
         case (.refused(let a, let alertA, _), .refused(let b, let alertB, _)): #expect(a == b && alertA == alertB)
         default: Issue.record("\(decision), expected \(expected)")
         }

@@ -219,6 +219,40 @@ func commonStrings(_ a: [UInt8], _ b: [UInt8], length: Int = 8) -> Set<[UInt8]> 
         #expect(try answer(alphaRestarted, to: toDevice) == strangers, "but once")
     }
 
+    /// A join hello replayed whole to the inviter is a stranger's: it would otherwise tell whoever
+    /// recorded it which host holds the invite (a ServerHello each time). And a hello to anyone
+    /// reflected back to the device that sent it is a stranger's too.
+    @Test func aJoinHelloIsAnsweredOnceAndAHelloIsNeverAnsweredByItsSender() throws {
+        let account = try TestAccount()
+        let psk = JoinPSK(code: InviteCode(secret: Crypto.randomBytes(16)))
+        let inviter = try TLSContext.memberServer(identity: try account.device(), trust: account.trust, joins: StaticInvites(psk: psk))
+        func answer(_ context: TLSContext, to hello: [UInt8]) throws -> [UInt8] {
+            let connection = try TLSConnection(context: context)
+            connection.receive(hello)
+            _ = connection.handshake()
+            return connection.takeCiphertext()
+        }
+        func hello(_ context: TLSContext) throws -> [UInt8] {
+            let client = try TLSConnection(context: context)
+            _ = client.handshake()
+            return client.takeCiphertext()
+        }
+        let wrongCode = try answer(inviter, to: try hello(.joinClient(psk: JoinPSK(code: InviteCode(secret: Crypto.randomBytes(16))))))
+        #expect(wrongCode.first == 21, "an alert")
+        let join = try hello(.joinClient(psk: psk))
+        #expect(try answer(inviter, to: join).first == 22, "a ServerHello the first time")
+        #expect(try answer(inviter, to: join) == wrongCode, "replayed: what a wrong code gets")
+        #expect(try answer(inviter, to: try hello(.joinClient(psk: psk))).first == 22, "the joiner's next try is answered")
+
+        let device = try account.device()
+        let hellos = MemberHelloGuard()
+        let server = try TLSContext.memberServer(identity: device, trust: account.trust, hellos: hellos)
+        let own = try hello(.memberClient(identity: device, trust: account.trust, hellos: hellos))
+        let strangers = try answer(server, to: try hello(.memberClient(identity: try TestAccount().device(), trust: try TestAccount().trust)))
+        #expect(try answer(server, to: own) == strangers, "its own hello to anyone, reflected")
+        #expect(try answer(server, to: try hello(.memberClient(identity: try account.device(), trust: account.trust))).first == 22, "another device's")
+    }
+
     /// Two connections from the same device share no 8-byte string in their ClientHellos that a
     /// ClientHello of another account's device does not also have (protocol constants).
     @Test func nothingInAClientHelloStaysTheSame() throws {
