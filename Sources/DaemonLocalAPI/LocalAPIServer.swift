@@ -209,7 +209,8 @@ package final class LocalAPIServer: Service {
     }
 
     /// The next whole request on the connection, or nil when the client is done. A body beyond the
-    /// limit is read and dropped, answered with 413, and the connection closed.
+    /// limit is answered with 413 and the connection closed: read to its end and dropped (so that
+    /// the client, still sending, hears the answer), or at once when it goes on far beyond.
     private func readRequest(
         _ parts: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator,
         peer: PeerCredentials,
@@ -221,6 +222,10 @@ package final class LocalAPIServer: Service {
         }
         var body = ByteBuffer()
         var received = 0
+        let refusal = LocalAPIError(
+            .requestTooLarge,
+            "the request body is larger than \(maximumRequestBody) bytes; activities are small — move bulk data into a continuation stream"
+        )
         while let part = try await parts.next() {
             switch part {
             case .head:
@@ -230,16 +235,14 @@ package final class LocalAPIServer: Service {
                 if received <= maximumRequestBody {
                     body.writeBuffer(&chunk)
                 } else if received > maximumRequestBody * 16 {
-                    throw DaemonError(.socket, "HTTP request body far over the limit")  // not worth answering
+                    // Not worth reading on: answered now (our client reads it when its sending
+                    // fails), and the connection closed.
+                    _ = try await write(.error(refusal), keepAlive: false, outbound: outbound, closed: nil)
+                    return nil
                 }
             case .end:
                 let request = LocalAPIRequest(head: head, body: body, peer: peer)
                 guard received <= maximumRequestBody else {
-                    // The body was read to its end (and dropped) so the client is listening for this answer.
-                    let refusal = LocalAPIError(
-                        .requestTooLarge,
-                        "the request body is larger than \(maximumRequestBody) bytes; activities are small — move bulk data into a continuation stream"
-                    )
                     _ = try await write(.error(refusal), keepAlive: false, outbound: outbound, closed: nil)
                     return nil
                 }

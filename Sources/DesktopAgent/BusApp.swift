@@ -203,9 +203,9 @@ struct BusApp: Sendable {
                         throw DesktopInterface.error("no_activity", "window \(window) has no activity to update; make one current with BecomeCurrent")
                     }
                 }
-                let size = (try? LocalAPIJSON.encoder().encode(content).count) ?? Int.max
-                guard size <= ActivityLimits.defaultMaximumEncodedSize, windows.bytes(with: size, for: window) <= Self.maximumBytes else {
-                    throw DesktopInterface.error("too_many_windows", "\(self.registration.appID)'s window activities would be larger than \(Self.maximumBytes / 1024) KiB together (each at most \(ActivityLimits.defaultMaximumEncodedSize / 1024) KiB)")
+                let size = try Self.checkedSize(of: content)
+                guard windows.bytes(with: size, for: window) <= Self.maximumBytes else {
+                    throw DesktopInterface.error("too_many_windows", "\(self.registration.appID)'s window activities would be larger than \(Self.maximumBytes / 1024) KiB together")
                 }
                 let answer = try await relayed(&registration) { id async throws(HandoffClientError) in
                     let set = try await client.setWindowActivity(content, window: window, registration: id)
@@ -238,6 +238,7 @@ struct BusApp: Sendable {
                 }
             case "SaveRestoration":
                 let content = try ActivityDictionary.content(from: call.arguments[1])
+                _ = try Self.checkedSize(of: content)
                 _ = try await relayed(&registration) { id async throws(HandoffClientError) in
                     try await client.saveRestoration(content, window: window, registration: id)
                 } keep: {}
@@ -252,6 +253,19 @@ struct BusApp: Sendable {
         } catch {
             bus.reply(to: call, error: error)
         }
+    }
+
+    /// An activity's size as the local API carries it (JSON), refused alone when over the limit:
+    /// handoffd would refuse it anyway, after the agent had kept it and sent it all.
+    private static func checkedSize(of content: ActivityContent) throws(DBusError) -> Int {
+        let size = (try? LocalAPIJSON.encoder().encode(content).count) ?? Int.max
+        guard size <= ActivityLimits.defaultMaximumEncodedSize else {
+            throw DesktopInterface.error(
+                "payload_too_large",
+                "the activity is \(size) bytes; an activity is at most \(ActivityLimits.defaultMaximumEncodedSize / 1024) KiB — move bulk data into a continuation stream"
+            )
+        }
+        return size
     }
 
     /// A window call for the current registration. What handoffd takes is kept (`keep`); while

@@ -243,10 +243,14 @@ final class UnixHTTPConnection {
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { raw in SystemCall.retrying { Glibc.send(fd, raw.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) } }
             if n < 0 {
-                if errno == EAGAIN || errno == EWOULDBLOCK {
+                let error = errno
+                if error == EAGAIN || error == EWOULDBLOCK {
                     throw HandoffClientError(.timeout, "handoffd did not accept the request in time")
                 }
-                throw HandoffClientError(.protocolError, "lost the connection to handoffd: \(SystemCall.describe(errno))")
+                // handoffd stops reading a request it refuses (one far too large) and answers at
+                // once: that answer, if it came, is what the caller reads next.
+                if error == EPIPE || error == ECONNRESET, (try? fill()) == true { return }
+                throw HandoffClientError(.protocolError, "lost the connection to handoffd: \(SystemCall.describe(error))")
             }
             offset += n
         }

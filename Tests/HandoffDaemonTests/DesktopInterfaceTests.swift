@@ -178,6 +178,32 @@ import Testing
         await busB.stop()
     }
 
+    /// A call too large for handoffd is refused on its own: the app stays registered and its
+    /// activity current. Seen: a 5 MB SaveRestoration answered "lost the connection to handoffd",
+    /// and the app's registration and activity were gone.
+    @Test func anOversizedCallIsRefusedAloneAndTheAppStays() async throws {
+        let directory = try TempDirectory.make(prefix: "handoff-dbus")
+        defer { TempDirectory.remove(directory) }
+        let bus = try await SessionBus(directory: directory)
+        let daemon = try await TestDaemon.start()
+        try await DesktopAgentTests.withAgent(daemon, bus: bus) {
+            let app = App(bus: try DBusConnection.connect(address: bus.address))
+            defer { app.bus.close() }
+            _ = try await Self.register(app)
+            _ = try await app.call("BecomeCurrent", [.string("w1"), Self.note("Draft")])
+            let huge = DBusValue.vardict(["type": .string(Self.type), "title": .string("Huge"), "userInfo": .vardict(["blob": .array(element: "y", Array(repeating: .byte(7), count: 5 << 20))])])
+            for member in ["SaveRestoration", "BecomeCurrent", "Update"] {
+                let message = await app.refused("org.handoff.Error.payload_too_large", member, [.string("w1"), huge])
+                #expect(message.contains("continuation stream"), "\(member): \(message)")
+            }
+            #expect(try await daemon.client.currentActivity().activity.title == "Draft")
+            _ = try await app.call("Update", [.string("w1"), Self.note("Draft 2")])
+            #expect(try await daemon.client.currentActivity().activity.title == "Draft 2")
+        }
+        try await daemon.finish()
+        await bus.stop()
+    }
+
     @Test func theInterfaceIsAsTheRepositorySaysAndSurvivesHandoffdRestarting() async throws {
         let directory = try TempDirectory.make(prefix: "handoff-dbus")
         defer { TempDirectory.remove(directory) }

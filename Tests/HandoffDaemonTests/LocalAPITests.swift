@@ -256,6 +256,10 @@ import DaemonCore
         #expect(missingType.0 == 400 && missingType.1.contains("type is missing"))
         let huge = try await raw("PUT", "/v1/activity/current", body: [UInt8](repeating: 0x20, count: 400_000))
         #expect(huge.0 == 413 && huge.1.contains("request_too_large"))
+        // Far beyond: answered at once, while the client still sends (it reads the answer when its
+        // sending fails). Before, the connection closed without one: "lost the connection".
+        let farTooLarge = try await raw("PUT", "/v1/activity/current", body: [UInt8](repeating: 0x20, count: 8 << 20))
+        #expect(farTooLarge.0 == 413 && farTooLarge.1.contains("request_too_large"))
         #expect(try await d.client.status().currentActivity == nil)
         try await d.finish()
     }
