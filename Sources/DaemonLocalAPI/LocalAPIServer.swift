@@ -60,7 +60,7 @@ package final class LocalAPIServer: Service {
     }
 
     package func run() async throws {
-        try PrivateFiles.ensureDirectory(PrivateFiles.parentDirectory(of: socketPath))
+        // Its directory was checked (or made) by the composition root, before any service ran.
         try LocalAPIServer.clearStaleSocket(socketPath)
         let loop = AcceptLoop<Connection>(what: socketPath, logger: logger) { [self] intake in
             unlink(socketPath)  // ours: stale, or the one that stopped

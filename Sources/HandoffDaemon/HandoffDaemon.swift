@@ -131,6 +131,9 @@ public final class HandoffDaemon: Sendable {
         self.logger = logger
         self.startedAt = .now()
         try PrivateFiles.ensureDirectory(configuration.stateDirectory)
+        // The socket's directory too, before any service opens anything: one another user made
+        // (anyone can in /tmp) is refused before the port is up.
+        try PrivateFiles.ensureDirectory(PrivateFiles.parentDirectory(of: configuration.socketPath))
         var statics: [PeerAddress] = []
         for text in configuration.staticPeers {
             do {

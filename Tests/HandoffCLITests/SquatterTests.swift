@@ -53,6 +53,13 @@ import Testing
         #expect(theirs.stderr.contains("/tmp/handoff-\(user.uid) is not your private directory") && theirs.stderr.contains("nothing was sent"), "\(theirs.stderr)")
         _ = try await listener.stop(signal: SIGKILL)
 
+        // …and handoffd, started the same way, refuses it before it opens anything: it never
+        //    listened for devices (before, its TCP port was up first).
+        let daemonArgv = user.command([try user.product("handoffd"), "--port", "0", "--listen", "127.0.0.1", "--log-level", "debug"], environment: environment)
+        let daemon = try await Subprocess.run(daemonArgv[0], Array(daemonArgv.dropFirst()))
+        #expect(daemon.status != 0 && daemon.stderr.contains("/tmp/handoff-\(user.uid) belongs to uid 0"), "\(daemon)")
+        #expect(!daemon.stderr.contains("listening for devices"), "handoffd listened before it refused: \(daemon.stderr)")
+
         // 2. The directory is the user's and private, but the socket in it is served by another
         //    user: refused after connecting, before a byte is sent.
         try FileManager.default.removeItem(atPath: squatted)
