@@ -189,6 +189,7 @@ import Testing
         try await DesktopAgentTests.withAgent(daemon, bus: bus) {
             let app = App(bus: try DBusConnection.connect(address: bus.address))
             defer { app.bus.close() }
+            // It declares no type: what it makes current need not be one it takes (docs/dbus.md).
             _ = try await Self.register(app)
             _ = try await app.call("BecomeCurrent", [.string("w1"), Self.note("Draft")])
             let huge = DBusValue.vardict(["type": .string(Self.type), "title": .string("Huge"), "userInfo": .vardict(["blob": .array(element: "y", Array(repeating: .byte(7), count: 5 << 20))])])
