@@ -85,6 +85,9 @@ bench: deps-test
 	python3 bench/continue
 	python3 bench/streams
 	python3 bench/browser
+	python3 bench/soak
+	RIG_IP=4 python3 bench/liveness
+	RIG_IP=6 python3 bench/liveness
 
 # Installation. `make install` builds release binaries with the Swift standard library linked in
 # (they run without the toolchain), then copies; `make install-files INSTALL_FROM=DIR` copies what
