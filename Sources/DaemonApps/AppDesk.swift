@@ -49,7 +49,7 @@ package actor AppDesk {
     package static let activityBytesPerRegistrationAtMost = 512 * 1024
 
     package init(
-        registry: ActivityRegistry, restoration: RestorationStore, attachments: Attachments, limits: ActivityLimits, answerDeadline: Duration = .seconds(5),
+        registry: ActivityRegistry, restoration: RestorationStore, attachments: Attachments, limits: ActivityLimits, answerDeadline: Duration = Deadlines().appAnswer,
         logger: Logger
     ) {
         self.registry = registry
@@ -69,7 +69,7 @@ package actor AppDesk {
         let (registration, restored) = try await register(appID: request.appID, continues: request.continues)
         let (stream, continuation) = AsyncStream.makeStream(of: AppEvent.self, bufferingPolicy: .bufferingOldest(256))
         let windows = restored.sorted { $0.key < $1.key }.map { RestoredWindow(window: $0.key, activity: $0.value) }
-        continuation.yield(AppEvent(at: .now(), .registered(registration: registration, restored: windows)))
+        continuation.yield(AppEvent(at: .now(), .registered(registration: registration, restored: windows, answerWithin: answerDeadline)))
         streams[registration] = continuation
         return (registration, stream)
     }

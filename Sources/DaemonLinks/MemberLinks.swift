@@ -26,7 +26,14 @@ package final class MemberSession: Sendable {
     private let pending = Mutex<[UInt32: Once<Result<PeerMessage, any Error>>]>([:])
     private let nextID = Mutex<UInt32>(1)
 
-    init(peerID: DeviceID, peerName: String, initiatedByUs: Bool, remote: String, outbound: NIOAsyncChannelOutboundWriter<PeerMessage>, channel: any Channel) {
+    /// How long a request waits for its answer unless it says otherwise.
+    private let requestTimeout: Duration
+
+    init(
+        peerID: DeviceID, peerName: String, initiatedByUs: Bool, remote: String, outbound: NIOAsyncChannelOutboundWriter<PeerMessage>, channel: any Channel,
+        requestTimeout: Duration
+    ) {
+        self.requestTimeout = requestTimeout
         self.peerID = peerID
         self.peerName = peerName
         self.initiatedByUs = initiatedByUs
@@ -46,8 +53,10 @@ package final class MemberSession: Sendable {
         try await outbound.write(message)
     }
 
-    /// Sends a request built around a fresh id and waits (at most `timeout`) for its answer.
-    package func request(_ make: (UInt32) -> PeerMessage, timeout: Duration = .seconds(5)) async throws -> PeerMessage {
+    /// Sends a request built around a fresh id and waits (at most `timeout`, else the daemon's
+    /// `Deadlines.peerRequest`) for its answer.
+    package func request(_ make: (UInt32) -> PeerMessage, timeout: Duration? = nil) async throws -> PeerMessage {
+        let timeout = timeout ?? requestTimeout
         let id = nextID.withLock { n in
             defer { n &+= 1 }
             return n
@@ -111,6 +120,8 @@ package actor MemberLinks {
     let desk: ActivityDesk
     /// What the waits between dials are measured by.
     let clock: any DaemonClock
+    /// How long the other devices have to answer.
+    let deadlines: Deadlines
     let logger: Logger
     /// Background work (dials, sessions we started) runs in the service's task group.
     private let jobs: AsyncStream<@Sendable () async -> Void>.Continuation
@@ -118,9 +129,10 @@ package actor MemberLinks {
 
     package init(
         store: AccountStore, security: PeerSecurity, directory: PeerDirectory, desk: ActivityDesk, clock: any DaemonClock = SystemDaemonClock(),
-        logger: Logger
+        deadlines: Deadlines = Deadlines(), logger: Logger
     ) {
         self.clock = clock
+        self.deadlines = deadlines
         self.store = store
         self.security = security
         self.directory = directory
@@ -211,7 +223,7 @@ package actor MemberLinks {
     ) async {
         let session = MemberSession(
             peerID: greeting.peer.deviceID, peerName: greeting.peer.deviceName, initiatedByUs: initiatedByUs, remote: link.remote,
-            outbound: outbound, channel: link.channel.channel
+            outbound: outbound, channel: link.channel.channel, requestTimeout: deadlines.peerRequest
         )
         guard await register(session) else {
             logger.debug("dropped a duplicate session", metadata: ["peer": "\(session.peerID.short)"])
@@ -309,10 +321,11 @@ package actor MemberLinks {
     package func askToBeRemoved() async -> (told: [String], removed: Bool) {
         guard let me = await store.hello()?.deviceID else { return ([], false) }
         let open = sessions.values.filter(\.isOpen)
+        let timeout = deadlines.membershipRequest
         return await withTaskGroup(of: (String, Bool)?.self) { group in
             for session in open {
                 group.addTask {
-                    guard case .accountStateReply(_, let signed, _)? = try? await session.request({ .leaving(requestID: $0) }, timeout: .seconds(3)) else {
+                    guard case .accountStateReply(_, let signed, _)? = try? await session.request({ .leaving(requestID: $0) }, timeout: timeout) else {
                         return nil
                     }
                     return (session.peerName, (try? AccountState(decoding: signed.stateBytes))?.isRevoked(me) ?? false)
@@ -336,7 +349,7 @@ package actor MemberLinks {
         let open = sessions.values.filter(\.isOpen)
         var reached: [String] = []
         for session in open {
-            guard case .accountStateReply(_, let signed, let secret)? = try? await session.request({ .renameRequest(requestID: $0, name: name) }, timeout: .seconds(3))
+            guard case .accountStateReply(_, let signed, let secret)? = try? await session.request({ .renameRequest(requestID: $0, name: name) }, timeout: deadlines.membershipRequest)
             else { continue }
             reached.append(session.peerName)
             if await store.adopt(signed, accountSecret: secret) == .updated { await stateChanged() }

@@ -32,12 +32,11 @@ final class FileSocketServer: Sendable {
     private let acceptor: BlockingThread
     /// Connections with their request read, for `serveAll`.
     private let accepted: AsyncStream<Accepted>
-    /// How long a client may take to send its request after connecting.
-    static let requestTimeoutSeconds = 5
 
     /// Binds and listens; accepting starts at once. The caller has made sure no other daemon
     /// owns the directory (the API socket's check), so a socket file found here is stale.
-    init(path: String, streams: StreamRoutes, logger: Logger) throws(DaemonError) {
+    /// `requestTimeout`: how long a client may take to send its request after connecting.
+    init(path: String, streams: StreamRoutes, requestTimeout: Duration, logger: Logger) throws(DaemonError) {
         self.path = path
         self.streams = streams
         self.logger = logger
@@ -78,8 +77,9 @@ final class FileSocketServer: Sendable {
             }
         }
         let daemonUID = streams.daemonUID
+        let timeout = timeval(tv_sec: Int(requestTimeout.components.seconds), tv_usec: Int(requestTimeout.components.attoseconds / 1_000_000_000_000))
         acceptor = BlockingThread(name: "handoff-files") {
-            FileSocketServer.acceptLoop(fd, daemonUID: daemonUID, serve: serve)
+            FileSocketServer.acceptLoop(fd, daemonUID: daemonUID, requestTimeout: timeout, serve: serve)
             intake.finish()
         }
         logger.info("file socket listening", metadata: ["socket": "\(path)"])
@@ -113,7 +113,7 @@ final class FileSocketServer: Sendable {
         var passed: Int32
     }
 
-    private static func acceptLoop(_ listening: Int32, daemonUID: UInt32, serve: @escaping @Sendable (Accepted) -> Void) {
+    private static func acceptLoop(_ listening: Int32, daemonUID: UInt32, requestTimeout: timeval, serve: @escaping @Sendable (Accepted) -> Void) {
         while true {
             // (accept4 is _GNU_SOURCE only; children are started with every descriptor closed anyway.)
             let connection = SystemCall.retrying { accept(listening, nil, nil) }
@@ -140,9 +140,9 @@ final class FileSocketServer: Sendable {
                 continue
             }
             // Each request is read on a thread of its own: a client that connects and says
-            // nothing holds up no one else (for at most `requestTimeoutSeconds`, itself).
+            // nothing holds up no one else (for at most `requestTimeout`, itself).
             let started = BlockingThread.detach(name: "handoff-request") {
-                let (request, passed) = readRequest(connection)
+                let (request, passed) = readRequest(connection, timeout: requestTimeout)
                 serve(Accepted(connection: connection, peer: peer, request: request, passed: passed))
             }
             // At the thread limit: this client is turned away (it sees the connection close).
@@ -151,8 +151,8 @@ final class FileSocketServer: Sendable {
     }
 
     /// The request line and the descriptor that came with it: -1 none, -2 more than one (none kept).
-    private static func readRequest(_ connection: Int32) -> ([UInt8], Int32) {
-        var timeout = timeval(tv_sec: requestTimeoutSeconds, tv_usec: 0)
+    private static func readRequest(_ connection: Int32, timeout: timeval) -> ([UInt8], Int32) {
+        var timeout = timeout
         setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var request = [UInt8](repeating: 0, count: FileStreamSocket.maximumRequest)
         var passed: Int32 = -1

@@ -40,18 +40,16 @@ package final class LocalAPIServer: Service {
         let deadline: RequestDeadline
     }
 
-    /// How long a client has to send a whole request, from connecting or from the end of the
-    /// previous answer: a client that sends half a request, or keeps an idle connection, is
-    /// closed after this (each costs a descriptor).
-    static let requestTimeout: TimeAmount = .seconds(10)
-
     private let socketPath: String
     private let router: LocalAPIRouter
     private let maximumRequestBody: Int
     private let logger: Logger
     private let ready: ReadinessSignal
+    /// `Deadlines.localRequest` and `.fileRequest`.
+    private let deadlines: Deadlines
 
-    package init(socketPath: String, router: LocalAPIRouter, maximumRequestBody: Int, logger: Logger, ready: ReadinessSignal) {
+    package init(socketPath: String, router: LocalAPIRouter, maximumRequestBody: Int, deadlines: Deadlines, logger: Logger, ready: ReadinessSignal) {
+        self.deadlines = deadlines
         self.socketPath = socketPath
         self.router = router
         self.maximumRequestBody = maximumRequestBody
@@ -71,7 +69,9 @@ package final class LocalAPIServer: Service {
         logger.info("local API listening", metadata: ["socket": "\(socketPath)"])
         let files: FileSocketServer
         do {
-            files = try FileSocketServer(path: FileStreamSocket.path(forAPISocket: socketPath), streams: router.streams, logger: logger)
+            files = try FileSocketServer(
+                path: FileStreamSocket.path(forAPISocket: socketPath), streams: router.streams, requestTimeout: deadlines.fileRequest, logger: logger
+            )
         } catch {
             try? await first.server.channel.close()
             throw error
@@ -96,6 +96,7 @@ package final class LocalAPIServer: Service {
         do {
             let router = self.router
             let logger = self.logger
+            let requestTimeout = TimeAmount.nanoseconds(Int64(deadlines.localRequest / .nanoseconds(1)))
             // No child options or child initializer (see AcceptLoop): each connection is set up
             // in the closure, guarded.
             server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -106,7 +107,7 @@ package final class LocalAPIServer: Service {
                         channel.setOption(.allowRemoteHalfClosure, value: true).flatMap {
                             PeerCredentials.of(channel)
                         }.flatMapThrowing { peer in
-                            let deadline = RequestDeadline(channel: channel, timeout: Self.requestTimeout)
+                            let deadline = RequestDeadline(channel: channel, timeout: requestTimeout)
                             deadline.arm()
                             let upgrade = StreamUpgrader(router: router, peer: peer, logger: logger, headReceived: deadline.disarm)
                             let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(

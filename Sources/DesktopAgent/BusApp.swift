@@ -42,6 +42,8 @@ struct BusApp: Sendable {
         let events: NDJSONSubscription<AppEvent>
         let id: UUID
         let restored: [RestoredWindow]
+        /// How long the app's receiver has (`AppEvent.receiverDeadline`).
+        let receiverDeadline: Duration
     }
 
     /// What handoffd has been given for the app's windows.
@@ -70,8 +72,6 @@ struct BusApp: Sendable {
         }
     }
 
-    /// As HandoffKit waits for a receiver (`HandoffApp.continueDeadline`): handoffd's own wait is longer.
-    static let continueDeadline: Duration = .seconds(4)
     /// Windows an app may have (activities and invalidated ones together), and their activities'
     /// size together: handoffd's bounds (docs/apps.md, "Bounds"), kept here too because what an
     /// app does while handoffd is away is held here until it is back.
@@ -93,6 +93,7 @@ struct BusApp: Sendable {
         bus.reply(to: register, [.array(element: "{sa{sv}}", restored)])
         logger.info("app registered over D-Bus", metadata: ["app": "\(registration.appID)"])
         var current: UUID? = first.id
+        var receiverDeadline = first.receiverDeadline
         var windows = Windows()
         var ended = false
         await withDiscardingTaskGroup { group in
@@ -108,7 +109,7 @@ struct BusApp: Sendable {
                     await handle(call, windows: &windows, registration: &current)
                     handled()
                 case .event(let event, let id) where id == current:
-                    relay(event, registration: id, group: &group)
+                    relay(event, registration: id, receiverDeadline: receiverDeadline, group: &group)
                 case .lost(let id) where id == current:
                     current = nil
                     logger.notice("an app's registration ended; registering it again", metadata: ["app": "\(registration.appID)"])
@@ -119,6 +120,7 @@ struct BusApp: Sendable {
                         continue
                     }
                     current = again.id
+                    receiverDeadline = again.receiverDeadline
                     group.addTask { await follow(again, post: post) }
                     await giveAgain(windows, registration: again.id)
                 case .end(let unregister):
@@ -137,11 +139,11 @@ struct BusApp: Sendable {
 
     private func connect() async throws(HandoffClientError) -> Registered {
         let events = try await client.registerApp(registration)
-        guard case .registered(let id, let restored)? = try await events.next()?.body else {
+        guard case .registered(let id, let restored, let answerWithin)? = try await events.next()?.body else {
             events.close()
             throw HandoffClientError(.protocolError, "handoffd did not confirm the registration; are handoff-desktop and handoffd the same version?")
         }
-        return Registered(events: events, id: id, restored: restored)
+        return Registered(events: events, id: id, restored: restored, receiverDeadline: AppEvent.receiverDeadline(answerWithin: answerWithin))
     }
 
     /// The registration's events until it ends (or the app does).
@@ -298,7 +300,7 @@ struct BusApp: Sendable {
 
     // MARK: handoffd's events
 
-    private func relay(_ event: AppEvent, registration id: UUID, group: inout DiscardingTaskGroup) {
+    private func relay(_ event: AppEvent, registration id: UUID, receiverDeadline: Duration, group: inout DiscardingTaskGroup) {
         switch event.body {
         case .registered, .unknown:
             return
@@ -313,7 +315,7 @@ struct BusApp: Sendable {
         case .streamRequested(let window, let activity, let stream, let peer):
             signal("StreamRequested", [.string(window), .string(activity.lowercasedString), .string(stream.lowercasedString), .string(peer.name)])
         case .continue(let continuation, let activity, let peer, let window):
-            group.addTask { await deliver(continuation, activity, from: peer, window: window, registration: id) }
+            group.addTask { await deliver(continuation, activity, from: peer, window: window, registration: id, within: receiverDeadline) }
         }
     }
 
@@ -322,15 +324,15 @@ struct BusApp: Sendable {
     }
 
     /// Calls the app's receiver and answers handoffd with what it said (not taken when it did
-    /// not answer within `continueDeadline`, or has no receiver).
-    private func deliver(_ continuation: UUID, _ activity: Activity, from peer: LocalEvent.PeerRef, window: String?, registration id: UUID) async {
+    /// not answer within `deadline`, or has no receiver).
+    private func deliver(_ continuation: UUID, _ activity: Activity, from peer: LocalEvent.PeerRef, window: String?, registration id: UUID, within deadline: Duration) async {
         let call = DBusMethodCall(
             destination: sender, path: receiver, interface: "org.handoff.Receiver1", member: "Continue",
             arguments: [.string(continuation.lowercasedString), ActivityDictionary.dictionary(activity), .string(peer.name), .string(window ?? "")]
         )
         let answer: ContinuationAnswer
         do throws(DBusError) {
-            let reply = try await bus.call(call, timeout: Self.continueDeadline)
+            let reply = try await bus.call(call, timeout: deadline)
             guard reply.map(\.signature).joined() == "bss", let taken = reply[0].boolValue else {
                 throw DBusError(name: DBusError.invalidArgsName, message: "Receiver1.Continue answered (\(reply.map(\.signature).joined())), not (bss)")
             }

@@ -41,9 +41,10 @@ public struct RestoredWindow: Codable, Sendable, Equatable {
 /// One line of `POST /v1/apps`'s NDJSON answer.
 public struct AppEvent: Codable, Sendable, Equatable {
     public enum Body: Sendable, Equatable {
-        /// The first line: the registration the app's window requests name, and its windows'
-        /// state-restoration activities.
-        case registered(registration: UUID, restored: [RestoredWindow])
+        /// The first line: the registration the app's window requests name, its windows'
+        /// state-restoration activities, and how long it has to answer a `continue` (nil from a
+        /// handoffd that does not say: 5 s).
+        case registered(registration: UUID, restored: [RestoredWindow], answerWithin: Duration?)
         /// Another device's activity is being handed to this app: `continue` follows.
         case willContinue(continuationID: UUID, type: String, peer: LocalEvent.PeerRef)
         /// The activity: take it (answer `POST /v1/apps/REG/continuations/ID`) within the
@@ -84,7 +85,9 @@ public struct AppEvent: Codable, Sendable, Equatable {
         self.body = body
     }
 
-    enum CodingKeys: String, CodingKey { case event, at, registration, restored, continuationID, type, peer, activity, window, activityID, streamID, code, reason }
+    enum CodingKeys: String, CodingKey {
+        case event, at, registration, restored, answerWithinSeconds, continuationID, type, peer, activity, window, activityID, streamID, code, reason
+    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -92,7 +95,10 @@ public struct AppEvent: Codable, Sendable, Equatable {
         let name = try c.decode(String.self, forKey: .event)
         switch name {
         case "registered":
-            body = .registered(registration: try c.decode(UUID.self, forKey: .registration), restored: try c.decode([RestoredWindow].self, forKey: .restored))
+            body = .registered(
+                registration: try c.decode(UUID.self, forKey: .registration), restored: try c.decode([RestoredWindow].self, forKey: .restored),
+                answerWithin: try c.decodeIfPresent(Double.self, forKey: .answerWithinSeconds).flatMap { $0.isFinite && $0 > 0 ? .milliseconds(Int64(min($0, 86_400) * 1000)) : nil }
+            )
         case "willContinue":
             body = .willContinue(
                 continuationID: try c.decode(UUID.self, forKey: .continuationID), type: try c.decode(String.self, forKey: .type),
@@ -133,9 +139,10 @@ public struct AppEvent: Codable, Sendable, Equatable {
         try c.encode(body.name, forKey: .event)
         try c.encode(at, forKey: .at)
         switch body {
-        case .registered(let registration, let restored):
+        case .registered(let registration, let restored, let answerWithin):
             try c.encode(registration.lowercasedString, forKey: .registration)
             try c.encode(restored, forKey: .restored)
+            try c.encodeIfPresent(answerWithin.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }, forKey: .answerWithinSeconds)
         case .willContinue(let id, let type, let peer):
             try c.encode(id.lowercasedString, forKey: .continuationID)
             try c.encode(type, forKey: .type)
@@ -162,6 +169,17 @@ public struct AppEvent: Codable, Sendable, Equatable {
         case .unknown:
             break
         }
+    }
+}
+
+extension AppEvent {
+    /// How long a library that answers for an app (HandoffKit, handoff-desktop) lets the app's
+    /// receiver take: a second less than handoffd gives the app (`registered`'s `answerWithin`;
+    /// 5 s from a handoffd that does not say), so that it answers for an app that hangs before
+    /// handoffd gives up on the app altogether.
+    public static func receiverDeadline(answerWithin: Duration?) -> Duration {
+        let given = answerWithin ?? .seconds(5)
+        return max(given - .seconds(1), given / 2)
     }
 }
 

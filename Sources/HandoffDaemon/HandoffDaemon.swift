@@ -71,6 +71,8 @@ public struct DaemonConfiguration: Sendable {
     /// How long an attached app asked to save (needsSave) has before the last state is sent
     /// (docs/local-api.md, "The originating app: attach": 1 s).
     public var saveWindow: Duration = .seconds(1)
+    /// How long running apps and other devices have to answer.
+    public var deadlines = Deadlines()
 
     public enum FirstUse: Sendable {
         case nothing
@@ -166,6 +168,7 @@ public final class HandoffDaemon: Sendable {
             restoration: RestorationStore(stateDirectory: configuration.stateDirectory, limits: configuration.limits, logger: logger),
             attachments: attachments,
             limits: configuration.limits,
+            answerDeadline: configuration.deadlines.appAnswer,
             logger: logger
         )
         let invites = InviteBook(lifetimeSeconds: configuration.inviteLifetimeSeconds, clock: configuration.clock, announce: route.announce)
@@ -192,7 +195,9 @@ public final class HandoffDaemon: Sendable {
         let desk = ActivityDesk(
             registry: registry, presence: presence, attachments: attachments, announce: route.announce, saveWindow: configuration.saveWindow
         )
-        let links = MemberLinks(store: accounts, security: security, directory: directory, desk: desk, clock: configuration.clock, logger: logger)
+        let links = MemberLinks(
+            store: accounts, security: security, directory: directory, desk: desk, clock: configuration.clock, deadlines: configuration.deadlines, logger: logger
+        )
         self.links = links
         self.resuming = ResumingStreams(book: book, security: security, directory: directory, logger: logger)
         self.originating = OriginatingStreams(book: book, registry: registry, attachments: attachments, store: accounts, logger: logger)
@@ -326,6 +331,7 @@ public final class HandoffDaemon: Sendable {
             socketPath: configuration.socketPath,
             router: router,
             maximumRequestBody: maximumBody,
+            deadlines: configuration.deadlines,
             logger: logger,
             ready: apiReady
         )

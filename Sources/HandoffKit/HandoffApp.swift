@@ -24,9 +24,11 @@ import Synchronization
 public actor HandoffApp {
     /// The window an activity describes when the app does not name one.
     public static let mainWindow = "main"
-    /// How long `ContinuationReceiver.continueUserActivity` has: a little less than handoffd
-    /// gives the app (docs/apps.md), so that HandoffKit answers for an app that hangs.
-    public static let continueDeadline: Duration = .seconds(4)
+    /// How long `ContinuationReceiver.continueUserActivity` has, as handoffd says it at each
+    /// registration: a little less than handoffd gives the app (docs/apps.md, 5 s), so that
+    /// HandoffKit answers for an app that hangs (`AppEvent.receiverDeadline`).
+    public var continueDeadline: Duration { receiverDeadline }
+    private var receiverDeadline = AppEvent.receiverDeadline(answerWithin: nil)
 
     public nonisolated let appID: String
     /// The activity types this app continues (declared once, at registration).
@@ -103,7 +105,7 @@ public actor HandoffApp {
             report(HandoffError(error))
             throw HandoffError(error)
         }
-        guard case .registered(let registration, let restored) = first?.body else {
+        guard case .registered(let registration, let restored, let answerWithin) = first?.body else {
             subscription.close()
             let problem = HandoffError(.versionMismatch, "handoffd did not confirm the registration; are HandoffKit and handoffd the same version?")
             report(problem)
@@ -112,6 +114,7 @@ public actor HandoffApp {
         report(nil)
         self.subscription = subscription
         self.registration = registration
+        receiverDeadline = AppEvent.receiverDeadline(answerWithin: answerWithin)
         // A hung receiver call started or returned while this registration was being made (its
         // close found none to close): this one has the wrong types; `run` registers again.
         if (hungCalls == 0) != receiving { subscription.close() }
@@ -347,8 +350,9 @@ public actor HandoffApp {
                     return ContinuationAnswer(taken: false, reason: "\(error)")
                 }
             }
+            let deadline = receiverDeadline
             group.addTask {
-                try? await QuietSleep.sleep(for: Self.continueDeadline)
+                try? await QuietSleep.sleep(for: deadline)
                 return nil
             }
             let first = await group.next() ?? nil

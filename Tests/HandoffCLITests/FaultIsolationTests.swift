@@ -144,8 +144,8 @@ import Testing
         let counts = floods.map { $0.stop() }
         #expect(daemonA.isRunning, "handoffd out of descriptors exited: \(daemonA.stderr.suffix(2000)); floods \(counts)")
 
-        try await Rig.waitFor("the daemon to serve again", seconds: 20) { try await a.ctl(["status"]).status == 0 }
-        try await Rig.waitFor("member connections again", seconds: 20) { try await b.ctl(["account", "sync", peer]).status == 0 }
+        try await Rig.waitFor("the daemon to serve again", seconds: 60) { try await a.ctl(["status"]).status == 0 }
+        try await Rig.waitFor("member connections again", seconds: 60) { try await b.ctl(["account", "sync", peer]).status == 0 }
         #expect(try await a.ctl(["become-current", "--type", "org.example.After", "--title", "After"]).status == 0)
         let after = try await b.ctl(["continue", peer, "--json"])
         #expect(after.status == 0 && after.stdout.contains("org.example.After"), "\(after)")

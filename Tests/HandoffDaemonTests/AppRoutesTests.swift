@@ -10,7 +10,7 @@ import Testing
 /// when its connection closes, restoration activities at the next registration, and the errors.
 @Suite(.timeLimit(.minutes(2))) struct AppRoutesTests {
     static func registered(_ subscription: NDJSONSubscription<AppEvent>) async throws -> (UUID, [RestoredWindow]) {
-        guard case .registered(let registration, let restored) = try await subscription.next()?.body else {
+        guard case .registered(let registration, let restored, _) = try await subscription.next()?.body else {
             throw TestFailure("the first line is not `registered`")
         }
         return (registration, restored)

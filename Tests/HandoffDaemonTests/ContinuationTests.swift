@@ -13,13 +13,13 @@ import Testing
 /// real binaries: EndToEndTests.
 @Suite(.timeLimit(.minutes(3))) struct ContinuationTests {
     /// A and B paired, A's activity seen by B.
-    /// `saveWindow`: how long A waits for its app to save (docs/local-api.md's second unless a test needs
-    /// the answer itself, which on a machine busy with the other suites can take longer).
+    /// `saveWindow`: how long A waits for its app to save, when a test is about that window (else
+    /// the test daemons' generous one: an app in this process answers when the machine lets it).
     static func paired(
-        _ content: ActivityContent, saveWindow: Duration = .seconds(1), configureB: @escaping (inout DaemonConfiguration) -> Void = { _ in }
+        _ content: ActivityContent, saveWindow: Duration? = nil, configureB: @escaping (inout DaemonConfiguration) -> Void = { _ in }
     ) async throws -> (TestDaemon, TestDaemon, Activity) {
         let network = DiscoveryNetwork()
-        let a = try await TestDaemon.start(network: network) { $0.saveWindow = saveWindow }
+        let a = try await TestDaemon.start(network: network) { if let saveWindow { $0.saveWindow = saveWindow } }
         _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
         let b = try await TestDaemon.start(network: network, configure: configureB)
         let updates = try await a.client.invite()
@@ -160,7 +160,7 @@ import Testing
     @Test func willSaveLetsTheAppUpdateWhatLeavesAndWasContinuedReachesIt() async throws {
         var content = ActivityContent(type: "org.example.Editor.edit", title: "Draft", userInfo: ["text": .string("old")])
         content.needsSave = true
-        let (a, b, activity) = try await Self.paired(content, saveWindow: .seconds(5))
+        let (a, b, activity) = try await Self.paired(content)
         let attachment = try await a.client.attach(AttachRequest(activityID: activity.id))
         #expect(try await attachment.next()?.body == .attached(activityID: activity.id))
 
@@ -187,14 +187,17 @@ import Testing
     @Test func anAppThatDoesNotSaveInTimeSendsItsLastState() async throws {
         var content = ActivityContent(type: "org.example.Editor.edit", title: "Draft", userInfo: ["text": .string("last")])
         content.needsSave = true
-        let (a, b, activity) = try await Self.paired(content)
+        let (a, b, activity) = try await Self.paired(content, saveWindow: .seconds(1))
         let attachment = try await a.client.attach(AttachRequest(activityID: activity.id))
         _ = try await attachment.next()
-        let started = ContinuousClock.now
+        // The save window ran out (the app heard willSave and said nothing): the activity as it
+        // was goes — an answer, not a timeout (B waits for A far longer than A's window).
         let response = try await b.client.continueActivity(ContinueRequest(peer: "desk"))
         #expect(response.activity.content.userInfo["text"] == .string("last"))
-        // The 1 s save window, not a request timeout (with room for a loaded machine).
-        #expect(ContinuousClock.now - started < .seconds(6))
+        guard case .willSave = try #require(try await attachment.next()).body else {
+            Issue.record("the app was not asked to save")
+            return
+        }
         for d in [a, b] { try await d.finish() }
     }
 

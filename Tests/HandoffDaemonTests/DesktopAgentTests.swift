@@ -13,7 +13,7 @@ import Testing
 /// notification, clicking it continues exactly that activity into the running receiver, and a
 /// resign withdraws it. (`DesktopEndToEndTests` does the same with the real binaries, as the
 /// test user, on two simulated hosts.)
-@Suite(.timeLimit(.minutes(3))) struct DesktopAgentTests {
+@Suite(.heavy, .serialized, .timeLimit(.minutes(3))) struct DesktopAgentTests {
     static let type = "org.example.item"
 
     /// The agent for `daemon` in `session`, while `body` runs.
@@ -55,7 +55,7 @@ import Testing
             Exec=/bin/false
             """)
         let app = try await b.client.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type]))
-        guard case .registered(let registration, _) = try await app.next()?.body else { throw TestFailure("no registration") }
+        guard case .registered(let registration, _, _) = try await app.next()?.body else { throw TestFailure("no registration") }
         let monitor = try await session.monitorNotifications()
         try await Self.withAgent(b, session) {
             try await session.waitUntilDisplayed(1)

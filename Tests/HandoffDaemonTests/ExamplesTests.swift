@@ -21,7 +21,7 @@ import Testing
     /// attachment comes over a continuation stream.
     @Test func notesTheTypedTextAndTheAttachmentFollowTheNote() async throws {
         // Room for the app's willSave round trip on a machine busy with the other tests.
-        let (desk, laptop) = try await PeerDiscoveryTests.pair { $0.saveWindow = .seconds(5) }
+        let (desk, laptop) = try await PeerDiscoveryTests.pair()
         let attachment = desk.directory + "/photo.bin"
         let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         try bytes.write(to: URL(fileURLWithPath: attachment))

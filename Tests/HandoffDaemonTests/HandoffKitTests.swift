@@ -63,7 +63,7 @@ import Testing
         _ body: (TestDaemon, TestDaemon, HandoffApp, HandoffApp) async throws -> Void
     ) async throws {
         // Room for an app's willSave round trip on a machine busy with the other tests.
-        let (desk, laptop) = try await PeerDiscoveryTests.pair { $0.saveWindow = .seconds(5) }
+        let (desk, laptop) = try await PeerDiscoveryTests.pair()
         let deskApp = HandoffApp(appID: "org.example.Notes", continues: deskTypes, socketPath: desk.socketPath)
         let laptopApp = HandoffApp(appID: "org.example.Notes", continues: laptopTypes, socketPath: laptop.socketPath)
         try await deskApp.connect()

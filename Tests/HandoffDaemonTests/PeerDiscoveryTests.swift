@@ -15,7 +15,7 @@ import Testing
     static func waitForPeers(
         _ daemon: TestDaemon, _ what: String, sourceLocation: SourceLocation = #_sourceLocation, until condition: (PeersResponse) -> Bool
     ) async throws -> PeersResponse {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while true {
             let peers = try await daemon.client.peers()
             if condition(peers) { return peers }

@@ -5,34 +5,30 @@ import Testing
 /// `QuietSleep`: a wait wakes at its deadline and ends at once when its task is cancelled (before
 /// or during the wait). That it does not wake the process while it waits — the reason it exists —
 /// is checked on real daemons (`IdleTests`): this test process has other tests' timers running.
-@Suite struct QuietSleepTests {
-    @Test func wakesAtTheDeadline() async throws {
-        let start = ContinuousClock.now
+/// A wait that never woke would hang its test: the suite's time limit catches that, so no test
+/// here bounds how long a wait took (the machine may be busy).
+@Suite(.timeLimit(.minutes(1))) struct QuietSleepTests {
+    @Test func wakesAtTheDeadlineNotBefore() async throws {
+        let deadline = ContinuousClock.now + .milliseconds(50)
         try await QuietSleep.sleep(for: .milliseconds(50))
-        let took = ContinuousClock.now - start
-        #expect(took >= .milliseconds(50) && took < .seconds(2), "\(took)")
+        #expect(ContinuousClock.now >= deadline)
     }
 
     @Test func wakesAtATimeOfDay() async throws {
-        let start = ContinuousClock.now
         let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
         try await QuietSleep.sleep(untilWallClock: now + 50_000)
         #expect(Int64(Date().timeIntervalSince1970 * 1_000_000) >= now + 50_000)
         try await QuietSleep.sleep(untilWallClock: now - 3_600_000_000)  // passed: at once
         try await QuietSleep.sleep(untilWallClock: 0)
-        // Generous: another test of this process may hold every descriptor when libdispatch
-        // makes its wall-clock timerfd (`QuietSleep.prepare`); then the timer fires late.
-        #expect(ContinuousClock.now - start < .seconds(10))
     }
 
+    /// An hour's wait ends with the cancellation (the test would hang otherwise).
     @Test func cancellingEndsTheWaitAtOnce() async {
-        let start = ContinuousClock.now
         let wait = Task { try await QuietSleep.sleep(for: .seconds(3600)) }
         try? await Task.sleep(for: .milliseconds(20))
         wait.cancel()
         let result = await wait.result
         #expect(throws: CancellationError.self) { try result.get() }
-        #expect(ContinuousClock.now - start < .seconds(5))
     }
 
     @Test func aCancelledTaskDoesNotWait() async {

@@ -8,7 +8,7 @@ import Testing
 /// alpha ("desk") originates, bravo ("laptop") continues into its running apps — and a running
 /// app that hangs or crashes mid-continuation fails that continuation cleanly, the next one
 /// taking the launch path, handoffd unharmed.
-@Suite(.timeLimit(.minutes(5))) struct AppsEndToEndTests {
+@Suite(.heavy, .serialized, .timeLimit(.minutes(5))) struct AppsEndToEndTests {
     @Test func handoffKitAppsAcrossHosts() async throws {
         await Rig.withHosts(["alpha", "bravo"]) { rig in
             try await run(rig)
@@ -75,22 +75,20 @@ import Testing
         try await laptopViewer.expect("item 9 continued in new window w9")
         #expect(try await laptopViewer.quit() == 0)
 
-        // 3. A receiver that hangs (stopped): the continuation fails after the 5 s answer
-        //    deadline, not later; the app no longer receives, so the next one takes the launch
-        //    path (no app is installed for notes on bravo: exit 36).
+        // 3. A receiver that hangs (stopped): the continuation fails at the 5 s answer deadline
+        //    (timeout, exit 5, saying so); the app no longer receives, so the next one takes the
+        //    launch path (no app is installed for notes on bravo: exit 36).
         deskNotes.send("new Hung")
         try await bravoSees(rig, "Hung")
         kill(laptopNotes.process.pid, SIGSTOP)
-        let started = ContinuousClock.now
         let hung = try await rig.ctl("bravo", ["continue", "desk"])
-        #expect(hung.status == 5, "timeout: \(hung)")
-        #expect(ContinuousClock.now - started < .seconds(9))
+        #expect(hung.status == 5 && hung.stderr.contains("did not take the activity within 5 s"), "timeout: \(hung)")
         let next = try await rig.ctl("bravo", ["continue", "desk"])
         #expect(next.status == 36 && next.stderr.contains("no application handles org.handoff.example.note"), "\(next)")
         kill(laptopNotes.process.pid, SIGKILL)
 
         // 4. A receiver that crashes mid-continuation: the continuation fails at once with
-        //    handler_failed (exit 37), long before the deadline.
+        //    handler_failed (exit 37) — the deadline would have said timeout (exit 5).
         let crashing = try app(rig, "bravo", "handoff-example-notes", ["--dir", rig.home("bravo")])
         try await crashing.expect("ready")
         kill(crashing.process.pid, SIGSTOP)
@@ -99,11 +97,9 @@ import Testing
         // a second is a wide margin, and the app's answer is due only after five.
         try await Task.sleep(for: .seconds(1))
         #expect(pending.isRunning, "the continuation waits for the stopped app")
-        let crashedAt = ContinuousClock.now
         kill(crashing.process.pid, SIGKILL)
         let crashStatus = await pending.exitStatus()
         #expect(crashStatus == 37, "\(pending.stdout) \(pending.stderr)")
-        #expect(ContinuousClock.now - crashedAt < .seconds(3))
 
         // handoffd on bravo is unharmed: it answers, and a new instance receives again.
         #expect(try await rig.ctl("bravo", ["status"]).status == 0)

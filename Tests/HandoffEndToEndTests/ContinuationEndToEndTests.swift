@@ -6,7 +6,7 @@ import Testing
 
 /// Continuations reaching apps and continuation streams, with the real binaries on two simulated
 /// hosts: alpha originates, bravo resumes.
-@Suite(.timeLimit(.minutes(5))) struct ContinuationEndToEndTests {
+@Suite(.heaviest, .serialized, .timeLimit(.minutes(5))) struct ContinuationEndToEndTests {
     @Test func appsStreamsAndFaultsAcrossHosts() async throws {
         await Rig.withHosts(["alpha", "bravo"]) { rig in
             try await run(rig)
@@ -141,7 +141,8 @@ import Testing
         _ = try await echo.stop()
 
         // 7. The originating app killed mid-stream, then its handoffd: each time both ends fail
-        //    within 10 s, and nothing looks complete.
+        //    (at once: the connections are reset, or closed by the killed process's kernel), and
+        //    nothing looks complete.
         for (round, victim) in ["the app", "handoffd"].enumerated() {
             let title = "Big \(round)"
             let server = try rig.ctlProcess(
@@ -154,7 +155,6 @@ import Testing
             try await receiver.wait(seconds: 30, for: "bytes to flow") { _ in
                 temporaryFiles(rig.directory, "partial.bin").contains { (try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int) ?? 0 > 32 << 20 }
             }
-            let killed = ContinuousClock.now
             if victim == "the app" {
                 _ = try await server.stop(signal: SIGKILL)
             } else {
@@ -162,7 +162,6 @@ import Testing
                 #expect(await server.exitStatus() != 0, "\(server.stderr)")
             }
             #expect(await receiver.exitStatus() == 40, "\(victim) killed: \(receiver.stderr)")
-            #expect(ContinuousClock.now - killed < .seconds(10), "\(victim) killed")
             #expect(!FileManager.default.fileExists(atPath: partial), "\(victim) killed")
             #expect(temporaryFiles(rig.directory, "partial.bin").isEmpty, "\(victim) killed")
             let streams = try await rig.ctlJSON("bravo", StreamsResponse.self, ["streams"]).streams

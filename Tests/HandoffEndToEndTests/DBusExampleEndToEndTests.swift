@@ -11,7 +11,7 @@ import Testing
 /// only builds the hosts. Then a GApplication with one action and no handoff library
 /// (Examples/Python/handoff-gio-reader.py, DBusActivatable) receives a continuation in its
 /// running instance.
-@Suite(.timeLimit(.minutes(5))) struct DBusExampleEndToEndTests {
+@Suite(.heavy, .serialized, .timeLimit(.minutes(5))) struct DBusExampleEndToEndTests {
     static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Examples/Python/handoff-notes.py").path
     static let reader = (example as NSString).deletingLastPathComponent + "/handoff-gio-reader.py"
@@ -76,7 +76,7 @@ import Testing
         #expect(continued.status == 0 && continued.stderr.contains("org.handoff.example.PyNotes"), "\(continued)")
         try await laptopNotes.expect("continued “Groceries: milk, eggs” from desk: Groceries: milk, eggs")
         do {
-            try await laptopNotes.expect("received 2000000 bytes sha256 ", seconds: 20)
+            try await laptopNotes.expect("received 2000000 bytes sha256 ", seconds: 60)
         } catch {
             throw TestFailure("\(error); on alpha: \(deskNotes.output) \(deskNotes.process.stderr); agent: \(desk.agent.stderr.suffix(3000))")
         }

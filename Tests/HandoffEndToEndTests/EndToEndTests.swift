@@ -7,7 +7,7 @@ import Testing
 /// Real handoffd and handoffctl on three simulated hosts (network namespaces on a bridge, each
 /// with its own D-Bus and avahi-daemon): real multicast DNS-SD, real TLS, real CLI. Alpha and bravo
 /// share an account; charlie has its own.
-@Suite(.timeLimit(.minutes(5))) struct EndToEndTests {
+@Suite(.heavy, .serialized, .timeLimit(.minutes(5))) struct EndToEndTests {
     func peers(_ rig: Rig, _ host: String) async throws -> PeersResponse {
         try await rig.ctlJSON(host, PeersResponse.self, ["peers"])
     }
@@ -55,12 +55,11 @@ import Testing
             let hint = FileManager.default.fileExists(atPath: "/run/systemd/system")
                 ? "sudo systemctl enable --now avahi-daemon" : "sudo /usr/sbin/avahi-daemon --daemonize --no-rlimits"
             #expect(doctor.stdout.contains("fix: \(hint)"), "\(doctor.stdout)")
-            // Joining with a code nobody is inviting with: a clear answer within seconds, not a silent wait.
+            // Joining with a code nobody is inviting with: a clear answer (after the 3 s look for the
+            // inviter), not a silent wait — which the suite's time limit would catch.
             let unissued = InviteCode(secret: (0..<16).map { _ in UInt8.random(in: 0...255) }).text
-            let started = ContinuousClock.now
             let nobody = try await rig.ctl("charlie", ["account", "join", unissued])
             #expect(nobody.status == 30 && nobody.stderr.contains("no device on this network is inviting with this code"), "\(nobody)")
-            #expect(ContinuousClock.now - started < .seconds(6), "answered in \(ContinuousClock.now - started)")
             _ = try await rig.ctl("charlie", ["account", "create", "--name", "someone else", "--device-name", "eve"])
 
             let (alphaID, bravoID) = try await pair(rig)
@@ -130,29 +129,27 @@ import Testing
             // Avahi restarted on alpha: alpha is back on bravo's list with a new advert.
             let restartedAt = Timestamp.now()
             try await rig.avahi("alpha", "restart")
-            try await Rig.waitFor("alpha's discovery to run again", seconds: 20) {
+            try await Rig.waitFor("alpha's discovery to run again", seconds: 60) {
                 guard let daemon = rig.daemon("alpha"), daemon.isRunning else {
                     throw TestFailure("handoffd on alpha ended when avahi restarted: \(rig.daemon("alpha")?.stderr.suffix(3000) ?? "")")
                 }
                 return try await rig.ctlJSON("alpha", DaemonStatus.self, ["status"]).discovery.state == .running
             }
-            try await Rig.waitFor("a fresh advert from alpha on bravo", seconds: 20) {
+            try await Rig.waitFor("a fresh advert from alpha on bravo", seconds: 60) {
                 let a = try await peers(rig, "bravo").peers.first { $0.id == alphaID }
                 return (a?.lastAdvert ?? restartedAt) > restartedAt && a?.foundVia.contains("mdns") == true
             }
 
-            // Alpha killed with SIGKILL: bravo shows it unreachable within 10 s.
-            let killed = ContinuousClock.now
+            // Alpha killed with SIGKILL: its kernel closes the session, and bravo shows it
+            // unreachable (how soon, bench/first-contact and bench/liveness measure).
             _ = try await rig.daemon("alpha")?.stop(signal: SIGKILL)
-            let took = try await Rig.waitFor("bravo to see alpha unreachable", seconds: 10) {
+            try await Rig.waitFor("bravo to see alpha unreachable") {
                 try await peers(rig, "bravo").peers.first { $0.id == alphaID }?.reachable == false
             }
-            #expect(ContinuousClock.now - killed < .seconds(10), "shown unreachable after \(took)")
-            // Known to be unreachable: continue says so at once, with when it was last seen.
-            let asked = ContinuousClock.now
+            // Known to be unreachable: continue says so, with when it was last seen — without
+            // dialling (a dial would end in "cannot reach", status 31).
             let gone = try await rig.ctl("bravo", ["continue", "desk"])
             #expect(gone.status == 30 && gone.stderr.contains("desk is unreachable: last seen "), "\(gone)")
-            #expect(ContinuousClock.now - asked < .seconds(3), "answered in \(ContinuousClock.now - asked)")
         }
     }
 
@@ -209,7 +206,7 @@ import Testing
         _ = try await rig.daemon("alpha")?.stop()
         try await rig.startDaemon("alpha")
         var after: [Browse.Record] = []
-        try await Rig.waitFor("alpha's new advert", seconds: 20) {
+        try await Rig.waitFor("alpha's new advert", seconds: 60) {
             after = try await Browse.records(rig, from: "charlie").filter { $0.address == alphaAddress }
             return after.contains { $0.instance != alphaBefore.instance }
         }

@@ -7,7 +7,7 @@ import Testing
 /// IPv6 as a first-class path: a link with only IPv6 link-local addresses (a home network's
 /// second stack), where a join, a continue, a stream and a static peer must work as on IPv4;
 /// then a global-scope address on the same link.
-@Suite(.timeLimit(.minutes(5))) struct IPv6Tests {
+@Suite(.heavy, .serialized, .timeLimit(.minutes(5))) struct IPv6Tests {
     @Test func anIPv6OnlyLinkWorksLikeAnyOther() async throws {
         await Rig.withHosts(["alpha", "bravo"], family: .ipv6) { rig in
             try await rig.startDaemon("alpha")
@@ -44,7 +44,7 @@ import Testing
             _ = try await rig.daemon("bravo")?.stop()
             try await rig.avahi("bravo", "stop")
             try await rig.startDaemon("bravo", arguments: ["--peer", "[\(alphaLink)]:47810"])
-            try await Rig.waitFor("bravo to reach alpha as a static peer", seconds: 20) {
+            try await Rig.waitFor("bravo to reach alpha as a static peer", seconds: 60) {
                 try await rig.ctlJSON("bravo", PeersResponse.self, ["peers"]).peers.contains { $0.id == alphaID && $0.reachable && $0.foundVia.contains("static") }
             }
             #expect(try await rig.ctl("bravo", ["continue", "desk", "--json"]).status == 0)

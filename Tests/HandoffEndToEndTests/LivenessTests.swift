@@ -10,7 +10,9 @@ import Testing
 /// devices list each other unreachable, and reach each other again once the path heals. Seen: an
 /// IPv6 session expiring under a blackhole rule killed both daemons (Linux reports that expiry as
 /// EINVAL, which SwiftNIO takes for a bug of its own; docs/platform.md).
-@Suite(.timeLimit(.minutes(5))) struct LivenessTests {
+/// Not serialized: the tests (and the two links of the second) mostly wait for the kernel's
+/// keepalive, each on simulated hosts of its own.
+@Suite(.heavy, .timeLimit(.minutes(5))) struct LivenessTests {
     /// Both families on the link: IPv4 goes dark and the session moves to IPv6; then IPv6 does.
     @Test func aDualStackLinkGoingDarkFamilyByFamily() async throws {
         await Rig.withHosts(["alpha", "bravo"], family: .dual) { rig in

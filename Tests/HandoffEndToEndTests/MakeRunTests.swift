@@ -8,7 +8,7 @@ import Testing
 /// package steps are left out with `make -o`, as they are for a user whose checkout is built),
 /// Avahi found in /usr/sbin and a hint that fits the machine when it is not running, ARGS passed
 /// on, and a JOIN code that does not work stopping it with the fix.
-@Suite(.timeLimit(.minutes(5))) struct MakeRunTests {
+@Suite(.heavy, .serialized, .timeLimit(.minutes(5))) struct MakeRunTests {
     static let checkout = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL.path
 
     /// `make run VARIABLES…` inside `host` as the test user, with handoffd and handoffctl where
@@ -40,7 +40,7 @@ import Testing
 
             // Running: ARGS reach handoffd, the first use creates an account, and it says where handoffctl is.
             let alpha = try makeRun(rig, "alpha", ["ARGS=--port 47811 --log-level info"])
-            try await alpha.wait(seconds: 20, for: "the account") { $0.stderr.contains("created an account on first use") }
+            try await alpha.wait(seconds: 60, for: "the account") { $0.stderr.contains("created an account on first use") }
             #expect(alpha.stdout.contains("handoffctl is ") && alpha.stdout.contains("export PATH="), "\(alpha.stdout)")
             let status = try await rig.ctlJSON("alpha", DaemonStatus.self, ["status"])
             #expect(status.peerPort == 47811 && status.account != nil && status.uid == rig.user.uid, "\(status)")
@@ -74,7 +74,7 @@ import Testing
 
 /// README.md's tour, every command as written there, as a normal user on two simulated hosts
 /// (scripts/tour.sh; it says which command failed, and how).
-@Suite(.timeLimit(.minutes(5))) struct ReadmeTourTests {
+@Suite(.heavy, .serialized, .timeLimit(.minutes(5))) struct ReadmeTourTests {
     @Test func theReadmeTourRunsAsWritten() async throws {
         if let reason = Rig.unavailableReason {
             Issue.record(Comment(rawValue: reason))

@@ -8,14 +8,17 @@ import Testing
 /// memory. Seen: every file-backed stream left its file open in both daemons (328 streams, 328
 /// descriptors on the same file and 46 MB more memory in the serving one). bench/soak runs the
 /// same for a thousand continuations.
-@Suite(.timeLimit(.minutes(5))) struct ResourceTests {
+@Suite(.heaviest, .serialized, .timeLimit(.minutes(5))) struct ResourceTests {
     @Test func streamsLeaveNothingBehindInEitherDaemon() async throws {
         await Rig.withHosts(["alpha", "bravo"]) { rig in
             let ends = ContinuationEndToEndTests()
             let (alphaID, _) = try await EndToEndTests().startPaired(rig)
             try await Rig.waitFor("bravo to reach alpha") { try await ends.peers(rig).contains { $0.id == alphaID && $0.reachable } }
+            // 1 MiB for the streams that end whole; 4 MiB for those cut off (more than the sockets
+            // between the hosts hold, so that they are still under way when cut).
             let file = rig.home("alpha") + "/payload"
-            #expect(try await rig.run("alpha", ["/bin/sh", "-c", "head -c 4194304 /dev/urandom > \(file)"]).status == 0)
+            let big = rig.home("alpha") + "/big"
+            #expect(try await rig.run("alpha", ["/bin/sh", "-c", "head -c 1048576 /dev/urandom > \(file) && head -c 4194304 /dev/urandom > \(big)"]).status == 0)
             let daemons = [try await ends.daemonPID(rig, "alpha"), try await ends.daemonPID(rig, "bravo")]
             let copy = rig.home("bravo") + "/copy"
 
@@ -31,9 +34,18 @@ import Testing
             for _ in 0..<20 { try await fileStream() }
             let before = Usage(daemons)
 
-            // 200 file streams, whole at both ends.
+            // 200 file streams, whole at both ends; what the last ones hold goes once they end (a
+            // file is closed on a thread of its own, connections as their close completes).
             for _ in 0..<200 { try await fileStream() }
+            try await Rig.waitFor("the daemons' descriptors back where they were after 200 file streams") {
+                zip(Usage(daemons).descriptors, before.descriptors).allSatisfy { $0 <= $1 + 2 }
+            }
             let afterFiles = Usage(daemons)
+
+            _ = try await server.stop()
+            let bigServer = try rig.ctlProcess("alpha", ["become-current", "--type", "org.example.Soak", "--title", "Big", "--stream-file", big])
+            try await bigServer.wait(for: "the stream server to attach") { $0.stderr.contains("attached") }
+            try await ends.waitUntilBravoSees(rig, title: "Big")
 
             // 20 cut by the receiving side: its reader takes 100 kB of 4 MB and leaves.
             let ctl = try rig.user.product("handoffctl")
@@ -41,13 +53,13 @@ import Testing
                 let r = try await rig.run("bravo", ["/bin/sh", "-c", "\(ctl) continue desk --stream-to - | head -c 100000 > /dev/null"])
                 #expect(r.status == 0, "\(r)")
             }
-            _ = try await server.stop()
+            _ = try await bigServer.stop()
 
             // 10 cut by the originating side: its app (handoffctl serving the file) is killed
             // while the stream waits for a receiver that stopped reading after 1 MB.
             for round in 0..<10 {
                 let title = "Cut \(round)"
-                let app = try rig.ctlProcess("alpha", ["become-current", "--type", "org.example.Soak", "--title", title, "--stream-file", file])
+                let app = try rig.ctlProcess("alpha", ["become-current", "--type", "org.example.Soak", "--title", title, "--stream-file", big])
                 try await app.wait(for: "the stream server to attach") { $0.stderr.contains("attached") }
                 try await ends.waitUntilBravoSees(rig, title: title)
                 let count = try await rig.ctlJSON("bravo", StreamsResponse.self, ["streams"]).streams.count

@@ -39,7 +39,7 @@ extension EndToEndTests {
                 let capture = try rig.captureBridge(to: pcap)
                 try await Task.sleep(for: .milliseconds(500))
                 for host in ["alpha", "bravo"] { try await rig.startDaemon(host) }
-                try await Rig.waitFor("a session after the rotation", seconds: 20) {
+                try await Rig.waitFor("a session after the rotation", seconds: 60) {
                     try await peers(rig, "bravo").peers.contains { $0.id == alphaID && $0.reachable }
                 }
                 let title = "round \(round) of the rotation test"

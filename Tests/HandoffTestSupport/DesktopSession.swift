@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// A real graphical session without a screen, for tests of the desktop agent: an X server
 /// (`Xvfb`), a session bus (`SessionBus`) and Debian's `dunst` as the notification server — all
@@ -19,20 +20,21 @@ public final class DesktopSession: @unchecked Sendable {
 
     /// `base`: the environment every program of the session gets (HOME, XDG_RUNTIME_DIR…).
     public init(directory: String, base: [String: String] = ProcessInfo.processInfo.environment, wrap: @escaping ([String]) throws -> [String] = { $0 }) async throws {
+        HeavyTrait.mustHoldASlot("an X server and a notification server")
         self.directory = directory
         self.wrap = wrap
         // Xvfb picks a free display itself and says which on stdout (-displayfd 1) once it serves.
         let x = try wrap(["/usr/bin/Xvfb", "-displayfd", "1", "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
         xvfb = try RunningProcess(x[0], Array(x.dropFirst()))
-        try await xvfb.wait(seconds: 20, for: "Xvfb to name its display") { $0.stdout.hasSuffix("\n") }
+        try await xvfb.wait(seconds: 60, for: "Xvfb to name its display") { $0.stdout.hasSuffix("\n") }
         display = ":" + xvfb.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         bus = try await SessionBus(directory: directory, wrap: wrap)
         let env = base.merging(["DISPLAY": display, "DBUS_SESSION_BUS_ADDRESS": bus.address]) { _, new in new }
         let d = try wrap(["/usr/bin/env", "-i"] + env.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } + ["/usr/bin/dunst"])
         dunst = try RunningProcess(d[0], Array(d.dropFirst()))
-        let start = ContinuousClock.now
+        let deadline = ContinuousClock.now + .seconds(60)
         while try await dunstctl(["count", "displayed"]).status != 0 {
-            guard ContinuousClock.now - start < .seconds(20) else { throw TestFailure("dunst did not come up: \(dunst.stderr)") }
+            guard ContinuousClock.now < deadline else { throw TestFailure("dunst did not come up: \(dunst.stderr)") }
             try await Task.sleep(for: .milliseconds(50))
         }
     }

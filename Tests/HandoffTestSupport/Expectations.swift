@@ -22,11 +22,11 @@ public func expectFailure(
 }
 
 /// Returns once `condition` holds — something the daemon does in its own time (a connection
-/// accepted, an app's departure seen) — checking every 10 ms; fails the test after `seconds`.
-/// For what happens, never for time to pass: a test that needs time to pass moves a
-/// `ManualDaemonClock`.
+/// accepted, an app's departure seen) — checking every 10 ms; fails the test after `seconds`, a
+/// guard generous enough for a loaded machine. For what happens, never for time to pass: a test
+/// that needs time to pass moves a `ManualDaemonClock`.
 public func waitUntil(
-    _ what: String, within seconds: Int = 10, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool
+    _ what: String, within seconds: Int = 60, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {

@@ -53,7 +53,9 @@ public final class RunningProcess: @unchecked Sendable {
     public let stderrPath: String
     private let exit = DispatchSemaphoreBox()
 
-    public init(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil) throws {
+    /// With `newSession`, the process leads a session (and process group) of its own: what it
+    /// starts can be ended with it (`stopGroup`).
+    public init(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil, newSession: Bool = false) throws {
         directory = try TempDirectory.make(prefix: "handoff-proc")
         stdoutPath = directory + "/out"
         stderrPath = directory + "/err"
@@ -66,7 +68,8 @@ public final class RunningProcess: @unchecked Sendable {
             environment: environment ?? ProcessInfo.processInfo.environment,
             stdin: .file(path: stdinPath, flags: O_RDONLY),
             stdout: .file(path: stdoutPath, flags: O_WRONLY | O_CREAT | O_TRUNC),
-            stderr: .file(path: stderrPath, flags: O_WRONLY | O_CREAT | O_TRUNC)
+            stderr: .file(path: stderrPath, flags: O_WRONLY | O_CREAT | O_TRUNC),
+            newSession: newSession
         )
         self.pid = pid
         let box = exit
@@ -91,7 +94,7 @@ public final class RunningProcess: @unchecked Sendable {
     }
 
     /// Polls until `condition` holds (checked every 10 ms), or fails after `seconds`.
-    public func wait(seconds: Double = 10, for what: String, until condition: (RunningProcess) -> Bool) async throws {
+    public func wait(seconds: Double = 60, for what: String, until condition: (RunningProcess) -> Bool) async throws {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while !condition(self) {
             guard ContinuousClock.now < deadline else {
@@ -114,6 +117,15 @@ public final class RunningProcess: @unchecked Sendable {
             throw error
         }
         return await exitStatus()
+    }
+
+    /// Ends the process group the process leads (`newSession`) — the process and whatever it
+    /// started that did not leave it: SIGTERM, then SIGKILL after 10 s.
+    public func stopGroup() async {
+        kill(-pid, SIGTERM)
+        if (try? await wait(seconds: 10, for: "process group \(pid) to end") { !$0.isRunning }) == nil { kill(-pid, SIGKILL) }
+        _ = await exitStatus()
+        kill(-pid, SIGKILL)  // what outlived its leader
     }
 
     /// Output stays readable until the handle goes away.

@@ -1,6 +1,7 @@
 import Foundation
 import HandoffAPI
 import HandoffClient
+import DaemonCore
 import HandoffDaemon
 import HandoffDiscovery
 import HandoffModel
@@ -14,7 +15,8 @@ public final class TestDaemon: Sendable {
 
     public var socketPath: String { daemon.configuration.socketPath }
     public var stateDirectory: String { daemon.configuration.stateDirectory }
-    public var client: HandoffClient { HandoffClient(socketPath: socketPath, timeoutSeconds: 10) }
+    /// The local API, waiting as long as a loaded machine may take (a test's own guard says what hung).
+    public var client: HandoffClient { HandoffClient(socketPath: socketPath, timeoutSeconds: 60) }
     /// `127.0.0.1:PORT`, what other test daemons dial.
     public var peerAddress: String { "127.0.0.1:\(daemon.peerPort)" }
 
@@ -37,6 +39,10 @@ public final class TestDaemon: Sendable {
             peerBindAddresses: ["127.0.0.1"]
         )
         configuration.discovery = InMemoryDiscovery(network: network)
+        // Deadlines a loaded 2-core machine cannot race (docs/testing.md): apps and devices in
+        // this process answer when the scheduler lets them. A test about a deadline sets it.
+        configuration.deadlines = TestDaemon.generousDeadlines
+        configuration.saveWindow = .seconds(30)
         // Apps are looked for only where a test puts them, never in this machine's own.
         configuration.handlerEnvironment = [
             "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": dir, "XDG_DATA_HOME": dir + "/share", "XDG_DATA_DIRS": dir + "/system-share",
@@ -52,6 +58,10 @@ public final class TestDaemon: Sendable {
         }
         return TestDaemon(directory: dir, daemon: daemon, task: task)
     }
+
+    public static let generousDeadlines = Deadlines(
+        appAnswer: .seconds(60), peerRequest: .seconds(60), membershipRequest: .seconds(60), localRequest: .seconds(60), fileRequest: .seconds(60)
+    )
 
     private init(directory: String, daemon: HandoffDaemon, task: Task<Void, any Error>) {
         self.directory = directory
