@@ -9,13 +9,14 @@ FUZZ_SMOKE_SECONDS ?= 3
 BIN_DEBUG     = .build/debug
 BIN_RELEASE   = .build/release
 
-.PHONY: all build release run test fuzz fuzz-smoke bench deps-build deps-run deps-test clean help install install-files uninstall release-static
+.PHONY: all build build-tests release run test test-repeat fuzz fuzz-smoke bench deps-build deps-run deps-test clean help install install-files uninstall release-static
 
 all: build
 
 help:
 	@echo "make run      install missing packages, build, start Avahi if needed, run handoffd"
 	@echo "make test     install missing packages, build, run every test"
+	@echo "make test-repeat N=10 [LOAD=1]  the suite N times, and how often each test failed"
 	@echo "make build    debug build;  make release: release build"
 	@echo "make fuzz     long fuzzing of the model decoders (FUZZ_SECONDS=$(FUZZ_SECONDS) each)"
 	@echo "make bench    the benchmarks of docs/benchmarks.md (root: simulated hosts)"
@@ -44,15 +45,25 @@ run: deps-run build
 	@echo "handoffctl is $(abspath $(BIN_DEBUG))/handoffctl; in another terminal: export PATH=\"$(abspath $(BIN_DEBUG)):\$$PATH\""
 	exec $(BIN_DEBUG)/handoffd $(ARGS) $(if $(JOIN),--join '$(JOIN)',--create-account)
 
-test: deps-test
-	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	$(SWIFT) build --product generate-manual
-	@# The failures again at the end, where a log cut to its last lines still shows them.
+test: deps-test build-tests
+	@# The failures again at the end, where a log cut to its last lines still shows them, and
+	@# the slowest tests (docs/testing.md).
 	{ $(SWIFT) test --skip-build; echo $$? > .build/test-status; } 2>&1 | tee .build/test.log; \
 	status=$$(cat .build/test-status); \
-	if [ "$$status" != 0 ]; then echo "== what failed (all of it in .build/test.log):"; grep -E "✘|error:" .build/test.log | head -60; fi; \
+	python3 scripts/test-report.py .build/test.log; \
+	if [ "$$status" != 0 ]; then echo "== every failure line (all of it in .build/test.log):"; grep -E "✘|error:" .build/test.log | head -60; fi; \
 	exit $$status
 	$(MAKE) fuzz-smoke
+
+build-tests:
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	$(SWIFT) build --product generate-manual
+
+# The suite N times in a row (one build), then per test how often it failed and its first
+# failure line; LOAD=1 keeps one core busy meanwhile (docs/testing.md).
+N ?= 10
+test-repeat: deps-test build-tests
+	scripts/test-repeat.sh $(N)
 
 # Millions of random and mutated encodings through the decoders: first the seeded generator of the
 # unit test in a release build, then libFuzzer (coverage-guided, with AddressSanitizer) on every

@@ -7,12 +7,14 @@
 For each round (a capture of the link, and optionally `openssl s_client -msg` output of a
 stranger's connection to the device), it collects what the device sent: every TCP payload, and of
 its mDNS packets the records about `_handoff._tcp` — not Avahi's own host records (A/AAAA, the
-reverse names, the SRV target), which name the host by design. It prints, one per line in hex,
-every 8-byte string found in what the device sent in *every* round that does not also appear in
-the reference, nor is 7 bytes of it (a constant next to a random byte): what another account's device sent on the same link, and `--reference-bytes`
-(e.g. a handshake between two devices of an unrelated account) — strings every handoff device
-sends are protocol constants, not identifiers. Nothing printed: nothing stable. Exit status 0
-either way; 2 on unreadable input.
+reverse names, the SRV target), which name the host by design. Protocol constants are what the reference holds — what another account's device sent on the same
+link, and `--reference-bytes` (e.g. a handshake between two devices of an unrelated account):
+every byte of the device's that lies in a 6-byte string the reference also has is a constant.
+What is left are the varying runs of bytes; it prints, one per line in hex, every 8-byte string of
+a varying run found in what the device sent in *every* round. So a window is never a few random
+bytes beside constants (`v=1`, a length, `t=` and two characters of a random tag matched once in
+4096 rounds by chance): only 8 varying bytes that repeat are an identifier. Nothing printed:
+nothing stable. Exit status 0 either way; 2 on unreadable input.
 """
 
 import argparse
@@ -154,12 +156,33 @@ def received_in_transcript(path):
     return pieces
 
 
+CONSTANT = 6
+
+
 def windows(pieces, width=WINDOW):
     out = set()
     for piece in pieces:
         for i in range(len(piece) - width + 1):
             out.add(bytes(piece[i:i + width]))
     return out
+
+
+def varying_runs(pieces, constants):
+    """The runs of bytes of `pieces` that no `CONSTANT`-byte string of `constants` covers."""
+    runs = []
+    for piece in pieces:
+        covered = bytearray(len(piece))
+        for i in range(len(piece) - CONSTANT + 1):
+            if bytes(piece[i:i + CONSTANT]) in constants:
+                covered[i:i + CONSTANT] = b"\x01" * CONSTANT
+        start = None
+        for i in range(len(piece) + 1):
+            if i < len(piece) and not covered[i]:
+                start = i if start is None else start
+            elif start is not None:
+                runs.append(bytes(piece[start:i]))
+                start = None
+    return runs
 
 
 def main():
@@ -186,13 +209,11 @@ def main():
     except OSError as e:
         print(f"stable-strings: {e}", file=sys.stderr)
         return 2
-    common = windows(rounds[0])
+    constants = windows(reference, CONSTANT)
+    common = windows(varying_runs(rounds[0], constants))
     for pieces in rounds[1:]:
-        common &= windows(pieces)
-    # A protocol constant next to one random byte (a ServerHello's key share ends right before the
-    # pre_shared_key extension) matches across rounds once in 256: 7 of its 8 bytes are constant.
-    constant = windows(reference, WINDOW - 1)
-    stable = sorted(s for s in common - windows(reference) if s[:-1] not in constant and s[1:] not in constant)
+        common &= windows(varying_runs(pieces, constants))
+    stable = sorted(common)
     sizes = ", ".join(str(sum(len(p) for p in pieces)) for pieces in rounds)
     print(f"# rounds: {len(rounds)}; bytes the device sent per round: {sizes}; stable 8-byte strings: {len(stable)}", file=sys.stderr)
     for s in stable:
