@@ -45,7 +45,7 @@ run: deps-run build
 	@echo "handoffctl is $(abspath $(BIN_DEBUG))/handoffctl; in another terminal: export PATH=\"$(abspath $(BIN_DEBUG)):\$$PATH\""
 	exec $(BIN_DEBUG)/handoffd $(ARGS) $(if $(JOIN),--join '$(JOIN)',--create-account)
 
-test: deps-test build-tests
+test: build-tests
 	@# The failures again at the end, where a log cut to its last lines still shows them, and
 	@# the slowest tests (docs/testing.md).
 	{ $(SWIFT) test --skip-build; echo $$? > .build/test-status; } 2>&1 | tee .build/test.log; \
@@ -55,15 +55,15 @@ test: deps-test build-tests
 	exit $$status
 	$(MAKE) fuzz-smoke
 
-build-tests:
+build-tests: deps-test
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) build --product generate-manual
 
 # The suite N times in a row (one build), then per test how often it failed and its first
 # failure line; LOAD=1 keeps one core busy meanwhile (docs/testing.md).
 N ?= 10
-test-repeat: deps-test build-tests
-	scripts/test-repeat.sh $(N)
+test-repeat: build-tests
+	SWIFT=$(SWIFT) scripts/test-repeat.sh $(N)
 
 # Millions of random and mutated encodings through the decoders: first the seeded generator of the
 # unit test in a release build, then libFuzzer (coverage-guided, with AddressSanitizer) on every

@@ -13,8 +13,9 @@ every byte of the device's that lies in a 6-byte string the reference also has i
 What is left are the varying runs of bytes; it prints, one per line in hex, every 8-byte string of
 a varying run found in what the device sent in *every* round. So a window is never a few random
 bytes beside constants (`v=1`, a length, `t=` and two characters of a random tag matched once in
-4096 rounds by chance): only 8 varying bytes that repeat are an identifier. Nothing printed:
-nothing stable. Exit status 0 either way; 2 on unreadable input.
+4096 rounds by chance): only 8 varying bytes that repeat are an identifier. What it cannot see
+is an identifier shorter than that, or one that shares 6 bytes with the reference; handoff's own
+(device ids, instance names, tags, salts, nonces) are all longer. Nothing printed: nothing stable. Exit status 0 either way; 2 on unreadable input.
 """
 
 import argparse

@@ -27,7 +27,7 @@ fi
 failed=0
 for i in $(seq "$runs"); do
   start=$(date +%s)
-  swift test --skip-build >"$logs/run-$i.log" 2>&1
+  "${SWIFT:-swift}" test --skip-build >"$logs/run-$i.log" 2>&1
   status=$?
   end=$(date +%s)
   summary=$(grep -aoE "Test run with [0-9]+ tests? in [0-9]+ suites? (passed|failed) after [0-9.]+ seconds( with [0-9]+ issues?)?" "$logs/run-$i.log" | tail -1)

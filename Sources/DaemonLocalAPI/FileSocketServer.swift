@@ -77,7 +77,9 @@ final class FileSocketServer: Sendable {
             }
         }
         let daemonUID = streams.daemonUID
-        let timeout = timeval(tv_sec: Int(requestTimeout.components.seconds), tv_usec: Int(requestTimeout.components.attoseconds / 1_000_000_000_000))
+        // At least a microsecond: a zero timeval would mean no timeout at all.
+        let micros = max(1, min(Int64(requestTimeout.components.seconds), 86_400) * 1_000_000 + requestTimeout.components.attoseconds / 1_000_000_000_000)
+        let timeout = timeval(tv_sec: Int(micros / 1_000_000), tv_usec: Int(micros % 1_000_000))
         acceptor = BlockingThread(name: "handoff-files") {
             FileSocketServer.acceptLoop(fd, daemonUID: daemonUID, requestTimeout: timeout, serve: serve)
             intake.finish()

@@ -96,7 +96,7 @@ package final class LocalAPIServer: Service {
         do {
             let router = self.router
             let logger = self.logger
-            let requestTimeout = TimeAmount.nanoseconds(Int64(deadlines.localRequest / .nanoseconds(1)))
+            let requestTimeout = TimeAmount(deadlines.localRequest)
             // No child options or child initializer (see AcceptLoop): each connection is set up
             // in the closure, guarded.
             server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)

@@ -257,14 +257,15 @@ struct BusApp: Sendable {
         }
     }
 
-    /// An activity's size as the local API carries it (JSON), refused alone when over the limit:
-    /// handoffd would refuse it anyway, after the agent had kept it and sent it all.
+    /// An activity's size as the local API carries it (JSON), refused alone when it is more than
+    /// the agent keeps of an app's activities altogether: it could never be kept, nor should it
+    /// be sent. Below that, handoffd judges it by its own limit (`max_activity_bytes`).
     private static func checkedSize(of content: ActivityContent) throws(DBusError) -> Int {
         let size = (try? LocalAPIJSON.encoder().encode(content).count) ?? Int.max
-        guard size <= ActivityLimits.defaultMaximumEncodedSize else {
+        guard size <= Self.maximumBytes else {
             throw DesktopInterface.error(
                 "payload_too_large",
-                "the activity is \(size) bytes; an activity is at most \(ActivityLimits.defaultMaximumEncodedSize / 1024) KiB — move bulk data into a continuation stream"
+                "the activity is \(size) bytes; handoff-desktop holds at most \(Self.maximumBytes / 1024) KiB of an app's activities — move bulk data into a continuation stream"
             )
         }
         return size

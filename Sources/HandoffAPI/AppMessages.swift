@@ -174,12 +174,12 @@ public struct AppEvent: Codable, Sendable, Equatable {
 
 extension AppEvent {
     /// How long a library that answers for an app (HandoffKit, handoff-desktop) lets the app's
-    /// receiver take: a second less than handoffd gives the app (`registered`'s `answerWithin`;
-    /// 5 s from a handoffd that does not say), so that it answers for an app that hangs before
-    /// handoffd gives up on the app altogether.
+    /// receiver take: less than handoffd gives the app (`registered`'s `answerWithin`; 5 s from a
+    /// handoffd that does not say) — a second less, or a fifth when that is more (4 s of 5, 48 of
+    /// 60) — so that it answers for an app that hangs before handoffd gives up on the app.
     public static func receiverDeadline(answerWithin: Duration?) -> Duration {
         let given = answerWithin ?? .seconds(5)
-        return max(given - .seconds(1), given / 2)
+        return max(min(given - .seconds(1), given * 4 / 5), given / 2)
     }
 }
 

@@ -11,7 +11,7 @@ import Glibc
 /// start-up time for nothing. Only what the local API uses is supported: a request with an
 /// optional body, and a response framed by Content-Length, chunked encoding, or connection close.
 final class UnixHTTPConnection {
-    private let fd: Int32
+    let fd: Int32
     private var buffer: [UInt8] = []
     private var bufferStart = 0
     private let socketPath: String
@@ -137,7 +137,9 @@ final class UnixHTTPConnection {
             head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n"
         }
         head += "\r\n"
-        try writeAll(Array(head.utf8) + (body ?? []))
+        // A request that asks to become a stream reads its answer head byte by byte, from nothing
+        // buffered: an early answer is not looked for then.
+        try writeAll(Array(head.utf8) + (body ?? []), answerMayComeEarly: upgrade == nil)
     }
 
     /// Reads the status line and headers; the body is read by `readBody` or streamed by `nextChunkLine`.
@@ -238,7 +240,7 @@ final class UnixHTTPConnection {
 
     // MARK: Bytes
 
-    func writeAll(_ bytes: [UInt8]) throws(HandoffClientError) {
+    func writeAll(_ bytes: [UInt8], answerMayComeEarly: Bool = true) throws(HandoffClientError) {
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { raw in SystemCall.retrying { Glibc.send(fd, raw.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) } }
@@ -249,7 +251,7 @@ final class UnixHTTPConnection {
                 }
                 // handoffd stops reading a request it refuses (one far too large) and answers at
                 // once: that answer, if it came, is what the caller reads next.
-                if error == EPIPE || error == ECONNRESET, (try? fill()) == true { return }
+                if answerMayComeEarly, error == EPIPE || error == ECONNRESET, (try? fill()) == true { return }
                 throw HandoffClientError(.protocolError, "lost the connection to handoffd: \(SystemCall.describe(error))")
             }
             offset += n

@@ -70,7 +70,7 @@ public struct DaemonConfiguration: Sendable {
     public var configFile: String?
     /// How long an attached app asked to save (needsSave) has before the last state is sent
     /// (docs/local-api.md, "The originating app: attach": 1 s).
-    public var saveWindow: Duration = .seconds(1)
+    public var saveWindow: Duration = ActivityAnswer.saveWindow
     /// How long running apps and other devices have to answer.
     public var deadlines = Deadlines()
 

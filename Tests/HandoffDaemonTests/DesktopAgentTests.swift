@@ -13,7 +13,7 @@ import Testing
 /// notification, clicking it continues exactly that activity into the running receiver, and a
 /// resign withdraws it. (`DesktopEndToEndTests` does the same with the real binaries, as the
 /// test user, on two simulated hosts.)
-@Suite(.heavy, .serialized, .timeLimit(.minutes(3))) struct DesktopAgentTests {
+@Suite(.heavy, .timeLimit(.minutes(3))) struct DesktopAgentTests {
     static let type = "org.example.item"
 
     /// The agent for `daemon` in `session`, while `body` runs.

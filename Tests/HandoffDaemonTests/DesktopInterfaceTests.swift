@@ -11,7 +11,7 @@ import Testing
 /// D-Bus connections of this test, on real session buses (one per device), with two daemons in
 /// this process. `DBusExampleEndToEndTests` runs the Python example the same way as the test user
 /// on two simulated hosts.
-@Suite(.heavy, .serialized, .timeLimit(.minutes(3))) struct DesktopInterfaceTests {
+@Suite(.heavy, .timeLimit(.minutes(3))) struct DesktopInterfaceTests {
     static let type = "org.example.notes.edit"
 
     /// An app's calls, as any language makes them.

@@ -1,6 +1,7 @@
 import Foundation
 import HandoffAPI
 import HandoffClient
+import HandoffDaemon
 import HandoffKit
 import HandoffModel
 import HandoffTestSupport
@@ -60,10 +61,10 @@ import Testing
     /// A paired desk and laptop, and a HandoffApp on each running until the test ends.
     static func withApps(
         deskTypes: [String] = [], laptopTypes: [String] = [note], deskReceiver: Notes? = nil, laptopReceiver: Notes,
+        configure: (inout DaemonConfiguration) -> Void = { _ in },
         _ body: (TestDaemon, TestDaemon, HandoffApp, HandoffApp) async throws -> Void
     ) async throws {
-        // Room for an app's willSave round trip on a machine busy with the other tests.
-        let (desk, laptop) = try await PeerDiscoveryTests.pair()
+        let (desk, laptop) = try await PeerDiscoveryTests.pair(configure: configure)
         let deskApp = HandoffApp(appID: "org.example.Notes", continues: deskTypes, socketPath: desk.socketPath)
         let laptopApp = HandoffApp(appID: "org.example.Notes", continues: laptopTypes, socketPath: laptop.socketPath)
         try await deskApp.connect()
@@ -345,7 +346,9 @@ import Testing
             }
             return "main"
         })
-        try await Self.withApps(laptopReceiver: receiver) { desk, laptop, deskApp, _ in
+        // The deadline this test is about, short enough to wait for: handoffd gives the app 10 s,
+        // HandoffKit its receiver 8 (the test daemons' minute would make each hang last 48 s).
+        try await Self.withApps(laptopReceiver: receiver, configure: { $0.deadlines.appAnswer = .seconds(10) }) { desk, laptop, deskApp, _ in
             try await Self.draftSeen(desk, laptop, deskApp)
             // Refused by HandoffKit (handler_failed, its words) before handoffd's own deadline (timeout).
             let message = await expectFailure(.handlerFailed) { _ = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)) }

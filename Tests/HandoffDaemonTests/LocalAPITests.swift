@@ -351,12 +351,7 @@ extension UnixHTTPConnection {
     }
 
     /// Connected, and nothing came from the daemon (neither an answer nor its close).
-    var isOpenAndSilent: Bool {
-        let copy = detachDescriptor()
-        defer { close(copy) }
-        var byte: UInt8 = 0
-        return recv(copy, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) == -1 && errno == EAGAIN
-    }
+    var isOpenAndSilent: Bool { SocketProbe.isOpenAndSilent(fd) }
 }
 
 /// A connection handed to the thread that reads it (one reader at a time).

@@ -8,7 +8,7 @@ import Testing
 /// alpha ("desk") originates, bravo ("laptop") continues into its running apps — and a running
 /// app that hangs or crashes mid-continuation fails that continuation cleanly, the next one
 /// taking the launch path, handoffd unharmed.
-@Suite(.heavy, .serialized, .timeLimit(.minutes(5))) struct AppsEndToEndTests {
+@Suite(.heavy, .timeLimit(.minutes(5))) struct AppsEndToEndTests {
     @Test func handoffKitAppsAcrossHosts() async throws {
         await Rig.withHosts(["alpha", "bravo"]) { rig in
             try await run(rig)

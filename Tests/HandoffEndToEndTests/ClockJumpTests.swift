@@ -8,7 +8,7 @@ import Testing
 /// while monotonic time runs on. `WallClock` (a preloaded shim) moves each daemon's wall clock by
 /// the seconds its file says, as the test user; timers, sleeps and the rest of the machine are
 /// untouched.
-@Suite(.heavy, .serialized, .timeLimit(.minutes(5))) struct ClockJumpTests {
+@Suite(.heavy, .timeLimit(.minutes(5))) struct ClockJumpTests {
     /// Alpha's clock goes back an hour, then a day, then forward an hour: new connections both
     /// ways still pass certificate checks and changes still travel. Then forward past its
     /// activity's expiry: the activity is withdrawn within seconds, not when the monotonic

@@ -6,7 +6,7 @@ import Testing
 
 /// Continuations reaching apps and continuation streams, with the real binaries on two simulated
 /// hosts: alpha originates, bravo resumes.
-@Suite(.heaviest, .serialized, .timeLimit(.minutes(5))) struct ContinuationEndToEndTests {
+@Suite(.heaviest, .timeLimit(.minutes(5))) struct ContinuationEndToEndTests {
     @Test func appsStreamsAndFaultsAcrossHosts() async throws {
         await Rig.withHosts(["alpha", "bravo"]) { rig in
             try await run(rig)

@@ -11,7 +11,7 @@ import Testing
 /// only builds the hosts. Then a GApplication with one action and no handoff library
 /// (Examples/Python/handoff-gio-reader.py, DBusActivatable) receives a continuation in its
 /// running instance.
-@Suite(.heavy, .serialized, .timeLimit(.minutes(5))) struct DBusExampleEndToEndTests {
+@Suite(.heavy, .timeLimit(.minutes(5))) struct DBusExampleEndToEndTests {
     static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Examples/Python/handoff-notes.py").path
     static let reader = (example as NSString).deletingLastPathComponent + "/handoff-gio-reader.py"

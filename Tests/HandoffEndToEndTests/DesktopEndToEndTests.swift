@@ -9,7 +9,7 @@ import Testing
 /// ("desk") makes an item current with the viewer example; bravo shows "Continue “Item 7” from
 /// desk", a click on it continues the item into the viewer already running on bravo, and closing
 /// the window on alpha withdraws the next one. Root only builds the hosts.
-@Suite(.heavy, .serialized, .timeLimit(.minutes(5))) struct DesktopEndToEndTests {
+@Suite(.heavy, .timeLimit(.minutes(5))) struct DesktopEndToEndTests {
     @Test func aNotificationOnOneHostContinuesWhatTheOtherShows() async throws {
         await Rig.withHosts(["alpha", "bravo"]) { rig in
             try await run(rig)

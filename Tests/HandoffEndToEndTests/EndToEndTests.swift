@@ -7,7 +7,7 @@ import Testing
 /// Real handoffd and handoffctl on three simulated hosts (network namespaces on a bridge, each
 /// with its own D-Bus and avahi-daemon): real multicast DNS-SD, real TLS, real CLI. Alpha and bravo
 /// share an account; charlie has its own.
-@Suite(.heavy, .serialized, .timeLimit(.minutes(5))) struct EndToEndTests {
+@Suite(.heavy, .timeLimit(.minutes(5))) struct EndToEndTests {
     func peers(_ rig: Rig, _ host: String) async throws -> PeersResponse {
         try await rig.ctlJSON(host, PeersResponse.self, ["peers"])
     }

@@ -6,11 +6,11 @@ import Testing
 
 /// A stranger on the same network: its connections cost the members nothing they notice.
 /// The floods keep both cores busy (`.heaviest`); a flapping link mostly waits (`.heavy`).
-@Suite(.serialized, .timeLimit(.minutes(5))) struct HostileNetworkTests {
+@Suite(.timeLimit(.minutes(5))) struct HostileNetworkTests {
     /// Charlie, a stranger host, keeps 500 connections open to alpha's port and churns them,
     /// each sending garbage (some of it TLS-looking, some ended with a reset), while bravo keeps
-    /// continuing alpha's activity: alpha stays up, and bravo's `continue` takes about as long as
-    /// before (median within 2×).
+    /// continuing alpha's activity: alpha stays up and answers every `continue` (how long they
+    /// take, quiet and under the flood, is printed; bench/ measures it).
     @Test(.heaviest) func aStrangersFloodStopsNoMember() async throws {
         await Rig.withHosts(["alpha", "bravo", "charlie"]) { rig in
             let (alphaID, _) = try await EndToEndTests().startPaired(rig)
@@ -42,9 +42,9 @@ import Testing
             let quietAfter = try await continueTimes(rig, count: 15)
 
             #expect(rig.daemon("alpha")?.isRunning == true, "alpha survived: \(rig.daemon("alpha")?.stderr.suffix(2000) ?? "")")
-            let before = max(median(quiet), median(quietAfter))
             print("continue p50 quiet \(median(quiet)) / \(median(quietAfter)) µs, under a stranger's flood \(during) µs; flood: \(counts); alpha: \(fds) fds, \(threads) threads")
-            #expect(during <= 2 * before, "continue p50 \(before) µs → \(during) µs under the flood (\(counts))")
+            // How much slower the flood makes a continue is bench/'s to say (docs/testing.md): here,
+            // every one of them was answered (`continueTimes`).
             #expect(fds < 200, "alpha's descriptors stay bounded under the flood: \(fds)")
             // And afterwards, as before.
             let after = try await rig.ctl("bravo", ["continue", "desk", "--json"])

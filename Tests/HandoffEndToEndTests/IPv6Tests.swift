@@ -7,7 +7,7 @@ import Testing
 /// IPv6 as a first-class path: a link with only IPv6 link-local addresses (a home network's
 /// second stack), where a join, a continue, a stream and a static peer must work as on IPv4;
 /// then a global-scope address on the same link.
-@Suite(.heavy, .serialized, .timeLimit(.minutes(5))) struct IPv6Tests {
+@Suite(.heavy, .timeLimit(.minutes(5))) struct IPv6Tests {
     @Test func anIPv6OnlyLinkWorksLikeAnyOther() async throws {
         await Rig.withHosts(["alpha", "bravo"], family: .ipv6) { rig in
             try await rig.startDaemon("alpha")

@@ -6,7 +6,7 @@ import Testing
 extension EndToEndTests {
     /// Quiet when idle (docs/benchmarks.md, "Idle"): two paired daemons, one with a current
     /// activity, running as the test user, wake at most 6 times a minute each — all threads,
-    /// counted by the kernel — over 20 s in which nothing happens. A periodic timer in
+    /// counted by the kernel — over half a minute in which nothing happens. A periodic timer in
     /// userland (a poll, a ticker, a `Task.sleep` pending: libdispatch then wakes every second)
     /// fails it; `bench/idle` measures the real figure over two minutes (target: 1 a minute).
     @Test func pairedDaemonsSleepWhileNothingHappens() async throws {
@@ -19,8 +19,8 @@ extension EndToEndTests {
             }
             // What the pairing and the change set going settles: address queries end 10 s after a
             // sighting (DiscoveryBudget), a lookup of a missing name gives up after 5 s.
-            try await Task.sleep(for: .seconds(15))
-            let window = 20.0
+            try await Task.sleep(for: .seconds(25))
+            let window = 30.0
             let pids = try rig.hosts.map { host in
                 guard let pid = rig.daemon(host)?.pid else { throw TestFailure("no daemon on \(host)") }
                 return (host, pid)

@@ -8,7 +8,7 @@ import Testing
 /// package steps are left out with `make -o`, as they are for a user whose checkout is built),
 /// Avahi found in /usr/sbin and a hint that fits the machine when it is not running, ARGS passed
 /// on, and a JOIN code that does not work stopping it with the fix.
-@Suite(.heavy, .serialized, .timeLimit(.minutes(5))) struct MakeRunTests {
+@Suite(.heavy, .timeLimit(.minutes(5))) struct MakeRunTests {
     static let checkout = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL.path
 
     /// `make run VARIABLES…` inside `host` as the test user, with handoffd and handoffctl where
@@ -74,7 +74,7 @@ import Testing
 
 /// README.md's tour, every command as written there, as a normal user on two simulated hosts
 /// (scripts/tour.sh; it says which command failed, and how).
-@Suite(.heavy, .serialized, .timeLimit(.minutes(5))) struct ReadmeTourTests {
+@Suite(.heavy, .timeLimit(.minutes(5))) struct ReadmeTourTests {
     @Test func theReadmeTourRunsAsWritten() async throws {
         if let reason = Rig.unavailableReason {
             Issue.record(Comment(rawValue: reason))

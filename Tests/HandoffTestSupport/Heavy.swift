@@ -9,9 +9,8 @@ import Testing
 /// busy) takes them all. Unit and in-process tests go on in parallel around them
 /// (docs/testing.md).
 ///
-/// On a suite (`@Suite(.heavy, .serialized)`), each of its tests takes the slot for its whole
-/// run — all its arguments — and outside its time limit: a test that waits its turn is not a
-/// test that hangs.
+/// On a suite (`@Suite(.heavy)`), each of its tests takes the slot for its whole run — all its
+/// arguments — and outside its time limit: a test that waits its turn is not a test that hangs.
 public struct HeavyTrait: SuiteTrait, TestTrait, TestScoping {
     /// How many slots the test takes.
     let weight: Int
@@ -37,7 +36,7 @@ public struct HeavyTrait: SuiteTrait, TestTrait, TestScoping {
     /// Records an issue when called outside a heavy test.
     public static func mustHoldASlot(_ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
         guard !holdsASlot else { return }
-        Issue.record("\(what) outside a .heavy test: mark its suite @Suite(.heavy, .serialized) (docs/testing.md)", sourceLocation: sourceLocation)
+        Issue.record("\(what) outside a .heavy test: mark its suite @Suite(.heavy) (docs/testing.md)", sourceLocation: sourceLocation)
     }
 }
 

@@ -7,6 +7,12 @@ public enum ProcessUsage {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
     }
 
+    /// What each descriptor of the process is open on (`socket:[…]`, a path, `anon_inode:…`).
+    public static func descriptorTargets(_ pid: pid_t) -> [String] {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        return fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") }
+    }
+
     public static func threads(_ pid: pid_t) -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? -1
     }

@@ -13,6 +13,7 @@ public final class Rig: @unchecked Sendable {
 
     public let name: String
     public let hosts: [String]
+    public let family: Family
     /// The rig's files; the test user's. Each host's home is `directory/HOST`.
     public let directory: String
     public let user: TestUser
@@ -50,7 +51,7 @@ public final class Rig: @unchecked Sendable {
             try user.makeDirectory(directory + "/" + host)
             try user.makeDirectory(directory + "/" + host + "/run")
         }
-        let rig = Rig(name: name, hosts: hosts, directory: directory, user: user)
+        let rig = Rig(name: name, hosts: hosts, family: family, directory: directory, user: user)
         var env = ProcessInfo.processInfo.environment
         env["HANDOFF_RIG_OWNER"] = String(getpid())
         env["RIG_IP"] = family.rawValue
@@ -62,9 +63,10 @@ public final class Rig: @unchecked Sendable {
         return rig
     }
 
-    private init(name: String, hosts: [String], directory: String, user: TestUser) {
+    private init(name: String, hosts: [String], family: Family, directory: String, user: TestUser) {
         self.name = name
         self.hosts = hosts
+        self.family = family
         self.directory = directory
         self.user = user
     }

@@ -62,12 +62,11 @@ public final class ScriptedApp: @unchecked Sendable {
             await process.stopGroup()
             return nil
         }
-        if ownGroup { kill(-process.pid, SIGKILL) }  // what it started and left behind
         return await process.exitStatus()
     }
 
     deinit {
-        if ownGroup { kill(-process.pid, SIGKILL) }
-        if process.isRunning { kill(process.pid, SIGKILL) }
+        // Only while it runs: its pid cannot have been reused as another group's then.
+        if process.isRunning { kill(ownGroup ? -process.pid : process.pid, SIGKILL) }
     }
 }

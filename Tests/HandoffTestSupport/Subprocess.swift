@@ -125,7 +125,6 @@ public final class RunningProcess: @unchecked Sendable {
         kill(-pid, SIGTERM)
         if (try? await wait(seconds: 10, for: "process group \(pid) to end") { !$0.isRunning }) == nil { kill(-pid, SIGKILL) }
         _ = await exitStatus()
-        kill(-pid, SIGKILL)  // what outlived its leader
     }
 
     /// Output stays readable until the handle goes away.

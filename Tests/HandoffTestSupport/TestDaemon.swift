@@ -15,8 +15,9 @@ public final class TestDaemon: Sendable {
 
     public var socketPath: String { daemon.configuration.socketPath }
     public var stateDirectory: String { daemon.configuration.stateDirectory }
-    /// The local API, waiting as long as a loaded machine may take (a test's own guard says what hung).
-    public var client: HandoffClient { HandoffClient(socketPath: socketPath, timeoutSeconds: 60) }
+    /// The local API, waiting as long as a loaded machine may take (a test's own guard says what
+    /// hung): longer than any of the test daemons' deadlines, so that it never races one.
+    public var client: HandoffClient { HandoffClient(socketPath: socketPath, timeoutSeconds: 120) }
     /// `127.0.0.1:PORT`, what other test daemons dial.
     public var peerAddress: String { "127.0.0.1:\(daemon.peerPort)" }
 
