@@ -103,12 +103,15 @@ import Testing
         let sums = try await rig.run("alpha", ["/usr/bin/sha256sum", big, copy]).stdout.split(separator: "\n").map { $0.prefix(64) }
         #expect(sums.count == 2 && sums[0] == sums[1], "checksums: \(sums)")
         // The daemons' own memory (anonymous: heaps and buffers), with VmRSS beside it, which also
-        // counts code paged back in after this VM reclaimed it.
+        // counts code paged back in after this VM reclaimed it. Flat: what the stream holds at
+        // once (a few chunks and queues of 128–512 KiB), and what the allocator keeps of what was
+        // freed before it trims (8 MB, `LinuxCalls.keepBulkBuffers`) — usually 1–5 MB, once 17
+        // on a loaded machine; growing with the bytes, it would be hundreds.
         for (index, host) in ["alpha", "bravo"].enumerated() {
             let growth = (peak[index] - before[index]) / 1024
             let residentGrowth = (residentPeak[index] - residentBefore[index]) / 1024
             print("1 GiB stream: handoffd on \(host) grew by \(growth) MB anonymous, \(residentGrowth) MB resident")
-            #expect(before[index] > 0 && growth <= 16, "handoffd on \(host) grew by \(growth) MB of its own memory during 1 GiB (\(residentGrowth) MB resident)")
+            #expect(before[index] > 0 && growth <= 24, "handoffd on \(host) grew by \(growth) MB of its own memory during 1 GiB (\(residentGrowth) MB resident)")
         }
         try await server.wait(for: "the server to report the stream") { $0.stderr.contains("done: sent 1073741824 bytes") }
         _ = try await server.stop()
