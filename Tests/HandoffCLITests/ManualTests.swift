@@ -2,8 +2,9 @@ import Foundation
 import HandoffTestSupport
 import Testing
 
-/// The manual pages `make install` puts in place: handoffd(8) is written by hand, so it must keep
-/// up with the daemon's options and configuration keys; both pages render without a warning.
+/// The manual pages `make install` puts in place: handoffd(8), handoff-desktop(1) and
+/// handoff-browser-host(1) are written by hand, so they must keep up with their programs' options
+/// and commands; every page renders without a warning.
 @Suite(.timeLimit(.minutes(2))) struct ManualTests {
     static let root = InstallTests.root
 
@@ -39,7 +40,35 @@ import Testing
         }
     }
 
-    @Test func bothPagesRenderWithoutWarnings() async throws {
+    /// Every option and command the programs' own help lists is in their pages.
+    @Test func theAgentsAndTheHostsPagesNameEveryCommandAndOption() async throws {
+        let desktop = try String(contentsOfFile: Self.root + "/man/handoff-desktop.1", encoding: .utf8).replacing("\\-", with: "-")
+        for command in [["run", "--help"], ["activate", "--help"]] {
+            let help = try await Subprocess.run(Subprocess.product("handoff-desktop"), command)
+            let options = help.stdout.split(separator: "\n").compactMap { line -> String? in
+                let trimmed = line.drop { $0 == " " }
+                guard trimmed.count < line.count, trimmed.hasPrefix("--"), !trimmed.hasPrefix("--help"), !trimmed.hasPrefix("--version") else { return nil }
+                return String(trimmed.prefix { $0 != " " && $0 != "," && $0 != "<" })
+            }
+            #expect(!options.isEmpty, "\(help)")
+            for option in options { #expect(desktop.contains("Fl \(option.dropFirst())"), "handoff-desktop(1) does not describe \(command[0]) \(option)") }
+            #expect(desktop.contains("Cm \(command[0])"), "handoff-desktop(1) does not describe \(command[0])")
+        }
+        let host = try String(contentsOfFile: Self.root + "/man/handoff-browser-host.1", encoding: .utf8).replacing("\\-", with: "-")
+        let usage = try await Subprocess.run(Subprocess.product("handoff-browser-host"), ["--help"])
+        let words = Set(usage.stdout.split(whereSeparator: { " |[]\n".contains($0) }).map(String.init))
+        #expect(words.contains("install") && words.contains("--root"), "\(usage)")
+        // (mdoc: `.Cm chromium | chrome | firefox` names three.)
+        let commandLines = host.split(separator: "\n").filter { $0.contains("Cm ") }.map { Set($0.split(separator: " ").map(String.init)) }
+        for command in ["install", "manifest", "open", "chromium", "chrome", "firefox"] where words.contains(command) {
+            #expect(commandLines.contains { $0.contains(command) }, "handoff-browser-host(1) does not describe \(command)")
+        }
+        for option in words where option.hasPrefix("--") {
+            #expect(host.contains("Fl \(option.dropFirst())"), "handoff-browser-host(1) does not describe \(option)")
+        }
+    }
+
+    @Test func everyPageRendersWithoutWarnings() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/man") else {
             Issue.record("man is missing (scripts/install-deps.sh test installs man-db): the pages cannot be checked")
             return
@@ -48,7 +77,7 @@ import Testing
         let destdir = installed.destdir
         defer { TempDirectory.remove(destdir) }
         #expect(installed.result.status == 0, "\(installed.result)")
-        for page in ["/usr/share/man/man1/handoffctl.1", "/usr/share/man/man8/handoffd.8"] {
+        for page in ["/usr/share/man/man1/handoffctl.1", "/usr/share/man/man1/handoff-desktop.1", "/usr/share/man/man1/handoff-browser-host.1", "/usr/share/man/man8/handoffd.8"] {
             let rendered = try await Subprocess.run("/usr/bin/man", ["--warnings", "-l", destdir + page], environment: ["MANWIDTH": "80", "PATH": "/usr/bin:/bin"])
             #expect(rendered.status == 0 && rendered.stderr.isEmpty, "\(page): \(rendered.stderr)")
             #expect(rendered.stdout.count > 2000, "\(page) rendered: \(rendered.stdout.prefix(200))")
