@@ -9,7 +9,7 @@ FUZZ_SMOKE_SECONDS ?= 3
 BIN_DEBUG     = .build/debug
 BIN_RELEASE   = .build/release
 
-.PHONY: all build build-tests release run test test-repeat fuzz fuzz-smoke bench deps-build deps-run deps-test clean help install install-files uninstall release-static
+.PHONY: all build build-tests release run test test-repeat deb test-package deps-deb deps-package fuzz fuzz-smoke bench deps-build deps-run deps-test clean help install install-files uninstall release-static
 
 all: build
 
@@ -20,6 +20,7 @@ help:
 	@echo "make build    debug build;  make release: release build"
 	@echo "make fuzz     long fuzzing of the model decoders (FUZZ_SECONDS=$(FUZZ_SECONDS) each)"
 	@echo "make bench    the benchmarks of docs/benchmarks.md (root: simulated hosts)"
+	@echo "make deb      the Debian packages, in .build/deb (make test-package, as root, tries them)"
 	@echo "make install  release build, then binaries, units, config, man pages, completions, firewall"
 	@echo "              definitions under DESTDIR/PREFIX (PREFIX=$(PREFIX)); make uninstall removes them"
 
@@ -29,6 +30,10 @@ deps-run:
 	@scripts/install-deps.sh run
 deps-test:
 	@scripts/install-deps.sh test
+deps-deb:
+	@scripts/install-deps.sh deb
+deps-package:
+	@scripts/install-deps.sh package
 
 build: deps-build
 	$(SWIFT) build $(SWIFT_FLAGS)
@@ -90,6 +95,21 @@ fuzz-smoke:
 	  echo "fuzz $$t: $$(grep -h 'number_of_executed_units' .build/fuzz/smoke-$$t.log | tr -s ' ' | cut -d' ' -f2) runs, no crash"; \
 	done
 
+# The Debian packages (README, "Install"): .build/deb/handoff_VERSION_amd64.deb and
+# webext-handoff_VERSION_all.deb, built by debian/rules with this machine's Swift toolchain, and
+# checked by lintian (no error, no warning). `make test-package` (root) installs them into a fresh
+# Debian 12 root with apt-get, runs them, the browsers with the extension, then removes and purges.
+deb: deps-deb
+	rm -rf .build/deb
+	debian/rules clean
+	debian/rules build
+	fakeroot debian/rules binary
+	debian/rules clean
+	lintian --fail-on error,warning .build/deb/handoff_*.deb .build/deb/webext-handoff_*.deb
+
+test-package: deb deps-package
+	scripts/test-package.sh .build/deb
+
 # Tables for docs/benchmarks.md: release builds on two simulated hosts (root).
 bench: deps-test
 	python3 bench/propagation
@@ -116,7 +136,13 @@ FIREWALLD_DIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/firewalld/services,/etc/
 # XDG autostart reads $XDG_CONFIG_DIRS/autostart, /etc/xdg/autostart by default.
 AUTOSTART_DIR ?= /etc/xdg/autostart
 # Browsers read native messaging hosts installed for every user from fixed places (docs/browser.md):
-# whatever PREFIX, the manifests go there (as the firewall definitions do).
+# whatever PREFIX, the manifests go there (as the firewall definitions do). The extension itself
+# goes where Debian's webext-* packages put theirs, unpacked, and a link to it where Debian's
+# Chromium loads every extension at start and where Firefox ESR takes unsigned ones.
+WEBEXT_DIR    = $(DATADIR)/webext/handoff
+CHROMIUM_EXTENSIONS_DIR ?= /usr/share/chromium/extensions
+MOZILLA_EXTENSIONS_DIR  ?= /usr/share/mozilla/extensions/{ec8030f7-c20a-464f-9b0e-13a3a9e97384}
+FIREFOX_EXTENSION_ID = browser@handoff
 CHROMIUM_HOSTS_DIR ?= /etc/chromium/native-messaging-hosts
 CHROME_HOSTS_DIR   ?= /etc/opt/chrome/native-messaging-hosts
 MOZILLA_HOSTS_DIR  ?= /usr/lib/mozilla/native-messaging-hosts
@@ -128,7 +154,9 @@ INSTALLED = \
 	$(BINDIR)/handoffctl \
 	$(BINDIR)/handoff-desktop \
 	$(BINDIR)/handoff-browser-host \
-	$(addprefix $(DATADIR)/handoff/browser/,$(BROWSER_FILES)) \
+	$(addprefix $(WEBEXT_DIR)/,$(BROWSER_FILES)) \
+	$(CHROMIUM_EXTENSIONS_DIR)/handoff \
+	$(MOZILLA_EXTENSIONS_DIR)/$(FIREFOX_EXTENSION_ID) \
 	$(DATADIR)/applications/org.handoff.browser-page.desktop \
 	$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json \
 	$(CHROME_HOSTS_DIR)/org.handoff.browser.json \
@@ -142,6 +170,8 @@ INSTALLED = \
 	$(UNITDIR)/handoffd@.service \
 	$(DATADIR)/doc/handoff/handoffd.toml \
 	$(DATADIR)/man/man1/handoffctl.1 \
+	$(DATADIR)/man/man1/handoff-desktop.1 \
+	$(DATADIR)/man/man1/handoff-browser-host.1 \
 	$(DATADIR)/man/man8/handoffd.8 \
 	$(DATADIR)/bash-completion/completions/handoffctl \
 	$(DATADIR)/zsh/site-functions/_handoffctl \
@@ -164,7 +194,10 @@ install-files:
 	install -D -m 0755 $(INSTALL_FROM)/handoffctl $(DESTDIR)$(BINDIR)/handoffctl
 	install -D -m 0755 $(INSTALL_FROM)/handoff-desktop $(DESTDIR)$(BINDIR)/handoff-desktop
 	install -D -m 0755 $(INSTALL_FROM)/handoff-browser-host $(DESTDIR)$(BINDIR)/handoff-browser-host
-	install -D -m 0644 -t $(DESTDIR)$(DATADIR)/handoff/browser $(addprefix browser/,$(BROWSER_FILES))
+	install -D -m 0644 -t $(DESTDIR)$(WEBEXT_DIR) $(addprefix browser/,$(BROWSER_FILES))
+	install -d $(DESTDIR)$(CHROMIUM_EXTENSIONS_DIR) '$(DESTDIR)$(MOZILLA_EXTENSIONS_DIR)'
+	ln -sfnr $(DESTDIR)$(WEBEXT_DIR) $(DESTDIR)$(CHROMIUM_EXTENSIONS_DIR)/handoff
+	ln -sfnr $(DESTDIR)$(WEBEXT_DIR) '$(DESTDIR)$(MOZILLA_EXTENSIONS_DIR)/$(FIREFOX_EXTENSION_ID)'
 	install -d $(DESTDIR)$(DATADIR)/applications $(DESTDIR)$(CHROMIUM_HOSTS_DIR) $(DESTDIR)$(CHROME_HOSTS_DIR) $(DESTDIR)$(MOZILLA_HOSTS_DIR)
 	sed 's|@BINDIR@|$(BINDIR)|g' packaging/browser/org.handoff.browser-page.desktop > $(DESTDIR)$(DATADIR)/applications/org.handoff.browser-page.desktop
 	$(INSTALL_FROM)/handoff-browser-host manifest chromium --host $(BINDIR)/handoff-browser-host > $(DESTDIR)$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json.part
@@ -189,15 +222,17 @@ install-files:
 	mv $(DESTDIR)$(DATADIR)/man/man1/handoffctl.1.tidy $(DESTDIR)$(DATADIR)/man/man1/handoffctl.1
 	chmod 0644 $(DESTDIR)$(DATADIR)/man/man1/handoffctl.1
 	install -m 0644 man/handoffd.8 $(DESTDIR)$(DATADIR)/man/man8/handoffd.8
+	install -m 0644 man/handoff-desktop.1 man/handoff-browser-host.1 $(DESTDIR)$(DATADIR)/man/man1/
 	install -d $(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/zsh/site-functions $(DESTDIR)$(DATADIR)/fish/vendor_completions.d
-	$(INSTALL_FROM)/handoffctl --generate-completion-script bash > $(DESTDIR)$(DATADIR)/bash-completion/completions/handoffctl
+	@# A completion is sourced, not run: no #! line (ArgumentParser writes one).
+	$(INSTALL_FROM)/handoffctl --generate-completion-script bash | sed '1{/^#!/d}' > $(DESTDIR)$(DATADIR)/bash-completion/completions/handoffctl
 	$(INSTALL_FROM)/handoffctl --generate-completion-script zsh > $(DESTDIR)$(DATADIR)/zsh/site-functions/_handoffctl
 	$(INSTALL_FROM)/handoffctl --generate-completion-script fish > $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/handoffctl.fish
 	install -D -m 0644 packaging/ufw/handoff $(DESTDIR)$(UFW_DIR)/handoff
 	install -D -m 0644 packaging/firewalld/handoff.xml $(DESTDIR)$(FIREWALLD_DIR)/handoff.xml
 	@echo "installed under $(DESTDIR)$(PREFIX). Start it: systemctl --user enable --now handoffd"
 	@echo "and, for notifications in your desktop: systemctl --user enable --now handoff-desktop"
-	@echo "In your browser: load the extension from $(DATADIR)/handoff/browser (docs/browser.md)."
+	@echo "Chromium (started as /usr/bin/chromium) and Firefox ESR load the browser extension at their next start (docs/browser.md)."
 	@echo "(or, for a user on a headless machine: systemctl enable --now handoffd@USER)."
 	@echo "With a firewall, open its port: sudo ufw allow handoff"
 	@echo "  or: sudo firewall-cmd --reload && sudo firewall-cmd --permanent --add-service=handoff && sudo firewall-cmd --reload"
@@ -205,7 +240,7 @@ install-files:
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 	@# handoff's own directories, once empty; shared ones (the browsers', applications/) stay.
-	rmdir --ignore-fail-on-non-empty $(addprefix $(DESTDIR),$(DATADIR)/handoff/browser $(DATADIR)/handoff $(DATADIR)/doc/handoff) 2>/dev/null || true
+	rmdir --ignore-fail-on-non-empty $(addprefix $(DESTDIR),$(WEBEXT_DIR) $(DATADIR)/doc/handoff) 2>/dev/null || true
 
 clean:
 	rm -rf .build

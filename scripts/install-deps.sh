@@ -3,17 +3,23 @@
 #   scripts/install-deps.sh build   — to compile (OpenSSL, Avahi's dns_sd compat headers)
 #   scripts/install-deps.sh run     — to run the daemon (Avahi, nss-mdns, D-Bus)
 #   scripts/install-deps.sh test    — everything the test suite uses
+#   scripts/install-deps.sh deb     — to build the Debian packages (make deb)
+#   scripts/install-deps.sh package — to test them in a fresh Debian 12 (make test-package)
 set -euo pipefail
 
 build=(pkg-config libssl-dev libavahi-compat-libdnssd-dev libsystemd-dev)
 run=(avahi-daemon libnss-mdns dbus openssl)
+deb=(debhelper lintian fakeroot dpkg-dev)
+package=(debootstrap binutils)
 test=(curl util-linux iproute2 avahi-utils socat tcpdump procps strace systemd man-db python3 dbus-daemon dunst xvfb x11-apps imagemagick python3-dbus python3-gi gir1.2-glib-2.0 libnotify-bin chromium firefox-esr stress-ng)
 
 case "${1:-test}" in
   build) wanted=("${build[@]}") ;;
   run) wanted=("${build[@]}" "${run[@]}") ;;
   test) wanted=("${build[@]}" "${run[@]}" "${test[@]}") ;;
-  *) echo "usage: $0 build|run|test" >&2; exit 2 ;;
+  deb) wanted=("${build[@]}" "${deb[@]}") ;;
+  package) wanted=("${build[@]}" "${deb[@]}" "${package[@]}") ;;
+  *) echo "usage: $0 build|run|test|deb|package" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -125,7 +125,7 @@ import Synchronization
     }
 
     static func extensionHint() -> String {
-        let installed = (ownPath() as NSString).deletingLastPathComponent + "/../share/handoff/browser"
+        let installed = (ownPath() as NSString).deletingLastPathComponent + "/../share/webext/handoff"
         return FileManager.default.fileExists(atPath: installed) ? (installed as NSString).standardizingPath : "the browser/ folder of handoff's source"
     }
 

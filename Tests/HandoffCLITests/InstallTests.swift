@@ -41,7 +41,7 @@ import Testing
         #expect(profile.contains("[handoff]") && profile.contains("ports=47810/tcp"))
         _ = try await installed.make("uninstall")
         #expect(try files(in: destdir).isEmpty, "left behind")
-        for own in ["/usr/share/handoff", "/usr/share/doc/handoff"] {
+        for own in ["/usr/local/share/webext/handoff", "/usr/local/share/doc/handoff"] {
             #expect(!FileManager.default.fileExists(atPath: destdir + own), "\(own) left behind")
         }
     }
@@ -77,16 +77,25 @@ import Testing
                 "/usr/share/dbus-1/interfaces/org.handoff.Receiver1.xml",
                 "/usr/share/doc/handoff/handoffd.toml",
                 "/usr/share/fish/vendor_completions.d/handoffctl.fish",
-                "/usr/share/handoff/browser/background.js",
-                "/usr/share/handoff/browser/manifest.json",
-                "/usr/share/handoff/browser/popup.css",
-                "/usr/share/handoff/browser/popup.html",
-                "/usr/share/handoff/browser/popup.js",
+                "/usr/share/man/man1/handoff-browser-host.1",
+                "/usr/share/man/man1/handoff-desktop.1",
                 "/usr/share/man/man1/handoffctl.1",
                 "/usr/share/man/man8/handoffd.8",
+                "/usr/share/webext/handoff/background.js",
+                "/usr/share/webext/handoff/manifest.json",
+                "/usr/share/webext/handoff/popup.css",
+                "/usr/share/webext/handoff/popup.html",
+                "/usr/share/webext/handoff/popup.js",
                 "/usr/share/zsh/site-functions/_handoffctl",
             ]
         )
+        // Where the browsers load the extension from: links to it, relative (they stay right
+        // under any root), and nothing else there.
+        for link in ["/usr/share/chromium/extensions/handoff", "/usr/share/mozilla/extensions/{ec8030f7-c20a-464f-9b0e-13a3a9e97384}/browser@handoff"] {
+            let target = try? FileManager.default.destinationOfSymbolicLink(atPath: destdir + link)
+            #expect(target?.hasPrefix("../") == true && target?.hasSuffix("webext/handoff") == true, "\(link) -> \(target ?? "nothing")")
+            #expect(FileManager.default.fileExists(atPath: destdir + link + "/manifest.json"), "\(link) leads to no extension")
+        }
         // The browsers find the installed host, and handoffd the page opener.
         let host = try String(contentsOfFile: destdir + "/etc/chromium/native-messaging-hosts/org.handoff.browser.json", encoding: .utf8)
         #expect(host.contains(#""path": "/usr/bin/handoff-browser-host""#), "\(host)")
@@ -104,6 +113,9 @@ import Testing
         let uninstall = try await installed.make("uninstall")
         #expect(uninstall.status == 0, "\(uninstall)")
         #expect(try files(in: destdir).isEmpty, "left behind")
+        for link in ["/usr/share/chromium/extensions/handoff", "/usr/share/mozilla/extensions/{ec8030f7-c20a-464f-9b0e-13a3a9e97384}/browser@handoff"] {
+            #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: destdir + link)) == nil, "\(link) left behind")
+        }
     }
 
     func files(in root: String) throws -> [String] {
