@@ -30,9 +30,11 @@ public final class SessionBus: @unchecked Sendable {
             </busconfig>
             """.write(toFile: config, atomically: true, encoding: .utf8)
         chmod(config, 0o644)
-        let command = try wrap(["/usr/bin/dbus-daemon", "--config-file=" + config, "--nofork", "--nopidfile"])
+        // Ready once it prints its address, which it does after it listens: the socket file
+        // exists from bind(2) on, and a connection before listen(2) is refused (seen under load).
+        let command = try wrap(["/usr/bin/dbus-daemon", "--config-file=" + config, "--nofork", "--nopidfile", "--print-address=1"])
         process = try RunningProcess(command[0], Array(command.dropFirst()))
-        try await process.wait(for: "dbus-daemon to listen on \(socketPath)") { _ in FileManager.default.fileExists(atPath: self.socketPath) }
+        try await process.wait(for: "dbus-daemon to listen on \(socketPath)") { $0.stdout.contains(self.socketPath) && $0.stdout.hasSuffix("\n") }
     }
 
     /// Ends the bus daemon (every connection to it ends with it).

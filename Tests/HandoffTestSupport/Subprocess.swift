@@ -181,7 +181,7 @@ public struct DaemonHome: Sendable {
         environment = user.environment(home: directory, runtimeDirectory: directory + "/run")
     }
 
-    /// Starts handoffd (peers on loopback at a free port) and returns once its socket exists.
+    /// Starts handoffd (peers on loopback at a free port) and returns once its socket accepts.
     /// `wrapper` runs in front of it, as the same user (e.g. strace and its options);
     /// `extraEnvironment` is added to the user unit's.
     public func start(_ arguments: [String] = [], wrapper: [String] = [], extraEnvironment: [String: String] = [:]) async throws -> RunningProcess {
@@ -189,7 +189,7 @@ public struct DaemonHome: Sendable {
         let argv = user.command(command, environment: environment.merging(extraEnvironment) { $1 })
         let process = try RunningProcess(argv[0], Array(argv.dropFirst()))
         let socket = socketPath
-        try await process.wait(for: "handoffd to listen") { _ in FileManager.default.fileExists(atPath: socket) }
+        try await process.wait(for: "handoffd to listen") { _ in SocketProbe.accepts(socket) }
         return process
     }
 
