@@ -107,7 +107,9 @@ deb: deps-deb
 	debian/rules clean
 	lintian --fail-on error,warning .build/deb/handoff_*.deb .build/deb/webext-handoff_*.deb
 
-test-package: deb deps-package
+# Tries the packages `make deb` built (as root: `make deb && sudo make test-package`, so that the
+# build stays yours).
+test-package: deps-package
 	scripts/test-package.sh .build/deb
 
 # Tables for docs/benchmarks.md: release builds on two simulated hosts (root).
@@ -239,8 +241,10 @@ install-files:
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	@# The extension where installs before 0.1.0's packaging put it.
+	rm -f $(addprefix $(DESTDIR)$(DATADIR)/handoff/browser/,$(BROWSER_FILES))
 	@# handoff's own directories, once empty; shared ones (the browsers', applications/) stay.
-	rmdir --ignore-fail-on-non-empty $(addprefix $(DESTDIR),$(WEBEXT_DIR) $(DATADIR)/doc/handoff) 2>/dev/null || true
+	rmdir --ignore-fail-on-non-empty $(addprefix $(DESTDIR),$(WEBEXT_DIR) $(DATADIR)/webext $(DATADIR)/handoff/browser $(DATADIR)/handoff $(DATADIR)/doc/handoff) 2>/dev/null || true
 
 clean:
 	rm -rf .build

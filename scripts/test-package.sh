@@ -13,8 +13,8 @@ set -euo pipefail
 die() { echo "test-package: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || die "needs root (debootstrap, chroot): run it as root, or through make test-package as root"
 debs=$(cd "${1:?usage: $0 DEBDIR}" && pwd)
-handoff_deb=$(ls "$debs"/handoff_*_amd64.deb 2>/dev/null | tail -1)
-webext_deb=$(ls "$debs"/webext-handoff_*_all.deb 2>/dev/null | tail -1)
+handoff_deb=$(ls "$debs"/handoff_*_amd64.deb 2>/dev/null | tail -1 || true)
+webext_deb=$(ls "$debs"/webext-handoff_*_all.deb 2>/dev/null | tail -1 || true)
 [[ -f $handoff_deb && -f $webext_deb ]] || die "no handoff_*_amd64.deb and webext-handoff_*_all.deb in $debs (make deb)"
 for tool in debootstrap unshare chroot; do command -v "$tool" >/dev/null || die "$tool is missing (scripts/install-deps.sh package)"; done
 
@@ -34,13 +34,17 @@ chmod 0755 "$root"  # it is / for the users inside
 cleanup() { rm -rf --one-file-system "$root"; }
 trap cleanup EXIT
 
-# Everything from here runs in a mount namespace of its own: /proc, /dev and /dev/shm of the
-# root go with it, whatever happens.
-unshare --mount --propagation private --fork env ROOT="$root" TARBALL="$tarball" MIRROR="$mirror" \
+# Everything from here runs in mount and process namespaces of its own: /proc, /dev and /dev/shm
+# of the root, and every process started in it (browsers, hosts, daemons), end with it, whatever
+# happens.
+unshare --mount --pid --fork --mount-proc --propagation private env ROOT="$root" TARBALL="$tarball" MIRROR="$mirror" \
   HANDOFF_DEB="$handoff_deb" WEBEXT_DEB="$webext_deb" bash -euo pipefail -c '
 in_root() { chroot "$ROOT" "$@"; }
-check() { if eval "$1"; then echo "ok: $2"; else echo "FAILED: $2" >&2; failed=1; fi; }
+# Runs a test (eval), says how it went; $passed says it to what follows.
+check() { if eval "$1"; then echo "ok: $2"; passed=1; else echo "FAILED: $2" >&2; failed=1; passed=0; fi; }
+show() { echo "--- $1:" >&2; tail -n 30 "$ROOT/tmp/$1" >&2 || true; }
 failed=0
+passed=1
 
 echo "== a fresh Debian 12"
 debootstrap --variant=minbase --unpack-tarball="$TARBALL" bookworm "$ROOT" "$MIRROR" >/dev/null
@@ -61,7 +65,7 @@ check "! in_root dpkg -s avahi-daemon >/dev/null 2>&1" "no avahi-daemon before"
 echo "== apt-get install ./handoff_….deb ./webext-handoff_….deb"
 cp "$HANDOFF_DEB" "$WEBEXT_DEB" "$ROOT/tmp/"
 DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -qq "/tmp/$(basename "$HANDOFF_DEB")" "/tmp/$(basename "$WEBEXT_DEB")" >/dev/null
-for package in avahi-daemon libavahi-compat-libdnssd1 libssl3 libsystemd0; do
+for package in avahi-daemon libavahi-compat-libdnssd1 libssl3; do
   check "in_root dpkg -s $package >/dev/null 2>&1" "$package came with handoff"
 done
 for file in /usr/bin/handoffd /usr/bin/handoffctl /usr/bin/handoff-desktop /usr/bin/handoff-browser-host \
@@ -77,19 +81,21 @@ done
 check "[ -L \"\$ROOT/etc/systemd/user/default.target.wants/handoffd.service\" ]" "handoffd.service enabled for every user"
 check "[ -L \"\$ROOT/etc/systemd/user/graphical-session.target.wants/handoff-desktop.service\" ]" "handoff-desktop.service enabled for every user"
 for binary in handoffd handoffctl handoff-desktop handoff-browser-host; do
-  check "! readelf -d \"\$ROOT/usr/bin/$binary\" | grep -q -E \"RUNPATH|RPATH\"" "no RUNPATH in $binary"
+  check "readelf -d \"\$ROOT/usr/bin/$binary\" >\"\$ROOT/tmp/readelf\" && grep -q NEEDED \"\$ROOT/tmp/readelf\" && ! grep -q -E \"RUNPATH|RPATH\" \"\$ROOT/tmp/readelf\"" "no RUNPATH in $binary"
+  check "[ \"\$(in_root $binary --version)\" = \"\$(dpkg-deb -f \"\$HANDOFF_DEB\" Version)\" ]" "$binary --version says the package version"
 done
-check "[ \"\$(in_root handoffd --version)\" = \"\$(in_root handoffctl --version)\" ]" "handoffd --version: $(in_root handoffd --version)"
 # A user of this machine runs it as the user unit would (avahi-daemon does not run in this root:
 # handoffd says so and runs on), and handoffctl talks to it.
 in_root useradd --create-home --shell /bin/sh reader
 as_reader() { chroot --userspec=reader:reader "$ROOT" env -i HOME=/home/reader XDG_RUNTIME_DIR=/home/reader/run PATH=/usr/bin:/bin "$@"; }
 as_reader mkdir -m 0700 /home/reader/run
-as_reader handoffd --create-account >/tmp/handoffd.log 2>&1 &
+as_reader handoffd --create-account >"$ROOT/tmp/handoffd.log" 2>&1 &
 daemon=$!
 for _ in $(seq 100); do as_reader handoffctl status >/dev/null 2>&1 && break; sleep 0.1; done
-check "as_reader handoffctl status | grep -q -i account" "handoffd runs as a user and handoffctl talks to it: $(as_reader handoffctl status 2>&1 | head -1)"
-kill "$daemon" 2>/dev/null; wait "$daemon" 2>/dev/null || true
+check "as_reader handoffctl status --json | grep -q deviceID" "handoffd runs as a user, made an account, and handoffctl talks to it"
+[ "$passed" = 1 ] || show handoffd.log
+kill "$daemon" 2>/dev/null || true
+wait "$daemon" 2>/dev/null || true
 
 # The units as systemd reads them on a Debian system that runs it (minbase has no systemd; its
 # systemd-analyze checks the units against the ones of that root).
@@ -114,17 +120,19 @@ host_started_for() {
   return 1
 }
 run_browser() {
-  chroot --userspec=reader:reader "$ROOT" env -i HOME=/home/reader PATH=/usr/bin:/bin "$@" >/tmp/browser.log 2>&1 &
+  chroot --userspec=reader:reader "$ROOT" env -i HOME=/home/reader PATH=/usr/bin:/bin "$@" >"$ROOT/tmp/browser.log" 2>&1 &
   echo $!
 }
 # (--no-sandbox: this machine gives unprivileged users no namespaces for the sandbox of Chromium,
 # which has nothing to do with extensions.)
 pid=$(run_browser /usr/bin/chromium --headless=new --no-sandbox --no-first-run --user-data-dir=/home/reader/chromium about:blank)
 check "host_started_for chrome-extension://nfjgjffpcjniclpafnagjdnfaanbeddb/" "Chromium (through /usr/bin/chromium, a fresh profile) runs the extension, which starts its host"
+[ "$passed" = 1 ] || show browser.log
 pkill -TERM -P "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; sleep 2
 in_root mkdir -p /home/reader/firefox; in_root chown reader:reader /home/reader/firefox
 pid=$(run_browser /usr/bin/firefox-esr --headless --no-remote --profile /home/reader/firefox about:blank)
 check "host_started_for browser@handoff" "Firefox ESR (a fresh profile) runs the extension, which starts its host"
+[ "$passed" = 1 ] || show browser.log
 pkill -TERM -P "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; sleep 2
 end_everything_in_root() {
   local exe pid
@@ -137,8 +145,9 @@ end_everything_in_root
 
 echo "== remove, then purge"
 DEBIAN_FRONTEND=noninteractive in_root apt-get remove -y -qq webext-handoff handoff >/dev/null
-check "[ ! -e \"\$ROOT/usr/bin/handoffd\" ] && [ ! -e \"\$ROOT/usr/share/webext/handoff\" ] && [ ! -L \"\$ROOT/usr/share/chromium/extensions/handoff\" ]" "remove takes the programs and the extension"
-check "[ ! -e \"\$ROOT/usr/lib/systemd/user/handoffd.service\" ]" "remove takes the user units (debhelper stops them in running sessions first)"
+check "[ ! -e \"\$ROOT/usr/bin/handoffd\" ] && [ ! -e \"\$ROOT/usr/share/webext/handoff\" ] && [ ! -L \"\$ROOT/usr/share/chromium/extensions/handoff\" ] && [ ! -L \"\$ROOT/usr/share/mozilla/extensions/{ec8030f7-c20a-464f-9b0e-13a3a9e97384}/browser@handoff\" ]" "remove takes the programs and the extension"
+# (Stopping what runs is the prerm'"'"'s, with systemd; there is none in this root.)
+check "[ ! -e \"\$ROOT/usr/lib/systemd/user/handoffd.service\" ]" "remove takes the user units"
 check "[ -e \"\$ROOT/etc/ufw/applications.d/handoff\" ]" "remove keeps the configuration files"
 DEBIAN_FRONTEND=noninteractive in_root apt-get purge -y -qq webext-handoff handoff >/dev/null
 left=$(cd "$ROOT" && find etc usr var -path "*handoff*" 2>/dev/null | grep -v -E "^var/(lib/dpkg|cache/apt|log)|^tmp/" || true)

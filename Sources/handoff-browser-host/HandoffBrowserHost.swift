@@ -18,6 +18,7 @@ import Synchronization
         usage: handoff-browser-host install --user | --system [--root DIR] [--host PATH]
                handoff-browser-host manifest chromium|chrome|firefox --host PATH
                handoff-browser-host open        (the .desktop handler of browser pages; handoffd runs it)
+               handoff-browser-host --version
         The browser starts it for handoff's extension by itself (docs/browser.md).
         """
 
@@ -32,6 +33,9 @@ import Synchronization
             exit(manifest(arguments))
         case "open":
             exit(open())
+        case "--version":
+            print(HandoffVersion.current)
+            exit(0)
         case "--help", "-h", nil:
             print(usage)
             exit(arguments.isEmpty ? 64 : 0)

@@ -29,6 +29,7 @@ struct HandoffDesktop: AsyncParsableCommand {
         commandName: "handoff-desktop",
         abstract: "Shows what your other devices are doing as notifications, and continues it with one click.",
         discussion: "Runs in your graphical session, next to handoffd (docs/desktop.md).",
+        version: HandoffVersion.current,
         subcommands: [Agent.self, Activate.self],
         defaultSubcommand: Agent.self
     )
