@@ -1,3 +1,4 @@
+import DaemonCore
 import DaemonDiscovery
 import HandoffAPI
 import HandoffModel
@@ -25,8 +26,11 @@ package final class OfferDesk: Sendable {
     let directory: PeerDirectory
     let handover: Handover
     private let policy: Mutex<NotificationPolicy>
+    /// Off: nothing is for a notification (the user continues only when they ask).
+    let deviceSwitch: DeviceSwitch
 
-    package init(directory: PeerDirectory, handover: Handover, policy: NotificationPolicy) {
+    package init(directory: PeerDirectory, handover: Handover, policy: NotificationPolicy, deviceSwitch: DeviceSwitch) {
+        self.deviceSwitch = deviceSwitch
         self.directory = directory
         self.handover = handover
         self.policy = Mutex(policy)
@@ -34,6 +38,7 @@ package final class OfferDesk: Sendable {
 
     package func current(now: Timestamp = .now()) async -> OffersResponse {
         let rules = policy.withLock { $0 }
+        let on = deviceSwitch.isOn
         var offers: [Offer] = []
         // Asked once per kind of activity: each answer reads the installed .desktop files.
         var targets: [String: ContinueTarget?] = [:]
@@ -42,7 +47,7 @@ package final class OfferDesk: Sendable {
             let key = activity.type + (activity.hasWebpage ? " web" : "")
             if targets[key] == nil { targets[key] = .some(await handover.target(for: activity.type, hasWebpage: activity.hasWebpage)) }
             guard let target = targets[key] ?? nil else { continue }
-            offers.append(Offer(peer: LocalEvent.PeerRef(id: peer.id, name: peer.name), activity: activity, target: target, notify: rules.allows(activity.type)))
+            offers.append(Offer(peer: LocalEvent.PeerRef(id: peer.id, name: peer.name), activity: activity, target: target, notify: on && rules.allows(activity.type)))
         }
         return OffersResponse(offers: offers)
     }

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HandoffAPI
 import HandoffModel
 
 /// What one feature tells the others. Features below do not know the ones above them, so they
@@ -26,6 +27,11 @@ package enum DaemonEvent: Sendable {
     /// An activity went to a device that asked for it: that device may open the activity's
     /// continuation streams.
     case activityGiven(to: DeviceID, activityID: UUID)
+    /// The device's settings changed (`DeviceSwitch`): with handoff off, nothing is told to or
+    /// asked of the other devices; on again, they hear of this one at once.
+    case settingsChanged(DeviceSettings)
+    /// How many devices nearby are inviting changed (counted while this device has no account).
+    case invitingNearbyChanged
 }
 
 /// How a feature announces (`DaemonEvent`): synchronously, from any isolation; what follows an

@@ -9,6 +9,10 @@ package final class Presence: Sendable {
     private struct State {
         var sequence: UInt64
         var activity: ActivitySummary?
+        /// Handoff is on (`DeviceSwitch`): off, the notice says there is no activity.
+        var sharing = true
+
+        var notice: ActivityNotice { ActivityNotice(sequence: sequence, activity: sharing ? activity : nil) }
     }
 
     private let state: Mutex<State>
@@ -19,15 +23,27 @@ package final class Presence: Sendable {
     }
 
     package var notice: ActivityNotice {
-        state.withLock { ActivityNotice(sequence: $0.sequence, activity: $0.activity) }
+        state.withLock { $0.notice }
     }
+
+    /// Whether the activity is told (handoff is on here).
+    package var isSharing: Bool { state.withLock { $0.sharing } }
 
     /// Records a change and returns the notice announcing it.
     package func update(_ activity: Activity?) -> ActivityNotice {
         state.withLock { s in
             s.sequence += 1
             s.activity = activity.map(ActivitySummary.init)
-            return ActivityNotice(sequence: s.sequence, activity: s.activity)
+            return s.notice
+        }
+    }
+
+    /// Handoff was switched on or off here: the notice that says so (off: no activity).
+    package func share(_ sharing: Bool) -> ActivityNotice {
+        state.withLock { s in
+            s.sequence += 1
+            s.sharing = sharing
+            return s.notice
         }
     }
 }

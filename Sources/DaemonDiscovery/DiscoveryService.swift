@@ -27,6 +27,8 @@ package final class DiscoveryService: Service {
     /// Tells the other features of members seen (`.memberSighted`).
     private let announce: Announce
     private let port: @Sendable () -> Int
+    /// Off: nothing is advertised (browsing goes on).
+    private let deviceSwitch: DeviceSwitch
     private let logger: Logger
 
     private struct Identity {
@@ -56,6 +58,16 @@ package final class DiscoveryService: Service {
         var deviceID: DeviceID?
         /// What the advert says of the current activity (`advertise`).
         var notice: ActivityNotice
+        /// How many services showing a join tag were last reported (`invitingNearby`).
+        var invitingReported = 0
+
+        /// Services whose record shows a join tag now, while this device has no account: each
+        /// is a device inviting, which this one could join. (With an account, only the inviters
+        /// `account join` looks for are followed: not counted.)
+        var inviting: Int {
+            guard interestKeys.isEmpty else { return 0 }
+            return sightings.values.filter { AdvertSeal.joinTag(of: $0.txt) != nil }.count
+        }
     }
 
     private let state: Mutex<State>
@@ -69,8 +81,9 @@ package final class DiscoveryService: Service {
     /// `notice`: what to advertise until `advertise` says otherwise.
     package init(
         backend: any DiscoveryBackend, browseDomains: [String], staticPeers: [String], store: AccountStore, directory: PeerDirectory,
-        notice: ActivityNotice, announce: @escaping Announce, port: @escaping @Sendable () -> Int, logger: Logger
+        notice: ActivityNotice, announce: @escaping Announce, port: @escaping @Sendable () -> Int, deviceSwitch: DeviceSwitch, logger: Logger
     ) {
+        self.deviceSwitch = deviceSwitch
         self.backend = backend
         self.browseDomains = browseDomains
         self.staticPeers = staticPeers
@@ -89,7 +102,8 @@ package final class DiscoveryService: Service {
         triggers.yield()
     }
 
-    /// The current activity changed: the advert says so as soon as Avahi allows.
+    /// The current activity changed, or handoff was switched on or off here (off: the advert is
+    /// withdrawn): the advert says so as soon as Avahi allows.
     package func advertise(_ notice: ActivityNotice) {
         state.withLock { $0.notice = notice }
         republish()
@@ -144,16 +158,35 @@ package final class DiscoveryService: Service {
         await backend.setInterest { [self] instance, txt in
             let (wanted, keys) = state.withLock { ($0.wantedJoinTags, $0.interestKeys) }
             if let tag = AdvertSeal.joinTag(of: txt), wanted.contains(tag) { return true }
+            // Without an account, every handoff service is followed (within the budget's cap):
+            // its record gains a join tag when its device invites, which this one may join.
+            if keys.isEmpty { return AdvertSeal.isHandoff(txt) }
             return AdvertSeal.open(txt, keys: keys, instanceName: instance.name) != nil
         }
+        reportInviting()
+    }
+
+    /// Devices nearby inviting now (counted while this device has no account).
+    package var invitingNearby: Int { state.withLock { $0.inviting } }
+
+    /// Announces a change of `invitingNearby`.
+    private func reportInviting() {
+        let changed = state.withLock { s -> Bool in
+            let now = s.inviting
+            defer { s.invitingReported = now }
+            return now != s.invitingReported
+        }
+        if changed { announce(.invitingNearbyChanged) }
     }
 
     package var status: DiscoveryStatus {
-        state.withLock { s in
+        let on = deviceSwitch.isOn
+        return state.withLock { s in
+            let browsingOnly = on ? "browsing only: no account to advertise yet" : "browsing only: handoff is off on this device"
             let (name, detail, retryAt): (DiscoveryStatus.State, String?, Timestamp?) =
                 switch s.backend {
                 case .starting: (.starting, nil, nil)
-                case .running: (.running, s.advertising ? nil : "browsing only: no account to advertise yet", nil)
+                case .running: (.running, s.advertising ? nil : browsingOnly, nil)
                 case .unavailable(let reason, let at): (.unavailable, reason, at)
                 }
             return DiscoveryStatus(state: name, detail: detail, retryAt: retryAt, instanceName: s.publishedName, staticPeers: staticPeers)
@@ -195,7 +228,7 @@ package final class DiscoveryService: Service {
     // MARK: Publishing
 
     private func publish() async {
-        guard let hello = await store.hello(), let keys = await store.advertKeys.first, !(await store.isRevokedSelf) else {
+        guard deviceSwitch.isOn, let hello = await store.hello(), let keys = await store.advertKeys.first, !(await store.isRevokedSelf) else {
             state.withLock { $0.advertising = false }
             await backend.withdraw()
             return
@@ -255,18 +288,21 @@ package final class DiscoveryService: Service {
                     if s.joinTags[sighting.instance]!.count > 4 { s.joinTags[sighting.instance]!.removeFirst() }
                 }
             }
+            reportInviting()
             await examine(sighting)
         case .stranger(let instance):
             state.withLock { s in
                 s.sightings[instance] = nil
                 s.joinTags[instance] = nil
             }
+            reportInviting()
             await directory.stranger(instance)
         case .gone(let instance):
             state.withLock { s in
                 s.sightings[instance] = nil
                 s.joinTags[instance] = nil
             }
+            reportInviting()
             await directory.lost(instance)
         }
     }

@@ -241,4 +241,6 @@ package actor PeerDirectory {
     }
 
     package func isSighted(_ id: DeviceID) -> Bool { !(entries[id]?.sightings.isEmpty ?? true) }
+    /// The devices whose adverts are seen now.
+    package var sightedIDs: [DeviceID] { entries.filter { !$0.value.sightings.isEmpty }.map(\.key) }
 }

@@ -38,6 +38,11 @@ package struct ActivityDesk: Sendable {
     /// The answer to `peer`'s request for the current activity; the activity it carries may then
     /// be asked for streams.
     func answer(_ requestID: UInt32, seen: UUID?, to peer: LocalEvent.PeerRef) async -> PeerMessage {
+        // Off, this device tells the others nothing (a session it dialled to continue from one
+        // of them stays open meanwhile).
+        guard presence.isSharing else {
+            return .activityUnavailable(requestID: requestID, ActivityUnavailable(.none, message: "handoff is off on that device"))
+        }
         let attachments = self.attachments
         let (answer, activity) = await ActivityAnswer.answerAndActivity(
             requestID, seen: seen, registry: registry, askToSave: { activity in attachments.willSave(activity.id, peer: peer) }, saveWindow: saveWindow

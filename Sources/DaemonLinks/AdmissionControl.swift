@@ -45,6 +45,8 @@ package final class AdmissionControl: Sendable {
         var byAddress: [String: Int] = [:]
         /// Addresses that completed a member handshake, and when they last did.
         var members: [String: ContinuousClock.Instant] = [:]
+        /// False while handoff is off on this device: nobody is let in.
+        var open = true
     }
 
     let limits: Limits
@@ -65,6 +67,8 @@ package final class AdmissionControl: Sendable {
         case rateLimited
         /// This address presented too many wrong join codes.
         case penalised
+        /// Handoff is off on this device: no device is answered at all.
+        case closed
 
         /// Whether the address itself is refused for now (it is told: `RefusalAlert`), rather
         /// than the daemon being busy.
@@ -76,6 +80,7 @@ package final class AdmissionControl: Sendable {
     func admit(_ address: String, now given: ContinuousClock.Instant? = nil) -> Verdict {
         let now = given ?? clock.instant()
         return state.withLock { s in
+            guard s.open else { return .closed }
             if let seen = s.members[address], now - seen < seconds(limits.memberAddressSeconds) {
                 // A member's address: the whole cap, no per-minute budget.
                 guard s.unauthenticated < limits.maximumUnauthenticated else { return .tooManyUnauthenticated }
@@ -95,6 +100,12 @@ package final class AdmissionControl: Sendable {
             if s.buckets.count > 4096 { s.buckets = s.buckets.filter { $0.value.penaltyUntil != nil } }
             return .admitted
         }
+    }
+
+    /// Lets connections in (handoff on) or none (off); the composition root follows the device's
+    /// switch (`DeviceSwitch`).
+    package func open(_ open: Bool) {
+        state.withLock { $0.open = open }
     }
 
     /// The handshake of a connection admitted for `address` finished, or the connection closed.

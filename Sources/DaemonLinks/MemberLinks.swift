@@ -122,15 +122,19 @@ package actor MemberLinks {
     let clock: any DaemonClock
     /// How long the other devices have to answer.
     let deadlines: Deadlines
+    /// Off: no device is dialled unless the user continues from it.
+    /// Handoff on this device (`DeviceSwitch`): while off, no device is dialled.
+    private var handoffOn: Bool
     let logger: Logger
     /// Background work (dials, sessions we started) runs in the service's task group.
     private let jobs: AsyncStream<@Sendable () async -> Void>.Continuation
     let jobStream: AsyncStream<@Sendable () async -> Void>
 
     package init(
-        store: AccountStore, security: PeerSecurity, directory: PeerDirectory, desk: ActivityDesk, clock: any DaemonClock = SystemDaemonClock(),
-        deadlines: Deadlines = Deadlines(), logger: Logger
+        store: AccountStore, security: PeerSecurity, directory: PeerDirectory, desk: ActivityDesk, handoffOn: Bool = true,
+        clock: any DaemonClock = SystemDaemonClock(), deadlines: Deadlines = Deadlines(), logger: Logger
     ) {
+        self.handoffOn = handoffOn
         self.clock = clock
         self.deadlines = deadlines
         self.store = store
@@ -197,6 +201,21 @@ package actor MemberLinks {
             session.close()
             await directory.forget(session.peerID)
         }
+    }
+
+    /// Handoff was switched on or off here; `notice` says what this device now tells.
+    /// Off: the devices with a session hear that there is nothing to continue here, then every
+    /// session ends and none is dialled until it is on again (what is known of them stays).
+    /// On: they hear of the activity, and every device seen gets a session again.
+    package func switched(on: Bool, notice: ActivityNotice) async {
+        handoffOn = on
+        guard on else {
+            _ = await tellAll(.activityNotice(notice))
+            for session in slots.removeAll() { session.close() }
+            return
+        }
+        broadcast(.activityNotice(notice))
+        for id in await directory.sightedIDs { consider(id, fresh: true) }
     }
 
     /// Sends `message` to every open session and waits for it to be written; the names of the
@@ -438,7 +457,7 @@ package actor MemberLinks {
     /// make sure there is a session. When to dial is `DialPlan`'s answer: at once, unless dials
     /// failed since anything new was heard of it.
     package func consider(_ id: DeviceID, fresh: Bool = false) {
-        guard sessions[id] == nil, let me = security.contexts?.deviceID, id != me else { return }
+        guard handoffOn, sessions[id] == nil, let me = security.contexts?.deviceID, id != me else { return }
         guard case .dial(let delay, let ticket) = dials.want(id, fresh: fresh) else { return }
         spawn { [self] in
             if delay > .zero { try? await self.clock.sleep(for: delay) }
@@ -448,7 +467,7 @@ package actor MemberLinks {
 
     private func dialIfDue(_ id: DeviceID, ticket: Int) async {
         guard dials.due(id, ticket: ticket) else { return }
-        guard sessions[id] == nil, await directory.isSighted(id) else {
+        guard handoffOn, sessions[id] == nil, await directory.isSighted(id) else {
             dials.skipped(id)
             return
         }
@@ -481,11 +500,14 @@ package actor MemberLinks {
         if await directory.isSighted(id) { consider(id) }
     }
 
-    /// Keeps a session with a configured static peer, reconnecting with backoff.
-    nonisolated func maintainStatic(_ address: PeerAddress) {
+    /// Keeps a session with a configured static peer, reconnecting with backoff; `whenOn` returns
+    /// once handoff is on on this device (at once while it is).
+    nonisolated func maintainStatic(_ address: PeerAddress, whenOn: @escaping @Sendable () async -> Void) {
         spawn { [self] in
             var delay: Duration = .seconds(1)
             while !Task.isCancelled {
+                await whenOn()
+                guard !Task.isCancelled else { return }
                 do {
                     let session = try await self.connect(address)
                     await self.directory.staticPeer(session.peerID, name: session.peerName, address: address.description)
@@ -516,14 +538,18 @@ package actor MemberLinks {
 package struct MemberLinksService: Service {
     let links: MemberLinks
     let staticPeers: [PeerAddress]
+    /// Static peers are dialled only while handoff is on here.
+    let deviceSwitch: DeviceSwitch
 
-    package init(links: MemberLinks, staticPeers: [PeerAddress]) {
+    package init(links: MemberLinks, staticPeers: [PeerAddress], deviceSwitch: DeviceSwitch) {
         self.links = links
         self.staticPeers = staticPeers
+        self.deviceSwitch = deviceSwitch
     }
 
     package func run() async throws {
-        for peer in staticPeers { links.maintainStatic(peer) }
+        let deviceSwitch = self.deviceSwitch
+        for peer in staticPeers { links.maintainStatic(peer) { await deviceSwitch.waitUntilOn() } }
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
                 for await job in links.jobStream {

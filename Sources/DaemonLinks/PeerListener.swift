@@ -133,7 +133,8 @@ package final class PeerListener: Service {
                 guard verdict == .admitted else {
                     logger.debug("refused a connection before its handshake", metadata: ["remote": "\(remote)", "reason": "\(verdict)"])
                     guard verdict.refusesTheAddress else {
-                        // Busy: nothing to say that would help, and nothing spent on saying it.
+                        // Busy, or handoff off here: nothing to say that would help, and nothing spent
+                        // on saying it.
                         channel.close(promise: nil)
                         return channel.eventLoop.makeFailedFuture(Refused())
                     }

@@ -14,13 +14,16 @@ package struct AccountRoutes: Sendable {
     let directory: PeerDirectory
     let discovery: DiscoveryService
     let peerPort: @Sendable () -> Int
+    /// Off: no invite (nobody could reach this device to use it).
+    let deviceSwitch: DeviceSwitch
     let daemonUID: UInt32
     let logger: Logger
 
     package init(
         accounts: AccountStore, links: MemberLinks, directory: PeerDirectory, discovery: DiscoveryService, peerPort: @escaping @Sendable () -> Int,
-        daemonUID: UInt32, logger: Logger
+        deviceSwitch: DeviceSwitch, daemonUID: UInt32, logger: Logger
     ) {
+        self.deviceSwitch = deviceSwitch
         self.accounts = accounts
         self.links = links
         self.directory = directory
@@ -56,6 +59,9 @@ package struct AccountRoutes: Sendable {
     /// NDJSON: the code at once, then who joined, or that it expired. Hanging up cancels the invite.
     func invite(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
+        guard deviceSwitch.isOn else {
+            throw DaemonError(.handoffOff, "handoff is off on this device, so no other device can reach it to join; turn it on first (handoffctl config handoff on)")
+        }
         let (code, expiresAt, outcomes) = try await accounts.invite()
         let invites = accounts.invites
         let identity = JoinPSK(code: code).identity

@@ -96,19 +96,19 @@ package struct LocalAPIRouter: Sendable {
     let account: AccountRoutes
     let peers: PeerRoutes
     package let streams: StreamRoutes
-    let status: @Sendable () async -> DaemonStatus
+    let device: DeviceRoutes
     let daemonUID: UInt32
     let logger: Logger
 
     package init(
-        activity: ActivityRoutes, account: AccountRoutes, peers: PeerRoutes, streams: StreamRoutes,
-        status: @escaping @Sendable () async -> DaemonStatus, daemonUID: UInt32, logger: Logger
+        activity: ActivityRoutes, account: AccountRoutes, peers: PeerRoutes, streams: StreamRoutes, device: DeviceRoutes, daemonUID: UInt32,
+        logger: Logger
     ) {
+        self.device = device
         self.activity = activity
         self.account = account
         self.peers = peers
         self.streams = streams
-        self.status = status
         self.daemonUID = daemonUID
         self.logger = logger
     }
@@ -147,9 +147,9 @@ package struct LocalAPIRouter: Sendable {
     /// Each endpoint's handler (the caller checked who is asking).
     private func handle(_ endpoint: LocalAPIEndpoints.Endpoint, _ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         switch endpoint {
-        case .status:
-            try request.peer.authorize(daemonUID: daemonUID)
-            return .ok(await status())
+        case .status: return try await device.status(request)
+        case .getSettings: return try device.settings(request)
+        case .putSettings: return try device.changeSettings(request)
         case .getCurrent: return try await activity.getCurrent(request)
         case .putCurrent: return try await activity.putCurrent(request)
         case .deleteCurrent: return try await activity.deleteCurrent(request)

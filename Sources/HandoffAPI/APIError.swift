@@ -56,6 +56,8 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     case rateLimited = "rate_limited"
     case versionMismatch = "version_mismatch"
     case timeout = "timeout"
+    /// Handoff is off on this device (`handoffctl config handoff on` turns it on).
+    case handoffOff = "handoff_off"
 
     // Continuations and streams
     /// No app on this device declares the activity's type, and it has no web page.
@@ -119,7 +121,7 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
         case .noAccount, .unknownDevice, .unknownPeer, .unknownContinuation, .unknownStream, .noHandler: 404
         case .streamsUnsupported, .streamRefused: 409
         case .handlerFailed: 500
-        case .accountExists, .inviteUsed, .ambiguousDevice: 409
+        case .accountExists, .inviteUsed, .ambiguousDevice, .handoffOff: 409
         case .invalidCode, .badPeerAddress: 400
         case .codeRejected, .refused, .revoked, .notAccountAdmin: 403
         case .inviteExpired: 410

@@ -43,6 +43,8 @@ public enum LocalAPIRoute {
     /// GET: `StreamsResponse`; `GET /v1/streams/ID`: `StreamInfo`; `POST /v1/streams/ID` with
     /// `Upgrade: handoff-stream`: the originating app takes a requested stream.
     public static let streams = "/v1/streams"
+    /// GET: `DeviceSettings`; PUT `SettingsChange`: change them (answers the new `DeviceSettings`).
+    public static let settings = "/v1/settings"
 
     /// POST `AppRegistration`: NDJSON of `AppEvent` for as long as the app runs (docs/apps.md);
     /// under it, `/v1/apps/REGISTRATION/windows/WINDOW[/activity|/focus|/restoration]`.

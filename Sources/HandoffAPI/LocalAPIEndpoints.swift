@@ -3,6 +3,7 @@
 public enum LocalAPIEndpoints {
     public enum Endpoint: Sendable, CaseIterable {
         case status
+        case getSettings, putSettings
         case getCurrent, putCurrent, deleteCurrent, attach
         case events
         case getAccount, createAccount, joinAccount, invite, sync, leave
@@ -35,6 +36,8 @@ public enum LocalAPIEndpoints {
 
     public static let routes: [Route] = [
         Route(method: "GET", path: .exact(LocalAPIRoute.status), endpoint: .status),
+        Route(method: "GET", path: .exact(LocalAPIRoute.settings), endpoint: .getSettings),
+        Route(method: "PUT", path: .exact(LocalAPIRoute.settings), endpoint: .putSettings),
         Route(method: "GET", path: .exact(LocalAPIRoute.currentActivity), endpoint: .getCurrent),
         Route(method: "PUT", path: .exact(LocalAPIRoute.currentActivity), endpoint: .putCurrent),
         Route(method: "DELETE", path: .exact(LocalAPIRoute.currentActivity), endpoint: .deleteCurrent),

@@ -37,6 +37,9 @@ public struct LocalEvent: Codable, Sendable, Equatable {
         case wasContinued(activityID: UUID, peer: PeerRef)
         /// A continuation stream opened, or ended (completed or failed), on either side.
         case streamChanged(StreamInfo)
+        /// What `GET /v1/status` says of the device changed: its account (created, joined, left),
+        /// its settings (`PUT /v1/settings`), or how many devices nearby are inviting.
+        case statusChanged
         case unknown(name: String)
 
         public var name: String {
@@ -51,6 +54,7 @@ public struct LocalEvent: Codable, Sendable, Equatable {
             case .willSave: "willSave"
             case .wasContinued: "wasContinued"
             case .streamChanged: "streamChanged"
+            case .statusChanged: "statusChanged"
             case .unknown(let name): name
             }
         }
@@ -117,6 +121,8 @@ public struct LocalEvent: Codable, Sendable, Equatable {
             body = .wasContinued(activityID: try c.decode(UUID.self, forKey: .activityID), peer: try c.decode(PeerRef.self, forKey: .peer))
         case "streamChanged":
             body = .streamChanged(try c.decode(StreamInfo.self, forKey: .stream))
+        case "statusChanged":
+            body = .statusChanged
         default:
             body = .unknown(name: name)
         }
@@ -156,7 +162,7 @@ public struct LocalEvent: Codable, Sendable, Equatable {
             try c.encode(peer, forKey: .peer)
         case .streamChanged(let info):
             try c.encode(info, forKey: .stream)
-        case .unknown:
+        case .statusChanged, .unknown:
             break
         }
     }

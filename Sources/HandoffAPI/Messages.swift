@@ -83,6 +83,11 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     /// The configuration file handoffd read (nil: none, defaults only), for messages that say
     /// where to change a setting.
     public var configFile: String?
+    /// The device-wide switch and what else `PUT /v1/settings` changes.
+    public var settings: DeviceSettings?
+    /// Devices on the network that are inviting a device to their account now — counted only
+    /// while this device has no account (it could join one of them: `account join CODE`).
+    public var invitingNearby: Int?
 
     public init(
         version: String,
@@ -100,8 +105,12 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         strangers: Int,
         inboundPeers: Int? = nil,
         browser: BrowserStatus? = nil,
-        configFile: String? = nil
+        configFile: String? = nil,
+        settings: DeviceSettings? = nil,
+        invitingNearby: Int? = nil
     ) {
+        self.settings = settings
+        self.invitingNearby = invitingNearby
         self.inboundPeers = inboundPeers
         self.browser = browser
         self.configFile = configFile

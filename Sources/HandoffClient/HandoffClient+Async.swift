@@ -15,6 +15,14 @@ extension HandoffClient {
         try await offloaded { () throws(HandoffClientError) in try self.status() }
     }
 
+    public func settings() async throws(HandoffClientError) -> DeviceSettings {
+        try await offloaded { () throws(HandoffClientError) in try self.settings() }
+    }
+
+    public func changeSettings(_ change: SettingsChange) async throws(HandoffClientError) -> DeviceSettings {
+        try await offloaded { () throws(HandoffClientError) in try self.changeSettings(change) }
+    }
+
     public func currentActivity() async throws(HandoffClientError) -> CurrentActivityResponse {
         try await offloaded { () throws(HandoffClientError) in try self.currentActivity() }
     }

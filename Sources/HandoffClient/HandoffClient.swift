@@ -22,6 +22,16 @@ public struct HandoffClient: Sendable {
         try call("GET", LocalAPIRoute.status)
     }
 
+    /// The device's settings (the handoff switch).
+    public func settings() throws(HandoffClientError) -> DeviceSettings {
+        try call("GET", LocalAPIRoute.settings)
+    }
+
+    /// Changes the device's settings; answers them as they now are.
+    public func changeSettings(_ change: SettingsChange) throws(HandoffClientError) -> DeviceSettings {
+        try call("PUT", LocalAPIRoute.settings, body: try encode(change))
+    }
+
     public func currentActivity() throws(HandoffClientError) -> CurrentActivityResponse {
         try call("GET", LocalAPIRoute.currentActivity)
     }

@@ -109,6 +109,8 @@ public final class HandoffDaemon: Sendable {
     let security = PeerSecurity()
     let admission: AdmissionControl
     let presence = Presence()
+    /// The handoff switch (`PUT /v1/settings`), kept in the state directory.
+    let deviceSwitch: DeviceSwitch
     let directory: PeerDirectory
     let links: MemberLinks
     let discovery: DiscoveryService
@@ -152,6 +154,10 @@ public final class HandoffDaemon: Sendable {
         let route = EventRoute()
         self.statusChanges = route.statusChanges
         self.admission = AdmissionControl(limits: configuration.admissionLimits, clock: configuration.clock)
+        let deviceSwitch = DeviceSwitch(stateDirectory: configuration.stateDirectory, announce: route.announce, logger: logger)
+        self.deviceSwitch = deviceSwitch
+        _ = presence.share(deviceSwitch.isOn)
+        admission.open(deviceSwitch.isOn)
         let registry = ActivityRegistry(
             stateDirectory: configuration.stateDirectory,
             limits: configuration.limits,
@@ -190,13 +196,15 @@ public final class HandoffDaemon: Sendable {
         self.launcher = try Self.makeLauncher(configuration, logger: logger)
         self.offers = OfferDesk(
             directory: directory, handover: Handover(apps: apps, launcher: launcher),
-            policy: NotificationPolicy(enabled: configuration.notifications, mutedTypes: Set(configuration.mutedNotificationTypes))
+            policy: NotificationPolicy(enabled: configuration.notifications, mutedTypes: Set(configuration.mutedNotificationTypes)),
+            deviceSwitch: deviceSwitch
         )
         let desk = ActivityDesk(
             registry: registry, presence: presence, attachments: attachments, announce: route.announce, saveWindow: configuration.saveWindow
         )
         let links = MemberLinks(
-            store: accounts, security: security, directory: directory, desk: desk, clock: configuration.clock, deadlines: configuration.deadlines, logger: logger
+            store: accounts, security: security, directory: directory, desk: desk, handoffOn: deviceSwitch.isOn, clock: configuration.clock,
+            deadlines: configuration.deadlines, logger: logger
         )
         self.links = links
         self.resuming = ResumingStreams(book: book, security: security, directory: directory, logger: logger)
@@ -224,9 +232,14 @@ public final class HandoffDaemon: Sendable {
             notice: presence.notice,
             announce: route.announce,
             port: { listener.boundPort.value ?? configuredPort },
+            deviceSwitch: deviceSwitch,
             logger: logger
         )
-        route.connect(EventRoute.Features(attachments: attachments, book: book, presence: presence, links: links, discovery: discovery))
+        route.connect(
+            EventRoute.Features(
+                events: events, attachments: attachments, book: book, presence: presence, links: links, discovery: discovery, admission: admission
+            )
+        )
     }
 
     private static func makeLauncher(_ configuration: DaemonConfiguration, logger: Logger) throws(DaemonError) -> Launcher {
@@ -304,8 +317,8 @@ public final class HandoffDaemon: Sendable {
         let router = LocalAPIRouter(
             activity: ActivityRoutes(registry: registry, events: events, attachments: attachments, desk: apps, daemonUID: daemonUID),
             account: AccountRoutes(
-                accounts: accounts, links: links, directory: directory, discovery: discovery, peerPort: peerPort, daemonUID: daemonUID,
-                logger: logger
+                accounts: accounts, links: links, directory: directory, discovery: discovery, peerPort: peerPort, deviceSwitch: deviceSwitch,
+                daemonUID: daemonUID, logger: logger
             ),
             peers: PeerRoutes(
                 directory: directory, discovery: discovery,
@@ -320,7 +333,7 @@ public final class HandoffDaemon: Sendable {
                 daemonUID: daemonUID
             ),
             streams: StreamRoutes(book: book, resuming: resuming, originating: originating, daemonUID: daemonUID),
-            status: { [self] in await self.status() },
+            device: DeviceRoutes(deviceSwitch: deviceSwitch, status: { [self] in await self.status() }, daemonUID: daemonUID),
             daemonUID: daemonUID,
             logger: logger
         )
@@ -341,7 +354,7 @@ public final class HandoffDaemon: Sendable {
             configuration: ServiceGroupConfiguration(
                 services: [
                     .init(service: state),
-                    .init(service: MemberLinksService(links: links, staticPeers: staticPeers)),
+                    .init(service: MemberLinksService(links: links, staticPeers: staticPeers, deviceSwitch: deviceSwitch)),
                     .init(service: listener),
                     .init(service: discovery),
                     .init(service: api),
@@ -511,7 +524,9 @@ public final class HandoffDaemon: Sendable {
             strangers: await directory.strangers,
             inboundPeers: await links.inboundCount,
             browser: launcher.browserStatus,
-            configFile: configuration.configFile
+            configFile: configuration.configFile,
+            settings: deviceSwitch.settings,
+            invitingNearby: discovery.invitingNearby
         )
     }
 }
@@ -541,11 +556,13 @@ struct StateLifecycle: Service {
 final class EventRoute: Sendable {
     /// What the route reaches.
     struct Features: Sendable {
+        let events: EventHub
         let attachments: Attachments
         let book: StreamBook
         let presence: Presence
         let links: MemberLinks
         let discovery: DiscoveryService
+        let admission: AdmissionControl
     }
 
     private let features = Mutex<Features?>(nil)
@@ -586,6 +603,7 @@ final class EventRoute: Sendable {
             f.discovery.advertise(notice)
         case .accountChanged:
             f.discovery.accountChanged()
+            f.events.publish(LocalEvent(at: .now(), .statusChanged))
             statusChanged.yield()
         case .discoveryStateChanged:
             statusChanged.yield()
@@ -596,6 +614,17 @@ final class EventRoute: Sendable {
             links.spawn { await links.consider(id, fresh: fresh) }
         case .activityGiven(let peer, let activityID):
             f.book.grant(peer, activityID: activityID)
+        case .settingsChanged(let settings):
+            // Off: the sessions end and the advert goes; on: both come back at once.
+            let notice = f.presence.share(settings.handoff)
+            f.admission.open(settings.handoff)
+            let links = f.links
+            links.spawn { await links.switched(on: settings.handoff, notice: notice) }
+            f.discovery.advertise(notice)
+            f.events.publish(LocalEvent(at: .now(), .statusChanged))
+            statusChanged.yield()
+        case .invitingNearbyChanged:
+            f.events.publish(LocalEvent(at: .now(), .statusChanged))
         }
     }
 }

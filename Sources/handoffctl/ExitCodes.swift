@@ -39,6 +39,7 @@ enum ExitStatus: Int32, CaseIterable {
     case streamFailed = 40
     case unknownStream = 41
     case problemsFound = 42
+    case handoffOff = 43
     /// ArgumentParser's own status for unknown flags and missing arguments (EX_USAGE).
     case usage = 64
 
@@ -79,6 +80,7 @@ enum ExitStatus: Int32, CaseIterable {
         case .streamFailed: "the continuation stream broke before it ended"
         case .unknownStream: "no such stream or continuation on this device (they last until handoffd restarts)"
         case .problemsFound: "handoffctl doctor found something to fix"
+        case .handoffOff: "handoff is off on this device (handoffctl config handoff on)"
         case .usage: "wrong command-line usage"
         }
     }
@@ -111,6 +113,7 @@ enum ExitStatus: Int32, CaseIterable {
         case .rateLimited: self = .rateLimited
         case .unknownPeer: self = .unknownPeer
         case .timeout: self = .timeout
+        case .handoffOff: self = .handoffOff
         case .noHandler: self = .noHandler
         case .handlerFailed: self = .handlerFailed
         case .streamsUnsupported: self = .streamsUnsupported

@@ -30,6 +30,7 @@ struct Handoffctl: ParsableCommand {
             Account.self,
             Devices.self,
             Status.self,
+            Config.self,
             Doctor.self,
         ]
     )

@@ -140,6 +140,27 @@ import Testing
         try await d.finish()
     }
 
+    /// The device-wide switch: shown, turned off (an invite is then refused with its own exit
+    /// status and the way back), on again; a wrong setting or value changes nothing.
+    @Test func handoffIsSwitchedOffAndOnForTheWholeDevice() async throws {
+        let d = try await TestDaemon.start()
+        #expect(try await CLI.run(d, ["config"]).stdout == "handoff on\n")
+        let off = try await CLI.run(d, ["config", "handoff", "off"])
+        #expect(off.status == 0 && off.stdout == "handoff off\n", "\(off)")
+        #expect(try await CLI.run(d, ["status"]).stdout.contains("handoff:   off on this device"))
+        #expect(try await CLI.run(d, ["account", "create", "--name", "Home"]).status == 0)
+        let invite = try await CLI.run(d, ["account", "invite"])
+        #expect(invite.status == 43, "\(invite)")
+        #expect(invite.stderr.contains("handoffctl config handoff on"), "\(invite)")
+        let wrong = try await CLI.run(d, ["config", "handoff", "maybe"])
+        #expect(wrong.status == 64 && wrong.stderr.contains("handoff is on or off, not maybe"), "\(wrong)")
+        #expect(try await CLI.run(d, ["config", "clipboard", "on"]).status == 64)
+        let json = try await CLI.run(d, ["config", "--json"])
+        #expect(json.stdout.contains("\"handoff\" : false") || json.stdout.contains("\"handoff\": false"), "\(json)")
+        #expect(try await CLI.run(d, ["config", "handoff", "on"]).stdout == "handoff on\n")
+        try await d.finish()
+    }
+
     @Test func aMissingDaemonIsExplained() async throws {
         let r = try await Subprocess.run(CLI.handoffctl, ["status", "--socket", "/nonexistent/handoffd.sock"])
         #expect(r.status == 3)

@@ -30,6 +30,13 @@ struct Status: ParsableCommand {
             }
         } else {
             Terminal.out("  account:   none (handoffctl account create, or account join CODE)")
+            if let inviting = status.invitingNearby, inviting > 0 {
+                let devices = inviting == 1 ? "1 device nearby is" : "\(inviting) devices nearby are"
+                Terminal.out("  invited:   \(devices) inviting: join with its code (handoffctl account join CODE)")
+            }
+        }
+        if status.settings?.handoff == false {
+            Terminal.out("  handoff:   off on this device: not advertised, other devices not answered (handoffctl config handoff on)")
         }
         Terminal.out("  port:      \(status.peerPort)")
         Terminal.out("  discovery: \(Peers.describe(status.discovery))")

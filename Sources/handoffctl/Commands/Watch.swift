@@ -102,6 +102,8 @@ struct WatchFormat {
             let bytes = s.state.isFinal ? ", sent \(StreamProgress.size(s.bytesSent)), received \(StreamProgress.size(s.bytesReceived))" : ""
             let error = s.error.map { ": \(safe($0))" } ?? ""
             (what, text, subject) = ("stream", "\(direction) \(safe(s.peerName)): \(s.state.rawValue)\(bytes)\(error)", "stream " + s.id.lowercasedString)
+        case .statusChanged:
+            (what, text, subject) = ("status", "this device changed (account, switch or invites): handoffctl status", nil)
         case .unknown:
             return nil
         }

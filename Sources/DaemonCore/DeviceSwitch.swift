@@ -1,0 +1,108 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import Logging
+import Synchronization
+
+/// The device's settings that change while it runs, above all the handoff switch
+/// (docs/local-api.md, "Settings"). Every feature that deals with the other devices reads
+/// `isOn` where it decides: discovery before it advertises, the listener as it accepts, the
+/// sessions before they dial, the invites before they open, the offers before they ask for a
+/// notification. A change is announced (`.settingsChanged`), and the composition root makes
+/// each feature follow it at once.
+///
+/// Kept in `settings.json` in the state directory (0600), written before the change takes
+/// effect: a switch turned off stays off across restarts.
+package final class DeviceSwitch: Sendable {
+    package static let fileName = "settings.json"
+
+    private let path: String
+    private let announce: Announce
+    private struct State {
+        var settings: DeviceSettings
+        /// Who waits in `waitUntilOn`, by key (so that a cancelled wait can take itself out).
+        var waitingForOn: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter = 0
+    }
+
+    private let state: Mutex<State>
+    /// Changes one at a time, each written before the next is read.
+    private let writing = Mutex(())
+
+    /// Reads the settings kept in `stateDirectory`; an unreadable file is moved aside (and
+    /// logged), and the defaults apply.
+    package init(stateDirectory: String, announce: @escaping Announce, logger: Logger) {
+        path = stateDirectory + "/" + Self.fileName
+        self.announce = announce
+        var settings = DeviceSettings()
+        do {
+            if let bytes = try PrivateFiles.read(path, maximumSize: 64 * 1024) {
+                settings = try JSONDecoder().decode(DeviceSettings.self, from: Data(bytes))
+            }
+        } catch {
+            let aside = PrivateFiles.quarantine(path)
+            logger.warning("the device's settings are unreadable; moved them aside and use the defaults", metadata: ["path": "\(aside)"])
+        }
+        state = Mutex(State(settings: settings))
+    }
+
+    package var settings: DeviceSettings { state.withLock { $0.settings } }
+
+    /// Whether handoff runs between this device and the others.
+    package var isOn: Bool { state.withLock { $0.settings.handoff } }
+
+    /// Applies `change`, keeps it, and announces it if anything changed; the settings as they
+    /// now are.
+    package func change(_ change: SettingsChange) throws(DaemonError) -> DeviceSettings {
+        try writing.withLock { _ throws(DaemonError) -> DeviceSettings in
+            let old = settings
+            var new = old
+            if let handoff = change.handoff { new.handoff = handoff }
+            guard new != old else { return old }
+            let bytes: [UInt8]
+            do {
+                bytes = Array(try JSONEncoder().encode(new))
+            } catch {
+                throw DaemonError(.io, "cannot encode the device's settings", cause: error)
+            }
+            try PrivateFiles.writeAtomically(bytes, to: path)
+            let woken = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+                s.settings = new
+                guard new.handoff else { return [] }
+                defer { s.waitingForOn.removeAll() }
+                return Array(s.waitingForOn.values)
+            }
+            for waiter in woken { waiter.resume() }
+            announce(.settingsChanged(new))
+            return new
+        }
+    }
+
+    /// Returns once handoff is on (at once if it is), or the calling task is cancelled.
+    package func waitUntilOn() async {
+        let key = state.withLock { s -> Int in
+            s.nextWaiter += 1
+            return s.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { s -> Bool in
+                    if s.settings.handoff || Task.isCancelled { return true }
+                    s.waitingForOn[key] = done
+                    return false
+                }
+                if now { done.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.waitingForOn.removeValue(forKey: key) }?.resume()
+        }
+    }
+}
+
+extension DaemonError.Code {
+    /// What needs handoff on was asked while it is off here.
+    public static let handoffOff = Self(rawValue: "handoff_off")
+}

@@ -1,0 +1,137 @@
+import Foundation
+import HandoffAPI
+@testable import HandoffClient
+import HandoffDiscovery
+import HandoffModel
+import HandoffTestSupport
+import Testing
+
+/// The device-wide switch (`PUT /v1/settings`, docs/local-api.md "Settings") and the count of
+/// devices inviting nearby, between daemons in this process.
+@Suite(.timeLimit(.minutes(3))) struct DeviceSwitchTests {
+    @Test func offTheDeviceTellsAndAnswersNothingYetContinuesWhenAsked() async throws {
+        let network = DiscoveryNetwork()
+        var a = try await TestDaemon.start(network: network)
+        _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        let b = try await TestDaemon.start(network: network)
+        let updates = try await a.client.invite()
+        let code = try #require(try await updates.next()?.invite?.code)
+        _ = try await b.client.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop"))
+        _ = try await updates.next()
+        let aID = try await a.client.account().deviceID
+        let onA = try await a.client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "org.example.reader.read", title: "On desk", webpageURL: "https://example.org/a")))
+        let onB = try await b.client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "org.example.reader.read", title: "On laptop", webpageURL: "https://example.org/b")))
+        try await PeerDiscoveryTests.waitForPeers(b, "desk's activity") { $0.peers.first { $0.id == aID }.map { $0.reachable && $0.activity?.id == onA.activity.id } == true }
+        #expect(try await b.client.offers().offers.first?.notify == true)
+        #expect(try await a.client.settings() == DeviceSettings(handoff: true))
+
+        let events = try await a.client.events()
+        #expect(try await a.client.changeSettings(SettingsChange(handoff: false)) == DeviceSettings(handoff: false))
+        try await Self.next(.statusChanged, in: events)
+        #expect(try await a.client.status().settings?.handoff == false)
+
+        // The laptop no longer sees the desk's activity, nor reaches it: no session, and its port
+        // answers no connection at all.
+        try await PeerDiscoveryTests.waitForPeers(b, "desk gone quiet") { response in
+            response.peers.first { $0.id == aID }.map { !$0.reachable && $0.activity == nil } ?? true
+        }
+        #expect(try await b.client.offers().offers.isEmpty)
+        await expectFailure(.unreachable) { _ = try await b.client.continueActivity(ContinueRequest(peer: a.peerAddress)) }
+        // No invite while nobody could reach this device to use it.
+        await expectFailure(.handoffOff) {
+            let invite = try await a.client.invite()
+            defer { invite.close() }
+            _ = try await invite.next()
+        }
+        // Continuing here when the user asks still works; the laptop hears nothing of the desk.
+        let continued = try await a.client.continueActivity(ContinueRequest(peer: "laptop"))
+        #expect(continued.activity.id == onB.activity.id)
+        let desk = try await b.client.peers().peers.first { $0.id == aID }
+        #expect(desk?.activity == nil)
+        // …and what the desk sees is never for a notification while it is off.
+        try await PeerDiscoveryTests.waitForPeers(a, "the laptop's activity") { $0.peers.first?.activity?.id == onB.activity.id }
+        #expect(try await a.client.offers().offers.allSatisfy { !$0.notify })
+        events.close()
+
+        // Kept across a restart.
+        try await a.stop()
+        a = try await TestDaemon.start(directory: a.directory, network: network)
+        #expect(try await a.client.settings().handoff == false)
+        #expect(try await a.client.status().discovery.detail == "browsing only: handoff is off on this device")
+
+        // On again: the laptop sees the desk and its activity at once.
+        _ = try await a.client.changeSettings(SettingsChange(handoff: true))
+        try await PeerDiscoveryTests.waitForPeers(b, "desk back") { $0.peers.first { $0.id == aID }.map { $0.reachable && $0.activity?.id == onA.activity.id } == true }
+        #expect(try await b.client.continueActivity(ContinueRequest(peer: "desk")).activity.id == onA.activity.id)
+        try await a.finish()
+        try await b.finish()
+    }
+
+    @Test func aBadSettingsRequestChangesNothing() async throws {
+        let a = try await TestDaemon.start()
+        let socketPath = a.socketPath
+        let answer = try await onOwnThread {
+            let c = try UnixHTTPConnection(socketPath: socketPath, timeoutSeconds: 60)
+            let body = Array(#"{"handoff":"maybe"}"#.utf8)
+            try c.sendRaw("PUT \(LocalAPIRoute.settings) HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n", body: body)
+            let r = try c.readResponse()
+            return (r.status, String(decoding: r.body, as: UTF8.self))
+        }
+        #expect(answer.0 == 400 && answer.1.contains("bad_request"), "\(answer)")
+        #expect(try await a.client.settings().handoff)
+        // A settings file nobody can read is moved aside; the defaults apply.
+        try await a.stop()
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: a.stateDirectory + "/settings.json"))
+        let again = try await TestDaemon.start(directory: a.directory)
+        #expect(try await again.client.settings().handoff)
+        #expect(FileManager.default.fileExists(atPath: a.stateDirectory + "/settings.json.unreadable"))
+        try await again.finish()
+    }
+
+    @Test func aDeviceWithoutAnAccountCountsTheDevicesInvitingNearby() async throws {
+        let network = DiscoveryNetwork()
+        let a = try await TestDaemon.start(network: network)
+        _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        let newcomer = try await TestDaemon.start(network: network)
+        #expect(try await newcomer.client.status().invitingNearby == 0)
+        let events = try await newcomer.client.events()
+
+        let invite = try await a.client.invite()
+        let code = try #require(try await invite.next()?.invite?.code)
+        try await Self.next(.statusChanged, in: events)
+        try await Self.waitForInviting(newcomer, 1)
+        // The invite ends: nobody is inviting any more.
+        invite.close()
+        try await Self.waitForInviting(newcomer, 0)
+
+        // Joined, the device counts no inviter (it follows only its own account's devices).
+        let again = try await a.client.invite()
+        let second = try #require(try await again.next()?.invite?.code)
+        #expect(second != code)
+        try await Self.waitForInviting(newcomer, 1)
+        _ = try await newcomer.client.joinAccount(JoinAccountRequest(code: second, deviceName: "laptop"))
+        _ = try await again.next()
+        try await Self.waitForInviting(newcomer, 0)
+        events.close()
+        try await a.finish()
+        try await newcomer.finish()
+    }
+
+    static func next(_ wanted: LocalEvent.Body, in events: EventSubscription) async throws {
+        while let event = try await events.next() {
+            if event.body == wanted { return }
+        }
+        throw TestFailure("the events ended before \(wanted.name)")
+    }
+
+    static func waitForInviting(_ daemon: TestDaemon, _ count: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try await daemon.client.status().invitingNearby != count {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("never \(count) devices inviting nearby", sourceLocation: sourceLocation)
+                throw TestFailure("never \(count) devices inviting nearby")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
