@@ -85,7 +85,10 @@ let package = Package(
         // Its D-Bus interfaces' introspection XML is served as it is in the repository.
         .target(
             name: "DesktopAgent", dependencies: ["HandoffDBus", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem", logging],
-            resources: [.embedInCode("Interfaces/org.handoff.Desktop1.xml"), .embedInCode("Interfaces/org.handoff.Receiver1.xml")], swiftSettings: strict
+            resources: [
+                .embedInCode("Interfaces/org.handoff.Desktop1.xml"), .embedInCode("Interfaces/org.handoff.Receiver1.xml"),
+                .embedInCode("Interfaces/org.kde.StatusNotifierItem.xml"), .embedInCode("Interfaces/com.canonical.dbusmenu.xml"),
+            ], swiftSettings: strict
         ),
 
         // The browser's native messaging host (docs/browser.md): the extension's messages, checked,

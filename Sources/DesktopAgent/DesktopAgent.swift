@@ -11,18 +11,41 @@ import Synchronization
 /// decides, this carries it out), and continues the activity whose notification the user
 /// chooses. It runs until the session bus goes away or its task is cancelled; handoffd may come
 /// and go meanwhile (it reconnects, and meanwhile the notifications stay as they were). It also
-/// serves apps in any language over D-Bus (`DesktopInterface`, docs/dbus.md).
+/// serves apps in any language over D-Bus (`DesktopInterface`, docs/dbus.md), and shows a status
+/// icon with the devices and a menu (`TrayAgent`).
 package struct DesktopAgent: Sendable {
     let bus: DBusConnection
     let client: HandoffClient
     /// The session's variables, for the app a continuation starts (`SessionEnvironment`).
     let session: [String: String]
+    /// What the join dialog runs with: the session's variables and where to find programs.
+    let dialogEnvironment: [String: String]
+    let options: Options
     let logger: Logger
 
-    package init(bus: DBusConnection, client: HandoffClient, session: [String: String], logger: Logger) {
+    /// Where the agent keeps what it says about itself, and how long it waits for a panel.
+    package struct Options: Sendable {
+        /// `DesktopAgentStatus`, for `handoffctl doctor`.
+        package var statusFile: String
+        /// Exists once the user was told that no panel shows status icons (told once ever).
+        package var noHostNotedFile: String
+        /// How long the icon waits for a panel that shows it before the agent says there is none:
+        /// panels start with the session, maybe after the agent.
+        package var statusIconGrace: Duration
+
+        package init(environment: [String: String], statusIconGrace: Duration = .seconds(30)) {
+            statusFile = HandoffPaths.desktopStatusPath(environment: environment)
+            noHostNotedFile = HandoffPaths.stateDirectory(environment: environment) + "-desktop/no-status-icon-host"
+            self.statusIconGrace = statusIconGrace
+        }
+    }
+
+    package init(bus: DBusConnection, client: HandoffClient, session: [String: String], options: Options, logger: Logger) {
         self.bus = bus
         self.client = client
         self.session = SessionEnvironment.pick(session)
+        self.dialogEnvironment = session.filter { SessionEnvironment.names.contains($0.key) || ["PATH", "HOME", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_DATA_DIRS"].contains($0.key) }
+        self.options = options
         self.logger = logger
     }
 
@@ -35,6 +58,8 @@ package struct DesktopAgent: Sendable {
         case tick
         /// A continuation the user asked for failed.
         case failed(Offer, String)
+        /// The user chose this offer in the status icon's menu.
+        case continueOffer(Offer)
     }
 
     /// Waits between attempts to reach handoffd (it restarts, or starts after the session).
@@ -54,6 +79,10 @@ package struct DesktopAgent: Sendable {
         let owner = SharedName(await server.owner() ?? "")
         let interface = DesktopInterface(bus: bus, client: client, logger: logger)
         let listening = try await interface.listen()
+        let icon = StatusIcon(bus: bus, menu: TrayMenu(TrayFacts(), clock: TrayAgent.timeOfDay))
+        let iconListening = try await icon.listen()
+        let tray = TrayAgent(client: client, server: server, icon: icon, dialog: JoinDialog(environment: dialogEnvironment), options: options, logger: logger)
+        let (trayInbox, trayPost) = AsyncStream.makeStream(of: TrayAgent.Input.self, bufferingPolicy: .bufferingNewest(256))
         // Last: once the name is ours, the agent is ready (tests and scripts wait for it).
         try await bus.requestName(Self.busName)
         logger.info("ready", metadata: ["bus-name": "\(Self.busName)"])
@@ -64,8 +93,12 @@ package struct DesktopAgent: Sendable {
                 await bus.closed()
                 if !Task.isCancelled { logger.notice("the session bus went away") }
                 post.finish()
+                trayPost.finish()
             }
-            group.addTask { await followHandoffd(post) }
+            group.addTask { await followHandoffd(post, tray: trayPost) }
+            group.addTask {
+                await tray.run(trayInbox, post: trayPost, listening: iconListening) { post.yield(.continueOffer($0)) }
+            }
             group.addTask {
                 for await signal in signals where signal.sender == owner.value {
                     if let reply = NotificationServer.reply(from: signal) { post.yield(.reply(reply)) }
@@ -76,18 +109,21 @@ package struct DesktopAgent: Sendable {
                     let new = change.arguments.dropFirst(2).first?.stringValue ?? ""
                     owner.value = new
                     post.yield(.serverChanged(new))
+                    trayPost.yield(.notificationServer(!new.isEmpty))
                 }
             }
             group.addTask { await alarm.run { post.yield(.tick) } }
             group.addTask { await interface.serve(listening) }
-            await drive(inbox, server: server, alarm: alarm, post: post)
+            await drive(inbox, server: server, alarm: alarm, post: post, tray: trayPost)
+            trayPost.finish()
             group.cancelAll()
         }
     }
 
     /// handoffd's events, for as long as the agent runs: each change of a device is a reason to
-    /// look at the offers again, and so is each (re)connection.
-    private func followHandoffd(_ post: AsyncStream<Input>.Continuation) async {
+    /// look at the offers again, and so is each (re)connection; the status icon also follows the
+    /// device's own status (account, switch, devices inviting nearby).
+    private func followHandoffd(_ post: AsyncStream<Input>.Continuation, tray: AsyncStream<TrayAgent.Input>.Continuation) async {
         var failures = 0
         while !Task.isCancelled {
             do throws(HandoffClientError) {
@@ -95,11 +131,15 @@ package struct DesktopAgent: Sendable {
                 if failures > 0 { logger.info("handoffd is back") }
                 failures = 0
                 post.yield(.offersChanged)
+                tray.yield(.refresh)
                 let ended = await withTaskCancellationHandler { () async -> HandoffClientError? in
                     do throws(HandoffClientError) {
                         while let event = try await events.next() {
                             switch event.body {
-                            case .peerChanged, .peerGone: post.yield(.offersChanged)
+                            case .peerChanged, .peerGone:
+                                post.yield(.offersChanged)
+                                tray.yield(.refresh)
+                            case .statusChanged: tray.yield(.refresh)
                             default: break
                             }
                         }
@@ -112,7 +152,10 @@ package struct DesktopAgent: Sendable {
                 }
                 if let ended { throw ended }
             } catch {
-                if failures == 0 { logger.notice("handoffd is not reachable; trying again", metadata: ["error": "\(error)"]) }
+                if failures == 0 {
+                    logger.notice("handoffd is not reachable; trying again", metadata: ["error": "\(error)"])
+                    tray.yield(.daemonGone)
+                }
             }
             let delay = Self.reconnectDelays[min(failures, Self.reconnectDelays.count - 1)]
             failures += 1
@@ -120,7 +163,9 @@ package struct DesktopAgent: Sendable {
         }
     }
 
-    private func drive(_ inbox: AsyncStream<Input>, server: NotificationServer, alarm: Alarm, post: AsyncStream<Input>.Continuation) async {
+    private func drive(
+        _ inbox: AsyncStream<Input>, server: NotificationServer, alarm: Alarm, post: AsyncStream<Input>.Continuation, tray: AsyncStream<TrayAgent.Input>.Continuation
+    ) async {
         var planner = NotificationPlanner()
         var capabilities: Set<String>?
         await withDiscardingTaskGroup { continuations in
@@ -137,10 +182,21 @@ package struct DesktopAgent: Sendable {
                     }
                 case .tick:
                     actions = planner.tick(now: now)
-                case .reply(.invoked(let id, _)):
+                case .reply(.invoked(let id, let action)):
+                    // The status icon's notifications (invites) are its own.
+                    guard planner.shownIDs.contains(id) else {
+                        tray.yield(.noteInvoked(id: id, action: action))
+                        continue
+                    }
                     actions = planner.invoked(id: id)
                 case .reply(.closed(let id, let reason)):
+                    guard planner.shownIDs.contains(id) else {
+                        tray.yield(.noteClosed(id: id))
+                        continue
+                    }
                     planner.closed(id: id, byUser: reason == 1 || reason == 2)
+                case .continueOffer(let offer):
+                    continuations.addTask { await continueActivity(offer, post: post) }
                 case .serverChanged(let new):
                     capabilities = nil
                     logger.info("the notification server changed", metadata: ["running": "\(!new.isEmpty)"])

@@ -68,6 +68,10 @@ struct Agent: AsyncParsableCommand {
     @Option(name: .long, help: "trace, debug, info, notice, warning or error.")
     var logLevel: Logger.Level = .info
 
+    /// Tests start the panel after the agent, or none at all, and need not wait the default.
+    @Option(name: .long, help: .hidden)
+    var statusIconGrace: Double = 30
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let level = logLevel
@@ -80,7 +84,8 @@ struct Agent: AsyncParsableCommand {
         let connection = try HandoffDesktop.connect(bus, environment: environment)
         let agent = DesktopAgent(
             bus: connection, client: HandoffClient(socketPath: socket ?? HandoffPaths.defaultSocketPath(environment: environment)),
-            session: environment, logger: logger
+            session: environment, options: DesktopAgent.Options(environment: environment, statusIconGrace: .milliseconds(Int64(statusIconGrace * 1000))),
+            logger: logger
         )
         let outcome = await withTaskGroup(of: DBusError?.self) { group in
             group.addTask {

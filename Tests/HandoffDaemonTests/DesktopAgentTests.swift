@@ -17,14 +17,27 @@ import Testing
     static let type = "org.example.item"
 
     /// The agent for `daemon` in `session`, while `body` runs.
-    static func withAgent(_ daemon: TestDaemon, _ session: DesktopSession, _ body: () async throws -> Void) async throws {
-        try await withAgent(daemon, bus: session.bus, environment: session.environment(), body)
+    static func withAgent(_ daemon: TestDaemon, _ session: DesktopSession, options: DesktopAgent.Options? = nil, _ body: () async throws -> Void) async throws {
+        try await withAgent(daemon, bus: session.bus, environment: session.environment(), options: options, body)
+    }
+
+    /// Where the agent keeps its files in `directory`; no panel shows status icons in these
+    /// tests, and the agent's one notice about it waits `grace` (past the test by default, which
+    /// counts notifications).
+    static func options(_ directory: String, grace: Duration = .seconds(3600)) -> DesktopAgent.Options {
+        DesktopAgent.Options(environment: ["XDG_RUNTIME_DIR": directory + "/run", "XDG_STATE_HOME": directory + "/state"], statusIconGrace: grace)
     }
 
     /// The agent for `daemon` on `sessionBus`, while `body` runs.
-    static func withAgent(_ daemon: TestDaemon, bus sessionBus: SessionBus, environment: [String: String] = [:], _ body: () async throws -> Void) async throws {
+    static func withAgent(
+        _ daemon: TestDaemon, bus sessionBus: SessionBus, environment: [String: String] = [:], options: DesktopAgent.Options? = nil, _ body: () async throws -> Void
+    ) async throws {
         let bus = try DBusConnection.connect(address: sessionBus.address)
-        let agent = DesktopAgent(bus: bus, client: daemon.client, session: environment, logger: TestLogger.make("handoff-desktop"))
+        let files = try TempDirectory.make(prefix: "handoff-agent")
+        defer { TempDirectory.remove(files) }
+        let agent = DesktopAgent(
+            bus: bus, client: daemon.client, session: environment, options: options ?? Self.options(files), logger: TestLogger.make("handoff-desktop")
+        )
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await agent.run() }
             // Ready once its name is on the bus.
@@ -108,6 +121,46 @@ import Testing
         app.close()
         try await a.finish()
         try await b.finish()
+        await session.stop()
+    }
+
+    /// Where no panel shows status icons (plain GNOME), the agent says so once — a notification
+    /// the first time, never again — and notifications go on; `desktop.json` tells `doctor`.
+    @Test func withoutAPanelForStatusIconsTheAgentSaysSoOnce() async throws {
+        let directory = try TempDirectory.make(prefix: "handoff-desktop")
+        defer { TempDirectory.remove(directory) }
+        let session = try await DesktopSession(directory: directory)
+        let daemon = try await TestDaemon.start()
+        let options = Self.options(directory, grace: .milliseconds(200))
+        let monitor = try await session.monitorNotifications()
+        try await Self.withAgent(daemon, session, options: options) {
+            try await session.waitUntilDisplayed(1)
+            try await monitor.wait(for: "the notice") { $0.stdout.contains("string \"Handoff runs without a status icon\"") }
+            _ = try await Rig.waitFor("desktop.json to say so") {
+                let data = FileManager.default.contents(atPath: options.statusFile) ?? Data()
+                return (try? JSONDecoder().decode(DesktopAgentStatus.self, from: data))?.statusIcon == .noHost
+            }
+            #expect(FileManager.default.fileExists(atPath: options.noHostNotedFile))
+            // doctor, in this session, says what is missing and which package brings it.
+            let doctor = try await Subprocess.run(
+                Subprocess.product("handoffctl"), ["doctor", "--socket", daemon.socketPath],
+                environment: ["XDG_RUNTIME_DIR": directory + "/run", "DISPLAY": session.display, "PATH": "/usr/bin:/bin"]
+            )
+            #expect(doctor.stdout.contains("warning  no panel in this session shows status icons"), "\(doctor)")
+            #expect(doctor.stdout.contains("fix: sudo apt install gnome-shell-extension-appindicator"), "\(doctor)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: options.statusFile), "the agent takes desktop.json away when it stops")
+        _ = try await session.dunstctl(["close-all"])
+        try await session.waitUntilDisplayed(0)
+        // Again, with the same files: the agent says it in its log only.
+        try await Self.withAgent(daemon, session, options: options) {
+            _ = try await Rig.waitFor("desktop.json to say so again") {
+                let data = FileManager.default.contents(atPath: options.statusFile) ?? Data()
+                return (try? JSONDecoder().decode(DesktopAgentStatus.self, from: data))?.statusIcon == .noHost
+            }
+        }
+        #expect(monitor.stdout.components(separatedBy: "Handoff runs without a status icon").count == 2, "said once: \(monitor.stdout)")
+        try await daemon.finish()
         await session.stop()
     }
 }

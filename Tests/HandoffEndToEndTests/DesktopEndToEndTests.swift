@@ -25,11 +25,15 @@ import Testing
             [Rig.script, "exec", rig.name, "bravo"] + rig.user.command(command, environment: rig.environment("bravo"))
         }
         let session = try await DesktopSession(directory: directory, base: rig.environment("bravo"), wrap: onBravo)
-        // The agent with the session's variables, as the user unit gives them.
+        // The agent with the session's variables, as the user unit gives them. No panel shows
+        // status icons here: the agent's one notice about it (TrayEndToEndTests,
+        // DesktopAgentTests) is put off past the test, which counts notifications.
         let agent = try RunningProcess(
             Rig.script,
             ["exec", rig.name, "bravo"]
-                + rig.user.command([try rig.user.product("handoff-desktop")], environment: session.environment(rig.environment("bravo")))
+                + rig.user.command(
+                    [try rig.user.product("handoff-desktop"), "--status-icon-grace", "3600"], environment: session.environment(rig.environment("bravo"))
+                )
         )
         try await agent.wait(for: "handoff-desktop to be ready") { $0.stderr.contains("] ready") }
 

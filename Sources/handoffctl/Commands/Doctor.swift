@@ -61,7 +61,7 @@ struct Doctor: ParsableCommand {
 
     static let tolerableSkewSeconds = 30.0
 
-    static func examine(_ client: HandoffClient, now: Timestamp) -> [Check] {
+    static func examine(_ client: HandoffClient, now: Timestamp, environment: [String: String] = ProcessInfo.processInfo.environment) -> [Check] {
         var checks: [Check] = []
         let status: DaemonStatus
         do {
@@ -76,7 +76,7 @@ struct Doctor: ParsableCommand {
             )
             checks.append(avahiWithoutDaemon())
             checks.append(nssMDNS())
-            return checks
+            return checks + DesktopCheck.checks(environment: environment)
         }
 
         switch status.discovery.state {
@@ -185,7 +185,7 @@ struct Doctor: ParsableCommand {
             checks.append(browserCheck(browser, configFile: status.configFile))
         }
         checks.append(nssMDNS())
-        return checks
+        return checks + DesktopCheck.checks(environment: environment)
     }
 
     /// The command continued web pages open with is there (else a continue of one fails).

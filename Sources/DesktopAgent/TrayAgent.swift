@@ -1,0 +1,312 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import HandoffClient
+import HandoffDBus
+import HandoffModel
+import HandoffSystem
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The status icon's half of the agent (docs/desktop.md, "The status icon"): it keeps
+/// `TrayFacts` up to date from handoffd and from what the user does in the menu, shows the
+/// `TrayMenu` made from them, and carries out the menu's items — inviting a device, joining an
+/// account through `JoinDialog`, the device's handoff switch. Continuing goes back to the agent,
+/// which continues from notifications the same way.
+struct TrayAgent: Sendable {
+    let client: HandoffClient
+    let server: NotificationServer
+    let icon: StatusIcon
+    let dialog: JoinDialog
+    let options: DesktopAgent.Options
+    let logger: Logger
+
+    enum Input: Sendable {
+        /// handoffd said something changed, or it is back: ask it again.
+        case refresh
+        case daemonGone
+        case clicked(TrayMenu.Key)
+        /// The StatusNotifierWatcher appeared (true) or went.
+        case watcher(Bool)
+        case hostCheck
+        case invite(InviteUpdate)
+        case inviteEnded(failure: String?)
+        case dialog(JoinDialog.Outcome)
+        case joined(AccountInfo?, failure: String?)
+        /// The user chose `action` in notification `id`, which is not one of the agent's offers.
+        case noteInvoked(id: UInt32, action: String)
+        case noteClosed(id: UInt32)
+        case notificationServer(Bool)
+    }
+
+    /// The action of the "a device nearby is inviting" notification.
+    static let joinAction = "join"
+
+    /// What the tray's loop remembers besides the facts.
+    private struct Notes {
+        var invite: UInt32?
+        var inviting: UInt32?
+        var iconState = DesktopAgentStatus.StatusIcon.waiting
+        var notifications = false
+    }
+
+    /// Runs until `inbox` ends; `continueOffer` hands a chosen offer to the agent.
+    func run(_ inbox: AsyncStream<Input>, post: AsyncStream<Input>.Continuation, listening: StatusIcon.Listening, continueOffer: @escaping @Sendable (Offer) -> Void) async {
+        var facts = TrayFacts()
+        var notes = Notes()
+        notes.notifications = await server.owner() != nil
+        let invitation = Invitation()
+        await withDiscardingTaskGroup { group in
+            group.addTask { await icon.serve(listening) { post.yield(.clicked($0)) } }
+            group.addTask {
+                for await change in listening.watchers where change.sender == "org.freedesktop.DBus" {
+                    post.yield(.watcher(!(change.arguments.dropFirst(2).first?.stringValue ?? "").isEmpty))
+                }
+            }
+            // The watcher may run already: try once, then follow it.
+            group.addTask { post.yield(.watcher(await icon.register())) }
+            var lastShown: TrayMenu?
+            for await input in inbox {
+                switch input {
+                case .refresh:
+                    guard let status = try? await client.status() else {
+                        facts.daemon = .notRunning
+                        break
+                    }
+                    facts.daemon = .running
+                    facts.account = status.account
+                    facts.handoffOn = status.settings?.handoff ?? true
+                    facts.peers = (try? await client.peers().peers) ?? []
+                    facts.offers = (try? await client.offers().offers) ?? []
+                    let inviting = facts.account == nil ? status.invitingNearby ?? 0 : 0
+                    if inviting > 0, facts.invitingNearby == 0, !facts.joining {
+                        notes.inviting = await notify(
+                            summary: "A device nearby is inviting",
+                            body: "Join its handoff account to continue what you do there. You need the code it shows.",
+                            actions: [Note.Action(key: "default", label: "Join…"), Note.Action(key: Self.joinAction, label: "Join…")]
+                        )
+                    } else if inviting == 0, let id = notes.inviting {
+                        _ = try? await server.close(id)
+                        notes.inviting = nil
+                    }
+                    facts.invitingNearby = inviting
+                case .daemonGone:
+                    facts.daemon = .notRunning
+                case .clicked(let key):
+                    switch key {
+                    case .continueFrom(let peer, let activityID):
+                        if let offer = facts.offers.first(where: { $0.peer.id == peer && $0.activity.id == activityID }) { continueOffer(offer) }
+                    case .addDevice where facts.invite == nil:
+                        let creating = facts.account == nil
+                        group.addTask { await invite(creating: creating, holder: invitation, post: post) }
+                    case .cancelInvite:
+                        invitation.cancel()
+                    case .join where !facts.joining:
+                        facts.joining = true
+                        group.addTask { post.yield(.dialog(await dialog.ask(refused: nil))) }
+                    case .handoffSwitch:
+                        let on = !facts.handoffOn
+                        group.addTask {
+                            do throws(HandoffClientError) {
+                                _ = try await client.changeSettings(SettingsChange(handoff: on))
+                            } catch {
+                                logger.warning("cannot switch handoff", metadata: ["error": "\(error)"])
+                            }
+                            post.yield(.refresh)
+                        }
+                    default:
+                        break
+                    }
+                case .watcher(let present):
+                    if present, await icon.register() {
+                        notes.iconState = .shown
+                        logger.info("the status icon is shown")
+                    } else if notes.iconState == .shown || notes.iconState == .waiting {
+                        notes.iconState = .waiting
+                        let grace = options.statusIconGrace
+                        group.addTask {
+                            guard (try? await QuietSleep.sleep(for: grace)) != nil else { return }
+                            post.yield(.hostCheck)
+                        }
+                    }
+                case .hostCheck:
+                    guard notes.iconState == .waiting else { break }
+                    notes.iconState = .noHost
+                    await noHost()
+                case .invite(let update):
+                    if let invite = update.invite {
+                        facts.invite = TrayFacts.Invite(code: invite.code, expiresAt: invite.expiresAt)
+                        notes.invite = await notify(
+                            summary: "Add a device: type this code on it",
+                            body: "\(invite.code)\nIn its Handoff menu: Join another device’s account… (or handoffctl account join CODE). Valid until \(Self.timeOfDay(invite.expiresAt)).",
+                            replacing: notes.invite
+                        )
+                    } else if let joined = update.joined {
+                        facts.invite = nil
+                        notes.invite = await notify(summary: "\(joined.name) joined your handoff account", body: "", replacing: notes.invite)
+                    } else if update.expired == true {
+                        facts.invite = nil
+                        notes.invite = await notify(summary: "The invite expired", body: "No device joined with its code. Add a device… makes a new one.", replacing: notes.invite)
+                    }
+                case .inviteEnded(let failure):
+                    facts.invite = nil
+                    if let failure { notes.invite = await notify(summary: "Cannot add a device", body: failure, replacing: notes.invite) }
+                case .dialog(.entered(let code)):
+                    group.addTask {
+                        do throws(HandoffClientError) {
+                            post.yield(.joined(try await client.joinAccount(JoinAccountRequest(code: code)), failure: nil))
+                        } catch {
+                            post.yield(.joined(nil, failure: error.message))
+                        }
+                    }
+                case .dialog(.cancelled):
+                    facts.joining = false
+                case .dialog(.unavailable(let why)):
+                    facts.joining = false
+                    _ = await notify(summary: "Cannot show the join dialog", body: "\(why). In a terminal: handoffctl account join CODE")
+                case .joined(let account?, _):
+                    facts.joining = false
+                    facts.account = account
+                    _ = await notify(summary: "This device joined \(account.accountName)", body: "Your devices can continue each other’s activities now.")
+                    post.yield(.refresh)
+                case .joined(nil, let failure):
+                    // Asked again, saying why: the user may have mistyped.
+                    let refused = failure ?? "handoffd did not say why"
+                    logger.notice("a join from the dialog failed", metadata: ["error": "\(refused)"])
+                    group.addTask { post.yield(.dialog(await dialog.ask(refused: refused))) }
+                case .noteInvoked(let id, let action):
+                    if id == notes.inviting, action == Self.joinAction || action == "default" {
+                        // The notification did its part: the dialog takes over.
+                        _ = try? await server.close(id)
+                        notes.inviting = nil
+                        if !facts.joining {
+                            facts.joining = true
+                            group.addTask { post.yield(.dialog(await dialog.ask(refused: nil))) }
+                        }
+                    }
+                case .noteClosed(let id):
+                    if id == notes.inviting { notes.inviting = nil }
+                    if id == notes.invite { notes.invite = nil }
+                case .notificationServer(let running):
+                    notes.notifications = running
+                }
+                let menu = TrayMenu(facts, clock: Self.timeOfDay)
+                if menu != lastShown {
+                    icon.show(menu)
+                    lastShown = menu
+                }
+                writeStatus(notes)
+            }
+            invitation.cancel()
+            group.cancelAll()
+        }
+        unlink(options.statusFile)
+    }
+
+    /// Creates the account first when there is none ("Start an account here…"), then invites and
+    /// follows the invite until a device joins, it expires, or the user cancels it.
+    private func invite(creating: Bool, holder: Invitation, post: AsyncStream<Input>.Continuation) async {
+        do throws(HandoffClientError) {
+            if creating {
+                _ = try await client.createAccount(CreateAccountRequest())
+                post.yield(.refresh)
+            }
+            let subscription = try await client.invite()
+            guard holder.start(subscription) else {
+                post.yield(.inviteEnded(failure: nil))
+                return holder.end()
+            }
+            while let update = try await subscription.next() { post.yield(.invite(update)) }
+            post.yield(.inviteEnded(failure: nil))
+        } catch {
+            // Closed by Cancel: not a failure to report.
+            post.yield(.inviteEnded(failure: holder.wasCancelled ? nil : error.message))
+        }
+        holder.end()
+    }
+
+    /// No panel shows the icon: said once ever (a file remembers), and notifications go on.
+    private func noHost() async {
+        logger.notice("no panel in this session shows status icons; notifications go on (handoffctl doctor says what to install)")
+        guard access(options.noHostNotedFile, F_OK) != 0 else { return }
+        _ = await notify(
+            summary: "Handoff runs without a status icon",
+            body: "This desktop shows no status icons. Notifications still offer what your devices do; handoffctl doctor says what adds the icon."
+        )
+        let directory = String(options.noHostNotedFile[..<(options.noHostNotedFile.lastIndex(of: "/") ?? options.noHostNotedFile.startIndex)])
+        Self.makeDirectory(directory)
+        let fd = open(options.noHostNotedFile, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        if fd >= 0 { close(fd) }
+    }
+
+    private func notify(summary: String, body: String, actions: [Note.Action] = [], replacing: UInt32? = nil) async -> UInt32? {
+        let note = Note(appName: "Handoff", icon: nil, summary: summary, body: body, actions: actions, expireMilliseconds: 0, desktopEntry: "handoff-desktop")
+        return try? await server.notify(note, replacing: replacing)
+    }
+
+    /// `desktop.json`, for `handoffctl doctor`: replaced whole, so a reader never sees half.
+    private func writeStatus(_ notes: Notes) {
+        let status = DesktopAgentStatus(
+            pid: getpid(), statusIcon: notes.iconState, notifications: notes.notifications,
+            joinDialog: ChildProcess.search(JoinDialog.program, path: dialog.environment["PATH"] ?? "/usr/bin:/bin") != nil
+        )
+        guard let data = try? JSONEncoder().encode(status) else { return }
+        let path = options.statusFile
+        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        Self.makeDirectory(directory)
+        try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    private static func makeDirectory(_ path: String) {
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    }
+
+    /// A time as the user reads it on this computer: `14:05`, local time.
+    static func timeOfDay(_ time: Timestamp) -> String {
+        var seconds = time_t(time.microsecondsSinceEpoch / 1_000_000)
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        let hour = parts.tm_hour < 10 ? "0\(parts.tm_hour)" : "\(parts.tm_hour)"
+        let minute = parts.tm_min < 10 ? "0\(parts.tm_min)" : "\(parts.tm_min)"
+        return "\(hour):\(minute)"
+    }
+}
+
+/// The invite under way, which "Cancel the invite" closes from the tray's loop.
+final class Invitation: Sendable {
+    private struct State {
+        var subscription: NDJSONSubscription<InviteUpdate>?
+        var cancelled = false
+    }
+
+    private let state = Mutex(State())
+
+    /// False when it was cancelled before it started (the subscription is closed).
+    func start(_ subscription: NDJSONSubscription<InviteUpdate>) -> Bool {
+        let cancelled = state.withLock { s in
+            if !s.cancelled { s.subscription = subscription }
+            return s.cancelled
+        }
+        if cancelled { subscription.close() }
+        return !cancelled
+    }
+
+    func cancel() {
+        state.withLock { s in
+            s.cancelled = true
+            return s.subscription
+        }?.close()
+    }
+
+    var wasCancelled: Bool { state.withLock { $0.cancelled } }
+
+    /// Ready for the next invite.
+    func end() { state.withLock { $0 = State() } }
+}
