@@ -33,7 +33,7 @@ package final class DeviceSwitch: Sendable {
     private let writing = Mutex(())
 
     /// Reads the settings kept in `stateDirectory`; an unreadable file is moved aside (and
-    /// logged), and the defaults apply.
+    /// logged), and handoff is off.
     package init(stateDirectory: String, announce: @escaping Announce, logger: Logger) {
         path = stateDirectory + "/" + Self.fileName
         self.announce = announce
@@ -43,8 +43,11 @@ package final class DeviceSwitch: Sendable {
                 settings = try JSONDecoder().decode(DeviceSettings.self, from: Data(bytes))
             }
         } catch {
+            // The file was there, so the user may have turned handoff off: it stays off (a
+            // privacy switch fails closed) until they turn it on; status and doctor say it is off.
+            settings.handoff = false
             let aside = PrivateFiles.quarantine(path)
-            logger.warning("the device's settings are unreadable; moved them aside and use the defaults", metadata: ["path": "\(aside)"])
+            logger.warning("the device's settings are unreadable; moved them aside, and handoff stays off until turned on", metadata: ["path": "\(aside)"])
         }
         state = Mutex(State(settings: settings))
     }

@@ -123,8 +123,12 @@ package actor MemberLinks {
     /// How long the other devices have to answer.
     let deadlines: Deadlines
     /// Off: no device is dialled unless the user continues from it.
-    /// Handoff on this device (`DeviceSwitch`): while off, no device is dialled.
+    /// Handoff on this device (`DeviceSwitch`): while off, no device is dialled and no session
+    /// another device started is kept.
     private var handoffOn: Bool
+    /// The notice sequence of the last switch applied: changes reach the actor as separate
+    /// tasks, in any order, and only the newest counts.
+    private var switchSequence: UInt64 = 0
     let logger: Logger
     /// Background work (dials, sessions we started) runs in the service's task group.
     private let jobs: AsyncStream<@Sendable () async -> Void>.Continuation
@@ -162,6 +166,9 @@ package actor MemberLinks {
     /// dialled by the device with the smaller id; a newer session in the same direction replaces
     /// an older one (a reconnection).
     private func register(_ session: MemberSession) -> Bool {
+        // Handoff off here: a session the other device started (admitted just before the switch)
+        // is not kept. Ours are what the user asked for (continue).
+        guard handoffOn || session.initiatedByUs else { return false }
         let me = security.contexts?.deviceID
         switch slots.up(session, peer: session.peerID, dialledByUs: session.initiatedByUs, me: me) {
         case .refuse: return false
@@ -208,9 +215,13 @@ package actor MemberLinks {
     /// session ends and none is dialled until it is on again (what is known of them stays).
     /// On: they hear of the activity, and every device seen gets a session again.
     package func switched(on: Bool, notice: ActivityNotice) async {
+        guard notice.sequence > switchSequence else { return }
+        switchSequence = notice.sequence
         handoffOn = on
         guard on else {
             _ = await tellAll(.activityNotice(notice))
+            // Switched on again while the notice went out: the sessions stay.
+            guard switchSequence == notice.sequence else { return }
             for session in slots.removeAll() { session.close() }
             return
         }
@@ -478,8 +489,9 @@ package actor MemberLinks {
                 return
             }
             do {
-                _ = try await connect(target, expecting: id)
+                let session = try await connect(target, expecting: id)
                 dials.connected(id)
+                closeIfOff(session)
                 return
             } catch {
                 logger.debug("cannot reach a device", metadata: ["peer": "\(id.short)", "address": "\(target)", "error": "\(error)"])
@@ -500,6 +512,14 @@ package actor MemberLinks {
         if await directory.isSighted(id) { consider(id) }
     }
 
+    /// Handoff was switched off while `session` was dialled on our own account (not for the user):
+    /// it ends.
+    private func closeIfOff(_ session: MemberSession) {
+        guard !handoffOn, sessions[session.peerID] === session else { return }
+        _ = slots.remove(session.peerID)
+        session.close()
+    }
+
     /// Keeps a session with a configured static peer, reconnecting with backoff; `whenOn` returns
     /// once handoff is on on this device (at once while it is).
     nonisolated func maintainStatic(_ address: PeerAddress, whenOn: @escaping @Sendable () async -> Void) {
@@ -510,6 +530,7 @@ package actor MemberLinks {
                 guard !Task.isCancelled else { return }
                 do {
                     let session = try await self.connect(address)
+                    await self.closeIfOff(session)
                     await self.directory.staticPeer(session.peerID, name: session.peerName, address: address.description)
                     delay = .seconds(1)
                     await self.waitUntilClosed(session)

@@ -148,6 +148,8 @@ import Testing
         let off = try await CLI.run(d, ["config", "handoff", "off"])
         #expect(off.status == 0 && off.stdout == "handoff off\n", "\(off)")
         #expect(try await CLI.run(d, ["status"]).stdout.contains("handoff:   off on this device"))
+        let doctor = try await CLI.run(d, ["doctor"])
+        #expect(doctor.stdout.contains("warning  handoff is off on this device") && doctor.stdout.contains("fix: handoffctl config handoff on"), "\(doctor)")
         #expect(try await CLI.run(d, ["account", "create", "--name", "Home"]).status == 0)
         let invite = try await CLI.run(d, ["account", "invite"])
         #expect(invite.status == 43, "\(invite)")

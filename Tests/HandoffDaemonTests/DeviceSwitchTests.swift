@@ -67,6 +67,36 @@ import Testing
         try await b.finish()
     }
 
+    /// Switched off and on in a quick row, the last word counts: the daemon reacts to each change
+    /// in tasks that can meet in any order, and must still end as the user left it.
+    @Test func quickTogglesEndAsTheLastOneSays() async throws {
+        let network = DiscoveryNetwork()
+        let a = try await TestDaemon.start(network: network)
+        _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        let b = try await TestDaemon.start(network: network)
+        let updates = try await a.client.invite()
+        let code = try #require(try await updates.next()?.invite?.code)
+        _ = try await b.client.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop"))
+        _ = try await updates.next()
+        let aID = try await a.client.account().deviceID
+        let onA = try await a.client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "org.example.reader.read", title: "On desk")))
+        try await PeerDiscoveryTests.waitForPeers(b, "desk") { $0.peers.first { $0.id == aID }?.reachable == true }
+        for round in 0..<3 {
+            for on in [false, true, false, true, false, true, false, true] { _ = try await a.client.changeSettings(SettingsChange(handoff: on)) }
+            try await PeerDiscoveryTests.waitForPeers(b, "desk back after round \(round)") {
+                $0.peers.first { $0.id == aID }.map { $0.reachable && $0.activity?.id == onA.activity.id } == true
+            }
+            for on in [true, false, true, false, true, false] { _ = try await a.client.changeSettings(SettingsChange(handoff: on)) }
+            try await PeerDiscoveryTests.waitForPeers(b, "desk quiet after round \(round)") {
+                $0.peers.first { $0.id == aID }.map { !$0.reachable && $0.activity == nil } ?? true
+            }
+            #expect(try await a.client.status().reachablePeers == 0)
+            _ = try await a.client.changeSettings(SettingsChange(handoff: true))
+        }
+        try await a.finish()
+        try await b.finish()
+    }
+
     @Test func aBadSettingsRequestChangesNothing() async throws {
         let a = try await TestDaemon.start()
         let socketPath = a.socketPath
@@ -79,11 +109,11 @@ import Testing
         }
         #expect(answer.0 == 400 && answer.1.contains("bad_request"), "\(answer)")
         #expect(try await a.client.settings().handoff)
-        // A settings file nobody can read is moved aside; the defaults apply.
+        // A settings file nobody can read is moved aside, and handoff is off (it may have been).
         try await a.stop()
         try Data("{not json".utf8).write(to: URL(fileURLWithPath: a.stateDirectory + "/settings.json"))
         let again = try await TestDaemon.start(directory: a.directory)
-        #expect(try await again.client.settings().handoff)
+        #expect(try await again.client.settings().handoff == false)
         #expect(FileManager.default.fileExists(atPath: a.stateDirectory + "/settings.json.unreadable"))
         try await again.finish()
     }

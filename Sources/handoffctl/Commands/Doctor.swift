@@ -79,6 +79,15 @@ struct Doctor: ParsableCommand {
             return checks + DesktopCheck.checks(environment: environment)
         }
 
+        if status.settings?.handoff == false {
+            checks.append(
+                Check(
+                    name: "switch", verdict: .warning, message: "handoff is off on this device: it is not advertised and lets no other device in",
+                    fix: "handoffctl config handoff on"
+                )
+            )
+        }
+
         switch status.discovery.state {
         case .unavailable:
             checks.append(
