@@ -82,7 +82,10 @@ package struct DesktopAgent: Sendable {
         let icon = StatusIcon(bus: bus, menu: TrayMenu(TrayFacts(), clock: TrayAgent.timeOfDay))
         let iconListening = try await icon.listen()
         let tray = TrayAgent(client: client, server: server, icon: icon, dialog: JoinDialog(environment: dialogEnvironment), options: options, logger: logger)
-        let (trayInbox, trayPost) = AsyncStream.makeStream(of: TrayAgent.Input.self, bufferingPolicy: .bufferingNewest(256))
+        // Unbounded: what handoffd's events add is one refresh at a time (`RefreshRequests`); the
+        // rest are the user's clicks and what they started.
+        let (trayInbox, trayPost) = AsyncStream.makeStream(of: TrayAgent.Input.self)
+        let refreshes = RefreshRequests(trayPost)
         // Last: once the name is ours, the agent is ready (tests and scripts wait for it).
         try await bus.requestName(Self.busName)
         logger.info("ready", metadata: ["bus-name": "\(Self.busName)"])
@@ -95,9 +98,9 @@ package struct DesktopAgent: Sendable {
                 post.finish()
                 trayPost.finish()
             }
-            group.addTask { await followHandoffd(post, tray: trayPost) }
+            group.addTask { await followHandoffd(post, tray: trayPost, refreshes: refreshes) }
             group.addTask {
-                await tray.run(trayInbox, post: trayPost, listening: iconListening) { post.yield(.continueOffer($0)) }
+                await tray.run(trayInbox, post: trayPost, refreshes: refreshes, listening: iconListening) { post.yield(.continueOffer($0)) }
             }
             group.addTask {
                 for await signal in signals where signal.sender == owner.value {
@@ -123,7 +126,7 @@ package struct DesktopAgent: Sendable {
     /// handoffd's events, for as long as the agent runs: each change of a device is a reason to
     /// look at the offers again, and so is each (re)connection; the status icon also follows the
     /// device's own status (account, switch, devices inviting nearby).
-    private func followHandoffd(_ post: AsyncStream<Input>.Continuation, tray: AsyncStream<TrayAgent.Input>.Continuation) async {
+    private func followHandoffd(_ post: AsyncStream<Input>.Continuation, tray: AsyncStream<TrayAgent.Input>.Continuation, refreshes: RefreshRequests) async {
         var failures = 0
         while !Task.isCancelled {
             do throws(HandoffClientError) {
@@ -131,15 +134,15 @@ package struct DesktopAgent: Sendable {
                 if failures > 0 { logger.info("handoffd is back") }
                 failures = 0
                 post.yield(.offersChanged)
-                tray.yield(.refresh)
+                refreshes.request()
                 let ended = await withTaskCancellationHandler { () async -> HandoffClientError? in
                     do throws(HandoffClientError) {
                         while let event = try await events.next() {
                             switch event.body {
                             case .peerChanged, .peerGone:
                                 post.yield(.offersChanged)
-                                tray.yield(.refresh)
-                            case .statusChanged: tray.yield(.refresh)
+                                refreshes.request()
+                            case .statusChanged: refreshes.request()
                             default: break
                             }
                         }

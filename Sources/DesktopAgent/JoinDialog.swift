@@ -1,4 +1,5 @@
 import HandoffSystem
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -71,6 +72,9 @@ package struct JoinDialog: Sendable {
         }
         close(ends[1])
         let read = ends[0]
+        // Signalled only while it is certainly ours: the pid is not reaped (so not reused) until
+        // `ended` is set under the same lock.
+        let ended = Reaping()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Outcome, Never>) in
                 let started = BlockingThread.detach(name: "handoff-dialog") {
@@ -83,13 +87,16 @@ package struct JoinDialog: Sendable {
                         output += buffer[0..<Int(n)]
                     }
                     close(read)
-                    let ended = ChildProcess.wait(pid)
+                    var info = siginfo_t()
+                    _ = SystemCall.retrying { waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) }
+                    ended.reaping()
+                    let how = ChildProcess.wait(pid)
                     let text = String(decoding: output, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
                     // 0: OK; 1: Cancel, Escape or the window closed; anything else: it failed.
-                    switch ended {
+                    switch how {
                     case .exited(0): done.resume(returning: .entered(text))
                     case .exited(1), .signalled: done.resume(returning: .cancelled)
-                    default: done.resume(returning: .unavailable("zenity ended: \(ended)"))
+                    default: done.resume(returning: .unavailable("zenity ended: \(how)"))
                     }
                 }
                 if !started {
@@ -100,7 +107,20 @@ package struct JoinDialog: Sendable {
                 }
             }
         } onCancel: {
-            kill(pid, SIGTERM)
+            ended.signalUnlessReaped(pid)
         }
+    }
+}
+
+/// Whether a child is about to be reaped: set (under the lock) once it has exited and before
+/// `waitpid`, so that a signal sent under the same lock reaches that child, never a process
+/// that reused its pid.
+final class Reaping: Sendable {
+    private let reaped = Mutex(false)
+
+    func reaping() { reaped.withLock { $0 = true } }
+
+    func signalUnlessReaped(_ pid: pid_t) {
+        reaped.withLock { if !$0 { _ = kill(pid, SIGTERM) } }
     }
 }

@@ -70,6 +70,11 @@ package final class StatusIcon: Sendable {
         return (try? await bus.call(call, timeout: .seconds(5))) != nil
     }
 
+    /// Whether a watcher runs now (a panel, or a program between panels and icons).
+    package func watcherRuns() async -> Bool {
+        (try? await bus.call(DBusMethodCall.busDaemon("NameHasOwner", [.string(Self.watcherName)]), timeout: .seconds(5)))?.first?.boolValue == true
+    }
+
     /// Whether a panel shows the registered icons (the watcher's `IsStatusNotifierHostRegistered`).
     package func hostRegistered() async -> Bool {
         let call = DBusMethodCall(

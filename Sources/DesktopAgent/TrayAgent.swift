@@ -58,7 +58,10 @@ struct TrayAgent: Sendable {
     }
 
     /// Runs until `inbox` ends; `continueOffer` hands a chosen offer to the agent.
-    func run(_ inbox: AsyncStream<Input>, post: AsyncStream<Input>.Continuation, listening: StatusIcon.Listening, continueOffer: @escaping @Sendable (Offer) -> Void) async {
+    func run(
+        _ inbox: AsyncStream<Input>, post: AsyncStream<Input>.Continuation, refreshes: RefreshRequests, listening: StatusIcon.Listening,
+        continueOffer: @escaping @Sendable (Offer) -> Void
+    ) async {
         var facts = TrayFacts()
         var notes = Notes()
         notes.notifications = await server.owner() != nil
@@ -71,11 +74,12 @@ struct TrayAgent: Sendable {
                 }
             }
             // The watcher may run already: try once, then follow it.
-            group.addTask { post.yield(.watcher(await icon.register())) }
+            group.addTask { post.yield(.watcher(await icon.watcherRuns())) }
             var lastShown: TrayMenu?
             for await input in inbox {
                 switch input {
                 case .refresh:
+                    refreshes.taken()
                     guard let status = try? await client.status() else {
                         facts.daemon = .notRunning
                         break
@@ -97,35 +101,39 @@ struct TrayAgent: Sendable {
                         notes.inviting = nil
                     }
                     facts.invitingNearby = inviting
+                    // Switched off (here or by handoffctl): no device could join with the code.
+                    if !facts.handoffOn, facts.invite != nil { invitation.cancel() }
                 case .daemonGone:
                     facts.daemon = .notRunning
                 case .clicked(let key):
                     switch key {
                     case .continueFrom(let peer, let activityID):
                         if let offer = facts.offers.first(where: { $0.peer.id == peer && $0.activity.id == activityID }) { continueOffer(offer) }
-                    case .addDevice where facts.invite == nil:
+                    case .addDevice:
+                        guard invitation.begin() else { break }
                         let creating = facts.account == nil
                         group.addTask { await invite(creating: creating, holder: invitation, post: post) }
-                    case .cancelInvite:
+                    case .cancelInvite where facts.invite != nil:
                         invitation.cancel()
                     case .join where !facts.joining:
                         facts.joining = true
                         group.addTask { post.yield(.dialog(await dialog.ask(refused: nil))) }
-                    case .handoffSwitch:
-                        let on = !facts.handoffOn
+                    case .handoffSwitch(let on):
+                        // What the item said when the user chose it, whatever changed since.
                         group.addTask {
                             do throws(HandoffClientError) {
                                 _ = try await client.changeSettings(SettingsChange(handoff: on))
                             } catch {
                                 logger.warning("cannot switch handoff", metadata: ["error": "\(error)"])
                             }
-                            post.yield(.refresh)
+                            refreshes.request()
                         }
                     default:
                         break
                     }
                 case .watcher(let present):
-                    if present, await icon.register() {
+                    // A watcher without a panel to show its icons (a host) counts as none.
+                    if present, await icon.register(), await icon.hostRegistered() {
                         notes.iconState = .shown
                         logger.info("the status icon is shown")
                     } else if notes.iconState == .shown || notes.iconState == .waiting {
@@ -156,8 +164,14 @@ struct TrayAgent: Sendable {
                         notes.invite = await notify(summary: "The invite expired", body: "No device joined with its code. Add a device… makes a new one.", replacing: notes.invite)
                     }
                 case .inviteEnded(let failure):
+                    if let failure {
+                        notes.invite = await notify(summary: "Cannot add a device", body: failure, replacing: notes.invite)
+                    } else if facts.invite != nil, let id = notes.invite {
+                        // Cancelled while its code showed: the code is no use any more.
+                        _ = try? await server.close(id)
+                        notes.invite = nil
+                    }
                     facts.invite = nil
-                    if let failure { notes.invite = await notify(summary: "Cannot add a device", body: failure, replacing: notes.invite) }
                 case .dialog(.entered(let code)):
                     group.addTask {
                         do throws(HandoffClientError) {
@@ -175,7 +189,7 @@ struct TrayAgent: Sendable {
                     facts.joining = false
                     facts.account = account
                     _ = await notify(summary: "This device joined \(account.accountName)", body: "Your devices can continue each other’s activities now.")
-                    post.yield(.refresh)
+                    refreshes.request()
                 case .joined(nil, let failure):
                     // Asked again, saying why: the user may have mistyped.
                     let refused = failure ?? "handoffd did not say why"
@@ -196,6 +210,9 @@ struct TrayAgent: Sendable {
                     if id == notes.invite { notes.invite = nil }
                 case .notificationServer(let running):
                     notes.notifications = running
+                    // A new server numbers its notifications afresh: ours are gone with the old.
+                    notes.invite = nil
+                    notes.inviting = nil
                 }
                 let menu = TrayMenu(facts, clock: Self.timeOfDay)
                 if menu != lastShown {
@@ -205,6 +222,7 @@ struct TrayAgent: Sendable {
                 writeStatus(notes)
             }
             invitation.cancel()
+            if facts.invite != nil, let id = notes.invite { _ = try? await server.close(id) }
             group.cancelAll()
         }
         unlink(options.statusFile)
@@ -279,34 +297,83 @@ struct TrayAgent: Sendable {
     }
 }
 
-/// The invite under way, which "Cancel the invite" closes from the tray's loop.
+/// The invite under way, one at a time: begun at the click (a second click before its code
+/// arrives starts nothing), closed by "Cancel the invite" from the tray's loop.
 final class Invitation: Sendable {
-    private struct State {
-        var subscription: NDJSONSubscription<InviteUpdate>?
-        var cancelled = false
+    private enum State {
+        case idle
+        /// Clicked; the code is not there yet.
+        case starting
+        case running(NDJSONSubscription<InviteUpdate>)
+        case cancelled
     }
 
-    private let state = Mutex(State())
+    private let state = Mutex(State.idle)
 
-    /// False when it was cancelled before it started (the subscription is closed).
-    func start(_ subscription: NDJSONSubscription<InviteUpdate>) -> Bool {
-        let cancelled = state.withLock { s in
-            if !s.cancelled { s.subscription = subscription }
-            return s.cancelled
-        }
-        if cancelled { subscription.close() }
-        return !cancelled
-    }
-
-    func cancel() {
+    /// False while one is under way.
+    func begin() -> Bool {
         state.withLock { s in
-            s.cancelled = true
-            return s.subscription
-        }?.close()
+            guard case .idle = s else { return false }
+            s = .starting
+            return true
+        }
     }
 
-    var wasCancelled: Bool { state.withLock { $0.cancelled } }
+    /// False when it was cancelled before it started (then the subscription is closed).
+    func start(_ subscription: NDJSONSubscription<InviteUpdate>) -> Bool {
+        let started = state.withLock { s in
+            guard case .starting = s else { return false }
+            s = .running(subscription)
+            return true
+        }
+        if !started { subscription.close() }
+        return started
+    }
+
+    /// Cancels the invite under way, if any.
+    func cancel() {
+        let subscription: NDJSONSubscription<InviteUpdate>? = state.withLock { s in
+            switch s {
+            case .idle, .cancelled: return nil
+            case .starting:
+                s = .cancelled
+                return nil
+            case .running(let subscription):
+                s = .cancelled
+                return subscription
+            }
+        }
+        subscription?.close()
+    }
+
+    var wasCancelled: Bool {
+        state.withLock { s in
+            if case .cancelled = s { return true }
+            return false
+        }
+    }
 
     /// Ready for the next invite.
-    func end() { state.withLock { $0 = State() } }
+    func end() { state.withLock { $0 = .idle } }
+}
+
+/// Asks the tray to read handoffd's state again, once however many changes come meanwhile: a
+/// burst of events (a device changing fast, adverts flapping) costs one refresh, and the
+/// tray's other inputs are never crowded out.
+final class RefreshRequests: Sendable {
+    private let pending = Mutex(false)
+    private let post: AsyncStream<TrayAgent.Input>.Continuation
+
+    init(_ post: AsyncStream<TrayAgent.Input>.Continuation) { self.post = post }
+
+    func request() {
+        let first = pending.withLock { p in
+            defer { p = true }
+            return !p
+        }
+        if first { post.yield(.refresh) }
+    }
+
+    /// The tray starts reading: changes from now on ask again.
+    func taken() { pending.withLock { $0 = false } }
 }

@@ -58,7 +58,8 @@ package struct TrayMenu: Equatable, Sendable {
         case inviteCode
         case cancelInvite
         case join
-        case handoffSwitch
+        /// The device's switch, and what choosing it does (as the user saw it).
+        case handoffSwitch(turnOn: Bool)
         case separator(Int)
     }
 
@@ -130,7 +131,7 @@ package struct TrayMenu: Equatable, Sendable {
             items.append(Item(.join, facts.joining ? "Joining…" : "Join another device’s account…" + inviting, enabled: !facts.joining))
             items.append(Item(.addDevice, "Start an account here and add a device…", enabled: facts.handoffOn && !facts.joining))
             separator()
-            items.append(Item(.handoffSwitch, "Handoff on this device", enabled: true, checked: facts.handoffOn))
+            items.append(Item(.handoffSwitch(turnOn: !facts.handoffOn), "Handoff on this device", enabled: true, checked: facts.handoffOn))
             self.items = items
             detail = "No account yet"
             active = facts.handoffOn
@@ -158,7 +159,7 @@ package struct TrayMenu: Equatable, Sendable {
             if let offer = offers[peer.id], offer.activity.id == activity.id {
                 items.append(Item(.continueFrom(peer.id, activityID: activity.id), "Continue in \(offer.target.name)", enabled: true, icon: offer.target.icon))
             } else {
-                let why = !facts.handoffOn ? "Handoff is off on this device" : !peer.reachable ? "Not reachable now" : "No app here opens it"
+                let why = peer.reachable ? "No app here opens it" : facts.handoffOn ? "Not reachable now" : "Not reachable: handoff is off on this device"
                 items.append(Item(.cannotContinue(peer.id), why))
             }
         }
@@ -174,7 +175,7 @@ package struct TrayMenu: Equatable, Sendable {
             items.append(Item(.addDevice, "Add a device…", enabled: true))
         }
         separator()
-        items.append(Item(.handoffSwitch, "Handoff on this device", enabled: true, checked: facts.handoffOn))
+        items.append(Item(.handoffSwitch(turnOn: !facts.handoffOn), "Handoff on this device", enabled: true, checked: facts.handoffOn))
         self.items = items
 
         let reachable = peers.filter(\.reachable).count

@@ -3,6 +3,7 @@ import Foundation
 import HandoffAPI
 import HandoffClient
 import HandoffDBus
+import HandoffDiscovery
 import HandoffModel
 import HandoffTestSupport
 import Logging
@@ -161,6 +162,99 @@ import Testing
         }
         #expect(monitor.stdout.components(separatedBy: "Handoff runs without a status icon").count == 2, "said once: \(monitor.stdout)")
         try await daemon.finish()
+        await session.stop()
+    }
+
+    /// The menu item with `label` in the agent's status-icon menu, as a panel reads it (nil while
+    /// there is none).
+    static func menuItem(_ label: String, on bus: DBusConnection) async throws -> Int32? {
+        let layout = try await bus.call(
+            DBusMethodCall(
+                destination: DesktopAgent.busName, path: StatusIcon.menuPath, interface: "com.canonical.dbusmenu", member: "GetLayout",
+                arguments: [.int32(0), .int32(-1), .strings([])]
+            )
+        )
+        guard layout.count == 2, case .structure(let root) = layout[1], let children = root[2].arrayItems else { return nil }
+        for case .variant(.structure(let node)) in children where node[1].dictionary?["label"]?.stringValue?.hasPrefix(label) == true {
+            if case .int32(let id) = node[0] { return id }
+        }
+        return nil
+    }
+
+    static func click(_ id: Int32, on bus: DBusConnection) async throws {
+        _ = try await bus.call(
+            DBusMethodCall(
+                destination: DesktopAgent.busName, path: StatusIcon.menuPath, interface: "com.canonical.dbusmenu", member: "Event",
+                arguments: [.int32(id), .string("clicked"), .variant(.int32(0)), .uint32(0)]
+            )
+        )
+    }
+
+    /// "Add a device…" in the status icon's menu invites: the code in the menu and in a
+    /// notification, a device joins with it, a notification says who; a second invite is
+    /// cancelled from the menu and its code goes.
+    @Test func addADeviceFromTheMenuShowsTheCodeAndWhoJoined() async throws {
+        let directory = try TempDirectory.make(prefix: "handoff-desktop")
+        defer { TempDirectory.remove(directory) }
+        let session = try await DesktopSession(directory: directory)
+        let network = DiscoveryNetwork()
+        let a = try await TestDaemon.start(network: network)
+        _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        let b = try await TestDaemon.start(network: network)
+        let monitor = try await session.monitorNotifications()
+        let panel = try DBusConnection.connect(address: session.bus.address)
+        defer { panel.close() }
+        try await Self.withAgent(a, session) {
+            var add: Int32?
+            _ = try await Rig.waitFor("Add a device… in the menu") {
+                add = try await Self.menuItem("Add a device…", on: panel)
+                return add != nil
+            }
+            try await Self.click(try #require(add), on: panel)
+            var code = ""
+            _ = try await Rig.waitFor("the code in the menu") {
+                let label = try await panel.call(
+                    DBusMethodCall(
+                        destination: DesktopAgent.busName, path: StatusIcon.menuPath, interface: "com.canonical.dbusmenu", member: "GetLayout",
+                        arguments: [.int32(0), .int32(-1), .strings([])]
+                    )
+                ).description
+                guard let range = label.range(of: #"Code for the new device: ([0-9A-Z-]+)"#, options: .regularExpression) else { return false }
+                code = String(label[range].dropFirst("Code for the new device: ".count))
+                return true
+            }
+            try await monitor.wait(for: "the code's notification") { $0.stdout.contains("string \"Add a device: type this code on it\"") && $0.stdout.contains(code) }
+            _ = try await b.client.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop"))
+            try await monitor.wait(for: "who joined") { $0.stdout.contains("string \"laptop joined your handoff account\"") }
+            _ = try await Rig.waitFor("the code to leave the menu") { try await Self.menuItem("Add a device…", on: panel) != nil }
+
+            // Another invite, cancelled: its code goes from the menu, and no device can use it.
+            try await Self.click(try #require(try await Self.menuItem("Add a device…", on: panel)), on: panel)
+            var cancel: Int32?
+            var second = ""
+            _ = try await Rig.waitFor("Cancel the invite in the menu") {
+                cancel = try await Self.menuItem("Cancel the invite", on: panel)
+                second = try await Self.menuItem("Code for the new device: ", on: panel).map { _ in "shown" } ?? ""
+                return cancel != nil && !second.isEmpty
+            }
+            let layout = try await panel.call(
+                DBusMethodCall(
+                    destination: DesktopAgent.busName, path: StatusIcon.menuPath, interface: "com.canonical.dbusmenu", member: "GetLayout",
+                    arguments: [.int32(0), .int32(-1), .strings([])]
+                )
+            ).description
+            let range = try #require(layout.range(of: #"Code for the new device: ([0-9A-Z-]+)"#, options: .regularExpression))
+            let cancelledCode = String(layout[range].dropFirst("Code for the new device: ".count))
+            try await Self.click(try #require(cancel), on: panel)
+            _ = try await Rig.waitFor("the code to leave the menu") { try await Self.menuItem("Code for the new device: ", on: panel) == nil }
+            let c = try await TestDaemon.start(network: network)
+            await #expect(throws: HandoffClientError.self) {
+                _ = try await c.client.joinAccount(JoinAccountRequest(code: cancelledCode, deviceName: "phone"))
+            }
+            try await c.finish()
+        }
+        try await a.finish()
+        try await b.finish()
         await session.stop()
     }
 }

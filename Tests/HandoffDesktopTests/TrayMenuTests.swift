@@ -87,10 +87,13 @@ import Testing
     @Test func offOnThisDeviceSaysSoAndGreysTheIcon() {
         let menu = TrayMenu(Self.running { f in
             f.handoffOn = false
-            f.peers = [Self.peer(Self.desk, "desk", activity: Self.activity("Report"))]
+            f.peers = [Self.peer(Self.desk, "desk", reachable: false, activity: Self.activity("Report"))]
         }, clock: Self.clock)
-        #expect(Self.lines(menu) == ["  desk — “Report”", "  Handoff is off on this device", "---", "  Add a device… (turn handoff on first)", "---", "* Handoff on this device"])
+        #expect(Self.lines(menu) == [
+            "  desk — “Report”", "  Not reachable: handoff is off on this device", "---", "  Add a device… (turn handoff on first)", "---", "* Handoff on this device",
+        ])
         #expect(menu.items.last?.checked == false)
+        #expect(menu.items.last?.key == .handoffSwitch(turnOn: true), "choosing it turns handoff on, as the user saw")
         #expect(!menu.active && menu.detail == "Off on this device")
     }
 
@@ -145,7 +148,7 @@ import Testing
         #expect(!again, "the same menu is no change")
         #expect(layout.revision == revision)
         let continueID = try #require(Self.id(of: .continueFrom(Self.desk, activityID: report.id), in: layout))
-        let switchID = try #require(Self.id(of: .handoffSwitch, in: layout))
+        let switchID = try #require(Self.id(of: .handoffSwitch(turnOn: false), in: layout))
 
         // The activity changed: its Continue is another item (a click on the old number names
         // nothing), the switch keeps its number.
@@ -158,7 +161,7 @@ import Testing
         #expect(changedAgain)
         #expect(layout.revision > revision)
         #expect(layout.key(for: continueID) == nil)
-        #expect(layout.key(for: switchID) == .handoffSwitch)
+        #expect(layout.key(for: switchID) == .handoffSwitch(turnOn: false))
         let newContinue = try #require(Self.id(of: .continueFrom(Self.desk, activityID: newer.id), in: layout))
         #expect(newContinue != continueID, "a number is never given to another item")
     }
