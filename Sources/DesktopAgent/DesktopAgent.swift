@@ -155,11 +155,10 @@ package struct DesktopAgent: Sendable {
                 }
                 if let ended { throw ended }
             } catch {
-                if failures == 0 {
-                    logger.notice("handoffd is not reachable; trying again", metadata: ["error": "\(error)"])
-                    tray.yield(.daemonGone)
-                }
+                if failures == 0 { logger.notice("handoffd is not reachable; trying again", metadata: ["error": "\(error)"]) }
             }
+            // Its events ended (it stopped), or it cannot be reached: once per absence.
+            if failures == 0 { tray.yield(.daemonGone) }
             let delay = Self.reconnectDelays[min(failures, Self.reconnectDelays.count - 1)]
             failures += 1
             guard (try? await QuietSleep.sleep(for: delay)) != nil else { return }

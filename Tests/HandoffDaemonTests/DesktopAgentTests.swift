@@ -257,4 +257,27 @@ import Testing
         try await b.finish()
         await session.stop()
     }
+
+    /// The status icon follows handoffd: its menu says when handoffd is not running and how to
+    /// start it, and shows the device again once it is back.
+    @Test func theMenuFollowsHandoffdGoingAndComingBack() async throws {
+        let directory = try TempDirectory.make(prefix: "handoff-desktop")
+        defer { TempDirectory.remove(directory) }
+        let session = try await DesktopSession(directory: directory)
+        let daemon = try await TestDaemon.start()
+        _ = try await daemon.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        let panel = try DBusConnection.connect(address: session.bus.address)
+        defer { panel.close() }
+        var restarted: TestDaemon?
+        try await Self.withAgent(daemon, session) {
+            _ = try await Rig.waitFor("the menu of a device in an account") { try await Self.menuItem("Add a device…", on: panel) != nil }
+            try await daemon.stop()
+            _ = try await Rig.waitFor("the menu to say handoffd is not running") { try await Self.menuItem("handoffd is not running", on: panel) != nil }
+            #expect(try await Self.menuItem("Start it: systemctl --user start handoffd", on: panel) != nil)
+            restarted = try await TestDaemon.start(directory: daemon.directory)
+            _ = try await Rig.waitFor("the menu to be back") { try await Self.menuItem("Add a device…", on: panel) != nil }
+        }
+        try await restarted?.finish()
+        await session.stop()
+    }
 }
