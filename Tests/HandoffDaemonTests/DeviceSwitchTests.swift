@@ -90,7 +90,7 @@ import Testing
             try await PeerDiscoveryTests.waitForPeers(b, "desk quiet after round \(round)") {
                 $0.peers.first { $0.id == aID }.map { !$0.reachable && $0.activity == nil } ?? true
             }
-            #expect(try await a.client.status().reachablePeers == 0)
+            _ = try await Rig.waitFor("the desk's sessions to end too") { try await a.client.status().reachablePeers == 0 }
             _ = try await a.client.changeSettings(SettingsChange(handoff: true))
         }
         try await a.finish()
