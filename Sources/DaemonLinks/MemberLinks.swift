@@ -117,7 +117,8 @@ package actor MemberLinks {
     let store: AccountStore
     let security: PeerSecurity
     let directory: PeerDirectory
-    let desk: ActivityDesk
+    /// What each feature answers on the sessions.
+    let handlers: PeerMessageHandlers
     /// What the waits between dials are measured by.
     let clock: any DaemonClock
     /// How long the other devices have to answer.
@@ -135,7 +136,7 @@ package actor MemberLinks {
     let jobStream: AsyncStream<@Sendable () async -> Void>
 
     package init(
-        store: AccountStore, security: PeerSecurity, directory: PeerDirectory, desk: ActivityDesk, handoffOn: Bool = true,
+        store: AccountStore, security: PeerSecurity, directory: PeerDirectory, handlers: PeerMessageHandlers, handoffOn: Bool = true,
         clock: any DaemonClock = SystemDaemonClock(), deadlines: Deadlines = Deadlines(), logger: Logger
     ) {
         self.handoffOn = handoffOn
@@ -144,7 +145,7 @@ package actor MemberLinks {
         self.store = store
         self.security = security
         self.directory = directory
-        self.desk = desk
+        self.handlers = handlers
         self.logger = logger
         (jobStream, jobs) = AsyncStream.makeStream(of: (@Sendable () async -> Void).self)
     }
@@ -272,7 +273,7 @@ package actor MemberLinks {
         await directory.sessionUp(session.peerID, name: session.peerName, address: link.remote, theirClock: greeting.peer.clock)
         logger.info("device connected", metadata: ["peer": "\(session.peerID.short)", "remote": "\(link.remote)", "dialled": "\(initiatedByUs)"])
         do {
-            try await outbound.write(.activityNotice(desk.notice))
+            try await handlers.opened(PeerTalk(session: session, links: self))
             while let message = try await messages.next() {
                 try await handle(message, on: session)
             }
@@ -286,51 +287,19 @@ package actor MemberLinks {
         await sessionEnded(session.peerID)
     }
 
+    /// Carries one message to whoever answers it: an answer to the one who asked, anything else
+    /// to the feature that registered its kind (`PeerMessageHandlers`).
     private nonisolated func handle(_ message: PeerMessage, on session: MemberSession) async throws {
-        switch message {
-        case .activityNotice(let notice):
-            await directory.notice(session.peerID, notice)
-        case .getActivity(let id, let seen):
-            // Its own task: saving a needsSave activity may take a second, and the session must
-            // not stall meanwhile.
-            let (peer, desk) = (LocalEvent.PeerRef(id: session.peerID, name: session.peerName), self.desk)
-            spawn { try? await session.send(await desk.answer(id, seen: seen, to: peer)) }
-        case .activityContinued(let activityID):
-            desk.continued(activityID, by: LocalEvent.PeerRef(id: session.peerID, name: session.peerName))
-        case .unknown(let kind):
-            logger.debug("skipped a message of unknown type", metadata: ["peer": "\(session.peerID.short)", "type": "\(kind)"])
-        case .activity(let id, _), .activityUnavailable(let id, _), .accountStateReply(let id, _, _):
-            session.settle(id, .success(message))
-        case .getAccountState(let id):
-            try await sendState(answering: id, on: session)
-        case .leaving(let id):
-            // Only the device holding the account key can do it; the others just answer.
-            let removed = await store.removeLeaving(session.peerID)
-            // The leaver learns that it is out — never the secret made new by its removal.
-            try await sendState(answering: id, on: session)
-            if removed { await stateChanged() }
-        case .renameRequest(let id, let name):
-            let renamed = await store.isAdmin ? (try? await store.rename(session.peerID.text, to: name)) : nil
-            try await sendState(answering: id, on: session)
-            if renamed != nil { await stateChanged() }
-        case .removed(let notice):
-            // Only a notice about this device, that verifies, ends anything; another is ignored.
-            let learned = await store.learnRemoval(notice)
-            let removedHere = await store.isRevokedSelf
-            guard learned || removedHere else {
-                logger.notice("ignored a removal notice that is not about this device or does not verify", metadata: ["peer": "\(session.peerID.short)"])
-                return
-            }
-            if learned { await dropAll() }
-            throw PeerSessionError.removed(notice)
-        case .accountState(let signed, let secret):
-            if await store.adopt(signed, accountSecret: secret) == .updated { await stateChanged() }
-        case .failure(let f):
-            throw PeerSessionError.peerFailed(f)
-        case .hello, .joinRequest, .joinAccepted, .joinRefused, .openStream, .streamAccepted, .streamRefused:
+        if case .failure(let failure) = message { throw PeerSessionError.peerFailed(failure) }
+        if let request = message.answeredRequest { return session.settle(request, .success(message)) }
+        guard let kind = message.kind else {
+            return logger.debug("skipped a message of unknown type", metadata: ["peer": "\(session.peerID.short)", "type": "\(message.kindName)"])
+        }
+        guard let handler = handlers.handler(for: kind) else {
             try await session.send(.failure(PeerFailure(.unexpectedMessage, "unexpected \(message.kindName)")))
             throw PeerSessionError.unexpected(message.kindName)
         }
+        try await handler.handle(message, PeerTalk(session: session, links: self))
     }
 
     /// After the account state changed here (a removal, a rename, a newer state learned): tell
@@ -395,10 +364,6 @@ package actor MemberLinks {
     }
 
     /// The state as it is here; its secret only to a device that is still a member.
-    private nonisolated func sendState(answering id: UInt32, on session: MemberSession) async throws {
-        guard let (signed, secret) = await store.stateToShare(with: session.peerID) else { throw PeerSessionError.noAccount }
-        try await session.send(.accountStateReply(requestID: id, signed, accountSecret: secret ?? []))
-    }
 
     // MARK: Dialling
 

@@ -111,6 +111,8 @@ public final class HandoffDaemon: Sendable {
     let presence = Presence()
     /// The handoff switch (`PUT /v1/settings`), kept in the state directory.
     let deviceSwitch: DeviceSwitch
+    /// The peer messages each feature answers (tests add their own).
+    let peerMessages: PeerMessageHandlers
     let directory: PeerDirectory
     let links: MemberLinks
     let discovery: DiscoveryService
@@ -202,9 +204,14 @@ public final class HandoffDaemon: Sendable {
         let desk = ActivityDesk(
             registry: registry, presence: presence, attachments: attachments, announce: route.announce, saveWindow: configuration.saveWindow
         )
+        // Who answers which peer message on the sessions: each feature its own.
+        let peerMessages = PeerMessageHandlers()
+        peerMessages.register(ActivityMessages(directory: directory, desk: desk))
+        peerMessages.register(AccountMessages(store: accounts, logger: logger))
+        self.peerMessages = peerMessages
         let links = MemberLinks(
-            store: accounts, security: security, directory: directory, desk: desk, handoffOn: deviceSwitch.isOn, clock: configuration.clock,
-            deadlines: configuration.deadlines, logger: logger
+            store: accounts, security: security, directory: directory, handlers: peerMessages, handoffOn: deviceSwitch.isOn,
+            clock: configuration.clock, deadlines: configuration.deadlines, logger: logger
         )
         self.links = links
         self.resuming = ResumingStreams(book: book, security: security, directory: directory, logger: logger)

@@ -58,7 +58,8 @@ public enum PeerMessage: Sendable, Equatable {
     /// A message type this version does not know (a newer peer's); sessions skip it.
     case unknown(kind: UInt8)
 
-    enum Kind: UInt8 {
+    /// Each message's type byte on the wire; `unknown` has none of these.
+    public enum Kind: UInt8, Sendable, CaseIterable {
         case hello = 1, accountState = 2, joinRequest = 3, joinAccepted = 4, joinRefused = 5, failure = 6
         case activityNotice = 7, getActivity = 8, activity = 9, activityUnavailable = 10
         case activityContinued = 11, openStream = 12, streamAccepted = 13, streamRefused = 14
@@ -72,7 +73,7 @@ public enum PeerMessage: Sendable, Equatable {
         }
     }
 
-    var kind: Kind? {
+    public var kind: Kind? {
         switch self {
         case .hello: .hello
         case .accountState: .accountState
@@ -94,6 +95,17 @@ public enum PeerMessage: Sendable, Equatable {
         case .leaving: .leaving
         case .renameRequest: .renameRequest
         case .unknown: nil
+        }
+    }
+}
+
+extension PeerMessage {
+    /// The request this message answers, for the answers to requests (`activity`,
+    /// `activityUnavailable`, `accountStateReply`): the session hands it to whoever asked.
+    public var answeredRequest: UInt32? {
+        switch self {
+        case .activity(let id, _), .activityUnavailable(let id, _), .accountStateReply(let id, _, _): id
+        default: nil
         }
     }
 }

@@ -1,0 +1,38 @@
+import DaemonCore
+import DaemonDiscovery
+import HandoffPeer
+
+/// The activity's peer messages: what each device is doing (`activityNotice`, told first on
+/// every session), the activity for a device that continues it (`getActivity`), and its word
+/// that it did (`activityContinued`).
+package struct ActivityMessages: PeerMessageHandler {
+    let directory: PeerDirectory
+    let desk: ActivityDesk
+
+    package init(directory: PeerDirectory, desk: ActivityDesk) {
+        self.directory = directory
+        self.desk = desk
+    }
+
+    package var kinds: Set<PeerMessage.Kind> { [.activityNotice, .getActivity, .activityContinued] }
+
+    package func opened(_ talk: PeerTalk) async throws {
+        try await talk.send(.activityNotice(desk.notice))
+    }
+
+    package func handle(_ message: PeerMessage, _ talk: PeerTalk) async throws {
+        switch message {
+        case .activityNotice(let notice):
+            await directory.notice(talk.session.peerID, notice)
+        case .getActivity(let id, let seen):
+            // Its own task: saving a needsSave activity may take a second, and the session must
+            // not stall meanwhile.
+            let (desk, peer) = (self.desk, talk.peer)
+            talk.links.spawn { try? await talk.send(await desk.answer(id, seen: seen, to: peer)) }
+        case .activityContinued(let activityID):
+            desk.continued(activityID, by: talk.peer)
+        default:
+            break
+        }
+    }
+}
