@@ -3,16 +3,16 @@ import HandoffAPI
 
 // What the account's services fail with (DaemonError explains codes).
 extension DaemonError.Code {
-    package static let noAccount = Self(rawValue: "no_account")
-    package static let accountExists = Self(rawValue: "account_exists")
-    package static let invalidCode = Self(rawValue: "invalid_code")
-    package static let codeRejected = Self(rawValue: "code_rejected")
-    package static let inviteExpired = Self(rawValue: "invite_expired")
-    package static let inviteUsed = Self(rawValue: "invite_used")
-    package static let notAccountAdmin = Self(rawValue: "not_account_admin")
-    package static let unknownDevice = Self(rawValue: "unknown_device")
-    package static let ambiguousDevice = Self(rawValue: "ambiguous_device")
-    package static let revoked = Self(rawValue: "revoked")
+    package static let noAccount = Self(.noAccount)
+    package static let accountExists = Self(.accountExists)
+    package static let invalidCode = Self(.invalidCode)
+    package static let codeRejected = Self(.codeRejected)
+    package static let inviteExpired = Self(.inviteExpired)
+    package static let inviteUsed = Self(.inviteUsed)
+    package static let notAccountAdmin = Self(.notAccountAdmin)
+    package static let unknownDevice = Self(.unknownDevice)
+    package static let ambiguousDevice = Self(.ambiguousDevice)
+    package static let revoked = Self(.revoked)
 }
 
 // Failures more than one service reports, with their advice written once.

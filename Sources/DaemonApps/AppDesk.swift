@@ -410,7 +410,7 @@ package actor AppDesk {
 
 extension DaemonError.Code {
     /// The app (started, or running) could not take the activity.
-    package static let handlerFailed = Self(rawValue: "handler_failed")
-    package static let unknownRegistration = Self(rawValue: "unknown_registration")
-    package static let tooManyApps = Self(rawValue: "too_many_apps")
+    package static let handlerFailed = Self(.handlerFailed)
+    package static let unknownRegistration = Self(.unknownRegistration)
+    package static let tooManyApps = Self(.tooManyApps)
 }

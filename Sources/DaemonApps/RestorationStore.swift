@@ -138,7 +138,7 @@ package actor RestorationStore {
 }
 
 extension DaemonError.Code {
-    package static let invalidAppID = Self(rawValue: "invalid_app_id")
-    package static let invalidWindowID = Self(rawValue: "invalid_window_id")
-    package static let tooManyWindows = Self(rawValue: "too_many_windows")
+    package static let invalidAppID = Self(.invalidAppID)
+    package static let invalidWindowID = Self(.invalidWindowID)
+    package static let tooManyWindows = Self(.tooManyWindows)
 }

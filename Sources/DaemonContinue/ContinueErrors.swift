@@ -4,6 +4,6 @@ import DaemonCore
 // shared with running apps, is DaemonApps'.
 extension DaemonError.Code {
     /// No app here declares the activity's type, and it has no web page.
-    package static let noHandler = Self(rawValue: "no_handler")
-    package static let invalidWebpageURL = Self(rawValue: "invalid_webpage_url")
+    package static let noHandler = Self(.noHandler)
+    package static let invalidWebpageURL = Self(.invalidWebpageURL)
 }

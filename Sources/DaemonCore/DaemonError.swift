@@ -9,12 +9,28 @@ import HandoffSystem
 /// one place a code becomes the contract's.
 public struct DaemonError: Error, Sendable, CustomStringConvertible {
     /// Extensible: each feature module declares the codes it fails with in an extension of its own
-    /// (`DaemonAccounts`' `noAccount`, `DaemonStreams`' `unknownStream`…). A code whose raw value is
-    /// a code of the local API (docs/local-api.md) is answered as that code; any other — a failure
-    /// of the daemon itself, like `alreadyRunning` — as `internal_error`.
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// (`DaemonAccounts`' `noAccount`, `DaemonStreams`' `unknownStream`…). A failure a client can
+    /// act on is made from the local API's code it is answered with (docs/local-api.md), so the
+    /// compiler checks the name; a failure of the daemon itself, like `alreadyRunning`, is
+    /// `internal` and answered as `internal_error`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// What the local API answers; nil for the daemon's own failures.
+        public let api: APIErrorCode?
+        /// The code's name, as logs and handoffd's exit message show it.
         public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// A failure answered under `api`'s code.
+        public init(_ api: APIErrorCode) {
+            self.api = api
+            rawValue = api.rawValue
+        }
+
+        /// A failure of the daemon itself (never a request's): answered as `internal_error`.
+        public init(internal name: String) {
+            api = nil
+            rawValue = name
+        }
+
         public var description: String { rawValue }
     }
 
@@ -30,7 +46,7 @@ public struct DaemonError: Error, Sendable, CustomStringConvertible {
 
     /// An activity the model refused, under the model's own code.
     public init(_ error: ActivityError) {
-        self.init(Code(rawValue: error.code.rawValue), error.message)
+        self.init(Code(APIErrorCode(error.code)), error.message)
     }
 
     /// The message, and its cause in words (never NIO's text of it).
@@ -42,30 +58,31 @@ public struct DaemonError: Error, Sendable, CustomStringConvertible {
 
 // Failures of the daemon itself, at start or reload: handoffd prints them and exits.
 extension DaemonError.Code {
-    public static let alreadyRunning = Self(rawValue: "already_running")
-    public static let unsafeDirectory = Self(rawValue: "unsafe_directory")
-    public static let io = Self(rawValue: "io")
-    public static let socket = Self(rawValue: "socket")
-    public static let configuration = Self(rawValue: "configuration")
+    public static let alreadyRunning = Self(internal: "already_running")
+    public static let unsafeDirectory = Self(internal: "unsafe_directory")
+    public static let io = Self(internal: "io")
+    public static let socket = Self(internal: "socket")
+    public static let configuration = Self(internal: "configuration")
     /// `--create-account` or `--join` could not be done (`make run`'s first use).
-    public static let firstUse = Self(rawValue: "first_use")
+    public static let firstUse = Self(internal: "first_use")
 }
 
 // Failures of one request, common to every feature.
 extension DaemonError.Code {
-    public static let badRequest = Self(rawValue: "bad_request")
-    public static let internalError = Self(rawValue: "internal_error")
-    public static let noCurrentActivity = Self(rawValue: "no_current_activity")
-    public static let activityChanged = Self(rawValue: "activity_changed")
-    public static let typeImmutable = Self(rawValue: "type_immutable")
-    public static let expired = Self(rawValue: "expired")
-    public static let badPeerAddress = Self(rawValue: "bad_peer_address")
+    public static let badRequest = Self(.badRequest)
+    public static let internalError = Self(.internalError)
+    public static let noCurrentActivity = Self(.noCurrentActivity)
+    public static let activityChanged = Self(.activityChanged)
+    public static let typeImmutable = Self(.typeImmutable)
+    public static let expired = Self(.expired)
+    public static let badPeerAddress = Self(.badPeerAddress)
 }
 
 extension APIErrorCode {
-    /// The one place a daemon's code becomes the local API's: same name, or `internal_error`.
+    /// The one place a daemon's code becomes the local API's: the one it was made from, or
+    /// `internal_error` for the daemon's own failures.
     public init(_ code: DaemonError.Code) {
-        self = APIErrorCode(rawValue: code.rawValue) ?? .internalError
+        self = code.api ?? .internalError
     }
 }
 

@@ -107,5 +107,5 @@ package final class DeviceSwitch: Sendable {
 
 extension DaemonError.Code {
     /// What needs handoff on was asked while it is off here.
-    public static let handoffOff = Self(rawValue: "handoff_off")
+    public static let handoffOff = Self(.handoffOff)
 }
