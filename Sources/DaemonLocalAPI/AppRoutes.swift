@@ -30,36 +30,42 @@ struct AppRoutes: Sendable {
         }
     }
 
+    // Which methods each part of a window takes is `LocalAPIEndpoints`' table, like every
+    // other route's: a part here is one the router matched for the method.
+
+    /// `PUT` a window's activity or state-restoration activity.
     func put(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
         let (registration, window, part) = try Self.window(request)
-        switch part {
-        case .activity:
-            let content = try request.decoded(PutCurrentActivityRequest.self).content
-            let id = try await desk.setActivity(content, window: window, of: registration)
-            return .ok(WindowResponse(window: window, activityID: id))
-        case .restoration:
-            let content = try request.decoded(PutCurrentActivityRequest.self).content
+        let content = try request.decoded(PutCurrentActivityRequest.self).content
+        guard part == .activity else {
             try await desk.saveRestoration(content, window: window, of: registration)
             return .ok(WindowResponse(window: window))
-        case .window, .focus:
-            return Self.wrongMethod("PUT", part)
         }
+        let id = try await desk.setActivity(content, window: window, of: registration)
+        return .ok(WindowResponse(window: window, activityID: id))
     }
 
+    /// `POST` a window's focus.
     func post(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
-        if let (registration, continuationID) = LocalAPIRoute.parseContinuationAnswer(request.path) {
-            let reply = try request.decoded(ContinuationAnswer.self)
-            try await desk.answer(reply, continuationID: continuationID, from: registration)
-            return .ok(reply)
-        }
-        let (registration, window, part) = try Self.window(request)
-        guard part == .focus else { return Self.wrongMethod("POST", part) }
+        let (registration, window, _) = try Self.window(request)
         try await desk.focus(window: window, of: registration)
         return .ok(WindowResponse(window: window))
     }
 
+    /// `POST` an app's answer to a continuation.
+    func answer(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        try request.peer.authorize(daemonUID: daemonUID)
+        guard let (registration, continuationID) = LocalAPIRoute.parseContinuationAnswer(request.path) else {
+            throw LocalAPIError(.notFound, "no endpoint POST \(request.path): answers are /v1/apps/REGISTRATION/continuations/ID")
+        }
+        let reply = try request.decoded(ContinuationAnswer.self)
+        try await desk.answer(reply, continuationID: continuationID, from: registration)
+        return .ok(reply)
+    }
+
+    /// `DELETE` a window, its activity or its state-restoration activity.
     func delete(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         try request.peer.authorize(daemonUID: daemonUID)
         let (registration, window, part) = try Self.window(request)
@@ -67,7 +73,7 @@ struct AppRoutes: Sendable {
         case .window: try await desk.close(window: window, of: registration)
         case .activity: try await desk.withdrawActivity(window: window, of: registration)
         case .restoration: try await desk.removeRestoration(window: window, of: registration)
-        case .focus: return Self.wrongMethod("DELETE", part)
+        case .focus: throw LocalAPIError(.internalError, "DELETE on a window's focus reached its handler; the endpoint table has no such route")
         }
         return .ok(WindowResponse(window: window))
     }
@@ -79,17 +85,5 @@ struct AppRoutes: Sendable {
             )
         }
         return parsed
-    }
-
-    /// 405 with the methods this part of a window takes (`Allow`).
-    private static func wrongMethod(_ method: String, _ part: LocalAPIRoute.WindowPart) -> LocalAPIResponse {
-        let allowed: String =
-            switch part {
-            case .window: "DELETE"
-            case .activity, .restoration: "PUT, DELETE"
-            case .focus: "POST"
-            }
-        let what = part == .window ? "a window" : "a window's \(part.rawValue)"
-        return .error(LocalAPIError(.methodNotAllowed, "\(method) is not allowed on \(what) (allowed: \(allowed))"), headers: ["allow": allowed])
     }
 }

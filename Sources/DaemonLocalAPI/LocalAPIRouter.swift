@@ -174,6 +174,7 @@ package struct LocalAPIRouter: Sendable {
         case .putWindow: return try await activity.apps.put(request)
         case .postWindow: return try await activity.apps.post(request)
         case .deleteWindow: return try await activity.apps.delete(request)
+        case .answerContinuation: return try await activity.apps.answer(request)
         }
     }
 

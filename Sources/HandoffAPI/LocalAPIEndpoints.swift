@@ -12,7 +12,7 @@ public enum LocalAPIEndpoints {
         case `continue`
         case listStreams, getStream, takeStream
         case openContinuationStream
-        case registerApp, putWindow, postWindow, deleteWindow
+        case registerApp, putWindow, postWindow, deleteWindow, answerContinuation
     }
 
     /// A row: an exact path, or every path under a prefix (`/v1/streams/ID`).
@@ -20,11 +20,18 @@ public enum LocalAPIEndpoints {
         public enum Path: Sendable {
             case exact(String)
             case under(String)
+            /// A window of an app's registration, or one part of it
+            /// (`/v1/apps/REGISTRATION/windows/WINDOW[/PART]`).
+            case window(LocalAPIRoute.WindowPart)
+            /// An app's answer to a continuation (`/v1/apps/REGISTRATION/continuations/ID`).
+            case continuationAnswer
 
             func matches(_ path: Substring) -> Bool {
                 switch self {
                 case .exact(let p): path == p
                 case .under(let p): path.hasPrefix(p + "/")
+                case .window(let part): LocalAPIRoute.parseWindow(path)?.part == part
+                case .continuationAnswer: LocalAPIRoute.parseContinuationAnswer(path) != nil
                 }
             }
         }
@@ -60,9 +67,13 @@ public enum LocalAPIEndpoints {
         Route(method: "POST", path: .under(LocalAPIRoute.streams), endpoint: .takeStream),
         Route(method: "POST", path: .under(LocalAPIRoute.continuations), endpoint: .openContinuationStream),
         Route(method: "POST", path: .exact(LocalAPIRoute.apps), endpoint: .registerApp),
-        Route(method: "PUT", path: .under(LocalAPIRoute.apps), endpoint: .putWindow),
-        Route(method: "POST", path: .under(LocalAPIRoute.apps), endpoint: .postWindow),
-        Route(method: "DELETE", path: .under(LocalAPIRoute.apps), endpoint: .deleteWindow),
+        Route(method: "DELETE", path: .window(.window), endpoint: .deleteWindow),
+        Route(method: "PUT", path: .window(.activity), endpoint: .putWindow),
+        Route(method: "DELETE", path: .window(.activity), endpoint: .deleteWindow),
+        Route(method: "POST", path: .window(.focus), endpoint: .postWindow),
+        Route(method: "PUT", path: .window(.restoration), endpoint: .putWindow),
+        Route(method: "DELETE", path: .window(.restoration), endpoint: .deleteWindow),
+        Route(method: "POST", path: .continuationAnswer, endpoint: .answerContinuation),
     ]
 
     public enum Match: Equatable, Sendable {

@@ -221,6 +221,8 @@ import DaemonCore
             switch route.path {
             case .exact(let p): path = p[...]
             case .under(let p): path = (p + "/x")[...]
+            case .window(let part): path = LocalAPIRoute.window("main", of: UUID(), part)[...]
+            case .continuationAnswer: path = (LocalAPIRoute.apps + "/" + UUID().lowercasedString + "/continuations/" + UUID().lowercasedString)[...]
             }
             #expect(LocalAPIEndpoints.match(method: route.method, path: path) == .endpoint(route.endpoint), "\(route.method) \(path)")
         }
