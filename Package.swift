@@ -12,9 +12,12 @@ let lifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "
 /// The daemon's feature modules, lowest first: each may import only those before it.
 let daemonLine = ["DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon"]
 
-func daemonModule(_ name: String, uses: [Target.Dependency]) -> Target {
-    let below = daemonLine.prefix { $0 != name }.map { Target.Dependency.target(name: $0) }
-    return .target(name: name, dependencies: below + uses, swiftSettings: strict)
+/// A daemon module, declaring exactly what its files import (ModuleGraphTests compares them):
+/// with `--explicit-target-dependency-import-check error` the build then refuses a module that
+/// reaches further down than it says, and the graph reads from here.
+func daemonModule(_ name: String, imports: [Target.Dependency]) -> Target {
+    precondition(daemonLine.contains(name), "\(name) is not in daemonLine")
+    return .target(name: name, dependencies: imports, swiftSettings: strict)
 }
 
 let package = Package(
@@ -95,25 +98,48 @@ let package = Package(
         // as a HandoffKit app. No NIO, OpenSSL, dns_sd or D-Bus.
         .target(name: "BrowserHost", dependencies: ["HandoffKit", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
 
-        // The daemon, as feature modules that only look down (docs/architecture.md), each
-        // depending on the ones below it in `daemonLine`.
-        daemonModule("DaemonCore", uses: ["HandoffModel", "HandoffAPI", "HandoffPeer", "HandoffSystem", nioCore, nioPosix, logging, lifecycle]),
-        daemonModule("DaemonAccounts", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem", logging]),
-        daemonModule("DaemonDiscovery", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem", logging, lifecycle]),
+        // The daemon, as feature modules that only look down (docs/architecture.md), in the
+        // order of `daemonLine`; each declares what it imports.
+        daemonModule("DaemonCore", imports: ["HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffSystem", nioCore, nioPosix, logging, lifecycle]),
+        daemonModule("DaemonAccounts", imports: ["DaemonCore", "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffPeer", "HandoffSystem", "HandoffTLS", logging]),
         daemonModule(
-            "DaemonLinks", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem", nioCore, nioPosix, logging, lifecycle]
+            "DaemonDiscovery",
+            imports: ["DaemonAccounts", "DaemonCore", "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffPeer", "HandoffSystem", "HandoffTLS", logging, lifecycle]
         ),
-        daemonModule("DaemonStreams", uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffSystem", nioCore, nioPosix, logging]),
-        daemonModule("DaemonApps", uses: ["HandoffModel", "HandoffAPI", "HandoffSystem", logging]),
-        daemonModule("DaemonContinue", uses: ["HandoffModel", "HandoffAPI", "HandoffPeer", "HandoffSystem", logging]),
+        daemonModule(
+            "DaemonLinks",
+            imports: [
+                "DaemonAccounts", "DaemonCore", "DaemonDiscovery", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffSystem", "HandoffTLS", nioCore, nioPosix,
+                logging, lifecycle,
+            ]
+        ),
+        daemonModule(
+            "DaemonStreams",
+            imports: [
+                "DaemonAccounts", "DaemonCore", "DaemonDiscovery", "DaemonLinks", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffSystem", "HandoffTLS",
+                nioCore, nioPosix, logging,
+            ]
+        ),
+        daemonModule("DaemonApps", imports: ["DaemonCore", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", logging]),
+        daemonModule(
+            "DaemonContinue",
+            imports: [
+                "DaemonAccounts", "DaemonApps", "DaemonCore", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffPeer",
+                "HandoffSystem", logging,
+            ]
+        ),
         daemonModule(
             "DaemonLocalAPI",
-            uses: ["HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffSystem", nioCore, nioPosix, .product(name: "NIOHTTP1", package: "swift-nio"), logging, lifecycle]
+            imports: [
+                "DaemonAccounts", "DaemonApps", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "HandoffAPI", "HandoffModel",
+                "HandoffSystem", "HandoffTLS", nioCore, nioPosix, .product(name: "NIOHTTP1", package: "swift-nio"), logging, lifecycle,
+            ]
         ),
         daemonModule(
             "HandoffDaemon",
-            uses: [
-                "HandoffModel", "HandoffAPI", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem", nioCore, nioPosix, logging, lifecycle,
+            imports: [
+                "DaemonAccounts", "DaemonApps", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonLinks", "DaemonLocalAPI", "DaemonStreams",
+                "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffSystem", nioCore, nioPosix, logging, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
@@ -139,7 +165,7 @@ let package = Package(
         .executableTarget(
             name: "handoffd",
             dependencies: [
-                "HandoffDaemon", "DaemonCore", "HandoffSystem", "CHandoffReadGuard", nioCore, nioPosix,
+                "HandoffDaemon", "DaemonCore", "HandoffAPI", "HandoffModel", "HandoffSystem", "CHandoffReadGuard", nioCore, nioPosix,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -264,7 +264,4 @@ struct DiscoveryBudget {
         }
         return actions
     }
-
-    /// The TXT a remembered instance had when resolved.
-    func rememberedTXT(_ instance: ServiceInstance) -> TXTRecord? { remembered[instance] }
 }

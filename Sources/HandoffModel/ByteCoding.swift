@@ -54,10 +54,6 @@ public struct ByteWriter: Sendable {
         }
         return n
     }
-
-    public static func zigzagSize(_ value: Int64) -> Int {
-        varintSize(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
-    }
 }
 
 /// Why a reader stopped; turned into a user-facing error by the format that uses it.

@@ -4,13 +4,31 @@ import Testing
 /// docs/architecture.md, "Module graph", checked against the sources: who imports the C modules,
 /// and that each daemon module imports only the ones below it.
 @Suite struct ModuleGraphTests {
-    /// The daemon's modules, lowest first.
-    static let daemonLine = [
-        "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
-    ]
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let sources = root.appendingPathComponent("Sources")
+    static let manifest = (try? String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)) ?? ""
 
-    static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Sources")
+    /// The daemon's modules, lowest first: `daemonLine` in Package.swift, where it is written once.
+    static let daemonLine: [String] = {
+        guard let list = manifest.firstMatch(of: /let daemonLine = \[([^\]]*)\]/) else { return [] }
+        return list.1.matches(of: /"(\w+)"/).map { String($0.1) }
+    }()
+
+    /// What Package.swift declares for `target`: its target names, and the products' modules.
+    static func declared(_ target: String) -> Set<String>? {
+        // `daemonModule("X", imports: [...])` or `.executableTarget(name: "X", dependencies: [...])`.
+        let escaped = NSRegularExpression.escapedPattern(for: target)
+        guard let regex = try? Regex("(?:daemonModule\\(\\s*\"\(escaped)\",\\s*imports:|name: \"\(escaped)\",\\s*dependencies:)\\s*\\[((?:[^\\[\\]]|\\[[^\\]]*\\])*)\\]"),
+            let match = manifest.firstMatch(of: regex), let list = match.output[1].substring
+        else { return nil }
+        let variables = ["nioCore": "NIOCore", "nioPosix": "NIOPosix", "logging": "Logging", "lifecycle": "ServiceLifecycle"]
+        var names: Set<String> = []
+        let cleaned = String(list).replacing(/package: "[^"]*"/, with: "")
+        for m in cleaned.matches(of: /\.product\(name: "(\w+)"|"(\w+)"|\b(nioCore|nioPosix|logging|lifecycle)\b/) {
+            if let product = m.1 { names.insert(String(product)) } else if let target = m.2 { names.insert(String(target)) } else if let v = m.3 { names.insert(variables[String(v)]!) }
+        }
+        return names
+    }
 
     /// Every module under Sources/ and the modules its files import.
     static func imports() throws -> [String: Set<String>] {
@@ -41,6 +59,56 @@ import Testing
             let above = Set(Self.daemonLine[rank...]).subtracting([module])
             #expect(imported.isDisjoint(with: above), "\(module) imports \(imported.intersection(above).sorted())")
         }
+    }
+
+    /// Each daemon module, and handoffd, declares exactly what it imports: the build's import
+    /// check then refuses a module reaching further down than Package.swift shows.
+    @Test func eachDaemonModuleDeclaresWhatItImports() throws {
+        #expect(Self.daemonLine.count == 9, "daemonLine read from Package.swift: \(Self.daemonLine)")
+        let graph = try Self.imports()
+        let system: Set<String> = ["Foundation", "FoundationEssentials", "Glibc", "Synchronization", "Dispatch", "_Concurrency"]
+        for module in Self.daemonLine + ["handoffd"] {
+            let imported = try #require(graph[module]).subtracting(system)
+            let declared = try #require(Self.declared(module), "Package.swift declares nothing for \(module)")
+            #expect(declared.subtracting(["CHandoffReadGuard"]) == imported, "\(module): declared but not imported \(declared.subtracting(imported).sorted()), imported but not declared \(imported.subtracting(declared).sorted())")
+        }
+    }
+
+    /// A daemon failure becomes the local API's code by the code it was made from, which the
+    /// compiler checks — never by matching names at run time (a typo would be a 500): the only
+    /// `APIErrorCode(rawValue:)` left decodes what a daemon sent.
+    @Test func apiCodesAreNeverMatchedByName() throws {
+        var found: [String] = []
+        for module in try FileManager.default.contentsOfDirectory(atPath: Self.sources.path) {
+            let directory = Self.sources.appendingPathComponent(module)
+            guard let files = FileManager.default.enumerator(atPath: directory.path) else { continue }
+            for case let file as String in files where file.hasSuffix(".swift") {
+                let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+                found += Array(repeating: "\(module)/\(file)", count: text.components(separatedBy: "APIErrorCode(rawValue:").count - 1)
+            }
+        }
+        #expect(found == ["HandoffAPI/APIError.swift"], "\(found)")
+    }
+
+    /// A 405's `Allow` header comes from `LocalAPIEndpoints`' table alone: only the router sets it.
+    @Test func oneSourceOfAllow() throws {
+        var setters: [String] = []
+        for module in Self.daemonLine {
+            let directory = Self.sources.appendingPathComponent(module)
+            for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".swift") {
+                let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+                if text.contains("\"allow\":") { setters.append("\(module)/\(file)") }
+            }
+        }
+        #expect(setters == ["DaemonLocalAPI/LocalAPIRouter.swift"], "\(setters)")
+    }
+
+    /// docs/architecture.md names the daemon's modules in the order Package.swift gives.
+    @Test func theDocumentNamesTheModuleLineOfThePackage() throws {
+        let text = try String(contentsOf: Self.root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        let line = try #require(text.firstMatch(of: /`DaemonCore` ←[^.]*?`HandoffDaemon`/))
+        let named = String(line.0).matches(of: /`(\w+)`/).map { String($0.1) }
+        #expect(named == Self.daemonLine)
     }
 
     @Test func theCLibrariesHaveTheImportersTheDocumentNames() throws {
