@@ -77,6 +77,10 @@ public actor DNSSDDiscovery: DiscoveryBackend {
     private var pump: Task<Void, Never>?
     private var retry: Task<Void, Never>?
     private var wake: Task<Void, Never>?
+    /// Short waits and lookups for one instance each (a look again's window, a host name's
+    /// addresses), kept so that `stop` and avahi going away end them; each takes itself out.
+    private var errands: [Int: Task<Void, Never>] = [:]
+    private var nextErrand = 0
 
     public init() {
         budget = DiscoveryBudget()
@@ -123,6 +127,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         retry?.cancel()
         wake?.cancel()
         ticker?.cancel()
+        endErrands()
         engine?.shutdown()
         engine = nil
         pump?.cancel()
@@ -168,6 +173,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         registration = nil
         wake?.cancel()
         ticker?.cancel()
+        endErrands()
         tickerDeadline = nil
         for instance in known.keys { continuation?.yield(.gone(instance)) }
         known = [:]
@@ -411,8 +417,8 @@ public actor DNSSDDiscovery: DiscoveryBackend {
                 finishRecheck(instance, id: id)
             } else if !entry.recheckWaiting {
                 known[instance]?.recheckWaiting = true
-                Task { [weak self] in
-                    try? await QuietSleep.sleep(for: Self.recheckWindow)
+                errand { [weak self] in
+                    guard (try? await QuietSleep.sleep(for: Self.recheckWindow)) != nil else { return }
                     await self?.finishRecheck(instance, id: id)
                 }
             }
@@ -461,10 +467,28 @@ public actor DNSSDDiscovery: DiscoveryBackend {
     /// getaddrinfo through nss-mdns (~1 ms right after a resolve), off the actor: it blocks, for
     /// up to 5 s when the name is missing. Without an answer, ask avahi for the A record.
     private func lookUpAddresses(_ instance: ServiceInstance, host: String, interface: UInt32) {
-        Task { [weak self] in
+        errand { [weak self] in
             let addresses = await HostLookup.addresses(of: host)
+            guard !Task.isCancelled else { return }
             await self?.addressesFound(instance, host: host, addresses: addresses, interface: interface)
         }
+    }
+
+    /// Runs `body` as a task this actor keeps until it ends (or `endErrands` cancels it).
+    private func errand(_ body: @escaping @Sendable () async -> Void) {
+        let key = nextErrand
+        nextErrand += 1
+        errands[key] = Task { [weak self] in
+            await body()
+            await self?.errandEnded(key)
+        }
+    }
+
+    private func errandEnded(_ key: Int) { errands[key] = nil }
+
+    private func endErrands() {
+        for task in errands.values { task.cancel() }
+        errands = [:]
     }
 
     private func addressesFound(_ instance: ServiceInstance, host: String, addresses: [String], interface: UInt32) {
