@@ -35,8 +35,9 @@ package final class Launcher: Sendable {
     private let children = Mutex<[pid_t: Child]>([:])
 
     private enum Child {
-        /// `verdictWanted`: a launch will ask how it ended, so the reaper keeps the outcome.
-        case running(verdictWanted: Bool)
+        /// `verdictWanted`: a launch will ask how it ended, so the reaper keeps the outcome;
+        /// `waiter`: the launch waiting for it now, woken by the reaper.
+        case running(verdictWanted: Bool, waiter: CheckedContinuation<Void, Never>? = nil)
         case ended(ChildProcess.Termination)
     }
 
@@ -211,30 +212,47 @@ package final class Launcher: Sendable {
     }
 
     /// How `pid` ended if it did within `window`; nil if it still runs (and then nobody asks).
+    /// Woken by the reaper or by the end of the window, whichever comes first: nothing polls.
     private func termination(of pid: pid_t, within window: Duration) async -> ChildProcess.Termination? {
-        let deadline = ContinuousClock.now + window
-        while true {
-            let verdict = children.withLock { c -> ChildProcess.Termination?? in
-                if case .ended(let how) = c[pid] {
-                    c[pid] = nil
-                    return .some(how)
-                }
-                guard ContinuousClock.now >= deadline else { return nil }
-                if c[pid] != nil { c[pid] = .running(verdictWanted: false) }
-                return .some(nil)
-            }
-            if let verdict { return verdict }
-            // Cancelled (shutdown): the sleep would no longer wait; no verdict is wanted any more.
-            guard (try? await QuietSleep.sleep(for: .milliseconds(20))) != nil else {
-                children.withLock { c in
-                    switch c[pid] {
-                    case .running: c[pid] = .running(verdictWanted: false)
-                    case .ended: c[pid] = nil
-                    case nil: break
-                    }
-                }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.ended(pid) }
+            group.addTask { _ = try? await QuietSleep.sleep(for: window) }
+            await group.next()
+            group.cancelAll()
+        }
+        // Ended in time: its verdict. Still running (or cancelled at shutdown): nobody asks any more.
+        return children.withLock { c -> ChildProcess.Termination? in
+            switch c[pid] {
+            case .ended(let how):
+                c[pid] = nil
+                return how
+            case .running:
+                c[pid] = .running(verdictWanted: false)
+                return nil
+            case nil:
                 return nil
             }
+        }
+    }
+
+    /// Returns once `pid` has ended (the reaper wakes it), or the task is cancelled.
+    private func ended(_ pid: pid_t) async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let resumeNow = children.withLock { c -> Bool in
+                    guard case .running(let wanted, nil) = c[pid], !Task.isCancelled else { return true }
+                    c[pid] = .running(verdictWanted: wanted, waiter: done)
+                    return false
+                }
+                if resumeNow { done.resume() }
+            }
+        } onCancel: {
+            let waiter = children.withLock { c -> CheckedContinuation<Void, Never>? in
+                guard case .running(let wanted, let waiter?) = c[pid] else { return nil }
+                c[pid] = .running(verdictWanted: wanted)
+                return waiter
+            }
+            waiter?.resume()
         }
     }
 
@@ -243,9 +261,12 @@ package final class Launcher: Sendable {
     private func reapWhenItEnds(_ pid: pid_t) {
         let started = BlockingThread.detach(name: "handoff-reap") { [self] in
             let how = ChildProcess.wait(pid)
-            children.withLock { c in
-                if case .running(verdictWanted: true) = c[pid] { c[pid] = .ended(how) } else { c[pid] = nil }
+            let waiter = children.withLock { c -> CheckedContinuation<Void, Never>? in
+                guard case .running(let wanted, let waiter) = c[pid] else { return nil }
+                c[pid] = wanted ? .ended(how) : nil
+                return waiter
             }
+            waiter?.resume()
             logger.debug("a started program ended", metadata: ["pid": "\(pid)", "how": "\(how)"])
         }
         if !started {
