@@ -16,12 +16,11 @@ package struct AccountRoutes: Sendable {
     let peerPort: @Sendable () -> Int
     /// Off: no invite (nobody could reach this device to use it).
     let deviceSwitch: DeviceSwitch
-    let daemonUID: UInt32
     let logger: Logger
 
     package init(
         accounts: AccountStore, links: MemberLinks, directory: PeerDirectory, discovery: DiscoveryService, peerPort: @escaping @Sendable () -> Int,
-        deviceSwitch: DeviceSwitch, daemonUID: UInt32, logger: Logger
+        deviceSwitch: DeviceSwitch, logger: Logger
     ) {
         self.deviceSwitch = deviceSwitch
         self.accounts = accounts
@@ -29,23 +28,19 @@ package struct AccountRoutes: Sendable {
         self.directory = directory
         self.discovery = discovery
         self.peerPort = peerPort
-        self.daemonUID = daemonUID
         self.logger = logger
     }
 
     func getAccount(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         return .ok(try await accounts.info())
     }
 
     func createAccount(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         let create = request.body.readableBytes == 0 ? CreateAccountRequest() : try request.decoded(CreateAccountRequest.self)
         return .ok(try await accounts.create(create))
     }
 
     func joinAccount(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         let join = try request.decoded(JoinAccountRequest.self)
         let discovery = discovery
         return .ok(
@@ -58,7 +53,6 @@ package struct AccountRoutes: Sendable {
 
     /// NDJSON: the code at once, then who joined, or that it expired. Hanging up cancels the invite.
     func invite(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         guard deviceSwitch.isOn else {
             throw DaemonError(.handoffOff, "handoff is off on this device, so no other device can reach it to join; turn it on first (handoffctl config handoff on)")
         }
@@ -100,7 +94,6 @@ package struct AccountRoutes: Sendable {
     }
 
     func sync(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         let sync = try request.decoded(SyncRequest.self)
         return .ok(
             try await AccountSync.sync(sync, store: accounts, links: links, directory: directory, defaultPort: peerPort())
@@ -110,7 +103,6 @@ package struct AccountRoutes: Sendable {
     /// Tells the devices it has sessions with (the one holding the account key removes this
     /// one), then forgets the account: keys, certificate and state are deleted.
     func leave(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         let leave = request.body.readableBytes == 0 ? LeaveRequest() : try request.decoded(LeaveRequest.self)
         let account = try await accounts.info()
         var (told, removed) = ([String](), false)
@@ -124,7 +116,6 @@ package struct AccountRoutes: Sendable {
 
     /// On the device holding the account key: any device. Elsewhere: this one, signed there.
     func renameDevice(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         let rename = try request.decoded(RenameDeviceRequest.self)
         if await accounts.isAdmin {
             let renamed = try await accounts.rename(rename.device, to: rename.name)
@@ -141,12 +132,10 @@ package struct AccountRoutes: Sendable {
     }
 
     func devices(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         return .ok(try await accounts.devices())
     }
 
     func removeDevice(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         let id = String(request.path.dropFirst(LocalAPIRoute.devices.count + 1))
         let removed = try await accounts.revoke(PathSegment.unescape(id))
         // Close its sessions now, and tell every connected device at once.

@@ -15,39 +15,32 @@ package struct ActivityRoutes: Sendable {
     let events: EventHub
     let attachments: Attachments
     let apps: AppRoutes
-    let daemonUID: UInt32
 
-    package init(registry: ActivityRegistry, events: EventHub, attachments: Attachments, desk: AppDesk, daemonUID: UInt32) {
+    package init(registry: ActivityRegistry, events: EventHub, attachments: Attachments, desk: AppDesk) {
         self.registry = registry
         self.events = events
         self.attachments = attachments
-        self.apps = AppRoutes(desk: desk, daemonUID: daemonUID)
-        self.daemonUID = daemonUID
+        self.apps = AppRoutes(desk: desk)
     }
 
     func getCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         return .ok(try await registry.currentResponse())
     }
 
     func putCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         let put = try request.decoded(PutCurrentActivityRequest.self)
         return .ok(try await registry.becomeCurrent(put))
     }
 
     func deleteCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         return .ok(ResignResponse(resigned: try await registry.resignCurrent()))
     }
 
     func events(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         return .ndjson(events.subscribe())
     }
 
     func attach(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         let ask = try request.decoded(AttachRequest.self)
         let registry = registry
         guard await registry.currentActivity()?.id == ask.activityID else {

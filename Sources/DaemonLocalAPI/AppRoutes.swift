@@ -8,17 +8,14 @@ import HandoffModel
 /// checks who is asking.
 struct AppRoutes: Sendable {
     let desk: AppDesk
-    let daemonUID: UInt32
 
-    init(desk: AppDesk, daemonUID: UInt32) {
+    init(desk: AppDesk) {
         self.desk = desk
-        self.daemonUID = daemonUID
     }
 
     /// `POST /v1/apps`: the registration's events for as long as the app stays connected;
     /// when it goes (its connection closes, or handoffd stops), its windows' activities go.
     func register(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         let ask = try request.decoded(AppRegistration.self)
         let desk = desk
         let (registration, events) = try await desk.register(ask)
@@ -35,7 +32,6 @@ struct AppRoutes: Sendable {
 
     /// `PUT` a window's activity or state-restoration activity.
     func put(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         let (registration, window, part) = try Self.window(request)
         let content = try request.decoded(PutCurrentActivityRequest.self).content
         guard part == .activity else {
@@ -48,7 +44,6 @@ struct AppRoutes: Sendable {
 
     /// `POST` a window's focus.
     func post(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         let (registration, window, _) = try Self.window(request)
         try await desk.focus(window: window, of: registration)
         return .ok(WindowResponse(window: window))
@@ -56,7 +51,6 @@ struct AppRoutes: Sendable {
 
     /// `POST` an app's answer to a continuation.
     func answer(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         guard let (registration, continuationID) = LocalAPIRoute.parseContinuationAnswer(request.path) else {
             throw LocalAPIError(.notFound, "no endpoint POST \(request.path): answers are /v1/apps/REGISTRATION/continuations/ID")
         }
@@ -67,7 +61,6 @@ struct AppRoutes: Sendable {
 
     /// `DELETE` a window, its activity or its state-restoration activity.
     func delete(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         let (registration, window, part) = try Self.window(request)
         switch part {
         case .window: try await desk.close(window: window, of: registration)

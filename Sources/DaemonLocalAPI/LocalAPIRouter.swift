@@ -18,10 +18,25 @@ import NIOHTTP1
 import Glibc
 #endif
 
-struct LocalAPIRequest: Sendable {
+/// A request as the server read it, before anyone looked at who sent it.
+struct ReceivedRequest: Sendable {
     var head: HTTPRequestHead
     var body: ByteBuffer
     var peer: PeerCredentials
+}
+
+/// A request of the daemon's own user (or root): the router makes one only after checking who
+/// sent it, so every handler that takes one has been authorized — once, by the type.
+struct LocalAPIRequest: Sendable {
+    let head: HTTPRequestHead
+    let body: ByteBuffer
+    let peer: PeerCredentials
+
+    /// Only the daemon's own user, and root, may use the API (docs/local-api.md, "Who may connect").
+    init(authorizing received: ReceivedRequest, daemonUID: UInt32) throws(LocalAPIError) {
+        try received.peer.authorize(daemonUID: daemonUID)
+        (head, body, peer) = (received.head, received.body, received.peer)
+    }
 
     var path: Substring { head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "" }
     var query: Substring {
@@ -113,14 +128,20 @@ package struct LocalAPIRouter: Sendable {
         self.logger = logger
     }
 
-    func handle(_ request: LocalAPIRequest) async -> LocalAPIResponse {
-        do {
+    func handle(_ received: ReceivedRequest) async -> LocalAPIResponse {
+        let request: LocalAPIRequest
+        do throws(LocalAPIError) {
             // A browser page can be tricked into talking to local sockets through proxies; nothing
             // legitimate sends these headers to a Unix socket.
-            if request.head.headers.contains(name: "origin") || request.head.headers.contains(name: "referer") {
+            if received.head.headers.contains(name: "origin") || received.head.headers.contains(name: "referer") {
                 throw LocalAPIError(.forbiddenOrigin, "requests from web pages (with Origin or Referer) are refused")
             }
-            try request.peer.authorize(daemonUID: daemonUID)
+            request = try LocalAPIRequest(authorizing: received, daemonUID: daemonUID)
+        } catch {
+            logger.notice("local API request refused", metadata: ["uid": "\(received.peer.uid)", "pid": "\(received.peer.pid)", "code": "\(error.code.rawValue)"])
+            return .error(error)
+        }
+        do {
             switch LocalAPIEndpoints.match(method: request.head.method.rawValue, path: request.path) {
             case .endpoint(let endpoint): return try await handle(endpoint, request)
             case .methodNotAllowed(let allowed):
@@ -133,18 +154,12 @@ package struct LocalAPIRouter: Sendable {
             }
         } catch {
             let e = LocalAPIError(answering: error)
-            switch e.code {
-            case .forbidden, .forbiddenOrigin:
-                logger.notice("local API request refused", metadata: ["uid": "\(request.peer.uid)", "pid": "\(request.peer.pid)", "code": "\(e.code.rawValue)"])
-            case .internalError:
-                logger.error("local API handler failed", metadata: ["error": "\(error)"])
-            default: break
-            }
+            if e.code == .internalError { logger.error("local API handler failed", metadata: ["error": "\(error)"]) }
             return .error(e)
         }
     }
 
-    /// Each endpoint's handler (the caller checked who is asking).
+    /// Each endpoint's handler (a `LocalAPIRequest` is authorized).
     private func handle(_ endpoint: LocalAPIEndpoints.Endpoint, _ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         switch endpoint {
         case .status: return try await device.status(request)

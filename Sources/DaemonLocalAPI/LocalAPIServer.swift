@@ -216,7 +216,7 @@ package final class LocalAPIServer: Service {
         _ parts: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator,
         peer: PeerCredentials,
         outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
-    ) async throws -> LocalAPIRequest? {
+    ) async throws -> ReceivedRequest? {
         guard let first = try await parts.next() else { return nil }
         guard case .head(let head) = first else {
             throw DaemonError(.socket, "HTTP request body without a head")
@@ -242,7 +242,7 @@ package final class LocalAPIServer: Service {
                     return nil
                 }
             case .end:
-                let request = LocalAPIRequest(head: head, body: body, peer: peer)
+                let request = ReceivedRequest(head: head, body: body, peer: peer)
                 guard received <= maximumRequestBody else {
                     _ = try await write(.error(refusal), keepAlive: false, outbound: outbound, closed: nil)
                     return nil

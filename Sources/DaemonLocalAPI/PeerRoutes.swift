@@ -10,28 +10,23 @@ package struct PeerRoutes: Sendable {
     let discovery: DiscoveryService
     let continueFlow: ContinueFlow
     let offers: OfferDesk
-    let daemonUID: UInt32
 
-    package init(directory: PeerDirectory, discovery: DiscoveryService, continueFlow: ContinueFlow, offers: OfferDesk, daemonUID: UInt32) {
+    package init(directory: PeerDirectory, discovery: DiscoveryService, continueFlow: ContinueFlow, offers: OfferDesk) {
         self.directory = directory
         self.discovery = discovery
         self.continueFlow = continueFlow
         self.offers = offers
-        self.daemonUID = daemonUID
     }
 
     func peers(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         return .ok(PeersResponse(peers: await directory.all(), strangers: await directory.strangers, discovery: discovery.status))
     }
 
     func offers(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         return .ok(await offers.current())
     }
 
     func continueActivity(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         let ask = try request.decoded(ContinueRequest.self)
         return .ok(try await continueFlow.run(ask))
     }

@@ -25,13 +25,11 @@ package struct StreamRoutes: Sendable {
     }
 
     func listStreams(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         return .ok(StreamsResponse(streams: book.streams))
     }
 
     /// `GET /v1/streams/ID`, with `?wait=1`: waits (up to 10 s) for the stream's outcome.
     func getStream(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         let id = try Self.uuid(after: LocalAPIRoute.streams + "/", in: request.path, what: "stream")
         guard let record = book.stream(id) else {
             throw DaemonError(.unknownStream, "no stream \(id.lowercasedString) on this device")
@@ -44,7 +42,6 @@ package struct StreamRoutes: Sendable {
 
     /// The stream endpoints without `Upgrade: handoff-stream`.
     func streamNeedsUpgrade(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
-        try request.peer.authorize(daemonUID: daemonUID)
         throw LocalAPIError(
             .badRequest,
             "\(request.path) turns the connection into the stream's byte pipe: send `Connection: Upgrade` and `Upgrade: \(StreamUpgrade.protocolName)`"
@@ -52,7 +49,8 @@ package struct StreamRoutes: Sendable {
     }
 
     /// An upgrade request: opens (resuming) or takes (originating) a stream, which the server then
-    /// joins to the connection.
+    /// joins to the connection. An entry point of its own (the router never sees it): it checks
+    /// who is asking, as the router does for everything else.
     func prepareStream(_ head: HTTPRequestHead, peer: PeerCredentials) async throws(LocalAPIError) -> ContinuationStreams.Prepared {
         try peer.authorize(daemonUID: daemonUID)
         if head.headers.contains(name: "origin") || head.headers.contains(name: "referer") {
@@ -67,7 +65,6 @@ package struct StreamRoutes: Sendable {
     /// Opens (resuming) or takes (originating) the stream `path` names, for the upgrade or the
     /// file socket.
     func prepareStream(path: Substring, peer: PeerCredentials) async throws(LocalAPIError) -> ContinuationStreams.Prepared {
-        try peer.authorize(daemonUID: daemonUID)
         switch LocalAPIEndpoints.match(method: "POST", path: path) {
         case .endpoint(.openContinuationStream) where path.hasSuffix("/streams"):
             let id = try Self.uuid(after: LocalAPIRoute.continuations + "/", in: path.dropLast("/streams".count), what: "continuation")

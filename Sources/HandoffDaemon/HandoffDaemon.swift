@@ -322,10 +322,10 @@ public final class HandoffDaemon: Sendable {
         let daemonUID = geteuid()
         let peerPort: @Sendable () -> Int = { [self] in self.peerPort }
         let router = LocalAPIRouter(
-            activity: ActivityRoutes(registry: registry, events: events, attachments: attachments, desk: apps, daemonUID: daemonUID),
+            activity: ActivityRoutes(registry: registry, events: events, attachments: attachments, desk: apps),
             account: AccountRoutes(
                 accounts: accounts, links: links, directory: directory, discovery: discovery, peerPort: peerPort, deviceSwitch: deviceSwitch,
-                daemonUID: daemonUID, logger: logger
+                logger: logger
             ),
             peers: PeerRoutes(
                 directory: directory, discovery: discovery,
@@ -336,11 +336,10 @@ public final class HandoffDaemon: Sendable {
                     ),
                     book: book, handover: Handover(apps: apps, launcher: launcher), events: events
                 ),
-                offers: offers,
-                daemonUID: daemonUID
+                offers: offers
             ),
             streams: StreamRoutes(book: book, resuming: resuming, originating: originating, daemonUID: daemonUID),
-            device: DeviceRoutes(deviceSwitch: deviceSwitch, status: { [self] in await self.status() }, daemonUID: daemonUID),
+            device: DeviceRoutes(deviceSwitch: deviceSwitch, status: { [self] in await self.status() }),
             daemonUID: daemonUID,
             logger: logger
         )

@@ -103,6 +103,20 @@ import Testing
         #expect(setters == ["DaemonLocalAPI/LocalAPIRouter.swift"], "\(setters)")
     }
 
+    /// Who may use the local API is checked once per way in: the router (a `LocalAPIRequest`
+    /// exists only once checked), a stream upgrade, the file socket (which decides at accept not
+    /// to read a stranger's request, and answers it the same way later).
+    @Test func authorizationHappensOncePerWayIn() throws {
+        let directory = Self.sources.appendingPathComponent("DaemonLocalAPI")
+        var calls: [String: Int] = [:]
+        for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+            let n = text.components(separatedBy: ".authorize(daemonUID:").count - 1
+            if n > 0 { calls[file] = n }
+        }
+        #expect(calls == ["LocalAPIRouter.swift": 1, "StreamRoutes.swift": 1, "FileSocketServer.swift": 2], "\(calls)")
+    }
+
     /// docs/architecture.md names the daemon's modules in the order Package.swift gives.
     @Test func theDocumentNamesTheModuleLineOfThePackage() throws {
         let text = try String(contentsOf: Self.root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
