@@ -220,7 +220,15 @@ package actor MemberLinks {
         switchSequence = notice.sequence
         handoffOn = on
         guard on else {
-            _ = await tellAll(.activityNotice(notice))
+            // A member that stops reading must not hold the switch up: the last notice gets a
+            // peer's answer time, then the sessions end regardless.
+            let (clock, limit) = (self.clock, deadlines.peerRequest)
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { _ = await self.tellAll(.activityNotice(notice)) }
+                group.addTask { try? await clock.sleep(for: limit) }
+                await group.next()
+                group.cancelAll()
+            }
             // Switched on again while the notice went out: the sessions stay.
             guard switchSequence == notice.sequence else { return }
             for session in slots.removeAll() { session.close() }
