@@ -76,6 +76,18 @@ public enum LocalAPIEndpoints {
         Route(method: "POST", path: .continuationAnswer, endpoint: .answerContinuation),
     ]
 
+    /// The method of `endpoint`: every row of one endpoint has the same (a test checks).
+    public static func method(of endpoint: Endpoint) -> String {
+        routes.first { $0.endpoint == endpoint }?.method ?? "GET"
+    }
+
+    /// The path of an endpoint that has exactly one; nil for those whose path names something
+    /// (a device, a stream, a window): the caller makes it with `LocalAPIRoute`.
+    public static func path(of endpoint: Endpoint) -> String? {
+        guard let row = routes.first(where: { $0.endpoint == endpoint }), case .exact(let path) = row.path else { return nil }
+        return path
+    }
+
     public enum Match: Equatable, Sendable {
         case endpoint(Endpoint)
         /// The path exists, not with this method: these are the ones it has (`Allow`).

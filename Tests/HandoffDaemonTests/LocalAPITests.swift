@@ -226,6 +226,10 @@ import DaemonCore
             }
             #expect(LocalAPIEndpoints.match(method: route.method, path: path) == .endpoint(route.endpoint), "\(route.method) \(path)")
         }
+        // Each endpoint has one method, which the client takes from the same table.
+        for endpoint in LocalAPIEndpoints.Endpoint.allCases {
+            #expect(Set(routes.filter { $0.endpoint == endpoint }.map(\.method)) == [LocalAPIEndpoints.method(of: endpoint)], "\(endpoint)")
+        }
         #expect(LocalAPIEndpoints.match(method: "GET", path: "/v1/nope") == .notFound)
         #expect(LocalAPIEndpoints.match(method: "PATCH", path: "/v1/devices/abc") == .methodNotAllowed(allowed: "DELETE"))
     }
