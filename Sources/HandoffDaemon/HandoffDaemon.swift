@@ -32,11 +32,23 @@ public struct DaemonConfiguration: Sendable {
 
     public var socketPath: String
     public var stateDirectory: String
-    public var limits: ActivityLimits
+    /// What handoffd.toml and the flags say (`DaemonSettings`): kept as they are, and read below
+    /// under the names the services use, so that no setting is copied by hand.
+    public var settings = DaemonSettings()
+    public var limits: ActivityLimits {
+        get { ActivityLimits(maximumEncodedSize: settings.maxActivityBytes) }
+        set { settings.maxActivityBytes = newValue.maximumEncodedSize }
+    }
     /// The TCP port other devices connect to; 0 picks a free one (tests).
-    public var peerPort: Int
+    public var peerPort: Int {
+        get { settings.port }
+        set { settings.port = newValue }
+    }
     /// Where to listen for devices: every IPv4 and IPv6 address by default.
-    public var peerBindAddresses: [String]
+    public var peerBindAddresses: [String] {
+        get { settings.listen }
+        set { settings.listen = newValue }
+    }
     /// How long an invite code is valid (docs/security.md: 10 minutes).
     public var inviteLifetimeSeconds: Int64 = 600
     /// The time of day invites run out by (tests move a manual one).
@@ -48,19 +60,37 @@ public struct DaemonConfiguration: Sendable {
     /// DNS-SD: Avahi normally; tests connect in-process daemons through an in-memory network.
     public var discovery: any DiscoveryBackend = DNSSDDiscovery()
     /// Wide-area DNS-SD domains browsed besides `local.`.
-    public var browseDomains: [String] = []
+    public var browseDomains: [String] {
+        get { settings.browseDomains }
+        set { settings.browseDomains = newValue }
+    }
     /// `host:port` of devices to keep a session with when multicast does not reach them.
-    public var staticPeers: [String] = []
+    public var staticPeers: [String] {
+        get { settings.peers }
+        set { settings.peers = newValue }
+    }
     /// On start, when this device has no account yet: create one, or join with a code.
     public var firstUse: FirstUse = .nothing
     /// Activity type → command line (`.desktop` Exec syntax), ahead of installed `.desktop` files.
-    public var handlers: [String: String] = [:]
+    public var handlers: [String: String] {
+        get { settings.handlers }
+        set { settings.handlers = newValue }
+    }
     /// What opens a continued activity's web page when no app handles its type.
-    public var browser: String = "xdg-open"
+    public var browser: String {
+        get { settings.browser }
+        set { settings.browser = newValue }
+    }
     /// Whether the desktop shows the other devices' activities as notifications, and the types
     /// it never shows (handoffd.toml `[notifications]`; `GET /v1/offers` says so per offer).
-    public var notifications = true
-    public var mutedNotificationTypes: [String] = []
+    public var notifications: Bool {
+        get { settings.notifications }
+        set { settings.notifications = newValue }
+    }
+    public var mutedNotificationTypes: [String] {
+        get { settings.mutedNotificationTypes }
+        set { settings.mutedNotificationTypes = newValue }
+    }
     /// The environment handlers and the browser start with (and where `.desktop` files are looked
     /// for); nil means handoffd's own.
     public var handlerEnvironment: [String: String]? = nil
@@ -92,6 +122,13 @@ public struct DaemonConfiguration: Sendable {
         self.limits = limits
         self.peerPort = peerPort
         self.peerBindAddresses = peerBindAddresses
+    }
+
+    /// handoffd's: the settings as read from the files and flags, on these paths.
+    public init(settings: DaemonSettings, socketPath: String, stateDirectory: String) {
+        self.socketPath = socketPath
+        self.stateDirectory = stateDirectory
+        self.settings = settings
     }
 }
 
@@ -287,11 +324,12 @@ public final class HandoffDaemon: Sendable {
         launcher.replace(configured: configured, browser: browser)
         offers.replace(policy: NotificationPolicy(enabled: settings.notifications, mutedTypes: Set(settings.mutedNotificationTypes)))
         var needRestart: [String] = []
-        if settings.port != configuration.peerPort, configuration.peerPort != 0 { needRestart.append("port") }
-        if settings.listen != configuration.peerBindAddresses { needRestart.append("listen") }
-        if settings.maxActivityBytes != configuration.limits.maximumEncodedSize { needRestart.append("max_activity_bytes") }
-        if settings.peers != configuration.staticPeers { needRestart.append("peers") }
-        if settings.browseDomains != configuration.browseDomains { needRestart.append("browse_domains") }
+        let running = configuration.settings
+        if settings.port != running.port, running.port != 0 { needRestart.append("port") }
+        if settings.listen != running.listen { needRestart.append("listen") }
+        if settings.maxActivityBytes != running.maxActivityBytes { needRestart.append("max_activity_bytes") }
+        if settings.peers != running.peers { needRestart.append("peers") }
+        if settings.browseDomains != running.browseDomains { needRestart.append("browse_domains") }
         logger.notice("configuration reloaded", metadata: ["handlers": "\(configured.count)", "restart-needed-for": "\(needRestart.joined(separator: ","))"])
         return needRestart
     }

@@ -155,19 +155,7 @@ struct HandoffdCommand: AsyncParsableCommand {
         let format = DaemonLogHandler.detectFormat()
         LoggingSystem.bootstrap { label in DaemonLogHandler(label: label, format: format, level: level) }
         let logger = Logger(label: "handoffd")
-        var configuration = DaemonConfiguration(
-            socketPath: socket,
-            stateDirectory: stateDirectory,
-            limits: ActivityLimits(maximumEncodedSize: settings.maxActivityBytes),
-            peerPort: settings.port,
-            peerBindAddresses: settings.listen
-        )
-        configuration.staticPeers = settings.peers
-        configuration.browseDomains = settings.browseDomains
-        configuration.browser = settings.browser
-        configuration.handlers = settings.handlers
-        configuration.notifications = settings.notifications
-        configuration.mutedNotificationTypes = settings.mutedNotificationTypes
+        var configuration = DaemonConfiguration(settings: settings, socketPath: socket, stateDirectory: stateDirectory)
         configuration.notifier = SystemdNotifier.fromProcessEnvironment()
         configuration.configFile = configFile(read: read)
         if let joinCode {
