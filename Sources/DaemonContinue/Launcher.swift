@@ -237,6 +237,11 @@ package final class Launcher: Sendable {
 
     /// Returns once `pid` has ended (the reaper wakes it), or the task is cancelled.
     private func ended(_ pid: pid_t) async {
+        // Not watched (no thread to reap it): its end cannot be seen, so the window decides.
+        if children.withLock({ $0[pid] == nil }) {
+            _ = try? await QuietSleep.sleep(for: .seconds(86_400))
+            return
+        }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 let resumeNow = children.withLock { c -> Bool in

@@ -9,6 +9,7 @@ import DaemonDiscovery
 import HandoffAPI
 import HandoffModel
 import HandoffPeer
+import HandoffSystem
 import HandoffTLS
 import Logging
 import NIOCore
@@ -220,14 +221,20 @@ package actor MemberLinks {
         switchSequence = notice.sequence
         handoffOn = on
         guard on else {
-            // A member that stops reading must not hold the switch up: the last notice gets a
-            // peer's answer time, then the sessions end regardless.
-            let (clock, limit) = (self.clock, deadlines.peerRequest)
+            // Each device with a session hears that there is nothing here, each within a peer's
+            // answer time: one that stops reading holds up neither the others nor the switch.
+            let (open, limit) = (sessions.values.filter(\.isOpen), deadlines.peerRequest)
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { _ = await self.tellAll(.activityNotice(notice)) }
-                group.addTask { try? await clock.sleep(for: limit) }
-                await group.next()
-                group.cancelAll()
+                for session in open {
+                    group.addTask {
+                        await withTaskGroup(of: Void.self) { one in
+                            one.addTask { try? await session.send(.activityNotice(notice)) }
+                            one.addTask { try? await QuietSleep.sleep(for: limit) }
+                            await one.next()
+                            one.cancelAll()
+                        }
+                    }
+                }
             }
             // Switched on again while the notice went out: the sessions stay.
             guard switchSequence == notice.sequence else { return }
@@ -236,16 +243,6 @@ package actor MemberLinks {
         }
         broadcast(.activityNotice(notice))
         for id in await directory.sightedIDs { consider(id, fresh: true) }
-    }
-
-    /// Sends `message` to every open session and waits for it to be written; the names of the
-    /// devices it reached.
-    func tellAll(_ message: PeerMessage) async -> [String] {
-        var told: [String] = []
-        for session in sessions.values where session.isOpen {
-            if (try? await session.send(message)) != nil { told.append(session.peerName) }
-        }
-        return told
     }
 
     // MARK: Serving a session (either side)

@@ -33,18 +33,24 @@ struct AppRoutes: Sendable {
     /// `PUT` a window's activity or state-restoration activity.
     func put(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         let (registration, window, part) = try Self.window(request)
-        let content = try request.decoded(PutCurrentActivityRequest.self).content
-        guard part == .activity else {
+        switch part {
+        case .activity:
+            let content = try request.decoded(PutCurrentActivityRequest.self).content
+            let id = try await desk.setActivity(content, window: window, of: registration)
+            return .ok(WindowResponse(window: window, activityID: id))
+        case .restoration:
+            let content = try request.decoded(PutCurrentActivityRequest.self).content
             try await desk.saveRestoration(content, window: window, of: registration)
             return .ok(WindowResponse(window: window))
+        case .window, .focus:
+            throw Self.unrouted("PUT", part)
         }
-        let id = try await desk.setActivity(content, window: window, of: registration)
-        return .ok(WindowResponse(window: window, activityID: id))
     }
 
     /// `POST` a window's focus.
     func post(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        let (registration, window, _) = try Self.window(request)
+        let (registration, window, part) = try Self.window(request)
+        guard part == .focus else { throw Self.unrouted("POST", part) }
         try await desk.focus(window: window, of: registration)
         return .ok(WindowResponse(window: window))
     }
@@ -66,9 +72,14 @@ struct AppRoutes: Sendable {
         case .window: try await desk.close(window: window, of: registration)
         case .activity: try await desk.withdrawActivity(window: window, of: registration)
         case .restoration: try await desk.removeRestoration(window: window, of: registration)
-        case .focus: throw LocalAPIError(.internalError, "DELETE on a window's focus reached its handler; the endpoint table has no such route")
+        case .focus: throw Self.unrouted("DELETE", part)
         }
         return .ok(WindowResponse(window: window))
+    }
+
+    /// A part the endpoint table has no row for reached its handler: a mistake in the table.
+    private static func unrouted(_ method: String, _ part: LocalAPIRoute.WindowPart) -> LocalAPIError {
+        LocalAPIError(.internalError, "\(method) on a window's \(part == .window ? "self" : part.rawValue) reached its handler; LocalAPIEndpoints has no such route")
     }
 
     private static func window(_ request: LocalAPIRequest) throws(LocalAPIError) -> (AppWindows.Registration, String, LocalAPIRoute.WindowPart) {
