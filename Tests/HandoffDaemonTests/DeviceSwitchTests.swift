@@ -9,15 +9,22 @@ import Testing
 /// The device-wide switch (`PUT /v1/settings`, docs/local-api.md "Settings") and the count of
 /// devices inviting nearby, between daemons in this process.
 @Suite(.timeLimit(.minutes(3))) struct DeviceSwitchTests {
-    @Test func offTheDeviceTellsAndAnswersNothingYetContinuesWhenAsked() async throws {
+    /// Two daemons in one account on one in-memory network: the desk (which made the account) and
+    /// the laptop.
+    static func deskAndLaptop() async throws -> (TestDaemon, TestDaemon, DiscoveryNetwork) {
         let network = DiscoveryNetwork()
-        var a = try await TestDaemon.start(network: network)
-        _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
-        let b = try await TestDaemon.start(network: network)
-        let updates = try await a.client.invite()
+        let desk = try await TestDaemon.start(network: network)
+        _ = try await desk.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        let laptop = try await TestDaemon.start(network: network)
+        let updates = try await desk.client.invite()
         let code = try #require(try await updates.next()?.invite?.code)
-        _ = try await b.client.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop"))
+        _ = try await laptop.client.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop"))
         _ = try await updates.next()
+        return (desk, laptop, network)
+    }
+
+    @Test func offTheDeviceTellsAndAnswersNothingYetContinuesWhenAsked() async throws {
+        var (a, b, network) = try await Self.deskAndLaptop()
         let aID = try await a.client.account().deviceID
         let onA = try await a.client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "org.example.reader.read", title: "On desk", webpageURL: "https://example.org/a")))
         let onB = try await b.client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "org.example.reader.read", title: "On laptop", webpageURL: "https://example.org/b")))
@@ -70,14 +77,7 @@ import Testing
     /// Switched off and on in a quick row, the last word counts: the daemon reacts to each change
     /// in tasks that can meet in any order, and must still end as the user left it.
     @Test func quickTogglesEndAsTheLastOneSays() async throws {
-        let network = DiscoveryNetwork()
-        let a = try await TestDaemon.start(network: network)
-        _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
-        let b = try await TestDaemon.start(network: network)
-        let updates = try await a.client.invite()
-        let code = try #require(try await updates.next()?.invite?.code)
-        _ = try await b.client.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop"))
-        _ = try await updates.next()
+        let (a, b, _) = try await Self.deskAndLaptop()
         let aID = try await a.client.account().deviceID
         let onA = try await a.client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "org.example.reader.read", title: "On desk")))
         try await PeerDiscoveryTests.waitForPeers(b, "desk") { $0.peers.first { $0.id == aID }?.reachable == true }
