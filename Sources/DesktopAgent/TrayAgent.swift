@@ -76,6 +76,7 @@ struct TrayAgent: Sendable {
             // The watcher may run already: try once, then follow it.
             group.addTask { post.yield(.watcher(await icon.watcherRuns())) }
             var lastShown: TrayMenu?
+            var written: (icon: DesktopAgentStatus.StatusIcon, notifications: Bool)?
             for await input in inbox {
                 switch input {
                 case .refresh:
@@ -219,7 +220,11 @@ struct TrayAgent: Sendable {
                     icon.show(menu)
                     lastShown = menu
                 }
-                writeStatus(notes)
+                // Written when what it says changes, not at every input.
+                if written?.icon != notes.iconState || written?.notifications != notes.notifications {
+                    writeStatus(notes)
+                    written = (notes.iconState, notes.notifications)
+                }
             }
             invitation.cancel()
             if facts.invite != nil, let id = notes.invite { _ = try? await server.close(id) }
