@@ -247,7 +247,7 @@ public actor ActivityRegistry {
         expiryTask = nil
         guard let activity = current, let expiry = activity.expirationDate else { return }
         let (id, clock) = (activity.id, self.clock)
-        expiryTask = Task { [weak self] in
+        expiryTask = Task(executorPreference: ProgramExecutor.current) { [weak self] in
             // On the wall clock: the kernel ends the wait when the clock is set forward past the
             // expiry (one set back wakes early and sleeps again). A clock only this process sees
             // move (a test's preloaded offset) moves no kernel timer; then whoever asks for the

@@ -6,5 +6,9 @@ package final class ReadinessSignal: Sendable {
 
     package func succeed() { outcome.settle(.success(())) }
     package func fail(_ error: DaemonError) { outcome.settle(.failure(error)) }
-    package func wait() async throws { try await outcome.value.get() }
+    /// Throws the failure, or `CancellationError` if the task is cancelled first.
+    package func wait() async throws {
+        guard let outcome = await outcome.valueUnlessCancelled() else { throw CancellationError() }
+        try outcome.get()
+    }
 }

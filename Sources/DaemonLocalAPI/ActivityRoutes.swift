@@ -7,6 +7,7 @@ import DaemonApps
 import DaemonCore
 import HandoffAPI
 import HandoffModel
+import HandoffSystem
 
 /// The current activity, attaching to it, and the event stream; apps' windows, whose focus makes
 /// the current activity, through `apps`. Every handler's first line checks who is asking.
@@ -47,7 +48,7 @@ package struct ActivityRoutes: Sendable {
             throw DaemonError(.activityChanged, "activity \(ask.activityID.lowercasedString) is not the current one; attach to what become-current returned")
         }
         let events = attachments.attach(ask) { departure in
-            Task {
+            Task(executorPreference: ProgramExecutor.current) {
                 switch departure {
                 case .resign(let id):
                     guard await registry.currentActivity()?.id == id else { return }

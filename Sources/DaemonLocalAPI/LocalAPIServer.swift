@@ -37,6 +37,7 @@ package final class LocalAPIServer: Service {
         let channel: any Channel
         let peer: PeerCredentials
         let negotiated: EventLoopFuture<Negotiated>
+        let upgrader: StreamUpgrader
         let deadline: RequestDeadline
     }
 
@@ -125,7 +126,7 @@ package final class LocalAPIServer: Service {
                                 )
                             )
                             channel.closeFuture.whenComplete { _ in upgrade.connectionClosed() }
-                            return Connection(channel: channel, peer: peer, negotiated: negotiated, deadline: deadline)
+                            return Connection(channel: channel, peer: peer, negotiated: negotiated, upgrader: upgrade, deadline: deadline)
                         }
                     }
                 }
@@ -167,9 +168,20 @@ package final class LocalAPIServer: Service {
     private func serve(_ connection: Connection) async {
         let channel = connection.channel
         do {
-            // Waiting on a future ignores cancellation: closing the channel ends the wait.
+            // Waiting on a future ignores cancellation: closing the channel ends the wait. A
+            // stream asked for is opened by this connection's task, while NIO waits for it.
             let negotiated = try await withTaskCancellationHandler {
-                try await connection.negotiated.get()
+                async let opening: Void = connection.upgrader.openWhenAsked()
+                let negotiated: Negotiated
+                do {
+                    negotiated = try await connection.negotiated.get()
+                } catch {
+                    connection.upgrader.connectionClosed()
+                    throw error
+                }
+                connection.upgrader.negotiated()
+                await opening
+                return negotiated
             } onCancel: {
                 channel.close(promise: nil)
             }
@@ -307,6 +319,9 @@ package final class LocalAPIServer: Service {
 /// `Upgrade: handoff-stream` on a connection's first request: the stream is opened (or taken)
 /// while the client waits, then `101 Switching Protocols` and the connection is spliced to the
 /// other device. A refusal is kept for the HTTP handling that follows, which answers it.
+///
+/// NIO asks for the answer with a future; the opening itself runs in the connection's own task
+/// (`openWhenAsked`), so shutting the server down ends it like any request.
 final class StreamUpgrader: NIOTypedHTTPServerProtocolUpgrader, Sendable {
     typealias UpgradeResult = LocalAPIServer.Negotiated
 
@@ -318,6 +333,13 @@ final class StreamUpgrader: NIOTypedHTTPServerProtocolUpgrader, Sendable {
         case closed
     }
 
+    /// An upgrade NIO waits on.
+    private struct Asked: Sendable {
+        let request: HTTPRequestHead
+        let headers: HTTPHeaders
+        let answer: EventLoopPromise<HTTPHeaders>
+    }
+
     let supportedProtocol = StreamUpgrade.protocolName
     let requiredUpgradeHeaders: [String] = []
     private let router: LocalAPIRouter
@@ -325,6 +347,15 @@ final class StreamUpgrader: NIOTypedHTTPServerProtocolUpgrader, Sendable {
     private let logger: Logger
     private let stage = Mutex(Stage.waiting)
     private let headReceived: @Sendable () -> Void
+    /// The one upgrade a connection may ask for, between NIO and the connection's task.
+    private let ask = Mutex(Ask.none)
+
+    private enum Ask {
+        case none
+        case asked(Asked)
+        case waiting(CheckedContinuation<Asked?, Never>)
+        case over
+    }
 
     init(router: LocalAPIRouter, peer: PeerCredentials, logger: Logger, headReceived: @escaping @Sendable () -> Void) {
         self.router = router
@@ -344,30 +375,92 @@ final class StreamUpgrader: NIOTypedHTTPServerProtocolUpgrader, Sendable {
         // The request is whole (an upgrade has no body); opening the stream may take a while.
         headReceived()
         let promise = channel.eventLoop.makePromise(of: HTTPHeaders.self)
-        let (router, peer) = (self.router, self.peer)
-        promise.completeWithTask { [self] in
-            let prepared: ContinuationStreams.Prepared
-            do {
-                prepared = try await router.streams.prepareStream(upgradeRequest, peer: peer)
-            } catch let error as LocalAPIError {
-                stage.withLock { $0 = .refused(error) }
-                throw error
+        let asked = Asked(request: upgradeRequest, headers: initialResponseHeaders, answer: promise)
+        let taker = ask.withLock { a -> CheckedContinuation<Asked?, Never>?? in
+            switch a {
+            case .none:
+                a = .asked(asked)
+                return .some(nil)
+            case .waiting(let taker):
+                a = .over
+                return taker
+            case .asked, .over:
+                return nil
             }
-            let kept = stage.withLock { s -> Bool in
-                guard case .waiting = s else { return false }
-                s = .prepared(prepared)
-                return true
-            }
-            // The app hung up while the stream was being opened.
-            guard kept else {
-                prepared.abandon()
-                throw ChannelError.ioOnClosedChannel
-            }
-            var headers = initialResponseHeaders
-            headers.add(name: StreamUpgrade.streamIDHeader, value: prepared.record.id.lowercasedString)
-            return headers
+        }
+        switch taker {
+        case .some(.some(let taker)): taker.resume(returning: asked)
+        case .some(.none): break
+        case .none: promise.fail(ChannelError.ioOnClosedChannel)
         }
         return promise.futureResult
+    }
+
+    /// Run by the connection's task until the connection is negotiated: opens the stream if one
+    /// is asked for, and answers NIO.
+    func openWhenAsked() async {
+        let next = await withTaskCancellationHandler {
+            await withCheckedContinuation { (taker: CheckedContinuation<Asked?, Never>) in
+                let now = ask.withLock { a -> Asked?? in
+                    switch a {
+                    case .none:
+                        a = .waiting(taker)
+                        return nil
+                    case .asked(let asked):
+                        a = .over
+                        return .some(asked)
+                    case .waiting, .over:
+                        return .some(nil)
+                    }
+                }
+                if let now { taker.resume(returning: now) }
+            }
+        } onCancel: {
+            negotiated()
+        }
+        guard let next else { return }
+        do {
+            next.answer.succeed(try await open(next.request, headers: next.headers))
+        } catch {
+            next.answer.fail(error)
+        }
+    }
+
+    /// The connection is HTTP or a stream now, or gone: nothing more will be asked, and what was
+    /// asked and not taken is refused.
+    func negotiated() {
+        let left = ask.withLock { a -> Ask in
+            defer { a = .over }
+            return a
+        }
+        switch left {
+        case .waiting(let taker): taker.resume(returning: nil)
+        case .asked(let asked): asked.answer.fail(ChannelError.ioOnClosedChannel)
+        case .none, .over: break
+        }
+    }
+
+    private func open(_ request: HTTPRequestHead, headers initial: HTTPHeaders) async throws -> HTTPHeaders {
+        let prepared: ContinuationStreams.Prepared
+        do {
+            prepared = try await router.streams.prepareStream(request, peer: peer)
+        } catch {
+            stage.withLock { $0 = .refused(error) }
+            throw error
+        }
+        let kept = stage.withLock { s -> Bool in
+            guard case .waiting = s else { return false }
+            s = .prepared(prepared)
+            return true
+        }
+        // The app hung up while the stream was being opened.
+        guard kept else {
+            prepared.abandon()
+            throw ChannelError.ioOnClosedChannel
+        }
+        var headers = initial
+        headers.add(name: StreamUpgrade.streamIDHeader, value: prepared.record.id.lowercasedString)
+        return headers
     }
 
     func upgrade(channel: any Channel, upgradeRequest: HTTPRequestHead) -> EventLoopFuture<LocalAPIServer.Negotiated> {
@@ -384,6 +477,7 @@ final class StreamUpgrader: NIOTypedHTTPServerProtocolUpgrader, Sendable {
 
     /// A stream opened for a connection that closed before it became the pipe is given up.
     func connectionClosed() {
+        negotiated()
         let orphan = stage.withLock { s -> ContinuationStreams.Prepared? in
             defer { if case .spliced = s {} else { s = .closed } }
             if case .prepared(let p) = s { return p }

@@ -407,42 +407,45 @@ public final class HandoffDaemon: Sendable {
                 logger: logger
             )
         )
-        let readiness = Task { [ready, discovery, self] in
-            do {
-                try await apiReady.wait()
-                try await listener.bound.wait()
-                try await discovery.ready.wait()
-                try await hangup?.trapping.wait()
-                if let failure = await self.applyFirstUse() {
-                    // A daemon asked to join that could not is no use without an account: it
-                    // stops and says why, rather than running on with none.
-                    self.firstUseFailure.withLock { $0 = failure }
-                    ready.fail(failure)
-                    await self.shutdown()
-                    return
-                }
-                ready.succeed()
-                self.configuration.notifier.ready(status: await self.statusLine())
-            } catch let e as DaemonError {
-                ready.fail(e)
-            } catch {}
-        }
-        defer { readiness.cancel() }
-        let supervision = Task { [ready, self] in
-            guard (try? await ready.wait()) != nil else { return }
-            await self.superviseForSystemd()
-        }
-        defer { supervision.cancel() }
         group.withLock { $0 = serviceGroup }
         logger.info("handoffd starting", metadata: ["version": "\(HandoffVersion.current)", "pid": "\(getpid())"])
-        do {
-            try await serviceGroup.run()
-        } catch let error as DaemonError {
-            ready.fail(error)
-            throw error
-        } catch {
-            ready.fail(DaemonError(.io, "handoffd failed", cause: error))
-            throw error
+        // Beside the services: telling who waits (and systemd) that the daemon is ready, then
+        // supervising it for systemd. Both end with the services.
+        try await withThrowingDiscardingTaskGroup { tasks in
+            tasks.addTask { [ready, discovery, self] in
+                do {
+                    try await apiReady.wait()
+                    try await listener.bound.wait()
+                    try await discovery.ready.wait()
+                    try await hangup?.trapping.wait()
+                    if let failure = await self.applyFirstUse() {
+                        // A daemon asked to join that could not is no use without an account: it
+                        // stops and says why, rather than running on with none.
+                        self.firstUseFailure.withLock { $0 = failure }
+                        ready.fail(failure)
+                        await self.shutdown()
+                        return
+                    }
+                    ready.succeed()
+                    self.configuration.notifier.ready(status: await self.statusLine())
+                } catch let e as DaemonError {
+                    ready.fail(e)
+                } catch {}
+            }
+            tasks.addTask { [ready, self] in
+                guard (try? await ready.wait()) != nil else { return }
+                await self.superviseForSystemd()
+            }
+            do {
+                try await serviceGroup.run()
+            } catch let error as DaemonError {
+                ready.fail(error)
+                throw error
+            } catch {
+                ready.fail(DaemonError(.io, "handoffd failed", cause: error))
+                throw error
+            }
+            tasks.cancelAll()
         }
         if let failure = firstUseFailure.withLock({ $0 }) { throw failure }
         ready.fail(DaemonError(.io, "handoffd stopped before it was ready"))

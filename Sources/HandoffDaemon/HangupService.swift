@@ -14,8 +14,10 @@ struct HangupService: Service {
     func run() async throws {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         trapping.succeed()
-        for await _ in hangups.cancelOnGracefulShutdown() {
-            reload()
+        // (Not `cancelOnGracefulShutdown()`: its merge runs in a task of its own, outside the
+        // daemon's executor — docs/platform.md, "Waiting without waking".)
+        await cancelWhenGracefulShutdown { [reload] in
+            for await _ in hangups { reload() }
         }
     }
 }

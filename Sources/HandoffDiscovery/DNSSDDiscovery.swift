@@ -104,7 +104,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         self.browseDomains = ["local."] + browseDomains.filter { $0 != "local." && $0 != "local" }
         let engine = DNSSDEngine()
         self.engine = engine
-        pump = Task { [weak self] in
+        pump = Task(executorPreference: ProgramExecutor.current) { [weak self] in
             for await event in engine.events { await self?.handle(event) }
         }
         setUp()
@@ -183,7 +183,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         let retryAt = Timestamp.now().adding(microseconds: Int64(delay.components.seconds) * 1_000_000)
         state = .unavailable(reason: "avahi-daemon is not running", retryAt: retryAt)
         continuation?.yield(.state(state))
-        retry = Task { [weak self] in
+        retry = Task(executorPreference: ProgramExecutor.current) { [weak self] in
             try? await QuietSleep.sleep(for: delay)
             guard !Task.isCancelled else { return }
             await self?.tryAgain()
@@ -339,7 +339,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         if let tickerDeadline, tickerDeadline <= deadline, ticker != nil { return }
         ticker?.cancel()
         tickerDeadline = deadline
-        ticker = Task { [weak self] in
+        ticker = Task(executorPreference: ProgramExecutor.current) { [weak self] in
             try? await QuietSleep.sleep(until: deadline)
             guard !Task.isCancelled else { return }
             await self?.tick()
@@ -478,7 +478,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
     private func errand(_ body: @escaping @Sendable () async -> Void) {
         let key = nextErrand
         nextErrand += 1
-        errands[key] = Task { [weak self] in
+        errands[key] = Task(executorPreference: ProgramExecutor.current) { [weak self] in
             await body()
             await self?.errandEnded(key)
         }
@@ -516,7 +516,7 @@ public actor DNSSDDiscovery: DiscoveryBackend {
                 engine?.send(.updateTXT(current.id, txt: rdata))
             case .wake(let instant):
                 wake?.cancel()
-                wake = Task { [weak self] in
+                wake = Task(executorPreference: ProgramExecutor.current) { [weak self] in
                     try? await QuietSleep.sleep(until: instant)
                     guard !Task.isCancelled else { return }
                     await self?.throttleWoke()

@@ -8,17 +8,16 @@ import HandoffSystem
 import Logging
 import UnixSignals
 
-/// The entry point. Before any task runs, Swift's tasks are moved onto one thread of the agent's
-/// own: on Linux the default executor is libdispatch's global queues, whose first worker starts a
-/// monitor that wakes the process every second for good (docs/platform.md, "Waiting without
-/// waking"). The agent's work is a few messages a minute; one thread carries it.
+/// The entry point. The agent's tasks prefer one thread of its own: on Linux the default executor
+/// is libdispatch's global queues, whose first worker starts a monitor that wakes the process
+/// every second for good (docs/platform.md, "Waiting without waking"). The agent's work is a few
+/// messages a minute; one thread carries it.
 @main
 enum HandoffDesktopMain {
     static let tasks = DiskThread(name: "handoff-tasks")
 
     static func main() async {
-        GlobalExecutorHook.install { job, _ in HandoffDesktopMain.tasks.enqueue(ExecutorJob(job)) }
-        await HandoffDesktop.main()
+        await ProgramExecutor.run(on: tasks.tasks) { await HandoffDesktop.main() }
     }
 }
 

@@ -12,16 +12,15 @@ import NIOPosix
 import Glibc
 #endif
 
-/// The entry point. Before any task runs, Swift's tasks are moved onto NIO's event loops: on
-/// Linux the default executor is libdispatch's global queues, whose first worker starts a
-/// monitor that wakes the process every second for good (docs/platform.md, "Waiting without
-/// waking"); an event loop sleeps in epoll until there is work or a deadline.
+/// The entry point. The daemon's tasks prefer NIO's event loop: on Linux the default executor is
+/// libdispatch's global queues, whose first worker starts a monitor that wakes the process every
+/// second for good (docs/platform.md, "Waiting without waking"); an event loop sleeps in epoll
+/// until there is work or a deadline.
 @main
 enum HandoffdMain {
     static func main() async {
         HandoffDaemon.tuneProcessForStreams()
-        GlobalExecutorHook.install { job, _ in MultiThreadedEventLoopGroup.singleton.next().executor.enqueue(ExecutorJob(job)) }
-        await HandoffdCommand.main()
+        await ProgramExecutor.run(on: EventLoopTasks(MultiThreadedEventLoopGroup.singleton)) { await HandoffdCommand.main() }
     }
 }
 

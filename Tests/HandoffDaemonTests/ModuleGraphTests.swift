@@ -183,6 +183,32 @@ import Testing
         #expect(offenders.isEmpty, "\(offenders)")
     }
 
+    /// Every task has a home (docs/platform.md, "Waiting without waking"): a program chooses
+    /// where its tasks run with a public API (`ProgramExecutor`, task-executor preference), never
+    /// through the runtime's private hooks; and an unstructured task — which does not inherit
+    /// the preference, and would start libdispatch's pool — is made with the program's executor.
+    @Test func everyTaskRunsWhereTheProgramSays() throws {
+        let fm = FileManager.default
+        var offenders: [String] = []
+        guard let files = fm.enumerator(atPath: Self.sources.path) else { throw CocoaError(.fileNoSuchFile) }
+        var seen = 0
+        for case let file as String in files where [".swift", ".c", ".h"].contains(where: file.hasSuffix) {
+            seen += 1
+            let text = try String(contentsOf: Self.sources.appendingPathComponent(file), encoding: .utf8)
+            for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let code = line.trimmingCharacters(in: .whitespaces)
+                guard !code.hasPrefix("//") else { continue }
+                if code.contains("swift_task_") || code.contains("completeWithTask") || code.contains("Task.detached")
+                    || code.firstMatch(of: /\bTask\s*\{/) != nil || code.firstMatch(of: /\bTask\((?!executorPreference: ProgramExecutor\.current\))/) != nil
+                {
+                    offenders.append("\(file):\(n + 1)")
+                }
+            }
+        }
+        #expect(seen > 100, "read \(seen) files")
+        #expect(offenders.isEmpty, "\(offenders)")
+    }
+
     /// "At most five collaborators" (docs/architecture.md): what an initializer of a
     /// daemon module takes that is a service — an actor, class or protocol of the daemon, a struct
     /// that holds one, a discovery backend or a channel — or a closure it calls back. Values

@@ -69,12 +69,4 @@ long handoff_write_nowait(int fd, const void *bytes, size_t length);
 /// that count event loops.
 int handoff_name_this_thread(const char *name);
 
-/// Points Swift Concurrency's global-executor hook (the runtime's swift_task_enqueueGlobal_hook)
-/// at `hook`, so that every task runs where handoffd says — its event loop — instead of on
-/// libdispatch's global queues, whose pool monitor wakes the process every second for good
-/// (docs/platform.md, "Waiting without waking"). Done in C because, with the standard library
-/// linked in statically (as installed), the hook is a hidden symbol: reachable at link time,
-/// not by the dlsym that swift-nio's own takeover uses.
-void handoff_set_global_enqueue_hook(void *hook);
-
 #endif
