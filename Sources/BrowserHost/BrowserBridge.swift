@@ -263,7 +263,7 @@ public actor BrowserBridge: ContinuationReceiver {
         switch message {
         case .offers:
             do {
-                let offers = try await client.offers().offers
+                let offers = try await client.send(.offers).offers
                 send(.offers(request: request, offers: offers.map {
                     HostMessage.OfferItem(peer: $0.peer.id.description, device: $0.peer.name, title: $0.activity.title, type: $0.activity.type, target: $0.target.name)
                 }))
@@ -272,7 +272,7 @@ public actor BrowserBridge: ContinuationReceiver {
             }
         case .continue(_, let peer):
             do {
-                let response = try await client.continueActivity(ContinueRequest(peer: peer, delivery: .dispatch, environment: SessionEnvironment.pick(environment)))
+                let response = try await client.send(.continueActivity(ContinueRequest(peer: peer, delivery: .dispatch, environment: SessionEnvironment.pick(environment))))
                 send(.continued(request: request, handler: response.delivered?.handler ?? response.peerName, error: nil))
             } catch {
                 send(.continued(request: request, handler: nil, error: error.description))

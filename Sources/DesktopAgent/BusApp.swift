@@ -138,7 +138,7 @@ struct BusApp: Sendable {
     }
 
     private func connect() async throws(HandoffClientError) -> Registered {
-        let events = try await client.registerApp(registration)
+        let events = try await client.subscribe(.registerApp(registration))
         guard case .registered(let id, let restored, let answerWithin)? = try await events.next()?.body else {
             events.close()
             throw HandoffClientError(.protocolError, "handoffd did not confirm the registration; are handoff-desktop and handoffd the same version?")
@@ -175,9 +175,9 @@ struct BusApp: Sendable {
     /// After registering again: each window's activity, then the focus.
     private func giveAgain(_ windows: Windows, registration id: UUID) async {
         for (window, content) in windows.activities.sorted(by: { $0.key < $1.key }) {
-            _ = try? await client.setWindowActivity(content, window: window, registration: id)
+            _ = try? await client.send(.setWindowActivity(content, window: window, registration: id))
         }
-        if let focused = windows.focused { _ = try? await client.focusWindow(focused, registration: id) }
+        if let focused = windows.focused { _ = try? await client.send(.focusWindow(focused, registration: id)) }
     }
 
     // MARK: The app's calls
@@ -210,8 +210,8 @@ struct BusApp: Sendable {
                     throw DesktopInterface.error("too_many_windows", "\(self.registration.appID)'s window activities would be larger than \(Self.maximumBytes / 1024) KiB together")
                 }
                 let answer = try await relayed(&registration) { id async throws(HandoffClientError) in
-                    let set = try await client.setWindowActivity(content, window: window, registration: id)
-                    if call.member == "BecomeCurrent" { _ = try await client.focusWindow(window, registration: id) }
+                    let set = try await client.send(.setWindowActivity(content, window: window, registration: id))
+                    if call.member == "BecomeCurrent" { _ = try await client.send(.focusWindow(window, registration: id)) }
                     return set
                 } keep: {
                     windows.keep(content, size: size, for: window)
@@ -223,17 +223,17 @@ struct BusApp: Sendable {
                 reply = [.string(answer.activityID?.lowercasedString ?? "")]
             case "Resign", "Invalidate":
                 _ = try await relayed(&registration) { id async throws(HandoffClientError) in
-                    try await client.withdrawWindowActivity(window: window, registration: id)
+                    try await client.send(.withdrawWindowActivity(window: window, registration: id))
                 } keep: {
                     windows.forget(window)
                     if call.member == "Invalidate" { windows.invalidated.insert(window) }
                 }
             case "Focus":
-                _ = try await relayed(&registration) { id async throws(HandoffClientError) in try await client.focusWindow(window, registration: id) } keep: {
+                _ = try await relayed(&registration) { id async throws(HandoffClientError) in try await client.send(.focusWindow(window, registration: id)) } keep: {
                     windows.focused = window
                 }
             case "CloseWindow":
-                _ = try await relayed(&registration) { id async throws(HandoffClientError) in try await client.closeWindow(window, registration: id) } keep: {
+                _ = try await relayed(&registration) { id async throws(HandoffClientError) in try await client.send(.closeWindow(window, registration: id)) } keep: {
                     windows.forget(window)
                     windows.invalidated.remove(window)
                     if windows.focused == window { windows.focused = nil }
@@ -242,11 +242,11 @@ struct BusApp: Sendable {
                 let content = try ActivityDictionary.content(from: call.arguments[1])
                 _ = try Self.checkedSize(of: content)
                 _ = try await relayed(&registration) { id async throws(HandoffClientError) in
-                    try await client.saveRestoration(content, window: window, registration: id)
+                    try await client.send(.saveRestoration(content, window: window, registration: id))
                 } keep: {}
             case "RemoveRestoration":
                 _ = try await relayed(&registration) { id async throws(HandoffClientError) in
-                    try await client.removeRestoration(window: window, registration: id)
+                    try await client.send(.removeRestoration(window: window, registration: id))
                 } keep: {}
             default:
                 throw DBusError(name: DBusError.unknownMethodName, message: "org.handoff.Desktop1 has no method \(call.member)")
@@ -345,6 +345,6 @@ struct BusApp: Sendable {
             let timedOut = error.name == "org.freedesktop.DBus.Error.NoReply" || error.name == "org.freedesktop.DBus.Error.Timeout"
             answer = ContinuationAnswer(taken: false, reason: timedOut ? "\(registration.appID) did not take the activity in time" : "\(registration.appID): \(error.message)")
         }
-        _ = try? await client.answerContinuation(continuation, registration: id, answer)
+        _ = try? await client.send(.answerContinuation(continuation, registration: id, answer))
     }
 }

@@ -130,7 +130,7 @@ package struct DesktopAgent: Sendable {
         var failures = 0
         while !Task.isCancelled {
             do throws(HandoffClientError) {
-                let events = try await client.events()
+                let events = try await client.subscribe(.events)
                 if failures > 0 { logger.info("handoffd is back") }
                 failures = 0
                 post.yield(.offersChanged)
@@ -177,7 +177,7 @@ package struct DesktopAgent: Sendable {
                 switch input {
                 case .offersChanged:
                     do {
-                        actions = planner.offers(try await client.offers().offers, now: now)
+                        actions = planner.offers(try await client.send(.offers).offers, now: now)
                     } catch {
                         // handoffd went: what is shown stays until it is back and says otherwise.
                         continue
@@ -243,7 +243,7 @@ package struct DesktopAgent: Sendable {
     private func continueActivity(_ offer: Offer, post: AsyncStream<Input>.Continuation) async {
         let request = ContinueRequest(peer: offer.peer.id.text, delivery: .dispatch, environment: session, activityID: offer.activity.id)
         do throws(HandoffClientError) {
-            let response = try await client.continueActivity(request)
+            let response = try await client.send(.continueActivity(request))
             logger.info("continued from a notification", metadata: ["device": "\(offer.peer.name)", "delivered": "\(response.delivered?.kind.rawValue ?? "")"])
         } catch {
             logger.notice("a continuation from a notification failed", metadata: ["device": "\(offer.peer.name)", "error": "\(error)"])

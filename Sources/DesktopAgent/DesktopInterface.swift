@@ -168,12 +168,12 @@ package struct DesktopInterface: Sendable {
         do throws(DBusError) {
             switch call.member {
             case "Continue":
-                let response = try await relayed { () async throws(HandoffClientError) in try await client.continueActivity(ContinueRequest(peer: argument)) }
+                let response = try await relayed { () async throws(HandoffClientError) in try await client.send(.continueActivity(ContinueRequest(peer: argument))) }
                 bus.reply(to: call, [.string(response.continuationID.lowercasedString), ActivityDictionary.dictionary(response.activity), .string(response.peerName)])
             default:
                 guard let id = UUID(uuidString: argument) else { throw DBusError(name: DBusError.invalidArgsName, message: "\(argument) is not an id (a UUID)") }
                 let pipe = try await relayed { () async throws(HandoffClientError) in
-                    call.member == "OpenStream" ? try await client.openStream(continuationID: id) : try await client.takeStream(id)
+                    call.member == "OpenStream" ? try await client.pipe(.openStream(continuationID: id)) : try await client.pipe(.takeStream(id))
                 }
                 // The reply closes its copy once sent; the pipe closes its own.
                 let copy = fcntl(pipe.fileDescriptor, F_DUPFD_CLOEXEC, 0)

@@ -81,15 +81,15 @@ struct TrayAgent: Sendable {
                 switch input {
                 case .refresh:
                     refreshes.taken()
-                    guard let status = try? await client.status() else {
+                    guard let status = try? await client.send(.status) else {
                         facts.daemon = .notRunning
                         break
                     }
                     facts.daemon = .running
                     facts.account = status.account
                     facts.handoffOn = status.settings?.handoff ?? true
-                    facts.peers = (try? await client.peers().peers) ?? []
-                    facts.offers = (try? await client.offers().offers) ?? []
+                    facts.peers = (try? await client.send(.peers).peers) ?? []
+                    facts.offers = (try? await client.send(.offers).offers) ?? []
                     let inviting = facts.account == nil ? status.invitingNearby ?? 0 : 0
                     if inviting > 0, facts.invitingNearby == 0, !facts.joining {
                         notes.inviting = await notify(
@@ -123,7 +123,7 @@ struct TrayAgent: Sendable {
                         // What the item said when the user chose it, whatever changed since.
                         group.addTask {
                             do throws(HandoffClientError) {
-                                _ = try await client.changeSettings(SettingsChange(handoff: on))
+                                _ = try await client.send(.changeSettings(SettingsChange(handoff: on)))
                             } catch {
                                 logger.warning("cannot switch handoff", metadata: ["error": "\(error)"])
                             }
@@ -176,7 +176,7 @@ struct TrayAgent: Sendable {
                 case .dialog(.entered(let code)):
                     group.addTask {
                         do throws(HandoffClientError) {
-                            post.yield(.joined(try await client.joinAccount(JoinAccountRequest(code: code)), failure: nil))
+                            post.yield(.joined(try await client.send(.joinAccount(JoinAccountRequest(code: code))), failure: nil))
                         } catch {
                             post.yield(.joined(nil, failure: error.message))
                         }
@@ -238,10 +238,10 @@ struct TrayAgent: Sendable {
     private func invite(creating: Bool, holder: Invitation, post: AsyncStream<Input>.Continuation) async {
         do throws(HandoffClientError) {
             if creating {
-                _ = try await client.createAccount(CreateAccountRequest())
+                _ = try await client.send(.createAccount(CreateAccountRequest()))
                 post.yield(.refresh)
             }
-            let subscription = try await client.invite()
+            let subscription = try await client.subscribe(.invite)
             guard holder.start(subscription) else {
                 post.yield(.inviteEnded(failure: nil))
                 return holder.end()

@@ -116,15 +116,3 @@ public final class FileStream: @unchecked Sendable {
     }
 }
 
-extension HandoffClient {
-    /// (Resuming) Opens a continuation stream whose end here is `file`, read (`send`) or written
-    /// (`receive`) by handoffd. The descriptor is only lent: it stays the caller's to close.
-    public func openStream(continuationID: UUID, file: Int32, role: FileStreamRequest.Role) throws(HandoffClientError) -> FileStream {
-        try FileStream(socketPath: socketPath, request: FileStreamRequest(path: LocalAPIRoute.continuationStreams(continuationID), role: role), file: file, timeoutSeconds: max(timeoutSeconds, 30))
-    }
-
-    /// (Originating) Takes a stream announced by `streamRequested`, with `file` as its end here.
-    public func takeStream(_ id: UUID, file: Int32, role: FileStreamRequest.Role) throws(HandoffClientError) -> FileStream {
-        try FileStream(socketPath: socketPath, request: FileStreamRequest(path: LocalAPIRoute.stream(id), role: role), file: file, timeoutSeconds: max(timeoutSeconds, 30))
-    }
-}

@@ -52,7 +52,7 @@ public struct IncomingContinuation: Sendable {
     /// `supportsContinuationStreams`); several may be open at once.
     public func openStream() async throws(HandoffError) -> ContinuationStream {
         do {
-            return ContinuationStream(try await client.openStream(continuationID: id), client: client)
+            return ContinuationStream(try await client.pipe(.openStream(continuationID: id)), client: client)
         } catch {
             throw HandoffError(error)
         }

@@ -65,7 +65,7 @@ public final class ContinuationStream: Sendable {
     /// (waits up to 10 s for the other side).
     public func completed() async throws(HandoffError) -> Bool {
         do {
-            return try await client.stream(id, waitForOutcome: true).state == .completed
+            return try await client.send(.stream(id, waitForOutcome: true)).state == .completed
         } catch {
             throw HandoffError(error)
         }

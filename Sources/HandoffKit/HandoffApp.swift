@@ -92,7 +92,7 @@ public actor HandoffApp {
         let subscription: NDJSONSubscription<AppEvent>
         let receiving = hungCalls == 0
         do {
-            subscription = try await client.registerApp(AppRegistration(appID: appID, continues: receiving ? continuedTypes : []))
+            subscription = try await client.subscribe(.registerApp(AppRegistration(appID: appID, continues: receiving ? continuedTypes : [])))
         } catch {
             report(HandoffError(error))
             throw HandoffError(error)
@@ -186,7 +186,7 @@ public actor HandoffApp {
         focused = activity.window
         guard let registration else { throw Self.notConnected }
         try await give(activity.window)
-        try await call(registration) { _ = try await $0.focusWindow(activity.window, registration: registration) }
+        try await call(registration) { _ = try await $0.send(.focusWindow(activity.window, registration: registration)) }
     }
 
     func resign(_ activity: UserActivity) async throws(HandoffError) {
@@ -203,7 +203,7 @@ public actor HandoffApp {
         defer { unlockWindows() }
         focused = window
         guard let registration else { throw Self.notConnected }
-        try await call(registration) { _ = try await $0.focusWindow(window, registration: registration) }
+        try await call(registration) { _ = try await $0.send(.focusWindow(window, registration: registration)) }
     }
 
     /// The user closed `window`: its activity and its restoration activity go.
@@ -214,7 +214,7 @@ public actor HandoffApp {
         given[window] = nil
         if focused == window { focused = nil }
         guard let registration else { throw Self.notConnected }
-        try await call(registration) { _ = try await $0.closeWindow(window, registration: registration) }
+        try await call(registration) { _ = try await $0.send(.closeWindow(window, registration: registration)) }
     }
 
     /// Keeps `activity` as its window's state-restoration activity: handed back in
@@ -222,12 +222,12 @@ public actor HandoffApp {
     public func saveRestoration(_ activity: UserActivity) async throws(HandoffError) {
         guard let registration else { throw Self.notConnected }
         let content = activity.content
-        try await call(registration) { _ = try await $0.saveRestoration(content, window: activity.window, registration: registration) }
+        try await call(registration) { _ = try await $0.send(.saveRestoration(content, window: activity.window, registration: registration)) }
     }
 
     public func removeRestoration(window: String) async throws(HandoffError) {
         guard let registration else { throw Self.notConnected }
-        try await call(registration) { _ = try await $0.removeRestoration(window: window, registration: registration) }
+        try await call(registration) { _ = try await $0.send(.removeRestoration(window: window, registration: registration)) }
     }
 
     nonisolated func activityChanged(window: String) {
@@ -244,7 +244,7 @@ public actor HandoffApp {
         guard let activity = windows[window], activity.eligible else {
             guard before != nil else { return }
             given[window] = nil
-            try await call(registration) { _ = try await $0.withdrawWindowActivity(window: window, registration: registration) }
+            try await call(registration) { _ = try await $0.send(.withdrawWindowActivity(window: window, registration: registration)) }
             return
         }
         var content = saving ? activity.saved() : activity.content
@@ -253,7 +253,7 @@ public actor HandoffApp {
             content.needsSave = true
         }
         guard saving || before?.content != content else { return }
-        try await call(registration) { _ = try await $0.setWindowActivity(content, window: window, registration: registration) }
+        try await call(registration) { _ = try await $0.send(.setWindowActivity(content, window: window, registration: registration)) }
         // Only once it is taken: refused, handoffd still has what it had.
         given[window] = (ObjectIdentifier(activity), content)
     }
@@ -286,7 +286,7 @@ public actor HandoffApp {
         for window in windows.keys.sorted() where window != focused { try? await give(window) }
         if let focused, let registration {
             try? await give(focused)
-            try? await call(registration) { _ = try await $0.focusWindow(focused, registration: registration) }
+            try? await call(registration) { _ = try await $0.send(.focusWindow(focused, registration: registration)) }
         }
     }
 
@@ -319,7 +319,7 @@ public actor HandoffApp {
         case .streamRequested(let window, _, let streamID, _):
             let stream: ContinuationStream
             do {
-                stream = ContinuationStream(try await client.takeStream(streamID), client: client)
+                stream = ContinuationStream(try await client.pipe(.takeStream(streamID)), client: client)
             } catch {
                 return  // the other app hears that the stream was refused
             }
@@ -338,7 +338,7 @@ public actor HandoffApp {
         guard let registration else { return }
         guard let receiver else {
             try? await call(registration) {
-                _ = try await $0.answerContinuation(continuation.id, registration: registration, ContinuationAnswer(taken: false, reason: "\(self.appID) continues no activities"))
+                _ = try await $0.send(.answerContinuation(continuation.id, registration: registration, ContinuationAnswer(taken: false, reason: "\(self.appID) continues no activities")))
             }
             return
         }
@@ -359,7 +359,7 @@ public actor HandoffApp {
             group.cancelAll()
             let answer = first ?? ContinuationAnswer(taken: false, reason: "\(appID) did not take the activity in time")
             do throws(HandoffError) {
-                try await call(registration) { _ = try await $0.answerContinuation(continuation.id, registration: registration, answer) }
+                try await call(registration) { _ = try await $0.send(.answerContinuation(continuation.id, registration: registration, answer)) }
             } catch {
                 // Too late (handoffd gave up waiting), or handoffd went away.
                 if answer.taken { await receiver.didFailToContinueUserActivity(withType: continuation.userActivity.activityType, error: error) }

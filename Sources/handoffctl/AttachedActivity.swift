@@ -22,9 +22,9 @@ struct AttachedActivity {
     let activity: Activity
 
     func run() throws {
-        let subscription = try client.attach(
+        let subscription = try client.subscribe(.attach(
             AttachRequest(activityID: activity.id, serveStreams: command.servesStreams, resignOnDetach: command.resignOnExit)
-        )
+        ))
         if !command.json {
             Terminal.diagnostic("handoffctl: attached to \(activity.id.lowercasedString) (Ctrl-C to stop\(command.resignOnExit ? " and withdraw it" : ""))\n")
         }
@@ -82,7 +82,7 @@ struct AttachedActivity {
             let userInfo = try InfoArguments.parseJSON("--save-exec output") { _ in Data(output) }
             var content = activity.content
             content.userInfo.merge(userInfo) { _, new in new }
-            _ = try client.becomeCurrent(PutCurrentActivityRequest(id: activity.id, content: content))
+            _ = try client.send(.becomeCurrent(PutCurrentActivityRequest(id: activity.id, content: content)))
         } catch {
             Terminal.warning("willSave: \(message(of: error)); the activity goes as it was")
         }
@@ -96,7 +96,7 @@ private func serve(_ id: UUID, from peerName: String, client: HandoffClient, com
         if let file = command.streamFile {
             info = try StreamTransfer.send(file: file, streamID: id, client: client, progress: !command.json)
         } else {
-            info = try StreamTransfer.exec(command.streamExec!, on: client.takeStream(id), client: client)
+            info = try StreamTransfer.exec(command.streamExec!, on: client.pipe(.takeStream(id)), client: client)
         }
         Terminal.diagnostic("handoffctl: stream \(id.lowercasedString) for \(safe(peerName)) done: sent \(info.bytesSent) bytes, received \(info.bytesReceived)\n")
         return true

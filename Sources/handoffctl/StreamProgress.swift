@@ -37,7 +37,7 @@ final class StreamProgress: Sendable {
             var shown = false
             while running.value.load(ordering: .relaxed) {
                 usleep(250_000)
-                guard running.value.load(ordering: .relaxed), let info = try? client.stream(streamID) else { continue }
+                guard running.value.load(ordering: .relaxed), let info = try? client.send(.stream(streamID)) else { continue }
                 let bytes = receiving ? info.bytesReceived : info.bytesSent
                 guard bytes > 0 else { continue }
                 Terminal.diagnostic("\r" + StreamProgress.line(bytes: bytes, of: info.expectedBytes, elapsed: ContinuousClock.now - started) + "\u{1B}[K")

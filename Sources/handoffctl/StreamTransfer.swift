@@ -28,9 +28,9 @@ enum StreamTransfer {
     static func receive(continuationID: UUID, into destination: String, client: HandoffClient, progress: Bool) throws -> StreamInfo {
         if destination == "-" {
             if HandedOverFile.isAccepted(1) {
-                return try outcome(of: client.openStream(continuationID: continuationID, file: 1, role: .receive))
+                return try outcome(of: client.fileStream(.openStream(continuationID: continuationID), file: 1, role: .receive))
             }
-            return try receive(client.openStream(continuationID: continuationID), toStandardOutputWith: client)
+            return try receive(client.pipe(.openStream(continuationID: continuationID)), toStandardOutputWith: client)
         }
         let (temporary, fd) = try temporaryFile(beside: destination)
         var kept = false
@@ -38,7 +38,7 @@ enum StreamTransfer {
             close(fd)
             if !kept { unlink(temporary) }
         }
-        let stream = try client.openStream(continuationID: continuationID, file: fd, role: .receive)
+        let stream = try client.fileStream(.openStream(continuationID: continuationID), file: fd, role: .receive)
         let shown = StreamProgress.show(stream.info.id, client: client, receiving: true, enabled: progress)
         let finished = Result { try outcome(of: stream) }
         shown?.stop()
@@ -74,24 +74,24 @@ enum StreamTransfer {
         guard fd >= 0 else {
             let reason = SystemCall.describe(errno)
             // Taken and dropped at once, so that the other device hears now, not at a timeout.
-            (try? client.takeStream(streamID))?.close()
+            (try? client.pipe(.takeStream(streamID)))?.close()
             throw CLIError(.failure, "cannot read \(path): \(reason)")
         }
         defer { close(fd) }
         if HandedOverFile.isAccepted(fd) {
             let stream: FileStream
             do {
-                stream = try client.takeStream(streamID, file: fd, role: .send)
+                stream = try client.fileStream(.takeStream(streamID), file: fd, role: .send)
             } catch {
                 // Taken and dropped, so that the other device hears now, not at a timeout.
-                (try? client.takeStream(streamID))?.close()
+                (try? client.pipe(.takeStream(streamID)))?.close()
                 throw error
             }
             let shown = StreamProgress.show(streamID, client: client, receiving: false, enabled: progress)
             defer { shown?.stop() }
             return try outcome(of: stream)
         }
-        let stream = try client.takeStream(streamID)
+        let stream = try client.pipe(.takeStream(streamID))
         let sent = BytePump.copy(from: fd, to: stream.fileDescriptor)
         stream.finishWriting()
         BytePump.drain(stream.fileDescriptor)
@@ -142,7 +142,7 @@ enum StreamTransfer {
         stream.close()
         let info: StreamInfo
         do {
-            info = try client.stream(stream.id, waitForOutcome: true)
+            info = try client.send(.stream(stream.id, waitForOutcome: true))
         } catch {
             throw CLIError(.streamFailed, "cannot learn how stream \(stream.id.lowercasedString) ended: \(error.message)")
         }

@@ -16,27 +16,27 @@ import Testing
         // Ready when it answers (the socket file alone may still be a dead daemon's).
         func start() async throws -> RunningProcess {
             let p = try await home.start()
-            try await p.wait(for: "handoffd to answer") { _ in (try? client.status()) != nil }
+            try await p.wait(for: "handoffd to answer") { _ in (try? client.send(.status)) != nil }
             return p
         }
 
         var daemon = try await start()
-        _ = try await client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        _ = try await client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
         var joined = 0
         for round in 0..<20 {
-            let status = try await client.status()
+            let status = try await client.send(.status)
             let joiner = try await TestDaemon.start()
             // Writers: a stream of activities, and a device joining (which rewrites the account).
             let activities = Task {
                 for i in 0..<200 {
                     let content = ActivityContent(type: "com.example.crash", title: "round \(round) write \(i)", userInfo: ["i": .int(Int64(i))])
-                    guard (try? await client.becomeCurrent(PutCurrentActivityRequest(content: content))) != nil else { return }
+                    guard (try? await client.send(.becomeCurrent(PutCurrentActivityRequest(content: content)))) != nil else { return }
                 }
             }
             let join = Task { () -> Bool in
-                guard let updates = try? await client.invite(), let first = try? await updates.next(), let code = first.invite?.code else { return false }
+                guard let updates = try? await client.subscribe(.invite), let first = try? await updates.next(), let code = first.invite?.code else { return false }
                 let request = JoinAccountRequest(code: code, peer: "127.0.0.1:\(status.peerPort)", deviceName: "joiner\(round)")
-                return (try? await joiner.client.joinAccount(request)) != nil
+                return (try? await joiner.client.send(.joinAccount(request))) != nil
             }
             // Every fourth round the kill lands after the join (on a loaded machine a join may
             // never finish within the random delay), still during the activity writes.
@@ -48,12 +48,12 @@ import Testing
             try await joiner.finish()
 
             daemon = try await start()
-            let account = try await client.account()
+            let account = try await client.send(.account)
             #expect(account.deviceName == "desk", "round \(round)")
-            let devices = try await client.devices()
+            let devices = try await client.send(.devices)
             #expect(devices.devices.count == account.deviceCount)
             do {
-                let current = try await client.currentActivity()
+                let current = try await client.send(.currentActivity)
                 #expect(current.activity.type == "com.example.crash")
             } catch {
                 #expect(error.code == .api(.noCurrentActivity), "round \(round): \(error)")

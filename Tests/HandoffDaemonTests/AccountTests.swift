@@ -11,14 +11,14 @@ import Testing
 @Suite(.timeLimit(.minutes(3))) struct AccountTests {
     /// Starts an invite on `inviter` and returns its code and the subscription that reports the outcome.
     static func invite(_ inviter: TestDaemon) async throws -> (code: String, updates: NDJSONSubscription<InviteUpdate>) {
-        let updates = try await inviter.client.invite()
+        let updates = try await inviter.client.subscribe(.invite)
         let first = try #require(try await updates.next())
         let invite = try #require(first.invite)
         return (invite.code, updates)
     }
 
     static func join(_ joiner: TestDaemon, _ inviter: TestDaemon, code: String, name: String) async throws -> AccountInfo {
-        try await joiner.client.joinAccount(JoinAccountRequest(code: code, peer: inviter.peerAddress, deviceName: name))
+        try await joiner.client.send(.joinAccount(JoinAccountRequest(code: code, peer: inviter.peerAddress, deviceName: name)))
     }
 
     /// A new daemon, joined to `inviter`'s account as `name`, once the inviter saw it join.
@@ -33,21 +33,21 @@ import Testing
     /// A with an account, B joined to it.
     static func pair() async throws -> (TestDaemon, TestDaemon) {
         let a = try await TestDaemon.start()
-        _ = try await a.client.createAccount(CreateAccountRequest(name: "Ana's devices", deviceName: "desk"))
+        _ = try await a.client.send(.createAccount(CreateAccountRequest(name: "Ana's devices", deviceName: "desk")))
         let (b, _) = try await joinNew(a, name: "laptop")
         return (a, b)
     }
 
     @Test func createInviteJoinListRemoveRefuse() async throws {
         let a = try await TestDaemon.start()
-        let created = try await a.client.createAccount(CreateAccountRequest(name: "Ana's devices", deviceName: "desk"))
+        let created = try await a.client.send(.createAccount(CreateAccountRequest(name: "Ana's devices", deviceName: "desk")))
         #expect(created.isAdmin)
         #expect(created.deviceCount == 1)
         #expect(try mode(a.stateDirectory + "/account") == 0o600, "the file with the keys")
         #expect(try mode(a.stateDirectory) == 0o700)
 
         let b = try await TestDaemon.start()
-        await expectFailure(.noAccount) { _ = try await b.client.account() }
+        await expectFailure(.noAccount) { _ = try await b.client.send(.account) }
         let (code, updates) = try await Self.invite(a)
         let joined = try await Self.join(b, a, code: code, name: "laptop")
         #expect(joined.accountID == created.accountID)
@@ -58,18 +58,18 @@ import Testing
         #expect(outcome.joined?.name == "laptop")
 
         for d in [a, b] {
-            let list = try await d.client.devices()
+            let list = try await d.client.send(.devices)
             #expect(Set(list.devices.map(\.id)) == [created.deviceID, joined.deviceID])
             #expect(list.devices.filter(\.isThisDevice).count == 1)
         }
-        let synced = try await b.client.sync(SyncRequest(peer: a.peerAddress))
+        let synced = try await b.client.send(.sync(SyncRequest(peer: a.peerAddress)))
         #expect(synced.peerID == created.deviceID)
         #expect(synced.peerName == "desk")
 
-        let removed = try await a.client.removeDevice(String(joined.deviceID.text.prefix(10)))
+        let removed = try await a.client.send(.removeDevice(String(joined.deviceID.text.prefix(10))))
         #expect(removed.id == joined.deviceID)
-        #expect(try await a.client.devices().revoked.map(\.id) == [joined.deviceID])
-        await expectFailure(.revoked) { _ = try await b.client.sync(SyncRequest(peer: a.peerAddress)) }
+        #expect(try await a.client.send(.devices).revoked.map(\.id) == [joined.deviceID])
+        await expectFailure(.revoked) { _ = try await b.client.send(.sync(SyncRequest(peer: a.peerAddress))) }
         try await a.finish()
         try await b.finish()
     }
@@ -77,7 +77,7 @@ import Testing
     @Test func codesThatAreMistypedWrongUsedOrExpiredAreRefusedClearly() async throws {
         let clock = ManualDaemonClock()
         let a = try await TestDaemon.start { $0.clock = clock }
-        _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        _ = try await a.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
         let b = try await TestDaemon.start()
         let c = try await TestDaemon.start()
         let (code, updates) = try await Self.invite(a)
@@ -111,7 +111,7 @@ import Testing
             $0.admissionLimits.penaltySeconds = 5
             $0.clock = clock
         }
-        _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        _ = try await a.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
         let b = try await TestDaemon.start()
         let (code, updates) = try await Self.invite(a)
         for _ in 0..<3 {
@@ -131,12 +131,12 @@ import Testing
 
     @Test func onlyTheAccountKeyHolderInvitesAndRemoves() async throws {
         let (a, b) = try await Self.pair()
-        await expectFailure(.notAccountAdmin) { _ = try await b.client.invite() }
-        let aID = try await a.client.account().deviceID
-        await expectFailure(.notAccountAdmin) { _ = try await b.client.removeDevice(aID.text) }
-        await expectFailure(.unknownDevice) { _ = try await a.client.removeDevice("zzzz") }
-        await expectFailure(.badRequest) { _ = try await a.client.removeDevice(aID.text) }
-        await expectFailure(.accountExists) { _ = try await a.client.createAccount(CreateAccountRequest()) }
+        await expectFailure(.notAccountAdmin) { _ = try await b.client.subscribe(.invite) }
+        let aID = try await a.client.send(.account).deviceID
+        await expectFailure(.notAccountAdmin) { _ = try await b.client.send(.removeDevice(aID.text)) }
+        await expectFailure(.unknownDevice) { _ = try await a.client.send(.removeDevice("zzzz")) }
+        await expectFailure(.badRequest) { _ = try await a.client.send(.removeDevice(aID.text)) }
+        await expectFailure(.accountExists) { _ = try await a.client.send(.createAccount(CreateAccountRequest())) }
         for d in [a, b] { try await d.finish() }
     }
 
@@ -144,29 +144,29 @@ import Testing
         let (a, b) = try await Self.pair()
         let (c, cInfo) = try await Self.joinNew(a, name: "phone")
         // B learns about C only by talking to A.
-        #expect(try await b.client.sync(SyncRequest(peer: a.peerAddress)).updated)
-        #expect(try await c.client.sync(SyncRequest(peer: b.peerAddress)).peerName == "laptop", "B accepts C")
+        #expect(try await b.client.send(.sync(SyncRequest(peer: a.peerAddress))).updated)
+        #expect(try await c.client.send(.sync(SyncRequest(peer: b.peerAddress))).peerName == "laptop", "B accepts C")
 
         // B and A keep the session the sync opened: the removal reaches B at once, over it…
-        _ = try await a.client.removeDevice(cInfo.deviceID.text)
-        try await Rig.waitFor("B to hear of the removal") { try await b.client.devices().revoked.map(\.id) == [cInfo.deviceID] }
+        _ = try await a.client.send(.removeDevice(cInfo.deviceID.text))
+        try await Rig.waitFor("B to hear of the removal") { try await b.client.send(.devices).revoked.map(\.id) == [cInfo.deviceID] }
         // …and a sync finds nothing newer.
-        #expect(try await b.client.sync(SyncRequest(peer: a.peerAddress)).updated == false)
+        #expect(try await b.client.send(.sync(SyncRequest(peer: a.peerAddress))).updated == false)
         // Either refuses C now.
-        await expectFailure(.revoked) { _ = try await c.client.sync(SyncRequest(peer: b.peerAddress)) }
-        await expectFailure(.revoked) { _ = try await c.client.sync(SyncRequest(peer: a.peerAddress)) }
+        await expectFailure(.revoked) { _ = try await c.client.send(.sync(SyncRequest(peer: b.peerAddress))) }
+        await expectFailure(.revoked) { _ = try await c.client.send(.sync(SyncRequest(peer: a.peerAddress))) }
         for d in [a, b, c] { try await d.finish() }
     }
 
     @Test func devicesOfAnotherAccountAreRefusedBothWays() async throws {
         let (a, b) = try await Self.pair()
         let d = try await TestDaemon.start()
-        _ = try await d.client.createAccount(CreateAccountRequest(name: "someone else"))
-        await expectFailure(.refused) { _ = try await d.client.sync(SyncRequest(peer: a.peerAddress)) }
-        await expectFailure(.refused) { _ = try await b.client.sync(SyncRequest(peer: d.peerAddress)) }
-        await expectFailure(.unreachable) { _ = try await b.client.sync(SyncRequest(peer: "127.0.0.1:1")) }
-        await expectFailure(.unknownPeer) { _ = try await b.client.sync(SyncRequest(peer: "no such device")) }
-        await expectFailure(.badPeerAddress) { _ = try await b.client.sync(SyncRequest(peer: "[fe80::1")) }
+        _ = try await d.client.send(.createAccount(CreateAccountRequest(name: "someone else")))
+        await expectFailure(.refused) { _ = try await d.client.send(.sync(SyncRequest(peer: a.peerAddress))) }
+        await expectFailure(.refused) { _ = try await b.client.send(.sync(SyncRequest(peer: d.peerAddress))) }
+        await expectFailure(.unreachable) { _ = try await b.client.send(.sync(SyncRequest(peer: "127.0.0.1:1"))) }
+        await expectFailure(.unknownPeer) { _ = try await b.client.send(.sync(SyncRequest(peer: "no such device"))) }
+        await expectFailure(.badPeerAddress) { _ = try await b.client.send(.sync(SyncRequest(peer: "[fe80::1"))) }
         for x in [a, b, d] { try await x.finish() }
     }
 
@@ -174,32 +174,32 @@ import Testing
     /// use that session (there is one per pair), and both take every form of PEER.
     @Test func everyFormOfPeerReachesTheOneSession() async throws {
         let (a, b) = try await Self.pair()
-        let aID = try await a.client.account().deviceID
-        _ = try await a.client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "com.example.forms", title: "Forms")))
+        let aID = try await a.client.send(.account).deviceID
+        _ = try await a.client.send(.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "com.example.forms", title: "Forms"))))
         for peer in [a.peerAddress, a.peerAddress, "desk", "DESK", String(aID.text.prefix(6))] {
-            let continued = try await b.client.continueActivity(ContinueRequest(peer: peer))
+            let continued = try await b.client.send(.continueActivity(ContinueRequest(peer: peer)))
             #expect(continued.peerID == aID && continued.activity.title == "Forms", "continue \(peer)")
-            let synced = try await b.client.sync(SyncRequest(peer: peer))
+            let synced = try await b.client.send(.sync(SyncRequest(peer: peer)))
             #expect(synced.peerID == aID && !synced.updated, "sync \(peer)")
         }
-        #expect(try await a.client.status().reachablePeers == 1)
-        #expect(try await b.client.peers().peers.filter(\.reachable).map(\.id) == [aID], "one session, still up")
+        #expect(try await a.client.send(.status).reachablePeers == 1)
+        #expect(try await b.client.send(.peers).peers.filter(\.reachable).map(\.id) == [aID], "one session, still up")
         for d in [a, b] { try await d.finish() }
     }
 
     @Test func theAccountSurvivesARestart() async throws {
         let (a, b) = try await Self.pair()
-        let before = try await b.client.account()
+        let before = try await b.client.send(.account)
         try await b.stop()
         let again = try await TestDaemon.start(directory: b.directory)
-        #expect(try await again.client.account() == before)
-        _ = try await again.client.sync(SyncRequest(peer: a.peerAddress))
+        #expect(try await again.client.send(.account) == before)
+        _ = try await again.client.send(.sync(SyncRequest(peer: a.peerAddress)))
         for d in [a, again] { try await d.finish() }
     }
 
     @Test func aCancelledInviteIsForgotten() async throws {
         let a = try await TestDaemon.start()
-        _ = try await a.client.createAccount(CreateAccountRequest())
+        _ = try await a.client.send(.createAccount(CreateAccountRequest()))
         let b = try await TestDaemon.start()
         var pending: (code: String, updates: NDJSONSubscription<InviteUpdate>)? = try await Self.invite(a)
         let code = pending!.code

@@ -15,30 +15,30 @@ import Testing
     /// A paired A and B, B knowing A's current activity `content`.
     static func setUp(_ content: ActivityContent, configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws -> (TestDaemon, TestDaemon) {
         let (a, b) = try await PeerDiscoveryTests.pair(configure: configure)
-        let aID = try await a.client.account().deviceID
-        let put = try await a.client.becomeCurrent(PutCurrentActivityRequest(content: content))
+        let aID = try await a.client.send(.account).deviceID
+        let put = try await a.client.send(.becomeCurrent(PutCurrentActivityRequest(content: content)))
         try await PeerDiscoveryTests.waitForPeers(b, "A's activity") { $0.peers.first { $0.id == aID && $0.reachable }?.activity?.id == put.activity.id }
         return (a, b)
     }
 
     @Test func theWindowShowingTheTargetTakesItInTheRunningApp() async throws {
         let (a, b) = try await Self.setUp(ActivityContent(type: Self.type, title: "Item 7", targetContentIdentifier: "item-7"))
-        let app = try await b.client.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type]))
+        let app = try await b.client.subscribe(.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type])))
         let (registration, _) = try await AppRoutesTests.registered(app)
-        _ = try await b.client.setWindowActivity(
+        _ = try await b.client.send(.setWindowActivity(
             ActivityContent(type: Self.type, title: "Item 7 here", targetContentIdentifier: "item-7"), window: "seven", registration: registration
-        )
-        _ = try await b.client.setWindowActivity(ActivityContent(type: Self.type, title: "Item 8 here", targetContentIdentifier: "item-8"), window: "eight", registration: registration)
-        _ = try await b.client.focusWindow("eight", registration: registration)
+        ))
+        _ = try await b.client.send(.setWindowActivity(ActivityContent(type: Self.type, title: "Item 8 here", targetContentIdentifier: "item-8"), window: "eight", registration: registration))
+        _ = try await b.client.send(.focusWindow("eight", registration: registration))
         let client = b.client
         // The app: willContinue, then continue in window "seven"; it takes it there.
         let appSide = Task { () async throws -> (String?, String?) in
             guard case .willContinue(let id, let type, _) = try await app.next()?.body, type == Self.type else { throw TestFailure("no willContinue") }
             guard case .continue(let same, let activity, _, let window) = try await app.next()?.body, same == id else { throw TestFailure("no continue") }
-            _ = try await client.answerContinuation(id, registration: registration, ContinuationAnswer(taken: true, window: window))
+            _ = try await client.send(.answerContinuation(id, registration: registration, ContinuationAnswer(taken: true, window: window)))
             return (window, activity.title)
         }
-        let response = try await b.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+        let response = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
         let (window, title) = try await appSide.value
         #expect(window == "seven" && title == "Item 7")
         #expect(response.delivered?.kind == .app && response.delivered?.handler == "org.example.Viewer" && response.delivered?.window == "seven")
@@ -49,23 +49,23 @@ import Testing
     @Test func anAppThatHangsFailsTheContinuationAndTheNextOneIsLaunched() async throws {
         // The deadline this test is about, short (the product's is 5 s).
         let (a, b) = try await Self.setUp(ActivityContent(type: Self.type, title: "Item 9")) { $0.deadlines.appAnswer = .seconds(1) }
-        let app = try await b.client.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type]))
+        let app = try await b.client.subscribe(.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type])))
         _ = try await AppRoutesTests.registered(app)
-        let message = await expectFailure(.timeout) { _ = try await b.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)) }
+        let message = await expectFailure(.timeout) { _ = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))) }
         #expect(message.contains("did not take the activity within 1 s"), "\(message)")
         // Its registration ended: its events end, and the next continuation takes the launch
         // path (no app here handles the type, and the activity has no web page).
         var events: [String] = []
         while let event = try await app.next() { events.append(event.body.name) }  // ends: the daemon ended it
         #expect(events == ["willContinue", "continue"])
-        await expectFailure(.noHandler) { _ = try await b.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)) }
+        await expectFailure(.noHandler) { _ = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))) }
         try await a.finish()
         try await b.finish()
     }
 
     @Test func anAppThatQuitsMidContinuationFailsItAtOnce() async throws {
         let (a, b) = try await Self.setUp(ActivityContent(type: Self.type, title: "Item 10"))
-        let app = try await b.client.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type]))
+        let app = try await b.client.subscribe(.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type])))
         _ = try await AppRoutesTests.registered(app)
         let reader = app
         let quits = Task {
@@ -73,7 +73,7 @@ import Testing
                 if case .continue = event.body { return }
             }
         }
-        let continuing = Task { try await b.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)) }
+        let continuing = Task { try await b.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))) }
         try await quits.value
         app.close()  // the app quits before answering
         // At once: the quitting app's own failure (handler_failed), never the 60 s deadline of the
@@ -95,9 +95,9 @@ extension AppDeliveryTests {
     /// answer for it, nor answer twice.
     @Test func theAppsAnswerDecidesAndOnlyItsOwnCounts() async throws {
         let (a, b) = try await Self.setUp(ActivityContent(type: Self.type, title: "Item 11"))
-        let app = try await b.client.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type]))
+        let app = try await b.client.subscribe(.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type])))
         let (registration, _) = try await AppRoutesTests.registered(app)
-        let other = try await b.client.registerApp(AppRegistration(appID: "org.example.Other"))
+        let other = try await b.client.subscribe(.registerApp(AppRegistration(appID: "org.example.Other")))
         let (stranger, _) = try await AppRoutesTests.registered(other)
         let client = b.client
         func appSide(_ answer: ContinuationAnswer) -> Task<[String], any Error> {
@@ -108,7 +108,7 @@ extension AppDeliveryTests {
                 var codes: [String] = []
                 for (who, reply) in [(stranger, ContinuationAnswer(taken: true)), (registration, answer), (registration, answer)] {
                     do {
-                        _ = try await client.answerContinuation(id, registration: who, reply)
+                        _ = try await client.send(.answerContinuation(id, registration: who, reply))
                         codes.append("ok")
                     } catch let error as HandoffClientError {
                         if case .api(let code) = error.code { codes.append(code.rawValue) } else { throw error }
@@ -118,13 +118,13 @@ extension AppDeliveryTests {
             }
         }
         let taking = appSide(ContinuationAnswer(taken: true, window: "a new window"))
-        let taken = try await b.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+        let taken = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
         #expect(try await taking.value == ["unknown_continuation", "ok", "unknown_continuation"])
         #expect(taken.delivered?.kind == .app && taken.delivered?.window == "a new window")
 
         let refusing = appSide(ContinuationAnswer(taken: false, reason: "busy\nsaving"))
         do {
-            _ = try await b.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+            _ = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
             Issue.record("a refused continuation succeeded")
         } catch {
             #expect(error.code == .api(.handlerFailed) && error.message.contains("busy saving") && !error.message.contains("\n"), "\(error)")
@@ -140,12 +140,12 @@ extension AppDeliveryTests {
     /// stream, named by window.
     @Test func aFocusedWindowsAppHearsWillSaveWasContinuedAndServesItsStreams() async throws {
         let (a, b) = try await PeerDiscoveryTests.pair()
-        let aID = try await a.client.account().deviceID
-        let app = try await a.client.registerApp(AppRegistration(appID: "org.example.Notes"))
+        let aID = try await a.client.send(.account).deviceID
+        let app = try await a.client.subscribe(.registerApp(AppRegistration(appID: "org.example.Notes")))
         let (registration, _) = try await AppRoutesTests.registered(app)
         let note = ActivityContent(type: "org.example.note", title: "Draft", supportsContinuationStreams: true, needsSave: true)
-        let set = try await a.client.setWindowActivity(note, window: "w1", registration: registration)
-        _ = try await a.client.focusWindow("w1", registration: registration)
+        let set = try await a.client.send(.setWindowActivity(note, window: "w1", registration: registration))
+        _ = try await a.client.send(.focusWindow("w1", registration: registration))
         try await PeerDiscoveryTests.waitForPeers(b, "A's window's activity") { $0.peers.first { $0.id == aID && $0.reachable }?.activity?.id == set.activityID }
 
         let client = a.client
@@ -155,7 +155,7 @@ extension AppDeliveryTests {
             heard.append("willSave")
             var saved = note
             saved.title = "Draft, saved"
-            _ = try await client.setWindowActivity(saved, window: "w1", registration: registration)
+            _ = try await client.send(.setWindowActivity(saved, window: "w1", registration: registration))
             guard case .wasContinued(let window2, _, let peer) = try await app.next()?.body, window2 == "w1", peer.name == "laptop" else {
                 throw TestFailure("no wasContinued")
             }
@@ -164,15 +164,15 @@ extension AppDeliveryTests {
                 throw TestFailure("no streamRequested")
             }
             heard.append("streamRequested")
-            let stream = try await client.takeStream(streamID)
+            let stream = try await client.pipe(.takeStream(streamID))
             try await stream.write(Array("attachment".utf8))
             stream.finishWriting()
             _ = try await stream.readToEnd()
             return heard
         }
-        let response = try await b.client.continueActivity(ContinueRequest(peer: "desk"))
+        let response = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk")))
         #expect(response.activity.title == "Draft, saved", "the other device gets what the window saved")
-        let pipe = try await b.client.openStream(continuationID: response.continuationID)
+        let pipe = try await b.client.pipe(.openStream(continuationID: response.continuationID))
         pipe.finishWriting()
         #expect(try await pipe.readToEnd() == Array("attachment".utf8))
         #expect(try await originator.value == ["willSave", "wasContinued", "streamRequested"])
@@ -186,16 +186,16 @@ extension AppDeliveryTests {
         var content = ActivityContent(type: Self.type, title: "Item 3")
         content.needsSave = true
         let (a, b) = try await Self.setUp(content)
-        let current = try await a.client.currentActivity().activity
-        let attachment = try await a.client.attach(AttachRequest(activityID: current.id))
+        let current = try await a.client.send(.currentActivity).activity
+        let attachment = try await a.client.subscribe(.attach(AttachRequest(activityID: current.id)))
         _ = try await attachment.next()
-        let app = try await b.client.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type]))
+        let app = try await b.client.subscribe(.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type])))
         _ = try await AppRoutesTests.registered(app)
         let aClient = a.client
         // A's app answers willSave with another activity: what B saw is gone by the time it asks.
         let originator = Task { () async throws in
             guard case .willSave = try await attachment.next()?.body else { throw TestFailure("no willSave") }
-            _ = try await aClient.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: Self.type, title: "Item 4")))
+            _ = try await aClient.send(.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: Self.type, title: "Item 4"))))
         }
         let receiver = Task { () async throws -> [String] in
             guard case .willContinue(let id, let type, let peer) = try await app.next()?.body, type == Self.type, peer.name == "desk" else {
@@ -206,7 +206,7 @@ extension AppDeliveryTests {
             }
             return [code.rawValue]
         }
-        await expectFailure(.activityChanged) { _ = try await b.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)) }
+        await expectFailure(.activityChanged) { _ = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))) }
         try await originator.value
         #expect(try await receiver.value == ["activity_changed"])
         try await a.finish()

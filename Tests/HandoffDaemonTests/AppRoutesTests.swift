@@ -19,36 +19,36 @@ import Testing
     @Test func aFocusedWindowsActivityIsCurrentUntilItsAppQuits() async throws {
         let d = try await TestDaemon.start()
         let client = d.client
-        var app: NDJSONSubscription<AppEvent>? = try await client.registerApp(AppRegistration(appID: "org.example.Notes", continues: ["org.example.note"]))
+        var app: NDJSONSubscription<AppEvent>? = try await client.subscribe(.registerApp(AppRegistration(appID: "org.example.Notes", continues: ["org.example.note"])))
         let (registration, restored) = try await Self.registered(app!)
         #expect(restored.isEmpty)
         let window = "list / ü"  // any id, percent-encoded in the path
-        let set = try await client.setWindowActivity(ActivityContent(type: "org.example.note", title: "Groceries"), window: window, registration: registration)
+        let set = try await client.send(.setWindowActivity(ActivityContent(type: "org.example.note", title: "Groceries"), window: window, registration: registration))
         #expect(set.window == window && set.activityID != nil)
-        await #expect(throws: HandoffClientError.self) { _ = try await client.currentActivity() }  // not focused yet
-        _ = try await client.focusWindow(window, registration: registration)
-        #expect(try await client.currentActivity().activity.id == set.activityID)
+        await #expect(throws: HandoffClientError.self) { _ = try await client.send(.currentActivity) }  // not focused yet
+        _ = try await client.send(.focusWindow(window, registration: registration))
+        #expect(try await client.send(.currentActivity).activity.id == set.activityID)
 
         app = nil  // the app quits: its connection closes
         let deadline = ContinuousClock.now + .seconds(5)
-        while (try? await client.currentActivity()) != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        #expect((try? await client.currentActivity()) == nil, "its window's activity went with it")
-        await #expect(throws: HandoffClientError.self) { _ = try await client.focusWindow(window, registration: registration) }
+        while (try? await client.send(.currentActivity)) != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect((try? await client.send(.currentActivity)) == nil, "its window's activity went with it")
+        await #expect(throws: HandoffClientError.self) { _ = try await client.send(.focusWindow(window, registration: registration)) }
         try await d.finish()
     }
 
     @Test func restorationActivitiesComeBackAtTheNextRegistration() async throws {
         let d = try await TestDaemon.start()
         let client = d.client
-        var first: NDJSONSubscription<AppEvent>? = try await client.registerApp(AppRegistration(appID: "org.example.Viewer", continues: ["org.example.item"]))
+        var first: NDJSONSubscription<AppEvent>? = try await client.subscribe(.registerApp(AppRegistration(appID: "org.example.Viewer", continues: ["org.example.item"])))
         let (registration, _) = try await Self.registered(first!)
-        _ = try await client.saveRestoration(
+        _ = try await client.send(.saveRestoration(
             ActivityContent(type: "org.example.item", title: "Item 7", targetContentIdentifier: "item-7"), window: "a", registration: registration
-        )
-        _ = try await client.saveRestoration(ActivityContent(type: "org.example.item", title: "Item 8"), window: "b", registration: registration)
-        _ = try await client.removeRestoration(window: "b", registration: registration)
+        ))
+        _ = try await client.send(.saveRestoration(ActivityContent(type: "org.example.item", title: "Item 8"), window: "b", registration: registration))
+        _ = try await client.send(.removeRestoration(window: "b", registration: registration))
         first = nil
-        let again = try await client.registerApp(AppRegistration(appID: "org.example.Viewer", continues: ["org.example.item"]))
+        let again = try await client.subscribe(.registerApp(AppRegistration(appID: "org.example.Viewer", continues: ["org.example.item"])))
         let (_, restored) = try await Self.registered(again)
         #expect(restored.map(\.window) == ["a"])
         #expect(restored.first?.activity.content.targetContentIdentifier == "item-7")
@@ -61,13 +61,13 @@ import Testing
         let d = try await TestDaemon.start()
         let client = d.client
         var apps: [NDJSONSubscription<AppEvent>] = []
-        for i in 0..<64 { apps.append(try await client.registerApp(AppRegistration(appID: "org.example.App\(i)"))) }
-        await #expect(throws: HandoffClientError.self) { _ = try await client.registerApp(AppRegistration(appID: "org.example.Later")) }
+        for i in 0..<64 { apps.append(try await client.subscribe(.registerApp(AppRegistration(appID: "org.example.App\(i)")))) }
+        await #expect(throws: HandoffClientError.self) { _ = try await client.subscribe(.registerApp(AppRegistration(appID: "org.example.Later"))) }
         apps.removeAll()  // every app quits
         var again: NDJSONSubscription<AppEvent>?
         let deadline = ContinuousClock.now + .seconds(5)
         while again == nil, ContinuousClock.now < deadline {
-            again = try? await client.registerApp(AppRegistration(appID: "org.example.Later"))
+            again = try? await client.subscribe(.registerApp(AppRegistration(appID: "org.example.Later")))
             if again == nil { try await Task.sleep(for: .milliseconds(20)) }
         }
         #expect(again != nil, "the 64 registrations did not end")
@@ -88,14 +88,14 @@ import Testing
                 return "\(error)"
             }
         }
-        #expect(await code { _ = try await client.registerApp(AppRegistration(appID: "not an id")) } == "invalid_app_id")
-        #expect(await code { _ = try await client.registerApp(AppRegistration(appID: "org.example.A", continues: ["no spaces allowed"])) } == "invalid_type")
-        #expect(await code { _ = try await client.focusWindow("1", registration: UUID()) } == "unknown_registration")
-        let app = try await client.registerApp(AppRegistration(appID: "org.example.A"))
+        #expect(await code { _ = try await client.subscribe(.registerApp(AppRegistration(appID: "not an id"))) } == "invalid_app_id")
+        #expect(await code { _ = try await client.subscribe(.registerApp(AppRegistration(appID: "org.example.A", continues: ["no spaces allowed"]))) } == "invalid_type")
+        #expect(await code { _ = try await client.send(.focusWindow("1", registration: UUID())) } == "unknown_registration")
+        let app = try await client.subscribe(.registerApp(AppRegistration(appID: "org.example.A")))
         let (registration, _) = try await Self.registered(app)
-        #expect(await code { _ = try await client.focusWindow(String(repeating: "w", count: 65), registration: registration) } == "invalid_window_id")
+        #expect(await code { _ = try await client.send(.focusWindow(String(repeating: "w", count: 65), registration: registration)) } == "invalid_window_id")
         #expect(
-            await code { _ = try await client.setWindowActivity(ActivityContent(type: "org.example.note", title: String(repeating: "x", count: 300)), window: "1", registration: registration) }
+            await code { _ = try await client.send(.setWindowActivity(ActivityContent(type: "org.example.note", title: String(repeating: "x", count: 300)), window: "1", registration: registration)) }
                 == "invalid_title"
         )
         // Methods and paths that are not a window's (on a thread of its own: the in-process

@@ -20,13 +20,13 @@ import Testing
     ) async throws -> (TestDaemon, TestDaemon, Activity) {
         let network = DiscoveryNetwork()
         let a = try await TestDaemon.start(network: network) { if let saveWindow { $0.saveWindow = saveWindow } }
-        _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        _ = try await a.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
         let b = try await TestDaemon.start(network: network, configure: configureB)
-        let updates = try await a.client.invite()
+        let updates = try await a.client.subscribe(.invite)
         let code = try #require(try await updates.next()?.invite?.code)
-        _ = try await b.client.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop"))
+        _ = try await b.client.send(.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop")))
         _ = try await updates.next()
-        let put = try await a.client.becomeCurrent(PutCurrentActivityRequest(content: content))
+        let put = try await a.client.send(.becomeCurrent(PutCurrentActivityRequest(content: content)))
         // Reachable too: the advert can bring the activity before the session is up.
         try await PeerDiscoveryTests.waitForPeers(b, "A's activity") { $0.peers.first.map { $0.reachable && $0.activity?.id == put.activity.id } == true }
         return (a, b, put.activity)
@@ -83,8 +83,8 @@ import Testing
             X-Handoff-ActivityTypes=org.example.Other;org.example.Editor.edit;
             """.write(toFile: applications + "/org.example.Editor.desktop", atomically: true, encoding: .utf8)
 
-        let events = try await b.client.events()
-        let response = try await b.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+        let events = try await b.client.subscribe(.events)
+        let response = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
         let delivered = try #require(response.delivered)
         #expect(delivered.kind == .handler)
         #expect(delivered.handler == "org.example.Editor.desktop")
@@ -113,8 +113,8 @@ import Testing
         try Self.script(browser, "printf '%s\\n' \"$@\" > \(record).tmp && mv \(record).tmp \(record)")
         let content = ActivityContent(type: "org.example.Reader.read", title: "Page", webpageURL: "https://example.com/a?b=c")
         let (a, b, _) = try await Self.paired(content) { $0.browser = "\(browser) --new-tab" }
-        let events = try await b.client.events()
-        let response = try await b.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+        let events = try await b.client.subscribe(.events)
+        let response = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
         #expect(response.delivered?.kind == .browser)
         let args = String(decoding: try await Self.waitForFile(record), as: UTF8.self)
         #expect(args == "--new-tab\nhttps://example.com/a?b=c\n")
@@ -127,9 +127,9 @@ import Testing
     @Test func withNoAppAndNoWebPageItFailsOnceWithTheType() async throws {
         let content = ActivityContent(type: "org.example.Nobody.edit", title: "Orphan")
         let (a, b, _) = try await Self.paired(content) { $0.browser = "/bin/false" }
-        let events = try await b.client.events()
+        let events = try await b.client.subscribe(.events)
         do {
-            _ = try await b.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+            _ = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
             Issue.record("continued without an app")
         } catch {
             #expect(error.code == .api(.noHandler))
@@ -149,7 +149,7 @@ import Testing
         let content = ActivityContent(type: "org.example.Reader.read", title: "Page", webpageURL: "https://example.com/")
         let (a, b, _) = try await Self.paired(content) { $0.browser = "/bin/false" }
         do {
-            _ = try await b.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+            _ = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
             Issue.record("a failing browser counted as success")
         } catch {
             #expect(error.code == .api(.handlerFailed), "\(error)")
@@ -161,10 +161,10 @@ import Testing
         var content = ActivityContent(type: "org.example.Editor.edit", title: "Draft", userInfo: ["text": .string("old")])
         content.needsSave = true
         let (a, b, activity) = try await Self.paired(content)
-        let attachment = try await a.client.attach(AttachRequest(activityID: activity.id))
+        let attachment = try await a.client.subscribe(.attach(AttachRequest(activityID: activity.id)))
         #expect(try await attachment.next()?.body == .attached(activityID: activity.id))
 
-        let continuing = Task { try await b.client.continueActivity(ContinueRequest(peer: "desk")) }
+        let continuing = Task { try await b.client.send(.continueActivity(ContinueRequest(peer: "desk"))) }
         guard case .willSave(let id, _, let peerName) = try #require(try await attachment.next()).body else {
             Issue.record("expected willSave")
             return
@@ -172,7 +172,7 @@ import Testing
         #expect(id == activity.id && peerName == "laptop")
         var saved = content
         saved.userInfo["text"] = .string("saved just now")
-        _ = try await a.client.becomeCurrent(PutCurrentActivityRequest(id: activity.id, content: saved))
+        _ = try await a.client.send(.becomeCurrent(PutCurrentActivityRequest(id: activity.id, content: saved)))
 
         let response = try await continuing.value
         #expect(response.activity.content.userInfo["text"] == .string("saved just now"))
@@ -188,11 +188,11 @@ import Testing
         var content = ActivityContent(type: "org.example.Editor.edit", title: "Draft", userInfo: ["text": .string("last")])
         content.needsSave = true
         let (a, b, activity) = try await Self.paired(content, saveWindow: .seconds(1))
-        let attachment = try await a.client.attach(AttachRequest(activityID: activity.id))
+        let attachment = try await a.client.subscribe(.attach(AttachRequest(activityID: activity.id)))
         _ = try await attachment.next()
         // The save window ran out (the app heard willSave and said nothing): the activity as it
         // was goes — an answer, not a timeout (B waits for A far longer than A's window).
-        let response = try await b.client.continueActivity(ContinueRequest(peer: "desk"))
+        let response = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk")))
         #expect(response.activity.content.userInfo["text"] == .string("last"))
         guard case .willSave = try #require(try await attachment.next()).body else {
             Issue.record("the app was not asked to save")
@@ -207,23 +207,23 @@ import Testing
         var content = ActivityContent(type: "org.example.Editor.edit", title: "Served")
         content.supportsContinuationStreams = true
         let (a, b, activity) = try await ContinuationTests.paired(content)
-        #expect(try await b.client.peers().peers.first?.activity?.supportsContinuationStreams == true)
-        var attachment: NDJSONSubscription<AttachEvent>? = try await a.client.attach(AttachRequest(activityID: activity.id, serveStreams: true))
+        #expect(try await b.client.send(.peers).peers.first?.activity?.supportsContinuationStreams == true)
+        var attachment: NDJSONSubscription<AttachEvent>? = try await a.client.subscribe(.attach(AttachRequest(activityID: activity.id, serveStreams: true)))
         _ = try await attachment?.next()
         // A second app attached without serving streams changes nothing when it leaves.
-        var watcher: NDJSONSubscription<AttachEvent>? = try await a.client.attach(AttachRequest(activityID: activity.id))
+        var watcher: NDJSONSubscription<AttachEvent>? = try await a.client.subscribe(.attach(AttachRequest(activityID: activity.id)))
         _ = try await watcher?.next()
         watcher = nil
         try await waitUntil("the watcher's departure seen") { a.daemon.attachments.count == 1 }
-        #expect(try await a.client.currentActivity().activity.content.supportsContinuationStreams)
+        #expect(try await a.client.send(.currentActivity).activity.content.supportsContinuationStreams)
 
         attachment = nil  // the app quits
         try await PeerDiscoveryTests.waitForPeers(b, "the activity without streams") { $0.peers.first?.activity?.supportsContinuationStreams == false }
-        let now = try await a.client.currentActivity().activity
+        let now = try await a.client.send(.currentActivity).activity
         #expect(now.id == activity.id && now.title == "Served" && !now.content.supportsContinuationStreams, "still current, same id")
-        let response = try await b.client.continueActivity(ContinueRequest(peer: "desk"))
+        let response = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk")))
         do {
-            _ = try await b.client.openStream(continuationID: response.continuationID)
+            _ = try await b.client.pipe(.openStream(continuationID: response.continuationID))
             Issue.record("a stream was opened with nobody to serve it")
         } catch {
             #expect(error.code == .api(.streamsUnsupported), "\(error)")
@@ -242,19 +242,19 @@ import Testing
             var content = ActivityContent(type: "org.example.Editor.edit", title: "Big")
             content.supportsContinuationStreams = true
             let (a, b, activity) = try await ContinuationTests.paired(content)
-            let attachment = try await a.client.attach(AttachRequest(activityID: activity.id, serveStreams: true))
+            let attachment = try await a.client.subscribe(.attach(AttachRequest(activityID: activity.id, serveStreams: true)))
             _ = try await attachment.next()
-            let response = try await b.client.continueActivity(ContinueRequest(peer: "desk"))
+            let response = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk")))
             return StreamSetup(a: a, b: b, attachment: attachment, continuationID: response.continuationID)
         }
 
         /// B opens a stream, A's app takes it: (originator's pipe, resumer's pipe).
         func open() async throws -> (StreamPipe, StreamPipe) {
             let (b, continuationID) = (self.b, self.continuationID)
-            let opening = Task { try await b.client.openStream(continuationID: continuationID) }
+            let opening = Task { try await b.client.pipe(.openStream(continuationID: continuationID)) }
             let event = try await ContinuationTests.nextStreamRequest(attachment)
             guard case .streamRequested(let streamID, _, _) = event.body else { throw TestFailure("expected streamRequested, got \(event)") }
-            let originator = try await a.client.takeStream(streamID)
+            let originator = try await a.client.pipe(.takeStream(streamID))
             let resumer = try await opening.value
             #expect(resumer.id == streamID)
             return (originator, resumer)
@@ -283,8 +283,8 @@ import Testing
             #expect(back == Array(payload.reversed()))
             originator.close()
             resumer.close()
-            let there = try await a.client.stream(streamID, waitForOutcome: true)
-            let here = try await b.client.stream(streamID, waitForOutcome: true)
+            let there = try await a.client.send(.stream(streamID, waitForOutcome: true))
+            let here = try await b.client.send(.stream(streamID, waitForOutcome: true))
             #expect(there.state == .completed && here.state == .completed, "\(there) \(here)")
             #expect(here.bytesSent == Int64(payload.count) && here.bytesReceived == Int64(payload.count))
             #expect(there.role == .originating && here.role == .resuming)
@@ -295,18 +295,18 @@ import Testing
     @Test func streamsAreRefusedClearly() async throws {
         let plain = ActivityContent(type: "org.example.Editor.edit", title: "No streams")
         let (a, b, _) = try await Self.paired(plain)
-        let response = try await b.client.continueActivity(ContinueRequest(peer: "desk"))
-        await expectFailure(.streamsUnsupported) { _ = try await b.client.openStream(continuationID: response.continuationID) }
-        await expectFailure(.unknownContinuation) { _ = try await b.client.openStream(continuationID: UUID()) }
-        await expectFailure(.unknownStream) { _ = try await a.client.takeStream(UUID()) }
+        let response = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk")))
+        await expectFailure(.streamsUnsupported) { _ = try await b.client.pipe(.openStream(continuationID: response.continuationID)) }
+        await expectFailure(.unknownContinuation) { _ = try await b.client.pipe(.openStream(continuationID: UUID())) }
+        await expectFailure(.unknownStream) { _ = try await a.client.pipe(.takeStream(UUID())) }
 
         // Offered, but no app serves them right now.
         var streaming = plain
         streaming.supportsContinuationStreams = true
-        let put = try await a.client.becomeCurrent(PutCurrentActivityRequest(content: streaming))
+        let put = try await a.client.send(.becomeCurrent(PutCurrentActivityRequest(content: streaming)))
         try await PeerDiscoveryTests.waitForPeers(b, "the new activity") { $0.peers.first?.activity?.id == put.activity.id }
-        let second = try await b.client.continueActivity(ContinueRequest(peer: "desk"))
-        await expectFailure(.streamRefused) { _ = try await b.client.openStream(continuationID: second.continuationID) }
+        let second = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk")))
+        await expectFailure(.streamRefused) { _ = try await b.client.pipe(.openStream(continuationID: second.continuationID)) }
         for d in [a, b] { try await d.finish() }
     }
 
@@ -319,8 +319,8 @@ import Testing
         // The originating app dies without finishing: a broken stream, not a short one.
         originator.close()
         _ = try? await resumer.readToEnd()
-        let here = try await b.client.stream(streamID, waitForOutcome: true)
-        let there = try await a.client.stream(streamID, waitForOutcome: true)
+        let here = try await b.client.send(.stream(streamID, waitForOutcome: true))
+        let there = try await a.client.send(.stream(streamID, waitForOutcome: true))
         #expect(here.state == .failed && there.state == .failed, "\(here) \(there)")
         for d in [a, b] { try await d.finish() }
     }

@@ -68,7 +68,7 @@ import Testing
             Icon=image-x-generic
             Exec=/bin/false
             """)
-        let app = try await b.client.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type]))
+        let app = try await b.client.subscribe(.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type])))
         guard case .registered(let registration, _, _) = try await app.next()?.body else { throw TestFailure("no registration") }
         let monitor = try await session.monitorNotifications()
         try await Self.withAgent(b, session) {
@@ -100,7 +100,7 @@ import Testing
             let taken = Task { () async throws -> Activity in
                 while let event = try await app.next() {
                     if case .continue(let id, let activity, _, let window) = event.body {
-                        _ = try await client.answerContinuation(id, registration: registration, ContinuationAnswer(taken: true, window: window))
+                        _ = try await client.send(.answerContinuation(id, registration: registration, ContinuationAnswer(taken: true, window: window)))
                         return activity
                     }
                 }
@@ -114,9 +114,9 @@ import Testing
             try await session.waitUntilDisplayed(0)
 
             // A new activity is a new notification; resigning it withdraws it.
-            _ = try await a.client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: Self.type, title: "Item 8")))
+            _ = try await a.client.send(.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: Self.type, title: "Item 8"))))
             try await session.waitUntilDisplayed(1)
-            _ = try await a.client.resignCurrent()
+            _ = try await a.client.send(.resignCurrent)
             try await session.waitUntilDisplayed(0)
         }
         app.close()
@@ -199,7 +199,7 @@ import Testing
         let session = try await DesktopSession(directory: directory)
         let network = DiscoveryNetwork()
         let a = try await TestDaemon.start(network: network)
-        _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        _ = try await a.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
         let b = try await TestDaemon.start(network: network)
         let monitor = try await session.monitorNotifications()
         let panel = try DBusConnection.connect(address: session.bus.address)
@@ -224,7 +224,7 @@ import Testing
                 return true
             }
             try await monitor.wait(for: "the code's notification") { $0.stdout.contains("string \"Add a device: type this code on it\"") && $0.stdout.contains(code) }
-            _ = try await b.client.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop"))
+            _ = try await b.client.send(.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop")))
             try await monitor.wait(for: "who joined") { $0.stdout.contains("string \"laptop joined your handoff account\"") }
             _ = try await Rig.waitFor("the code to leave the menu") { try await Self.menuItem("Add a device…", on: panel) != nil }
 
@@ -249,7 +249,7 @@ import Testing
             _ = try await Rig.waitFor("the code to leave the menu") { try await Self.menuItem("Code for the new device: ", on: panel) == nil }
             let c = try await TestDaemon.start(network: network)
             await #expect(throws: HandoffClientError.self) {
-                _ = try await c.client.joinAccount(JoinAccountRequest(code: cancelledCode, deviceName: "phone"))
+                _ = try await c.client.send(.joinAccount(JoinAccountRequest(code: cancelledCode, deviceName: "phone")))
             }
             try await c.finish()
         }
@@ -265,7 +265,7 @@ import Testing
         defer { TempDirectory.remove(directory) }
         let session = try await DesktopSession(directory: directory)
         let daemon = try await TestDaemon.start()
-        _ = try await daemon.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        _ = try await daemon.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
         let panel = try DBusConnection.connect(address: session.bus.address)
         defer { panel.close() }
         var restarted: TestDaemon?

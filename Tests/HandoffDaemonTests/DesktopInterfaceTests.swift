@@ -125,7 +125,7 @@ import Testing
                 }
 
                 let client = b.client
-                let continuing = Task { try await client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)) }
+                let continuing = Task { try await client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))) }
                 var calls = incoming.makeAsyncIterator()
                 let call = try #require(await calls.next())
                 #expect(call.member == "Continue" && call.interface == "org.handoff.Receiver1")
@@ -197,9 +197,9 @@ import Testing
                 let message = await app.refused("org.handoff.Error.payload_too_large", member, [.string("w1"), huge])
                 #expect(message.contains("continuation stream"), "\(member): \(message)")
             }
-            #expect(try await daemon.client.currentActivity().activity.title == "Draft")
+            #expect(try await daemon.client.send(.currentActivity).activity.title == "Draft")
             _ = try await app.call("Update", [.string("w1"), Self.note("Draft 2")])
-            #expect(try await daemon.client.currentActivity().activity.title == "Draft 2")
+            #expect(try await daemon.client.send(.currentActivity).activity.title == "Draft 2")
         }
         try await daemon.finish()
         await bus.stop()
@@ -230,7 +230,7 @@ import Testing
             _ = try await Self.register(app)
             _ = try await app.call("BecomeCurrent", [.string("w1"), Self.note("Draft")])
             _ = try await app.call("SaveRestoration", [.string("w1"), Self.note("Draft")])
-            #expect(try await first.client.currentActivity().activity.title == "Draft")
+            #expect(try await first.client.send(.currentActivity).activity.title == "Draft")
 
             // handoffd restarts: the app is told it is away, and what it does meanwhile is given
             // once handoffd is back.
@@ -238,7 +238,7 @@ import Testing
             await app.refused("org.handoff.Error.handoffd_not_running", "BecomeCurrent", [.string("w2"), Self.note("Written while away")])
             let second = try await TestDaemon.start(directory: first.directory)
             let deadline = ContinuousClock.now + .seconds(15)
-            while (try? await second.client.currentActivity().activity.title) != "Written while away" {
+            while (try? await second.client.send(.currentActivity).activity.title) != "Written while away" {
                 guard ContinuousClock.now < deadline else { throw TestFailure("the app's activity was not given again") }
                 try await Task.sleep(for: .milliseconds(50))
             }

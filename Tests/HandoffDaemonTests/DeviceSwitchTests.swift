@@ -14,63 +14,63 @@ import Testing
     static func deskAndLaptop() async throws -> (TestDaemon, TestDaemon, DiscoveryNetwork) {
         let network = DiscoveryNetwork()
         let desk = try await TestDaemon.start(network: network)
-        _ = try await desk.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        _ = try await desk.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
         let laptop = try await TestDaemon.start(network: network)
-        let updates = try await desk.client.invite()
+        let updates = try await desk.client.subscribe(.invite)
         let code = try #require(try await updates.next()?.invite?.code)
-        _ = try await laptop.client.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop"))
+        _ = try await laptop.client.send(.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop")))
         _ = try await updates.next()
         return (desk, laptop, network)
     }
 
     @Test func offTheDeviceTellsAndAnswersNothingYetContinuesWhenAsked() async throws {
         var (a, b, network) = try await Self.deskAndLaptop()
-        let aID = try await a.client.account().deviceID
-        let onA = try await a.client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "org.example.reader.read", title: "On desk", webpageURL: "https://example.org/a")))
-        let onB = try await b.client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "org.example.reader.read", title: "On laptop", webpageURL: "https://example.org/b")))
+        let aID = try await a.client.send(.account).deviceID
+        let onA = try await a.client.send(.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "org.example.reader.read", title: "On desk", webpageURL: "https://example.org/a"))))
+        let onB = try await b.client.send(.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "org.example.reader.read", title: "On laptop", webpageURL: "https://example.org/b"))))
         try await PeerDiscoveryTests.waitForPeers(b, "desk's activity") { $0.peers.first { $0.id == aID }.map { $0.reachable && $0.activity?.id == onA.activity.id } == true }
         // The offer follows the peer's change a moment later (seen to lag under load).
-        _ = try await Rig.waitFor("the laptop to offer the desk's activity, to notify") { try await b.client.offers().offers.first?.notify == true }
-        #expect(try await a.client.settings() == DeviceSettings(handoff: true))
+        _ = try await Rig.waitFor("the laptop to offer the desk's activity, to notify") { try await b.client.send(.offers).offers.first?.notify == true }
+        #expect(try await a.client.send(.settings) == DeviceSettings(handoff: true))
 
-        let events = try await a.client.events()
-        #expect(try await a.client.changeSettings(SettingsChange(handoff: false)) == DeviceSettings(handoff: false))
+        let events = try await a.client.subscribe(.events)
+        #expect(try await a.client.send(.changeSettings(SettingsChange(handoff: false))) == DeviceSettings(handoff: false))
         try await Self.next(.statusChanged, in: events)
-        #expect(try await a.client.status().settings?.handoff == false)
+        #expect(try await a.client.send(.status).settings?.handoff == false)
 
         // The laptop no longer sees the desk's activity, nor reaches it: no session, and its port
         // answers no connection at all.
         try await PeerDiscoveryTests.waitForPeers(b, "desk gone quiet") { response in
             response.peers.first { $0.id == aID }.map { !$0.reachable && $0.activity == nil } ?? true
         }
-        #expect(try await b.client.offers().offers.isEmpty)
-        await expectFailure(.unreachable) { _ = try await b.client.continueActivity(ContinueRequest(peer: a.peerAddress)) }
+        #expect(try await b.client.send(.offers).offers.isEmpty)
+        await expectFailure(.unreachable) { _ = try await b.client.send(.continueActivity(ContinueRequest(peer: a.peerAddress))) }
         // No invite while nobody could reach this device to use it.
         await expectFailure(.handoffOff) {
-            let invite = try await a.client.invite()
+            let invite = try await a.client.subscribe(.invite)
             defer { invite.close() }
             _ = try await invite.next()
         }
         // Continuing here when the user asks still works; the laptop hears nothing of the desk.
-        let continued = try await a.client.continueActivity(ContinueRequest(peer: "laptop"))
+        let continued = try await a.client.send(.continueActivity(ContinueRequest(peer: "laptop")))
         #expect(continued.activity.id == onB.activity.id)
-        let desk = try await b.client.peers().peers.first { $0.id == aID }
+        let desk = try await b.client.send(.peers).peers.first { $0.id == aID }
         #expect(desk?.activity == nil)
         // …and what the desk sees is never for a notification while it is off.
         try await PeerDiscoveryTests.waitForPeers(a, "the laptop's activity") { $0.peers.first?.activity?.id == onB.activity.id }
-        #expect(try await a.client.offers().offers.allSatisfy { !$0.notify })
+        #expect(try await a.client.send(.offers).offers.allSatisfy { !$0.notify })
         events.close()
 
         // Kept across a restart.
         try await a.stop()
         a = try await TestDaemon.start(directory: a.directory, network: network)
-        #expect(try await a.client.settings().handoff == false)
-        #expect(try await a.client.status().discovery.detail == "browsing only: handoff is off on this device")
+        #expect(try await a.client.send(.settings).handoff == false)
+        #expect(try await a.client.send(.status).discovery.detail == "browsing only: handoff is off on this device")
 
         // On again: the laptop sees the desk and its activity at once.
-        _ = try await a.client.changeSettings(SettingsChange(handoff: true))
+        _ = try await a.client.send(.changeSettings(SettingsChange(handoff: true)))
         try await PeerDiscoveryTests.waitForPeers(b, "desk back") { $0.peers.first { $0.id == aID }.map { $0.reachable && $0.activity?.id == onA.activity.id } == true }
-        #expect(try await b.client.continueActivity(ContinueRequest(peer: "desk")).activity.id == onA.activity.id)
+        #expect(try await b.client.send(.continueActivity(ContinueRequest(peer: "desk"))).activity.id == onA.activity.id)
         try await a.finish()
         try await b.finish()
     }
@@ -79,20 +79,20 @@ import Testing
     /// in tasks that can meet in any order, and must still end as the user left it.
     @Test func quickTogglesEndAsTheLastOneSays() async throws {
         let (a, b, _) = try await Self.deskAndLaptop()
-        let aID = try await a.client.account().deviceID
-        let onA = try await a.client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "org.example.reader.read", title: "On desk")))
+        let aID = try await a.client.send(.account).deviceID
+        let onA = try await a.client.send(.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "org.example.reader.read", title: "On desk"))))
         try await PeerDiscoveryTests.waitForPeers(b, "desk") { $0.peers.first { $0.id == aID }?.reachable == true }
         for round in 0..<3 {
-            for on in [false, true, false, true, false, true, false, true] { _ = try await a.client.changeSettings(SettingsChange(handoff: on)) }
+            for on in [false, true, false, true, false, true, false, true] { _ = try await a.client.send(.changeSettings(SettingsChange(handoff: on))) }
             try await PeerDiscoveryTests.waitForPeers(b, "desk back after round \(round)") {
                 $0.peers.first { $0.id == aID }.map { $0.reachable && $0.activity?.id == onA.activity.id } == true
             }
-            for on in [true, false, true, false, true, false] { _ = try await a.client.changeSettings(SettingsChange(handoff: on)) }
+            for on in [true, false, true, false, true, false] { _ = try await a.client.send(.changeSettings(SettingsChange(handoff: on))) }
             try await PeerDiscoveryTests.waitForPeers(b, "desk quiet after round \(round)") {
                 $0.peers.first { $0.id == aID }.map { !$0.reachable && $0.activity == nil } ?? true
             }
-            _ = try await Rig.waitFor("the desk's sessions to end too") { try await a.client.status().reachablePeers == 0 }
-            _ = try await a.client.changeSettings(SettingsChange(handoff: true))
+            _ = try await Rig.waitFor("the desk's sessions to end too") { try await a.client.send(.status).reachablePeers == 0 }
+            _ = try await a.client.send(.changeSettings(SettingsChange(handoff: true)))
         }
         try await a.finish()
         try await b.finish()
@@ -109,12 +109,12 @@ import Testing
             return (r.status, String(decoding: r.body, as: UTF8.self))
         }
         #expect(answer.0 == 400 && answer.1.contains("bad_request"), "\(answer)")
-        #expect(try await a.client.settings().handoff)
+        #expect(try await a.client.send(.settings).handoff)
         // A settings file nobody can read is moved aside, and handoff is off (it may have been).
         try await a.stop()
         try Data("{not json".utf8).write(to: URL(fileURLWithPath: a.stateDirectory + "/settings.json"))
         let again = try await TestDaemon.start(directory: a.directory)
-        #expect(try await again.client.settings().handoff == false)
+        #expect(try await again.client.send(.settings).handoff == false)
         #expect(FileManager.default.fileExists(atPath: a.stateDirectory + "/settings.json.unreadable"))
         try await again.finish()
     }
@@ -122,12 +122,12 @@ import Testing
     @Test func aDeviceWithoutAnAccountCountsTheDevicesInvitingNearby() async throws {
         let network = DiscoveryNetwork()
         let a = try await TestDaemon.start(network: network)
-        _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        _ = try await a.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
         let newcomer = try await TestDaemon.start(network: network)
-        #expect(try await newcomer.client.status().invitingNearby == 0)
-        let events = try await newcomer.client.events()
+        #expect(try await newcomer.client.send(.status).invitingNearby == 0)
+        let events = try await newcomer.client.subscribe(.events)
 
-        let invite = try await a.client.invite()
+        let invite = try await a.client.subscribe(.invite)
         let code = try #require(try await invite.next()?.invite?.code)
         try await Self.next(.statusChanged, in: events)
         try await Self.waitForInviting(newcomer, 1)
@@ -136,11 +136,11 @@ import Testing
         try await Self.waitForInviting(newcomer, 0)
 
         // Joined, the device counts no inviter (it follows only its own account's devices).
-        let again = try await a.client.invite()
+        let again = try await a.client.subscribe(.invite)
         let second = try #require(try await again.next()?.invite?.code)
         #expect(second != code)
         try await Self.waitForInviting(newcomer, 1)
-        _ = try await newcomer.client.joinAccount(JoinAccountRequest(code: second, deviceName: "laptop"))
+        _ = try await newcomer.client.send(.joinAccount(JoinAccountRequest(code: second, deviceName: "laptop")))
         _ = try await again.next()
         try await Self.waitForInviting(newcomer, 0)
         events.close()
@@ -157,7 +157,7 @@ import Testing
 
     static func waitForInviting(_ daemon: TestDaemon, _ count: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let deadline = ContinuousClock.now + .seconds(60)
-        while try await daemon.client.status().invitingNearby != count {
+        while try await daemon.client.send(.status).invitingNearby != count {
             guard ContinuousClock.now < deadline else {
                 Issue.record("never \(count) devices inviting nearby", sourceLocation: sourceLocation)
                 throw TestFailure("never \(count) devices inviting nearby")

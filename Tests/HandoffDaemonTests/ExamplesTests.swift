@@ -36,10 +36,10 @@ import Testing
         deskNotes.send("type milk, eggs")
         try await deskNotes.expect("typed 10 characters")
         // The app hands over needsSave as it comes, not before printing: wait for handoffd to have it.
-        try await waitUntil("needsSave given") { (try? await desk.client.currentActivity().activity.content.needsSave) == true }
+        try await waitUntil("needsSave given") { (try? await desk.client.send(.currentActivity).activity.content.needsSave) == true }
         try await Self.waitUntilSeen(laptop, "Groceries")
 
-        let response = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+        let response = try await laptop.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
         #expect(response.delivered?.kind == .app && response.delivered?.handler == "org.handoff.example.Notes")
         try await laptopNotes.expect("continued Groceries from desk: milk, eggs")
         try await laptopNotes.expect("received attachment \(bytes.count) bytes")
@@ -67,16 +67,16 @@ import Testing
 
         deskViewer.send("open 7")
         try await Self.waitUntilSeen(laptop, "Item 7")
-        let seven = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+        let seven = try await laptop.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
         #expect(seven.delivered?.window == "w7")
         try await laptopViewer.expect("item 7 continued in open window w7")
 
         deskViewer.send("open 9")
         try await Self.waitUntilSeen(laptop, "Item 9")
-        let nine = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+        let nine = try await laptop.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
         #expect(nine.delivered?.window == "w9")
         try await laptopViewer.expect("item 9 continued in new window w9")
-        #expect(try await laptop.client.currentActivity().activity.title == "Item 9", "the new window has focus")
+        #expect(try await laptop.client.send(.currentActivity).activity.title == "Item 9", "the new window has focus")
 
         laptopViewer.send("close 8")
         try await laptopViewer.expect("closed w8")

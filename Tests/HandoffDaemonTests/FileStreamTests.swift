@@ -45,8 +45,8 @@ import Testing
             close(target)
         }
 
-        let (streamID, opening) = try await Self.requested(setup) { try await b.client.openStream(continuationID: $0, file: target, role: .receive) }
-        let sending = try await a.client.takeStream(streamID, file: source, role: .send)
+        let (streamID, opening) = try await Self.requested(setup) { try await b.client.fileStream(.openStream(continuationID: $0), file: target, role: .receive) }
+        let sending = try await a.client.fileStream(.takeStream(streamID), file: source, role: .send)
         let receiving = try await opening.value
         #expect(sending.info.id == streamID && receiving.info.id == streamID)
         let there = try await sending.outcome()
@@ -55,15 +55,15 @@ import Testing
         #expect(there.bytesSent == Int64(payload.count) && here.bytesReceived == Int64(payload.count))
         #expect(here.bytesSent == 0 && there.bytesReceived == 0)
         #expect(FileManager.default.contents(atPath: dir + "/target") == payload)
-        #expect(try await b.client.stream(streamID).state == .completed)
+        #expect(try await b.client.send(.stream(streamID)).state == .completed)
         for d in [a, b] { try await d.finish() }
     }
 
     /// B receives into `target`, A's app takes the stream as a byte pipe: (stream id, A's app, B's end).
     static func appToFile(_ setup: Setup, _ target: Int32) async throws -> (UUID, StreamPipe, FileStream) {
         let b = setup.b
-        let (streamID, opening) = try await requested(setup) { try await b.client.openStream(continuationID: $0, file: target, role: .receive) }
-        return (streamID, try await setup.a.client.takeStream(streamID), try await opening.value)
+        let (streamID, opening) = try await requested(setup) { try await b.client.fileStream(.openStream(continuationID: $0), file: target, role: .receive) }
+        return (streamID, try await setup.a.client.pipe(.takeStream(streamID)), try await opening.value)
     }
 
     /// A file end that receives keeps its own direction open until everything arrived, so an
@@ -84,23 +84,23 @@ import Testing
         app.finishWriting()
         #expect(try await app.readToEnd().isEmpty)
         #expect(try await receiving.outcome().state == .completed)
-        #expect(try await a.client.stream(streamID, waitForOutcome: true).state == .completed)
+        #expect(try await a.client.send(.stream(streamID, waitForOutcome: true)).state == .completed)
 
         // Cut short: the app closes without saying it is done.
         (streamID, app, receiving) = try await Self.appToFile(setup, target)
         try await app.write(payload)
         app.close()
         var here = try await receiving.outcome()
-        var there = try await a.client.stream(streamID, waitForOutcome: true)
+        var there = try await a.client.send(.stream(streamID, waitForOutcome: true))
         #expect(here.state == .failed && there.state == .failed, "app hung up: \(here) \(there)")
 
         // The client that handed over the file goes away.
         (streamID, app, receiving) = try await Self.appToFile(setup, target)
         try await app.write(payload)
         receiving.close()
-        here = try await b.client.stream(streamID, waitForOutcome: true)
+        here = try await b.client.send(.stream(streamID, waitForOutcome: true))
         _ = try? await app.readToEnd()
-        there = try await a.client.stream(streamID, waitForOutcome: true)
+        there = try await a.client.send(.stream(streamID, waitForOutcome: true))
         #expect(here.state == .failed && there.state == .failed, "client left: \(here) \(there)")
         app.close()
         for d in [a, b] { try await d.finish() }
@@ -116,10 +116,10 @@ import Testing
         #expect(pipe(&ends) == 0)
         defer { [readOnly, ends[0], ends[1]].forEach { close($0) } }
 
-        await expectFailure(.badRequest) { _ = try await b.client.openStream(continuationID: setup.continuationID, file: ends[1], role: .receive) }
-        await expectFailure(.badRequest) { _ = try await b.client.openStream(continuationID: setup.continuationID, file: readOnly, role: .receive) }
-        await expectFailure(.unknownContinuation) { _ = try await b.client.openStream(continuationID: UUID(), file: readOnly, role: .send) }
-        await expectFailure(.unknownStream) { _ = try await a.client.takeStream(UUID(), file: readOnly, role: .send) }
+        await expectFailure(.badRequest) { _ = try await b.client.fileStream(.openStream(continuationID: setup.continuationID), file: ends[1], role: .receive) }
+        await expectFailure(.badRequest) { _ = try await b.client.fileStream(.openStream(continuationID: setup.continuationID), file: readOnly, role: .receive) }
+        await expectFailure(.unknownContinuation) { _ = try await b.client.fileStream(.openStream(continuationID: UUID()), file: readOnly, role: .send) }
+        await expectFailure(.unknownStream) { _ = try await a.client.fileStream(.takeStream(UUID()), file: readOnly, role: .send) }
 
         // Without a file, or with a request that is not one: an answer, not silence — even while
         // another client sits connected saying nothing (it has its request deadline, a minute on
@@ -190,8 +190,8 @@ extension FileStreamTests {
         for i in 0..<200 {
             let source = try Self.file(dir + "/small", O_RDONLY)
             let target = try Self.file(dir + "/target\(i % 4)", O_WRONLY | O_CREAT | O_TRUNC)
-            let (streamID, opening) = try await Self.requested(setup) { try await b.client.openStream(continuationID: $0, file: target, role: .receive) }
-            let sending = try await a.client.takeStream(streamID, file: source, role: .send)
+            let (streamID, opening) = try await Self.requested(setup) { try await b.client.fileStream(.openStream(continuationID: $0), file: target, role: .receive) }
+            let sending = try await a.client.fileStream(.takeStream(streamID), file: source, role: .send)
             let receiving = try await opening.value
             close(source)
             close(target)
@@ -210,8 +210,8 @@ extension FileStreamTests {
                 close(target)
                 try await app.write(Array(repeating: 1, count: 200_000))
                 if cutByReceiver { receiving.close() } else { app.close() }
-                #expect(try await b.client.stream(streamID, waitForOutcome: true).state == .failed, "round \(round)")
-                #expect(try await a.client.stream(streamID, waitForOutcome: true).state == .failed, "round \(round)")
+                #expect(try await b.client.send(.stream(streamID, waitForOutcome: true)).state == .failed, "round \(round)")
+                #expect(try await a.client.send(.stream(streamID, waitForOutcome: true)).state == .failed, "round \(round)")
                 app.close()
                 receiving.close()
             }
@@ -219,17 +219,17 @@ extension FileStreamTests {
             for cutBySender in [true, false] {
                 let source = try Self.file(dir + "/big", O_RDONLY)
                 let (b, continuationID) = (setup.b, setup.continuationID)
-                let opening = Task { try await b.client.openStream(continuationID: continuationID) }
+                let opening = Task { try await b.client.pipe(.openStream(continuationID: continuationID)) }
                 let event = try await ContinuationTests.nextStreamRequest(setup.attachment)
                 guard case .streamRequested(let streamID, _, _) = event.body else { throw TestFailure("expected streamRequested, got \(event)") }
-                let sending = try await a.client.takeStream(streamID, file: source, role: .send)
+                let sending = try await a.client.fileStream(.takeStream(streamID), file: source, role: .send)
                 close(source)
                 let reader = try await opening.value
                 _ = try await reader.read(maximum: 1000)
-                try await waitUntil("A to have sent part of the file") { try await a.client.stream(streamID).bytesSent > 1_000_000 }
+                try await waitUntil("A to have sent part of the file") { try await a.client.send(.stream(streamID)).bytesSent > 1_000_000 }
                 if cutBySender { sending.close() } else { reader.close() }
-                #expect(try await a.client.stream(streamID, waitForOutcome: true).state == .failed, "round \(round)")
-                #expect(try await b.client.stream(streamID, waitForOutcome: true).state == .failed, "round \(round)")
+                #expect(try await a.client.send(.stream(streamID, waitForOutcome: true)).state == .failed, "round \(round)")
+                #expect(try await b.client.send(.stream(streamID, waitForOutcome: true)).state == .failed, "round \(round)")
                 sending.close()
                 reader.close()
             }

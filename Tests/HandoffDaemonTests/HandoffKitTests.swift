@@ -88,7 +88,7 @@ import Testing
         let activity = UserActivity(activityType: note, app: deskApp)
         activity.title = "Draft"
         try await activity.becomeCurrent()
-        let id = try await desk.client.currentActivity().activity.id
+        let id = try await desk.client.send(.currentActivity).activity.id
         try await seen(by: laptop) { $0?.activity?.id == id }
     }
 
@@ -103,29 +103,29 @@ import Testing
             activity.targetContentIdentifier = "note-1"
             activity.keywords = ["food"]
             try await activity.becomeCurrent()
-            let current = try await desk.client.currentActivity().activity
+            let current = try await desk.client.send(.currentActivity).activity
             #expect(current.title == "Groceries" && current.content.userInfo["items"] == .int(3) && current.content.requiredUserInfoKeys == ["items"])
             #expect(current.content.webpageURL == "https://example.org/notes/1" && current.content.targetContentIdentifier == "note-1")
             try await Self.seen(by: laptop) { $0?.activity?.id == current.id }
 
             // A change reaches the other device without another becomeCurrent, same activity.
             activity.title = "Groceries and milk"
-            try await waitUntil("the change given") { (try? await desk.client.currentActivity().activity.title) == "Groceries and milk" }
-            #expect(try await desk.client.currentActivity().activity.id == current.id)
+            try await waitUntil("the change given") { (try? await desk.client.send(.currentActivity).activity.title) == "Groceries and milk" }
+            #expect(try await desk.client.send(.currentActivity).activity.id == current.id)
 
             // Not eligible: the window has no activity for other devices, until it is again.
             activity.isEligibleForHandoff = false
-            try await waitUntil("the activity withdrawn") { (try? await desk.client.currentActivity()) == nil }
+            try await waitUntil("the activity withdrawn") { (try? await desk.client.send(.currentActivity)) == nil }
             let expiry = Date(timeIntervalSinceNow: 3600)
             activity.expirationDate = expiry
             activity.persistentIdentifier = "notes/1"
             activity.isEligibleForHandoff = true
-            try await waitUntil("the activity given again") { (try? await desk.client.currentActivity().activity.content.persistentIdentifier) == "notes/1" }
-            let again = try await desk.client.currentActivity().activity.content
+            try await waitUntil("the activity given again") { (try? await desk.client.send(.currentActivity).activity.content.persistentIdentifier) == "notes/1" }
+            let again = try await desk.client.send(.currentActivity).activity.content
             #expect(abs(Double(again.expirationDate?.microsecondsSinceEpoch ?? 0) / 1_000_000 - expiry.timeIntervalSince1970) < 0.001)
 
             try await activity.resignCurrent()
-            await expectFailure(.noCurrentActivity) { _ = try await desk.client.currentActivity() }
+            await expectFailure(.noCurrentActivity) { _ = try await desk.client.send(.currentActivity) }
             await activity.invalidate()
             do {
                 try await activity.becomeCurrent()
@@ -147,12 +147,12 @@ import Testing
             try await activity.becomeCurrent()
             activity.needsSave = true
             activity.userInfo = ["text": .string("not sent yet")]
-            try await waitUntil("needsSave given") { (try? await desk.client.currentActivity().activity.content.needsSave) == true }
-            #expect(try await desk.client.currentActivity().activity.content.userInfo["text"] == nil, "changes wait for willSave")
-            let id = try await desk.client.currentActivity().activity.id
+            try await waitUntil("needsSave given") { (try? await desk.client.send(.currentActivity).activity.content.needsSave) == true }
+            #expect(try await desk.client.send(.currentActivity).activity.content.userInfo["text"] == nil, "changes wait for willSave")
+            let id = try await desk.client.send(.currentActivity).activity.id
             try await Self.seen(by: laptop) { $0?.activity?.id == id }
 
-            let response = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+            let response = try await laptop.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
             #expect(response.activity.content.userInfo["text"] == .string("typed just now"))
             #expect(response.delivered?.kind == .app && response.delivered?.window == "new")
             try await originator.journal.wait(for: "wasContinued")
@@ -187,9 +187,9 @@ import Testing
             activity.supportsContinuationStreams = true
             activity.delegate = originator
             try await activity.becomeCurrent()
-            let id = try await desk.client.currentActivity().activity.id
+            let id = try await desk.client.send(.currentActivity).activity.id
             try await Self.seen(by: laptop) { $0?.activity?.id == id }
-            let response = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+            let response = try await laptop.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
             #expect(response.delivered?.window == "seven")
             #expect(streamed.withLock { $0 } == Array("attachment bytes".utf8))
             #expect(receiver.journal.all.contains("continue Note 7 seven"))
@@ -203,7 +203,7 @@ import Testing
         try await Self.withApps(laptopReceiver: receiver) { desk, laptop, deskApp, _ in
             try await Self.draftSeen(desk, laptop, deskApp)
             do {
-                _ = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+                _ = try await laptop.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
                 Issue.record("a refusal must fail the continuation")
             } catch let error as HandoffClientError {
                 #expect(error.code == .api(.handlerFailed) && error.message.contains("the editor is saving"))
@@ -263,7 +263,7 @@ import Testing
             // Changed while handoffd is away: what comes back is the latest.
             activity.title = "Survives, edited"
             let again = try await TestDaemon.start(directory: d.directory)
-            try await waitUntil("the activity given again") { (try? await again.client.currentActivity().activity.title) == "Survives, edited" }
+            try await waitUntil("the activity given again") { (try? await again.client.send(.currentActivity).activity.title) == "Survives, edited" }
             #expect(await changes.next() == .some(nil), "registered again")
             try await again.finish()
         }
@@ -283,7 +283,7 @@ import Testing
         #expect(restored.keys.sorted() == ["w7"] && restored["w7"]?.targetContentIdentifier == "item-7")
         let reopened = UserActivity(copying: try #require(restored["w7"]), app: second, window: "w7")
         try await reopened.becomeCurrent()
-        #expect(try await d.client.currentActivity().activity.title == "Item 7")
+        #expect(try await d.client.send(.currentActivity).activity.title == "Item 7")
         try await d.finish()
     }
 
@@ -311,7 +311,7 @@ import Testing
         // At willSave, something else becomes current on desk: what laptop saw is gone.
         let changer = Notes(onSave: { _ in
             let client = HandoffClient(socketPath: deskSocket.withLock { $0 }, timeoutSeconds: 10)
-            _ = try? await client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: Self.note, title: "A script's")))
+            _ = try? await client.send(.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: Self.note, title: "A script's"))))
         })
         try await Self.withApps(laptopReceiver: receiver) { desk, laptop, deskApp, _ in
             deskSocket.withLock { $0 = desk.socketPath }
@@ -320,10 +320,10 @@ import Testing
             activity.delegate = changer
             try await activity.becomeCurrent()
             activity.needsSave = true
-            try await waitUntil("needsSave given") { (try? await desk.client.currentActivity().activity.content.needsSave) == true }
-            let id = try await desk.client.currentActivity().activity.id
+            try await waitUntil("needsSave given") { (try? await desk.client.send(.currentActivity).activity.content.needsSave) == true }
+            let id = try await desk.client.send(.currentActivity).activity.id
             try await Self.seen(by: laptop) { $0?.activity?.id == id }
-            await expectFailure(.activityChanged) { _ = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)) }
+            await expectFailure(.activityChanged) { _ = try await laptop.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))) }
             try await receiver.journal.wait(for: "failed \(Self.note) \(HandoffError.Code.refused(.activityChanged))")
             #expect(receiver.journal.all.first == "willContinue \(Self.note) desk")
         }
@@ -351,12 +351,12 @@ import Testing
         try await Self.withApps(laptopReceiver: receiver, configure: { $0.deadlines.appAnswer = .seconds(10) }) { desk, laptop, deskApp, _ in
             try await Self.draftSeen(desk, laptop, deskApp)
             // Refused by HandoffKit (handler_failed, its words) before handoffd's own deadline (timeout).
-            let message = await expectFailure(.handlerFailed) { _ = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)) }
+            let message = await expectFailure(.handlerFailed) { _ = try await laptop.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))) }
             #expect(message.contains("did not take the activity in time"))
             // Registered again without its types: continuations are launched (no app is installed).
             try await waitUntil("the launch path") {
                 do {
-                    _ = try await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))
+                    _ = try await laptop.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
                     return false
                 } catch {
                     return (error as? HandoffClientError)?.code == .api(.noHandler)
@@ -368,7 +368,7 @@ import Testing
                 return g.waiting
             }.forEach { $0.resume() }
             try await waitUntil("the app receiving again") {
-                (try? await laptop.client.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))?.delivered?.kind == .app
+                (try? await laptop.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))))?.delivered?.kind == .app
             }
         }
     }

@@ -25,7 +25,7 @@ import DaemonCore
 
     @Test func socketAndStateArePrivate() async throws {
         let d = try await TestDaemon.start()
-        _ = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: Self.content()))
+        _ = try await d.client.send(.becomeCurrent(PutCurrentActivityRequest(content: Self.content())))
         #expect(try mode(d.socketPath) == 0o600)
         #expect(try mode(d.directory + "/run") == 0o700)
         #expect(try mode(d.stateDirectory) == 0o700)
@@ -35,22 +35,22 @@ import DaemonCore
 
     @Test func everyValueTypeRoundTripsThroughTheDaemon() async throws {
         let d = try await TestDaemon.start()
-        let put = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: Self.content(userInfo: Self.everyValue)))
-        let got = try await d.client.currentActivity()
+        let put = try await d.client.send(.becomeCurrent(PutCurrentActivityRequest(content: Self.content(userInfo: Self.everyValue))))
+        let got = try await d.client.send(.currentActivity)
         #expect(got.activity == put.activity)
         #expect(got.activity.userInfo == Self.everyValue)
         #expect(got.activity.content == Self.content(userInfo: Self.everyValue))
         #expect(got.warnings.isEmpty)
-        let resigned = try await d.client.resignCurrent()
+        let resigned = try await d.client.send(.resignCurrent)
         #expect(resigned.resigned?.id == put.activity.id)
-        await #expect(throws: HandoffClientError.self) { try await d.client.currentActivity() }
-        #expect(try await d.client.resignCurrent().resigned == nil, "resigning twice is fine")
+        await #expect(throws: HandoffClientError.self) { try await d.client.send(.currentActivity) }
+        #expect(try await d.client.send(.resignCurrent).resigned == nil, "resigning twice is fine")
         try await d.finish()
     }
 
     @Test func badActivitiesAreRefusedAndChangeNothing() async throws {
         let d = try await TestDaemon.start(limits: ActivityLimits(maximumEncodedSize: 4096))
-        let good = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: Self.content()))
+        let good = try await d.client.send(.becomeCurrent(PutCurrentActivityRequest(content: Self.content())))
         let cases: [(ActivityContent, APIErrorCode)] = [
             (ActivityContent(type: "nodots"), .invalidType),
             (ActivityContent(type: "a.b", title: "line\nbreak"), .invalidTitle),
@@ -62,22 +62,22 @@ import DaemonCore
         ]
         for (content, code) in cases {
             do {
-                _ = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: content))
+                _ = try await d.client.send(.becomeCurrent(PutCurrentActivityRequest(content: content)))
                 Issue.record("accepted \(content)")
             } catch {
                 #expect(error.code == .api(code), "\(error)")
                 #expect(!error.message.contains("\n"))
             }
-            #expect(try await d.client.currentActivity().activity == good.activity, "state unchanged after \(code)")
+            #expect(try await d.client.send(.currentActivity).activity == good.activity, "state unchanged after \(code)")
         }
         try await d.finish()
     }
 
     @Test func largeActivitiesWarn() async throws {
         let d = try await TestDaemon.start()
-        let r = try await d.client.becomeCurrent(
+        let r = try await d.client.send(.becomeCurrent(
             PutCurrentActivityRequest(content: Self.content(userInfo: ["blob": .data(Data(count: 4000))]))
-        )
+        ))
         #expect(r.encodedSize > 4000)
         #expect(r.warnings.count == 1)
         #expect(r.warnings.first?.contains("3 KiB") == true)
@@ -86,23 +86,23 @@ import DaemonCore
 
     @Test func updatesKeepIdentityAndTypeIsImmutable() async throws {
         let d = try await TestDaemon.start()
-        let first = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: Self.content())).activity
+        let first = try await d.client.send(.becomeCurrent(PutCurrentActivityRequest(content: Self.content()))).activity
         var changed = Self.content(userInfo: ["page": .int(4)])
         changed.title = "Report v2"
-        let updated = try await d.client.becomeCurrent(PutCurrentActivityRequest(id: first.id, content: changed)).activity
+        let updated = try await d.client.send(.becomeCurrent(PutCurrentActivityRequest(id: first.id, content: changed))).activity
         #expect(updated.id == first.id)
         #expect(updated.createdAt == first.createdAt)
         #expect(updated.updatedAt >= first.updatedAt)
         #expect(updated.userInfo["page"] == .int(4))
 
         do {
-            _ = try await d.client.becomeCurrent(PutCurrentActivityRequest(id: first.id, content: Self.content("com.example.other")))
+            _ = try await d.client.send(.becomeCurrent(PutCurrentActivityRequest(id: first.id, content: Self.content("com.example.other"))))
             Issue.record("type changed")
         } catch {
             #expect(error.code == .api(.typeImmutable))
         }
         do {
-            _ = try await d.client.becomeCurrent(PutCurrentActivityRequest(id: UUID(), content: Self.content()))
+            _ = try await d.client.send(.becomeCurrent(PutCurrentActivityRequest(id: UUID(), content: Self.content())))
             Issue.record("stale id accepted")
         } catch {
             #expect(error.code == .api(.activityChanged))
@@ -112,10 +112,10 @@ import DaemonCore
 
     @Test func eventsArriveInOrder() async throws {
         let d = try await TestDaemon.start()
-        let subscription = try await d.client.events()
-        let a = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: Self.content())).activity
-        let b = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: Self.content("com.example.b"))).activity
-        _ = try await d.client.resignCurrent()
+        let subscription = try await d.client.subscribe(.events)
+        let a = try await d.client.send(.becomeCurrent(PutCurrentActivityRequest(content: Self.content()))).activity
+        let b = try await d.client.send(.becomeCurrent(PutCurrentActivityRequest(content: Self.content("com.example.b")))).activity
+        _ = try await d.client.send(.resignCurrent)
         #expect(try await subscription.next()?.body == .currentActivityChanged(a))
         #expect(try await subscription.next()?.body == .currentActivityChanged(b))
         #expect(try await subscription.next()?.body == .currentActivityResigned(activityID: b.id, reason: .resigned))
@@ -126,36 +126,36 @@ import DaemonCore
 
     @Test func expiredActivitiesAreWithdrawn() async throws {
         let d = try await TestDaemon.start()
-        let subscription = try await d.client.events()
+        let subscription = try await d.client.subscribe(.events)
         var content = Self.content()
         content.expirationDate = Timestamp.now().adding(seconds: 8)  // room for a loaded machine (the end-to-end suites run beside)
-        let a = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: content)).activity
+        let a = try await d.client.send(.becomeCurrent(PutCurrentActivityRequest(content: content))).activity
         #expect(try await subscription.next()?.body == .currentActivityChanged(a))
         #expect(try await subscription.next()?.body == .currentActivityResigned(activityID: a.id, reason: .expired))
-        await #expect(throws: HandoffClientError.self) { try await d.client.currentActivity() }
+        await #expect(throws: HandoffClientError.self) { try await d.client.send(.currentActivity) }
         try await d.finish()
     }
 
     @Test func theCurrentActivitySurvivesARestartUnlessItExpired() async throws {
         let first = try await TestDaemon.start()
-        let a = try await first.client.becomeCurrent(PutCurrentActivityRequest(content: Self.content(userInfo: Self.everyValue))).activity
+        let a = try await first.client.send(.becomeCurrent(PutCurrentActivityRequest(content: Self.content(userInfo: Self.everyValue)))).activity
         try await first.stop()
 
         let clock = ManualDaemonClock()
         let second = try await TestDaemon.start(directory: first.directory) { $0.clock = clock }
-        #expect(try await second.client.currentActivity().activity == a)
+        #expect(try await second.client.send(.currentActivity).activity == a)
         var brief = Self.content()
         let expiry = Timestamp.now().adding(seconds: 60)
         brief.expirationDate = expiry
-        let made = try await second.client.becomeCurrent(PutCurrentActivityRequest(content: brief)).activity
-        #expect(try await second.client.currentActivity().activity.id == made.id, "still current when the daemon stops (else this tests nothing)")
+        let made = try await second.client.send(.becomeCurrent(PutCurrentActivityRequest(content: brief))).activity
+        #expect(try await second.client.send(.currentActivity).activity.id == made.id, "still current when the daemon stops (else this tests nothing)")
         try await second.stop()
         // The daemon is down while the activity expires.
         clock.advance(seconds: clock.now().microseconds(until: expiry) / 1_000_000 + 1)
 
         let third = try await TestDaemon.start(directory: first.directory) { $0.clock = clock }
         do {
-            _ = try await third.client.currentActivity()
+            _ = try await third.client.send(.currentActivity)
             Issue.record("an activity that expired while the daemon was down came back")
         } catch {
             #expect(error.code == .api(.noCurrentActivity))
@@ -170,7 +170,7 @@ import DaemonCore
         let garbage = Data("HO\u{2}not version one".utf8)
         try garbage.write(to: URL(fileURLWithPath: dir + "/state/handoff/current-activity"))
         let d = try await TestDaemon.start(directory: dir)
-        await #expect(throws: HandoffClientError.self) { try await d.client.currentActivity() }
+        await #expect(throws: HandoffClientError.self) { try await d.client.send(.currentActivity) }
         #expect(try Data(contentsOf: URL(fileURLWithPath: d.stateDirectory + "/current-activity.unreadable")) == garbage)
         try await d.finish()
     }
@@ -186,7 +186,7 @@ import DaemonCore
             #expect(e.code == .alreadyRunning)
             #expect(e.message.contains("already running"))
         }
-        #expect(try await d.client.status().pid == getpid(), "the first daemon still answers")
+        #expect(try await d.client.send(.status).pid == getpid(), "the first daemon still answers")
         try await d.stop()
         #expect(!FileManager.default.fileExists(atPath: d.socketPath), "a clean stop removes the socket")
 
@@ -201,7 +201,7 @@ import DaemonCore
         close(fd)
         #expect(bound == 0)
         let restarted = try await TestDaemon.start(directory: d.directory)
-        #expect(try await restarted.client.status().socketPath == d.socketPath)
+        #expect(try await restarted.client.send(.status).socketPath == d.socketPath)
         try await restarted.finish()
     }
 
@@ -266,7 +266,7 @@ import DaemonCore
         // sending fails). Before, the connection closed without one: "lost the connection".
         let farTooLarge = try await raw("PUT", "/v1/activity/current", body: [UInt8](repeating: 0x20, count: 8 << 20))
         #expect(farTooLarge.0 == 413 && farTooLarge.1.contains("request_too_large"))
-        #expect(try await d.client.status().currentActivity == nil)
+        #expect(try await d.client.send(.status).currentActivity == nil)
         try await d.finish()
     }
 
@@ -294,7 +294,7 @@ import DaemonCore
         // Not before the deadline.
         let patient = try await TestDaemon.start()
         let waiting = try await halfRequests(patient)
-        _ = try await patient.client.status()
+        _ = try await patient.client.send(.status)
         for (name, connection) in waiting {
             #expect(connection.isOpenAndSilent, "\(name): closed or answered before the request deadline")
         }
@@ -302,7 +302,7 @@ import DaemonCore
 
         let d = try await TestDaemon.start { $0.deadlines.localRequest = .seconds(1) }
         let connections = try await halfRequests(d)
-        let events = try await d.client.events()
+        let events = try await d.client.subscribe(.events)
         // Each read blocks until the daemon closes the connection: on threads of their own.
         await withTaskGroup(of: Void.self) { group in
             for (name, connection) in connections {
@@ -320,7 +320,7 @@ import DaemonCore
             }
         }
         // The events stream outlived the timeout: it still delivers.
-        _ = try await d.client.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "com.example.late", title: "Late")))
+        _ = try await d.client.send(.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "com.example.late", title: "Late"))))
         var sawIt = false
         while let event = try await events.next() {
             if case .currentActivityChanged(let a) = event.body, a.type == "com.example.late" {

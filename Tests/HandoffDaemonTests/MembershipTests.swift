@@ -13,18 +13,18 @@ import Testing
     /// refuses to continue without trying the network.
     @Test func aRemovedDeviceIsToldAtOnce() async throws {
         let (a, b) = try await AccountTests.pair()
-        _ = try await b.client.sync(SyncRequest(peer: a.peerAddress))
-        let bID = try await b.client.account().deviceID
-        _ = try await a.client.removeDevice("laptop")
-        try await Rig.waitFor("B to be told") { try await b.client.account().removal != nil }
-        let removal = try #require(try await b.client.account().removal)
+        _ = try await b.client.send(.sync(SyncRequest(peer: a.peerAddress)))
+        let bID = try await b.client.send(.account).deviceID
+        _ = try await a.client.send(.removeDevice("laptop"))
+        try await Rig.waitFor("B to be told") { try await b.client.send(.account).removal != nil }
+        let removal = try #require(try await b.client.send(.account).removal)
         #expect(removal.byName == "desk" && removal.accountName == "Ana's devices" && removal.reason == .removed, "\(removal)")
         #expect(removal.sentence.hasPrefix("removed from \"Ana's devices\" by desk at "), "\(removal.sentence)")
-        let message = await expectFailure(.revoked) { _ = try await b.client.continueActivity(ContinueRequest(peer: "desk")) }
+        let message = await expectFailure(.revoked) { _ = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk"))) }
         #expect(message.contains("removed from") && message.contains("by desk") && message.contains("handoffctl account leave"), "\(message)")
-        await expectFailure(.revoked) { _ = try await b.client.sync(SyncRequest(peer: a.peerAddress)) }
-        #expect(try await a.client.devices().revoked.first { $0.id == bID }?.byName == "desk")
-        #expect(try await b.client.status().account?.removal != nil)
+        await expectFailure(.revoked) { _ = try await b.client.send(.sync(SyncRequest(peer: a.peerAddress))) }
+        #expect(try await a.client.send(.devices).revoked.first { $0.id == bID }?.byName == "desk")
+        #expect(try await b.client.send(.status).account?.removal != nil)
         for d in [a, b] { try await d.finish() }
     }
 
@@ -34,27 +34,27 @@ import Testing
         let (a, _) = try await AccountTests.pair()
         let (c, joined) = try await AccountTests.joinNew(a, name: "phone")
         try await c.stop()
-        _ = try await a.client.removeDevice("phone")
+        _ = try await a.client.send(.removeDevice("phone"))
 
         var again = try await TestDaemon.start(directory: c.directory)
-        #expect(try await again.client.account().removal == nil, "not told yet")
-        let message = await expectFailure(.revoked) { _ = try await again.client.sync(SyncRequest(peer: a.peerAddress)) }
+        #expect(try await again.client.send(.account).removal == nil, "not told yet")
+        let message = await expectFailure(.revoked) { _ = try await again.client.send(.sync(SyncRequest(peer: a.peerAddress))) }
         #expect(message.contains("removed from") && message.contains("by desk"), "\(message)")
-        #expect(try await again.client.account().removal?.byName == "desk")
+        #expect(try await again.client.send(.account).removal?.byName == "desk")
         try await again.stop()
         again = try await TestDaemon.start(directory: c.directory)
-        #expect(try await again.client.account().removal?.byName == "desk", "kept across a restart")
-        await expectFailure(.revoked) { _ = try await again.client.continueActivity(ContinueRequest(peer: "desk")) }
+        #expect(try await again.client.send(.account).removal?.byName == "desk", "kept across a restart")
+        await expectFailure(.revoked) { _ = try await again.client.send(.continueActivity(ContinueRequest(peer: "desk"))) }
 
-        let left = try await again.client.leaveAccount()
+        let left = try await again.client.send(.leaveAccount())
         #expect(left.accountName == "Ana's devices" && left.told.isEmpty)
-        await expectFailure(.noAccount) { _ = try await again.client.account() }
+        await expectFailure(.noAccount) { _ = try await again.client.send(.account) }
         #expect(!FileManager.default.fileExists(atPath: again.stateDirectory + "/account"), "keys and state are gone")
         let (code2, updates2) = try await AccountTests.invite(a)
         let rejoined = try await AccountTests.join(again, a, code: code2, name: "phone")
         _ = try await updates2.next()
         #expect(rejoined.deviceID != joined.deviceID && rejoined.removal == nil)
-        _ = try await again.client.sync(SyncRequest(peer: a.peerAddress))
+        _ = try await again.client.send(.sync(SyncRequest(peer: a.peerAddress)))
         try await again.finish()
         try await a.finish()
     }
@@ -66,15 +66,15 @@ import Testing
         let (a, b) = try await AccountTests.pair()
         let (c, phone) = try await AccountTests.joinNew(a, name: "phone")
         try await b.stop()
-        _ = try await a.client.removeDevice("phone")
+        _ = try await a.client.send(.removeDevice("phone"))
 
         let back = try await TestDaemon.start(directory: b.directory)
-        #expect(try await back.client.devices().revoked.isEmpty, "not heard yet")
-        _ = try await a.client.sync(SyncRequest(peer: back.peerAddress))
-        try await Rig.waitFor("B to learn the removal") { try await back.client.devices().revoked.contains { $0.id == phone.deviceID } }
-        _ = try await back.client.sync(SyncRequest(peer: a.peerAddress))
+        #expect(try await back.client.send(.devices).revoked.isEmpty, "not heard yet")
+        _ = try await a.client.send(.sync(SyncRequest(peer: back.peerAddress)))
+        try await Rig.waitFor("B to learn the removal") { try await back.client.send(.devices).revoked.contains { $0.id == phone.deviceID } }
+        _ = try await back.client.send(.sync(SyncRequest(peer: a.peerAddress)))
         // C holds the previous secret too, but not a certificate the others accept any more.
-        await expectFailure(.revoked) { _ = try await c.client.sync(SyncRequest(peer: back.peerAddress)) }
+        await expectFailure(.revoked) { _ = try await c.client.send(.sync(SyncRequest(peer: back.peerAddress))) }
         for d in [a, back, c] { try await d.finish() }
     }
 
@@ -82,26 +82,26 @@ import Testing
     /// the key holder itself leaves only last, or when forced.
     @Test func leavingTellsTheKeyHolder() async throws {
         let (a, b) = try await AccountTests.pair()
-        _ = try await b.client.sync(SyncRequest(peer: a.peerAddress))
-        let bID = try await b.client.account().deviceID
-        await expectFailure(.accountExists) { _ = try await a.client.leaveAccount() }
-        let left = try await b.client.leaveAccount()
+        _ = try await b.client.send(.sync(SyncRequest(peer: a.peerAddress)))
+        let bID = try await b.client.send(.account).deviceID
+        await expectFailure(.accountExists) { _ = try await a.client.send(.leaveAccount()) }
+        let left = try await b.client.send(.leaveAccount())
         #expect(left.removedByKeyHolder && left.told == ["desk"], "\(left)")
-        let record = try #require(try await a.client.devices().revoked.first { $0.id == bID })
+        let record = try #require(try await a.client.send(.devices).revoked.first { $0.id == bID })
         #expect(record.reason == .left && record.byName == "laptop", "\(record)")
-        #expect(try await a.client.account().deviceCount == 1)
-        let alone = try await a.client.leaveAccount()
+        #expect(try await a.client.send(.account).deviceCount == 1)
+        let alone = try await a.client.send(.leaveAccount())
         #expect(alone.accountName == "Ana's devices")
         for d in [a, b] { try await d.finish() }
     }
 
     @Test func theKeyHolderLeavesOthersBehindOnlyWhenForced() async throws {
         let (a, b) = try await AccountTests.pair()
-        let message = await expectFailure(.accountExists) { _ = try await a.client.leaveAccount() }
+        let message = await expectFailure(.accountExists) { _ = try await a.client.send(.leaveAccount()) }
         #expect(message.contains("laptop") && message.contains("--force"), "\(message)")
-        _ = try await a.client.leaveAccount(LeaveRequest(force: true))
-        await expectFailure(.noAccount) { _ = try await a.client.account() }
-        #expect(try await b.client.account().deviceCount == 2, "the others keep the account")
+        _ = try await a.client.send(.leaveAccount(LeaveRequest(force: true)))
+        await expectFailure(.noAccount) { _ = try await a.client.send(.account) }
+        #expect(try await b.client.send(.account).deviceCount == 2, "the others keep the account")
         for d in [a, b] { try await d.finish() }
     }
 
@@ -109,29 +109,29 @@ import Testing
     /// renames itself through the key holder, and every device with a session learns at once.
     @Test func renamesSpreadToTheOtherDevices() async throws {
         let (a, b) = try await AccountTests.pair()
-        _ = try await b.client.sync(SyncRequest(peer: a.peerAddress))
-        let bID = try await b.client.account().deviceID
-        let renamed = try await a.client.renameDevice(RenameDeviceRequest(device: "laptop", name: "travel laptop"))
+        _ = try await b.client.send(.sync(SyncRequest(peer: a.peerAddress)))
+        let bID = try await b.client.send(.account).deviceID
+        let renamed = try await a.client.send(.renameDevice(RenameDeviceRequest(device: "laptop", name: "travel laptop")))
         #expect(renamed.id == bID && renamed.name == "travel laptop" && !renamed.isThisDevice)
-        try await Rig.waitFor("B to learn its new name") { try await b.client.account().deviceName == "travel laptop" }
-        #expect(try await b.client.devices().devices.first { $0.isThisDevice }?.name == "travel laptop")
+        try await Rig.waitFor("B to learn its new name") { try await b.client.send(.account).deviceName == "travel laptop" }
+        #expect(try await b.client.send(.devices).devices.first { $0.isThisDevice }?.name == "travel laptop")
 
-        let mine = try await b.client.renameDevice(RenameDeviceRequest(name: "laptop"))
+        let mine = try await b.client.send(.renameDevice(RenameDeviceRequest(name: "laptop")))
         #expect(mine.name == "laptop" && mine.isThisDevice)
-        #expect(try await a.client.devices().devices.first { $0.id == bID }?.name == "laptop")
-        #expect(try await a.client.peers().peers.first { $0.id == bID }?.name == "laptop", "peers shows the new name")
+        #expect(try await a.client.send(.devices).devices.first { $0.id == bID }?.name == "laptop")
+        #expect(try await a.client.send(.peers).peers.first { $0.id == bID }?.name == "laptop", "peers shows the new name")
         try await Rig.waitFor("A renamed itself, on B") {
-            _ = try? await a.client.renameDevice(RenameDeviceRequest(name: "big desk"))
-            return try await b.client.peers().peers.first?.name == "big desk"
+            _ = try? await a.client.send(.renameDevice(RenameDeviceRequest(name: "big desk")))
+            return try await b.client.send(.peers).peers.first?.name == "big desk"
         }
 
-        await expectFailure(.notAccountAdmin) { _ = try await b.client.renameDevice(RenameDeviceRequest(device: "big desk", name: "x")) }
-        await expectFailure(.accountExists) { _ = try await a.client.renameDevice(RenameDeviceRequest(device: "laptop", name: "Big Desk")) }
-        await expectFailure(.badRequest) { _ = try await a.client.renameDevice(RenameDeviceRequest(name: "two\nlines")) }
+        await expectFailure(.notAccountAdmin) { _ = try await b.client.send(.renameDevice(RenameDeviceRequest(device: "big desk", name: "x"))) }
+        await expectFailure(.accountExists) { _ = try await a.client.send(.renameDevice(RenameDeviceRequest(device: "laptop", name: "Big Desk"))) }
+        await expectFailure(.badRequest) { _ = try await a.client.send(.renameDevice(RenameDeviceRequest(name: "two\nlines"))) }
         try await a.stop()
-        let message = await expectFailure(.unreachable) { _ = try await b.client.renameDevice(RenameDeviceRequest(name: "tablet")) }
+        let message = await expectFailure(.unreachable) { _ = try await b.client.send(.renameDevice(RenameDeviceRequest(name: "tablet"))) }
         #expect(message.contains("account key"), "\(message)")
-        #expect(try await b.client.account().deviceName == "laptop", "unchanged when the key holder is away")
+        #expect(try await b.client.send(.account).deviceName == "laptop", "unchanged when the key holder is away")
         try await b.finish()
         TempDirectory.remove(a.directory)
     }

@@ -20,7 +20,7 @@ import Testing
 
     @Test func strangersGetNoApplicationData() async throws {
         let a = try await TestDaemon.start()
-        _ = try await a.client.createAccount(CreateAccountRequest(deviceName: "desk"))
+        _ = try await a.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
         let port = a.daemon.peerPort
         let files = Files(directory: try TempDirectory.make(prefix: "handoff-sclient"))
         defer { TempDirectory.remove(files.directory) }

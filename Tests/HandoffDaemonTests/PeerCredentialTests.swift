@@ -35,9 +35,9 @@ import Testing
             return
         }
         let d = try await TestDaemon.start()
-        let before = try await d.client.becomeCurrent(
+        let before = try await d.client.send(.becomeCurrent(
             PutCurrentActivityRequest(content: ActivityContent(type: "com.example.secret", title: "Mine"))
-        )
+        ))
         let curl = ["/usr/bin/curl", "-s", "-w", "\n%{http_code}", "--unix-socket", d.socketPath]
 
         // Layer 1: the file mode. The connection never happens.
@@ -58,7 +58,7 @@ import Testing
         }
         let put = try await asNobody(curl + ["-X", "PUT", "-d", #"{"type":"com.evil.x"}"#, "http://handoffd/v1/activity/current"])
         #expect(put.stdout.hasSuffix("\n403"), "\(put)")
-        #expect(try await d.client.currentActivity().activity == before.activity, "the refused requests changed nothing")
+        #expect(try await d.client.send(.currentActivity).activity == before.activity, "the refused requests changed nothing")
         try await d.finish()
     }
 }

@@ -51,7 +51,7 @@ import Testing
     /// of an hour, it is still open while another peer completes a whole exchange — not before.
     @Test func aSilentPeerIsDisconnectedAtTheHandshakeDeadline() async throws {
         let patient = try await TestDaemon.start { $0.handshakeTimeoutSeconds = 3600 }
-        _ = try await patient.client.createAccount(CreateAccountRequest())
+        _ = try await patient.client.send(.createAccount(CreateAccountRequest()))
         let waiting = try #require(SilentConnection(port: patient.daemon.peerPort))
         let answered = try #require(SilentConnection(port: patient.daemon.peerPort))
         #expect(await Task.detached { answered.refusedAfterAStrangersHello(within: 30) }.value, "another peer's hello was not answered")
@@ -59,7 +59,7 @@ import Testing
         try await patient.finish()
 
         let a = try await TestDaemon.start { $0.handshakeTimeoutSeconds = 0.5 }
-        _ = try await a.client.createAccount(CreateAccountRequest())
+        _ = try await a.client.send(.createAccount(CreateAccountRequest()))
         let silent = try #require(SilentConnection(port: a.daemon.peerPort))
         #expect(await Task.detached { silent.closedByServer(within: 60) }.value)
         try await a.finish()
@@ -73,7 +73,7 @@ import Testing
             $0.admissionLimits.perAddress = 100
             $0.admissionLimits.handshakesPerMinute = 100
         }
-        _ = try await a.client.createAccount(CreateAccountRequest())
+        _ = try await a.client.send(.createAccount(CreateAccountRequest()))
         let port = a.daemon.peerPort
         let held = (0..<3).compactMap { _ in SilentConnection(port: port) }
         #expect(held.count == 3)

@@ -40,7 +40,7 @@ import Testing
         let heard = try #require(handler.heard.withLock { $0.first })
         #expect(heard.0 == "laptop" && heard.1 == said)
         // The session goes on, its other kinds answered as before: the laptop continues.
-        let continued = try await b.client.continueActivity(ContinueRequest(peer: "desk"))
+        let continued = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk")))
         #expect(continued.activity.id == activity.id)
         try await a.finish()
         try await b.finish()

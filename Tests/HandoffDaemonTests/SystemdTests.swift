@@ -66,7 +66,7 @@ import Testing
         #expect(ready.contains("STATUS=port \(daemon.daemon.peerPort); "), "\(ready)")
         _ = try await socket.waitFor("WATCHDOG=1")
         _ = try await socket.waitFor("WATCHDOG=1")
-        _ = try await daemon.client.becomeCurrent(.init(content: .init(type: "com.example.systemd", title: "status")))
+        _ = try await daemon.client.send(.becomeCurrent(.init(content: .init(type: "com.example.systemd", title: "status"))))
         let status = try await socket.waitFor("STATUS=")
         #expect(status.contains("an activity is current"), "\(status)")
         try await daemon.stop()

@@ -22,7 +22,7 @@ struct AccountCreate: ParsableCommand {
     var json = false
 
     func run() throws {
-        let info = try global.client(root).createAccount(CreateAccountRequest(name: name, deviceName: deviceName))
+        let info = try global.client(root).send(.createAccount(CreateAccountRequest(name: name, deviceName: deviceName)))
         if json { return try Terminal.json(info) }
         AccountShow.describe(info).forEach(Terminal.out)
         Terminal.diagnostic("handoffctl: next, on this device: handoffctl account invite\n")

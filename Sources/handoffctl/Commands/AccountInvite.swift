@@ -24,7 +24,7 @@ struct AccountInvite: ParsableCommand {
     var json = false
 
     func run() throws {
-        let updates = try global.client(root).invite()
+        let updates = try global.client(root).subscribe(.invite)
         while let update = try updates.next() {
             if json {
                 try Terminal.json(update, pretty: false)

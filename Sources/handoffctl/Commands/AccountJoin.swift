@@ -28,7 +28,7 @@ struct AccountJoin: ParsableCommand {
     var json = false
 
     func run() throws {
-        let info = try global.client(root).joinAccount(JoinAccountRequest(code: code, peer: peer, deviceName: deviceName))
+        let info = try global.client(root).send(.joinAccount(JoinAccountRequest(code: code, peer: peer, deviceName: deviceName)))
         if json { return try Terminal.json(info) }
         AccountShow.describe(info).forEach(Terminal.out)
     }

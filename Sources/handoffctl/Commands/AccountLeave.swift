@@ -28,7 +28,7 @@ struct AccountLeave: ParsableCommand {
     var json = false
 
     func run() throws {
-        let left = try global.client(root).leaveAccount(LeaveRequest(force: force))
+        let left = try global.client(root).send(.leaveAccount(LeaveRequest(force: force)))
         if json { return try Terminal.json(left) }
         Terminal.out("left \(displayQuoted(left.accountName)); this device can join an account again (handoffctl account join CODE)")
         if left.wasRemoved {

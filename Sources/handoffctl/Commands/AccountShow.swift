@@ -17,7 +17,7 @@ struct AccountShow: ParsableCommand {
     var json = false
 
     func run() throws {
-        let info = try global.client(root).account()
+        let info = try global.client(root).send(.account)
         if json { return try Terminal.json(info) }
         AccountShow.describe(info).forEach(Terminal.out)
     }

@@ -33,7 +33,7 @@ struct AccountSync: ParsableCommand {
     }
 
     func run() throws {
-        let result = try global.client(root).sync(SyncRequest(peer: peer ?? peerOption ?? ""))
+        let result = try global.client(root).send(.sync(SyncRequest(peer: peer ?? peerOption ?? "")))
         if json { return try Terminal.json(result) }
         Terminal.out(
             "\(safe(result.peerName)) (\(result.peerID.short)…) accepted this device; account state version \(result.stateVersion)\(result.updated ? " (updated)" : "")"

@@ -110,7 +110,7 @@ struct BecomeCurrent: ParsableCommand {
             throw CLIError(ExitStatus(APIErrorCode(error.code)), error.message)
         }
         let client = global.client(root)
-        let response = try client.becomeCurrent(PutCurrentActivityRequest(content: content))
+        let response = try client.send(.becomeCurrent(PutCurrentActivityRequest(content: content)))
         for warning in response.warnings { Terminal.warning(warning) }
         if json {
             try Terminal.json(response, pretty: !staysAttached)

@@ -39,7 +39,7 @@ struct Config: ParsableCommand {
 
     func run() throws {
         let client = global.client(root)
-        let settings = try value.map { try client.changeSettings(SettingsChange(handoff: $0 == "on")) } ?? client.settings()
+        let settings = try value.map { try client.send(.changeSettings(SettingsChange(handoff: $0 == "on"))) } ?? client.send(.settings)
         if json { return try Terminal.json(settings) }
         Terminal.out("handoff \(settings.handoff ? "on" : "off")")
     }

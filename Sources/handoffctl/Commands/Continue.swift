@@ -56,7 +56,7 @@ struct Continue: ParsableCommand {
             delivery: json || streaming ? .returnToCaller : .dispatch,
             environment: SessionEnvironment.pick(ProcessInfo.processInfo.environment)
         )
-        let response = try client.continueActivity(request)
+        let response = try client.send(.continueActivity(request))
         if json {
             try Terminal.json(response.activity)
         } else if !streaming {
@@ -67,14 +67,14 @@ struct Continue: ParsableCommand {
         if let streamTo {
             info = try StreamTransfer.receive(continuationID: response.continuationID, into: streamTo, client: client, progress: !json)
         } else {
-            info = try StreamTransfer.exec(streamExec!, on: client.openStream(continuationID: response.continuationID), client: client)
+            info = try StreamTransfer.exec(streamExec!, on: client.pipe(.openStream(continuationID: response.continuationID)), client: client)
         }
         Terminal.diagnostic("handoffctl: stream from \(safe(response.peerName)) done: received \(info.bytesReceived) bytes, sent \(info.bytesSent)\n")
     }
 
     /// The device whose current activity is the newest, by id; says which on stderr.
     static func newest(_ client: HandoffClient) throws -> String {
-        let peers = try client.peers().peers
+        let peers = try client.send(.peers).peers
         guard let (peer, activity) = peers.compactMap({ p in p.activity.map { (p, $0) } }).max(by: { $0.1.updatedAt < $1.1.updatedAt }) else {
             throw CLIError(.noCurrentActivity, "none of your other devices has a current activity (see handoffctl peers)")
         }

@@ -15,7 +15,7 @@ struct Current: ParsableCommand {
     var json = false
 
     func run() throws {
-        let response = try global.client(root).currentActivity()
+        let response = try global.client(root).send(.currentActivity)
         if json {
             try Terminal.json(response.activity)
         } else {

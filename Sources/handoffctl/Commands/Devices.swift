@@ -21,9 +21,9 @@ struct DevicesList: ParsableCommand {
 
     func run() throws {
         let client = global.client(root)
-        let list = try client.devices()
+        let list = try client.send(.devices)
         if json { return try Terminal.json(list) }
-        if let removal = try client.account().removal {
+        if let removal = try client.send(.account).removal {
             Terminal.diagnostic("handoffctl: this device was \(safe(removal.sentence)); \(removal.advice)\n")
         }
         let nameWidth = min(32, max(4, list.devices.map { safe($0.name).count }.max() ?? 0))

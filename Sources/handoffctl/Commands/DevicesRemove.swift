@@ -22,7 +22,7 @@ struct DevicesRemove: ParsableCommand {
     var json = false
 
     func run() throws {
-        let removed = try global.client(root).removeDevice(id)
+        let removed = try global.client(root).send(.removeDevice(id))
         if json { return try Terminal.json(removed) }
         Terminal.out("removed \(removed.id.text) \(safe(removed.name))")
     }

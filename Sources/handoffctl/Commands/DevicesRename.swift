@@ -32,7 +32,7 @@ struct DevicesRename: ParsableCommand {
 
     func run() throws {
         let request = names.count == 2 ? RenameDeviceRequest(device: names[0], name: names[1]) : RenameDeviceRequest(name: names[0])
-        let renamed = try global.client(root).renameDevice(request)
+        let renamed = try global.client(root).send(.renameDevice(request))
         if json { return try Terminal.json(renamed) }
         Terminal.out("\(renamed.id.short)… is now called \(displayQuoted(renamed.name))\(renamed.isThisDevice ? " (this device)" : "")")
     }

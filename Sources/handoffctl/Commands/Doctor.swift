@@ -65,7 +65,7 @@ struct Doctor: ParsableCommand {
         var checks: [Check] = []
         let status: DaemonStatus
         do {
-            status = try client.status()
+            status = try client.send(.status)
             checks.append(Check(name: "daemon", verdict: .ok, message: "handoffd \(status.version) is running (pid \(status.pid))"))
         } catch {
             checks.append(
@@ -137,7 +137,7 @@ struct Doctor: ParsableCommand {
             )
         }
 
-        let peers = status.account == nil ? [] : (try? client.peers())?.peers ?? []
+        let peers = status.account == nil ? [] : (try? client.send(.peers))?.peers ?? []
         if status.account != nil, status.discovery.state == .running {
             let viaMulticast = peers.filter { $0.foundVia.contains("mdns") }.count
             if viaMulticast > 0 || status.strangers > 0 {

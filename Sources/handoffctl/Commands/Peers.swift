@@ -16,7 +16,7 @@ struct Peers: ParsableCommand {
     var json = false
 
     func run() throws {
-        let response = try global.client(root).peers()
+        let response = try global.client(root).send(.peers)
         if json { return try Terminal.json(response) }
         let now = Timestamp.now()
         let reachable = response.peers.filter(\.reachable)

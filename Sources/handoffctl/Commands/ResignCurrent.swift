@@ -16,7 +16,7 @@ struct ResignCurrent: ParsableCommand {
     var json = false
 
     func run() throws {
-        let response = try global.client(root).resignCurrent()
+        let response = try global.client(root).send(.resignCurrent)
         if json {
             try Terminal.json(response)
         } else if let resigned = response.resigned {

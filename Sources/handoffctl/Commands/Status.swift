@@ -13,7 +13,7 @@ struct Status: ParsableCommand {
     var json = false
 
     func run() throws {
-        let status = try global.client(root).status()
+        let status = try global.client(root).send(.status)
         if json {
             try Terminal.json(status)
             return

@@ -16,7 +16,7 @@ struct Streams: ParsableCommand {
     var json = false
 
     func run() throws {
-        let response = try global.client(root).streams()
+        let response = try global.client(root).send(.streams)
         if json { return try Terminal.json(response) }
         if response.streams.isEmpty { Terminal.out("no continuation streams yet") }
         for s in response.streams {

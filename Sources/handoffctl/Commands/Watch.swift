@@ -29,13 +29,13 @@ struct Watch: ParsableCommand {
 
     func run() throws {
         let client = global.client(root)
-        let subscription = try client.events()
+        let subscription = try client.subscribe(.events)
         Terminal.diagnostic("handoffctl: watching \(global.socketPath(root)) (Ctrl-C to stop)\n")
         // Names for what the events name by id: the devices and the activity known already.
         var format = WatchFormat()
         if !json {
-            (try? client.peers())?.peers.forEach { format.know($0) }
-            if let current = try? client.currentActivity() { format.know(current.activity) }
+            (try? client.send(.peers))?.peers.forEach { format.know($0) }
+            if let current = try? client.send(.currentActivity) { format.know(current.activity) }
         }
         while let event = try subscription.next() {
             if json {

@@ -1,0 +1,209 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import HandoffModel
+
+/// One local-API request (docs/local-api.md) and, in its type, what the answer decodes to. The
+/// method comes from `LocalAPIEndpoints`, as the daemon's router reads it, and so does the path
+/// of an endpoint that has a single path. Every request is written once, below; `HandoffClient`
+/// sends any of them, blocking (`send`) or from async code (`await send`).
+public struct LocalAPICall<Answer: Decodable & Sendable>: Sendable {
+    let endpoint: LocalAPIEndpoints.Endpoint
+    /// The path, when the endpoint has several.
+    let path: String?
+    let body: (any Encodable & Sendable)?
+    /// Seconds the answer may take at least, whatever the client's own timeout: for requests
+    /// that reach another device.
+    let patience: Int
+
+    init(_ endpoint: LocalAPIEndpoints.Endpoint, _ path: String? = nil, body: (any Encodable & Sendable)? = nil, patience: Int = 0) {
+        self.endpoint = endpoint
+        self.path = path
+        self.body = body
+        self.patience = patience
+    }
+}
+
+/// A request answered with a stream of newline-delimited JSON (`Element` per line), open until
+/// one side closes it.
+public struct LocalAPISubscription<Element: Decodable & Sendable>: Sendable {
+    let endpoint: LocalAPIEndpoints.Endpoint
+    let body: (any Encodable & Sendable)?
+
+    init(_ endpoint: LocalAPIEndpoints.Endpoint, body: (any Encodable & Sendable)? = nil) {
+        self.endpoint = endpoint
+        self.body = body
+    }
+}
+
+/// A continuation stream to open (the resuming side) or take (the originating side): as a byte
+/// pipe on the API socket (`HandoffClient.pipe`) or spliced to a file (`fileStream`).
+public struct LocalAPIStream: Sendable {
+    let endpoint: LocalAPIEndpoints.Endpoint
+    let path: String
+
+    /// (Resuming) Opens a continuation stream to the app the continuation came from.
+    public static func openStream(continuationID: UUID) -> Self {
+        Self(endpoint: .openContinuationStream, path: LocalAPIRoute.continuationStreams(continuationID))
+    }
+
+    /// (Originating) Takes a stream announced by `streamRequested`.
+    public static func takeStream(_ id: UUID) -> Self {
+        Self(endpoint: .takeStream, path: LocalAPIRoute.stream(id))
+    }
+}
+
+// MARK: The current activity and the device
+
+extension LocalAPICall where Answer == DaemonStatus {
+    public static var status: Self { Self(.status) }
+}
+
+extension LocalAPICall where Answer == DeviceSettings {
+    /// The device's settings (the handoff switch).
+    public static var settings: Self { Self(.getSettings) }
+
+    /// Changes the device's settings; answers them as they now are.
+    public static func changeSettings(_ change: SettingsChange) -> Self { Self(.putSettings, body: change) }
+}
+
+extension LocalAPICall where Answer == CurrentActivityResponse {
+    public static var currentActivity: Self { Self(.getCurrent) }
+
+    public static func becomeCurrent(_ request: PutCurrentActivityRequest) -> Self { Self(.putCurrent, body: request) }
+}
+
+extension LocalAPICall where Answer == ResignResponse {
+    public static var resignCurrent: Self { Self(.deleteCurrent) }
+}
+
+extension LocalAPISubscription where Element == LocalEvent {
+    /// The daemon's events. Subscribing returns once the daemon has accepted the subscription, so
+    /// nothing that happens after is missed.
+    public static var events: Self { Self(.events) }
+}
+
+// MARK: Account and devices
+
+extension LocalAPICall where Answer == AccountInfo {
+    public static var account: Self { Self(.getAccount) }
+
+    public static func createAccount(_ request: CreateAccountRequest) -> Self { Self(.createAccount, body: request) }
+
+    /// Joining talks to another device; it may take a while.
+    public static func joinAccount(_ request: JoinAccountRequest) -> Self { Self(.joinAccount, body: request, patience: 90) }
+}
+
+extension LocalAPISubscription where Element == InviteUpdate {
+    /// Creates an invite: the first update carries the code; then one says who joined, or that it
+    /// expired. Closing the subscription cancels the invite.
+    public static var invite: Self { Self(.invite) }
+}
+
+extension LocalAPICall where Answer == SyncResponse {
+    public static func sync(_ request: SyncRequest) -> Self { Self(.sync, body: request, patience: 60) }
+}
+
+extension LocalAPICall where Answer == LeaveResponse {
+    /// Forgets the account on this device, after telling the devices it has sessions with.
+    public static func leaveAccount(_ request: LeaveRequest = LeaveRequest()) -> Self { Self(.leave, body: request, patience: 15) }
+}
+
+extension LocalAPICall where Answer == DevicesResponse {
+    public static var devices: Self { Self(.devices) }
+}
+
+extension LocalAPICall where Answer == DeviceInfo {
+    /// Renames a device in the account (this one, unless this device holds the account key).
+    public static func renameDevice(_ request: RenameDeviceRequest) -> Self { Self(.renameDevice, body: request, patience: 15) }
+}
+
+extension LocalAPICall where Answer == RevokedDeviceInfo {
+    /// Removes a device (id, unique id prefix, or exact name) from the account.
+    public static func removeDevice(_ id: String) -> Self { Self(.removeDevice, LocalAPIRoute.device(id)) }
+}
+
+// MARK: Other devices
+
+extension LocalAPICall where Answer == PeersResponse {
+    public static var peers: Self { Self(.peers) }
+}
+
+extension LocalAPICall where Answer == OffersResponse {
+    /// What this device can continue from the others now, and with what.
+    public static var offers: Self { Self(.offers) }
+}
+
+extension LocalAPICall where Answer == ContinueResponse {
+    /// Fetches a peer's current activity (the one this device saw).
+    public static func continueActivity(_ request: ContinueRequest) -> Self { Self(.continue, body: request) }
+}
+
+// MARK: Originating apps and continuation streams
+
+extension LocalAPISubscription where Element == AttachEvent {
+    /// Stays attached to the current activity (`request.activityID`): `willSave`, `wasContinued`
+    /// and, with `serveStreams`, `streamRequested` arrive as they happen; the subscription ends
+    /// when the activity is no longer current. Closing it detaches.
+    public static func attach(_ request: AttachRequest) -> Self { Self(.attach, body: request) }
+}
+
+extension LocalAPICall where Answer == StreamInfo {
+    /// A stream's state and byte counts; with `waitForOutcome`, once it completed or failed (or
+    /// after 10 seconds, whatever it is then).
+    public static func stream(_ id: UUID, waitForOutcome: Bool = false) -> Self {
+        Self(.getStream, LocalAPIRoute.stream(id) + (waitForOutcome ? "?wait=1" : ""), patience: 15)
+    }
+}
+
+extension LocalAPICall where Answer == StreamsResponse {
+    public static var streams: Self { Self(.listStreams) }
+}
+
+// MARK: Apps and windows (docs/apps.md)
+
+extension LocalAPISubscription where Element == AppEvent {
+    /// Registers a running app: the first event names its registration and hands back its
+    /// windows' restoration activities. Closing the subscription is the app quitting.
+    public static func registerApp(_ request: AppRegistration) -> Self { Self(.registerApp, body: request) }
+}
+
+extension LocalAPICall where Answer == WindowResponse {
+    /// Sets a window's activity (the device's current one while the window has focus).
+    public static func setWindowActivity(_ content: ActivityContent, window: String, registration: UUID) -> Self {
+        Self(.putWindow, LocalAPIRoute.window(window, of: registration, .activity), body: PutCurrentActivityRequest(content: content))
+    }
+
+    public static func withdrawWindowActivity(window: String, registration: UUID) -> Self {
+        Self(.deleteWindow, LocalAPIRoute.window(window, of: registration, .activity))
+    }
+
+    /// The user focused the window.
+    public static func focusWindow(_ window: String, registration: UUID) -> Self {
+        Self(.postWindow, LocalAPIRoute.window(window, of: registration, .focus))
+    }
+
+    /// The user closed the window: its activity and its restoration activity go.
+    public static func closeWindow(_ window: String, registration: UUID) -> Self {
+        Self(.deleteWindow, LocalAPIRoute.window(window, of: registration))
+    }
+
+    /// Keeps the window's state-restoration activity for the app's next registration.
+    public static func saveRestoration(_ content: ActivityContent, window: String, registration: UUID) -> Self {
+        Self(.putWindow, LocalAPIRoute.window(window, of: registration, .restoration), body: PutCurrentActivityRequest(content: content))
+    }
+
+    public static func removeRestoration(window: String, registration: UUID) -> Self {
+        Self(.deleteWindow, LocalAPIRoute.window(window, of: registration, .restoration))
+    }
+}
+
+extension LocalAPICall where Answer == ContinuationAnswer {
+    /// Answers a `continue` event: the app took the activity (in `window`), or not.
+    public static func answerContinuation(_ continuationID: UUID, registration: UUID, _ answer: ContinuationAnswer) -> Self {
+        Self(.answerContinuation, LocalAPIRoute.continuationAnswer(continuationID, of: registration), body: answer)
+    }
+}
