@@ -217,7 +217,7 @@ install-files:
 	chmod 0644 $(DESTDIR)$(UNITDIR_USER)/handoffd.service $(DESTDIR)$(UNITDIR)/handoffd@.service $(DESTDIR)$(UNITDIR_USER)/handoff-desktop.service
 	install -D -m 0644 packaging/autostart/handoff-desktop.desktop $(DESTDIR)$(AUTOSTART_DIR)/handoff-desktop.desktop
 	install -D -m 0644 packaging/autostart/handoff-desktop.desktop $(DESTDIR)$(DATADIR)/applications/handoff-desktop.desktop
-	install -D -m 0644 -t $(DESTDIR)$(DATADIR)/dbus-1/interfaces Sources/DesktopAgent/Interfaces/org.handoff.Desktop1.xml Sources/DesktopAgent/Interfaces/org.handoff.Receiver1.xml
+	install -D -m 0644 -t $(DESTDIR)$(DATADIR)/dbus-1/interfaces Sources/Apps/DesktopAgent/Interfaces/org.handoff.Desktop1.xml Sources/Apps/DesktopAgent/Interfaces/org.handoff.Receiver1.xml
 	install -D -m 0644 config/handoffd.toml $(DESTDIR)$(DATADIR)/doc/handoff/handoffd.toml
 	$(MANUAL_TOOL) $(INSTALL_FROM)/handoffctl --section 1 -o $(DESTDIR)$(DATADIR)/man/man1
 	awk -f scripts/tidy-manual.awk $(DESTDIR)$(DATADIR)/man/man1/handoffctl.1 > $(DESTDIR)$(DATADIR)/man/man1/handoffctl.1.tidy

@@ -9,6 +9,31 @@ let nioPosix: Target.Dependency = .product(name: "NIOPosix", package: "swift-nio
 let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 let lifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 
+/// Sources/ in floors, lowest first: each target's folder is Sources/<floor>/<target>, and a
+/// target takes only from its own floor or those below. docs/architecture.md draws the floors
+/// from here ("Module graph"; ModuleGraphTests compares them).
+let floors: KeyValuePairs<String, [String]> = [
+    // C importers: each is imported by exactly one Swift module.
+    "C": ["CHandoffLinux", "CHandoffOpenSSL", "CHandoffDNSSD", "CHandoffSDBus", "CHandoffReadGuard"],
+    // What every side shares: the model, the local-API contract, system plumbing.
+    "Shared": ["HandoffModel", "HandoffAPI", "HandoffSystem"],
+    // The daemon: its adapters (TLS, DNS-SD, the peer protocol), then `daemonLine`.
+    "Daemon": [
+        "HandoffTLS", "HandoffDiscovery", "HandoffPeer", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps",
+        "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
+    ],
+    // The user's side: the client, apps' library, D-Bus, the desktop agent, the browser host.
+    "Apps": ["HandoffClient", "HandoffKit", "HandoffDBus", "DesktopAgent", "BrowserHost"],
+    // The programs that are installed.
+    "Programs": ["handoffd", "handoffctl", "handoff-desktop", "handoff-browser-host"],
+]
+
+/// Where a target's sources are.
+func sources(_ target: String) -> String {
+    guard let floor = floors.first(where: { $0.value.contains(target) }) else { fatalError("\(target) is on no floor") }
+    return "Sources/\(floor.key)/\(target)"
+}
+
 /// The daemon's feature modules, lowest first: each may import only those before it.
 let daemonLine = ["DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon"]
 
@@ -17,7 +42,7 @@ let daemonLine = ["DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLink
 /// reaches further down than it says, and the graph reads from here.
 func daemonModule(_ name: String, imports: [Target.Dependency]) -> Target {
     precondition(daemonLine.contains(name), "\(name) is not in daemonLine")
-    return .target(name: name, dependencies: imports, swiftSettings: strict)
+    return .target(name: name, dependencies: imports, path: sources(name), swiftSettings: strict)
 }
 
 let package = Package(
@@ -39,16 +64,16 @@ let package = Package(
     ],
     targets: [
         // C importers: each is imported by exactly one Swift module.
-        .target(name: "CHandoffLinux"),
-        .systemLibrary(name: "CHandoffOpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .target(name: "CHandoffLinux", path: sources("CHandoffLinux")),
+        .systemLibrary(name: "CHandoffOpenSSL", path: sources("CHandoffOpenSSL"), pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         // No pkg-config here: avahi's .pc file adds -D_REENTRANT (which SwiftPM flags), and the
         // package installs /usr/include/dns_sd.h anyway.
-        .systemLibrary(name: "CHandoffDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
-        .systemLibrary(name: "CHandoffSDBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CHandoffDNSSD", path: sources("CHandoffDNSSD"), providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
+        .systemLibrary(name: "CHandoffSDBus", path: sources("CHandoffSDBus"), pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
         // Pure logic: no sockets, no threads, no C.
-        .target(name: "HandoffModel", swiftSettings: strict),
-        .target(name: "HandoffAPI", dependencies: ["HandoffModel"], swiftSettings: strict),
+        .target(name: "HandoffModel", path: sources("HandoffModel"), swiftSettings: strict),
+        .target(name: "HandoffAPI", dependencies: ["HandoffModel"], path: sources("HandoffAPI"), swiftSettings: strict),
 
         // The only importer of CHandoffOpenSSL: keys, certificates, the memory-BIO TLS engine.
         .target(
@@ -57,38 +82,38 @@ let package = Package(
                 "CHandoffOpenSSL", "HandoffModel",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
-            swiftSettings: strict
+            path: sources("HandoffTLS"), swiftSettings: strict
         ),
 
         // The only importer of CHandoffDNSSD: advertising, browsing, resolving; and an in-memory
         // backend so that in-process tests can run several daemons with discovery.
-        .target(name: "HandoffDiscovery", dependencies: ["CHandoffDNSSD", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
+        .target(name: "HandoffDiscovery", dependencies: ["CHandoffDNSSD", "HandoffModel", "HandoffSystem"], path: sources("HandoffDiscovery"), swiftSettings: strict),
 
         // Daemon-to-daemon messages and framing; knows nothing about TLS.
         .target(
             name: "HandoffPeer",
             dependencies: ["HandoffModel", .product(name: "NIOCore", package: "swift-nio")],
-            swiftSettings: strict
+            path: sources("HandoffPeer"), swiftSettings: strict
         ),
 
         // Starting programs the POSIX way; shared by the daemon, handoffctl and the tests.
-        .target(name: "HandoffSystem", dependencies: ["CHandoffLinux"], swiftSettings: strict),
+        .target(name: "HandoffSystem", dependencies: ["CHandoffLinux"], path: sources("HandoffSystem"), swiftSettings: strict),
 
         // The local-API client used by handoffctl and apps: links neither OpenSSL nor dns_sd.
-        .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
+        .target(name: "HandoffClient", dependencies: ["HandoffAPI", "HandoffModel", "HandoffSystem"], path: sources("HandoffClient"), swiftSettings: strict),
         // NSUserActivity for Linux apps (docs/handoffkit.md), on HandoffClient: no NIO, OpenSSL or dns_sd.
-        .target(name: "HandoffKit", dependencies: ["HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
+        .target(name: "HandoffKit", dependencies: ["HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem"], path: sources("HandoffKit"), swiftSettings: strict),
 
         // The only importer of CHandoffSDBus: a session-bus connection on a thread of its own
         // (docs/architecture.md, "D-Bus"), for the desktop agent.
-        .target(name: "HandoffDBus", dependencies: ["CHandoffSDBus", "HandoffSystem"], swiftSettings: strict),
+        .target(name: "HandoffDBus", dependencies: ["CHandoffSDBus", "HandoffSystem"], path: sources("HandoffDBus"), swiftSettings: strict),
         // The session agent's work (docs/desktop.md, docs/dbus.md): notifications of the other devices' activities and
         // the D-Bus interface for apps, on
         // HandoffClient and HandoffDBus — no NIO, OpenSSL or dns_sd.
         // Its D-Bus interfaces' introspection XML is served as it is in the repository.
         .target(
             name: "DesktopAgent", dependencies: ["HandoffDBus", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem", logging],
-            resources: [
+            path: sources("DesktopAgent"), resources: [
                 .embedInCode("Interfaces/org.handoff.Desktop1.xml"), .embedInCode("Interfaces/org.handoff.Receiver1.xml"),
                 .embedInCode("Interfaces/org.kde.StatusNotifierItem.xml"), .embedInCode("Interfaces/com.canonical.dbusmenu.xml"),
             ], swiftSettings: strict
@@ -96,7 +121,7 @@ let package = Package(
 
         // The browser's native messaging host (docs/browser.md): the extension's messages, checked,
         // as a HandoffKit app. No NIO, OpenSSL, dns_sd or D-Bus.
-        .target(name: "BrowserHost", dependencies: ["HandoffKit", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
+        .target(name: "BrowserHost", dependencies: ["HandoffKit", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem"], path: sources("BrowserHost"), swiftSettings: strict),
 
         // The daemon, as feature modules that only look down (docs/architecture.md), in the
         // order of `daemonLine`; each declares what it imports.
@@ -161,7 +186,7 @@ let package = Package(
 
         // Every read(2) of handoffd goes through CHandoffReadGuard first (read_guard.c says why;
         // docs/platform.md, "A path that goes dark"): only handoffd is linked this way.
-        .target(name: "CHandoffReadGuard"),
+        .target(name: "CHandoffReadGuard", path: sources("CHandoffReadGuard")),
         .executableTarget(
             name: "handoffd",
             dependencies: [
@@ -169,7 +194,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strict,
+            path: sources("handoffd"), swiftSettings: strict,
             linkerSettings: [.unsafeFlags(["-Xlinker", "--wrap=read"])]
         ),
         .executableTarget(
@@ -178,7 +203,7 @@ let package = Package(
                 "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: strict
+            path: sources("handoffctl"), swiftSettings: strict
         ),
 
         .executableTarget(
@@ -189,10 +214,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: strict
+            path: sources("handoff-desktop"), swiftSettings: strict
         ),
 
-        .executableTarget(name: "handoff-browser-host", dependencies: ["BrowserHost", "HandoffAPI", "HandoffKit", "HandoffModel", "HandoffSystem"], swiftSettings: strict),
+        .executableTarget(name: "handoff-browser-host", dependencies: ["BrowserHost", "HandoffAPI", "HandoffKit", "HandoffModel", "HandoffSystem"], path: sources("handoff-browser-host"), swiftSettings: strict),
 
         // Apps built on HandoffKit (docs/handoffkit.md), run by the tests.
         .executableTarget(name: "handoff-example-notes", dependencies: ["HandoffKit"], path: "Examples/NotesEditor", swiftSettings: strict),

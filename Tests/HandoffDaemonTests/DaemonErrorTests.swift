@@ -70,11 +70,9 @@ import Testing
     /// checks its name; only the daemon's own failures (at start or reload) are `internal`, and
     /// they are exactly these.
     @Test func onlyTheDaemonsOwnFailuresAreInternal() throws {
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources")
         var own: Set<String> = []
-        for module in try FileManager.default.contentsOfDirectory(atPath: sources.path) {
-            let directory = sources.appendingPathComponent(module)
+        for module in ModuleGraphTests.modules {
+            let directory = ModuleGraphTests.directory(module)
             guard let files = FileManager.default.enumerator(atPath: directory.path) else { continue }
             for case let file as String in files where file.hasSuffix(".swift") {
                 let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)

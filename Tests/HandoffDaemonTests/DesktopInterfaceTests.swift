@@ -220,7 +220,7 @@ import Testing
                 ).first?.stringValue
             )
             let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-                .appendingPathComponent("Sources/DesktopAgent/Interfaces/org.handoff.Desktop1.xml")
+                .appendingPathComponent("Sources/Apps/DesktopAgent/Interfaces/org.handoff.Desktop1.xml")
             #expect(xml == (try String(contentsOf: file, encoding: .utf8)))
             // …and names every method the agent answers.
             for member in ["Register", "Unregister", "BecomeCurrent", "Update", "Resign", "Invalidate", "Focus", "CloseWindow", "SaveRestoration", "RemoveRestoration", "Continue", "OpenStream", "TakeStream"] {

@@ -16,6 +16,24 @@ import Testing
         return line
     }()
 
+    /// Sources/ by floor, lowest first, as `floors` in Package.swift has them: each target's
+    /// folder is Sources/<floor>/<target>. A manifest this cannot read stops every test.
+    static let floors: [(floor: String, targets: [String])] = {
+        let table = manifest.firstMatch(of: /let floors[^=]*= \[((?:[^\[\]]|\[[^\]]*\])*)\]/).map { String($0.1) } ?? ""
+        let rows = table.matches(of: /"(\w+)": \[([^\]]*)\]/).map { (floor: String($0.1), targets: $0.2.matches(of: /"([\w-]+)"/).map { String($0.1) }) }
+        precondition(rows.count >= 4, "ModuleGraphTests cannot read floors from Package.swift")
+        return rows
+    }()
+
+    /// Every module under Sources/, lowest floor first.
+    static var modules: [String] { floors.flatMap(\.targets) }
+
+    /// A module's folder.
+    static func directory(_ module: String) -> URL {
+        let floor = floors.first { $0.targets.contains(module) }?.floor ?? "no floor for \(module)"
+        return sources.appendingPathComponent(floor).appendingPathComponent(module)
+    }
+
     /// What Package.swift declares for `target`: its target names, and the products' modules.
     static func declared(_ target: String) -> Set<String>? {
         // `daemonModule("X", imports: [...])` or `.executableTarget(name: "X", dependencies: [...])`.
@@ -36,8 +54,8 @@ import Testing
     static func imports() throws -> [String: Set<String>] {
         var graph: [String: Set<String>] = [:]
         let fm = FileManager.default
-        for module in try fm.contentsOfDirectory(atPath: sources.path) {
-            let directory = sources.appendingPathComponent(module)
+        for module in modules {
+            let directory = directory(module)
             guard let files = fm.enumerator(atPath: directory.path) else { continue }
             var imported: Set<String> = []
             for case let file as String in files where file.hasSuffix(".swift") {
@@ -81,8 +99,8 @@ import Testing
     /// `APIErrorCode(rawValue:)` left decodes what a daemon sent.
     @Test func apiCodesAreNeverMatchedByName() throws {
         var found: [String] = []
-        for module in try FileManager.default.contentsOfDirectory(atPath: Self.sources.path) {
-            let directory = Self.sources.appendingPathComponent(module)
+        for module in Self.modules {
+            let directory = Self.directory(module)
             guard let files = FileManager.default.enumerator(atPath: directory.path) else { continue }
             for case let file as String in files where file.hasSuffix(".swift") {
                 let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
@@ -96,7 +114,7 @@ import Testing
     @Test func oneSourceOfAllow() throws {
         var setters: [String] = []
         for module in Self.daemonLine {
-            let directory = Self.sources.appendingPathComponent(module)
+            let directory = Self.directory(module)
             for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".swift") {
                 let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
                 if text.contains("\"allow\":") { setters.append("\(module)/\(file)") }
@@ -109,7 +127,7 @@ import Testing
     /// exists only once checked), a stream upgrade, the file socket (which decides at accept not
     /// to read a stranger's request, and answers it the same way later).
     @Test func authorizationHappensOncePerWayIn() throws {
-        let directory = Self.sources.appendingPathComponent("DaemonLocalAPI")
+        let directory = Self.directory("DaemonLocalAPI")
         var calls: [String: Int] = [:]
         for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".swift") {
             let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
@@ -117,6 +135,82 @@ import Testing
             if n > 0 { calls[file] = n }
         }
         #expect(calls == ["LocalAPIRouter.swift": 1, "StreamRoutes.swift": 1, "FileSocketServer.swift": 2], "\(calls)")
+    }
+
+    /// `Sources/` holds the floors of Package.swift and nothing else, each floor its targets.
+    @Test func sourcesAreTheFloorsOfThePackage() throws {
+        let fm = FileManager.default
+        let folders = try fm.contentsOfDirectory(atPath: Self.sources.path).filter { !$0.hasPrefix(".") }
+        #expect(Set(folders) == Set(Self.floors.map(\.floor)), "\(folders)")
+        for (floor, targets) in Self.floors {
+            let inside = try fm.contentsOfDirectory(atPath: Self.sources.appendingPathComponent(floor).path).filter { !$0.hasPrefix(".") }
+            #expect(Set(inside) == Set(targets), "Sources/\(floor): \(inside.sorted())")
+        }
+    }
+
+    /// A target takes only from its own floor or those below; the user's side never from the daemon.
+    @Test func eachTargetLooksOnlyDown() throws {
+        let level = Dictionary(uniqueKeysWithValues: Self.floors.enumerated().flatMap { i, row in row.targets.map { ($0, i) } })
+        var upward: [String] = []
+        for module in Self.modules {
+            for dependency in Self.declared(module) ?? [] {
+                guard let theirs = level[dependency], let mine = level[module] else { continue }
+                if theirs > mine { upward.append("\(module) → \(dependency)") }
+            }
+        }
+        #expect(upward.isEmpty, "\(upward)")
+        let daemon = Set(Self.floors.first { $0.floor == "Daemon" }?.targets ?? [])
+        let apps = Self.floors.first { $0.floor == "Apps" }?.targets ?? []
+        #expect(!daemon.isEmpty && !apps.isEmpty)
+        for app in apps {
+            #expect((Self.declared(app) ?? []).isDisjoint(with: daemon), "\(app) takes from the daemon")
+        }
+    }
+
+    /// The floors as docs/architecture.md draws them: every target, top floor first, with what it
+    /// takes from the package (in floor order) and, after `·`, from other packages.
+    static func drawing() -> String {
+        var lines: [String] = []
+        for (floor, targets) in Self.floors.reversed() {
+            lines.append(floor + " " + String(repeating: "─", count: 60 - floor.count))
+            for target in targets {
+                let declared = Self.declared(target) ?? []
+                var words = Self.modules.filter { declared.contains($0) }
+                let outside = declared.subtracting(Self.modules).sorted()
+                if !outside.isEmpty { words += ["·"] + outside }
+                var line = "  " + target.padding(toLength: 22, withPad: " ", startingAt: 0)
+                for word in words {
+                    if line.count + word.count + 1 > 100 {
+                        lines.append(line)
+                        line = String(repeating: " ", count: 24)
+                    } else if !line.hasSuffix("  ") {
+                        line += " "
+                    }
+                    line += word
+                }
+                lines.append(line)
+            }
+        }
+        return lines.map { $0.replacing(/\s+$/, with: "") }.joined(separator: "\n")
+    }
+
+    /// docs/architecture.md's drawing of the floors is Package.swift's, and its table of what
+    /// each module holds names every target once.
+    @Test func theDocumentDrawsThePackage() throws {
+        let url = Self.root.appendingPathComponent("docs/architecture.md")
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let block = try #require(text.firstMatch(of: /<!-- floors: drawn from Package.swift by ModuleGraphTests -->\n```text\n([\s\S]*?)```\n<!-- end of floors -->/))
+        let drawn = String(block.1).trimmingCharacters(in: .newlines)
+        if ProcessInfo.processInfo.environment["UPDATE_SNAPSHOTS"] == "1", drawn != Self.drawing() {
+            var updated = text
+            updated.replaceSubrange(block.1.startIndex..<block.1.endIndex, with: Self.drawing() + "\n")
+            try updated.write(to: url, atomically: true, encoding: .utf8)
+        } else {
+            #expect(drawn == Self.drawing(), "docs/architecture.md's floors differ from Package.swift (UPDATE_SNAPSHOTS=1 redraws them)")
+        }
+        let holds = try #require(text.firstMatch(of: /\| module \| holds \|\n([\s\S]*?)\n\n/))
+        let table = String(holds.1).matches(of: /\n\| `([\w-]+)` \| [^\n]*/).map { String($0.1) }
+        #expect(table.sorted() == Self.modules.sorted(), "the table of modules: \(table)")
     }
 
     /// docs/architecture.md names the daemon's modules in the order Package.swift gives.
@@ -140,7 +234,7 @@ import Testing
     @Test func noDaemonModuleIsLargerThan2500Lines() throws {
         let fm = FileManager.default
         for module in Self.daemonLine {
-            let directory = Self.sources.appendingPathComponent(module)
+            let directory = Self.directory(module)
             var lines = 0
             for file in try fm.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".swift") {
                 lines += try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).count
@@ -153,8 +247,8 @@ import Testing
     @Test func onlyTheLocalAPIModuleKnowsLocalAPIError() throws {
         let fm = FileManager.default
         var mentions: Set<String> = []
-        for module in try fm.contentsOfDirectory(atPath: Self.sources.path) {
-            let directory = Self.sources.appendingPathComponent(module)
+        for module in Self.modules {
+            let directory = Self.directory(module)
             guard let files = fm.enumerator(atPath: directory.path) else { continue }
             for case let file as String in files where file.hasSuffix(".swift") {
                 if try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8).contains("LocalAPIError") { mentions.insert(module) }
@@ -169,8 +263,8 @@ import Testing
     @Test func theDaemonNeverWaitsWithTaskSleep() throws {
         let fm = FileManager.default
         var offenders: [String] = []
-        for module in try fm.contentsOfDirectory(atPath: Self.sources.path) where module != "handoffctl" {
-            let directory = Self.sources.appendingPathComponent(module)
+        for module in Self.modules where module != "handoffctl" {
+            let directory = Self.directory(module)
             guard let files = fm.enumerator(atPath: directory.path) else { continue }
             for case let file as String in files where file.hasSuffix(".swift") {
                 let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
@@ -216,7 +310,7 @@ import Testing
     @Test func noTypeTakesMoreThanFiveCollaborators() throws {
         var texts: [String: String] = [:]
         for module in Self.daemonLine {
-            let directory = Self.sources.appendingPathComponent(module)
+            let directory = Self.directory(module)
             for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".swift") {
                 texts["\(module)/\(file)"] = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
             }

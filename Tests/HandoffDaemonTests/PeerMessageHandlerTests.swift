@@ -48,7 +48,7 @@ import Testing
 
     /// Every kind a member session answers belongs to a feature: MemberLinks names none of them.
     @Test func memberLinksSwitchesOverNoFeaturesMessages() throws {
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/DaemonLinks/MemberLinks.swift")
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/Daemon/DaemonLinks/MemberLinks.swift")
         let text = try String(contentsOf: path, encoding: .utf8)
         for kind in ["activityNotice", "getActivity", "activityContinued", "accountState", "getAccountState", "leaving", "renameRequest", "removed"] {
             #expect(!text.contains("case .\(kind)(") && !text.contains("case .\(kind):"), "MemberLinks switches over \(kind)")
