@@ -10,13 +10,10 @@ import HandoffModel
 import Logging
 
 /// Registered apps and their windows (docs/apps.md), kept in `AppWindows`, and what follows from
-/// them for the device: the focused window's activity made current in the `ActivityRegistry`,
-/// withdrawn when the window closes, its activity goes or its app quits; and windows'
-/// state-restoration activities kept (`RestorationStore`) and handed back at registration.
-///
-/// The registry stays the one place the current activity lives: `PUT /v1/activity/current`
-/// (handoffctl, scripts) still sets it, and a window's later changes do not take it back — only
-/// focusing a window does.
+/// them: after each change the registry hears which window has focus and what it shows, and
+/// decides what is current (`CurrentActivity`: a focus gives the windows the say, a request
+/// takes it back); windows' state-restoration activities are kept (`RestorationStore`) and
+/// handed back at registration; continuations go to the running app that takes them.
 package actor AppDesk {
     private let registry: ActivityRegistry
     private let restoration: RestorationStore
@@ -26,14 +23,8 @@ package actor AppDesk {
     private var windows = AppWindows()
     /// Each registration's NDJSON lines (`POST /v1/apps`), until it ends.
     private var streams: [AppWindows.Registration: AsyncStream<AppEvent>.Continuation] = [:]
-    /// What this desk last made current: whose it is, its id in the registry, and the
-    /// attachment through which its app hears willSave, wasContinued and stream requests.
-    private var pushed: (registration: AppWindows.Registration, window: String, id: UUID, attachment: Int)? {
-        didSet { if let old = oldValue?.attachment, old != pushed?.attachment { attachments.detach(old) } }
-    }
-    /// Whether the windows decide what is current: from a focus until something else (a
-    /// `PUT /v1/activity/current`) makes another activity current.
-    private var owns = false
+    /// The time events are stamped with and window activities expire by.
+    private let clock: any DaemonClock
     /// Continuations handed to a running app, waiting for its answer (nil: the app quit).
     private var waiting: [UUID: (registration: AppWindows.Registration, answer: Once<ContinuationAnswer?>)] = [:]
     /// Continuations a running app was told `willContinue` for, before their activity arrived.
@@ -53,6 +44,7 @@ package actor AppDesk {
         logger: Logger
     ) {
         self.registry = registry
+        self.clock = registry.clock
         self.restoration = restoration
         self.attachments = attachments
         self.limits = limits
@@ -69,7 +61,7 @@ package actor AppDesk {
         let (registration, restored) = try await register(appID: request.appID, continues: request.continues)
         let (stream, continuation) = AsyncStream.makeStream(of: AppEvent.self, bufferingPolicy: .bufferingOldest(256))
         let windows = restored.sorted { $0.key < $1.key }.map { RestoredWindow(window: $0.key, activity: $0.value) }
-        continuation.yield(AppEvent(at: .now(), .registered(registration: registration, restored: windows, answerWithin: answerDeadline)))
+        continuation.yield(AppEvent(at: clock.now(), .registered(registration: registration, restored: windows, answerWithin: answerDeadline)))
         streams[registration] = continuation
         return (registration, stream)
     }
@@ -121,7 +113,8 @@ package actor AppDesk {
         let id = existing.map { $0.content.type == content.type ? $0.id : UUID() } ?? UUID()
         let size: Int
         do {
-            size = try Activity(id: id, content: content, createdAt: .now()).validate(now: .now(), limits: limits)
+            let now = clock.now()
+            size = try Activity(id: id, content: content, createdAt: now).validate(now: now, limits: limits)
         } catch {
             throw DaemonError(error)
         }
@@ -160,7 +153,7 @@ package actor AppDesk {
     /// Keeps `content` as `window`'s state-restoration activity, for the app's next registration.
     package func saveRestoration(_ content: ActivityContent, window: String, of registration: AppWindows.Registration) async throws(DaemonError) {
         let app = try windowOK(window, registration)
-        try await restoration.save(Activity(content: content, createdAt: .now()), appID: app.appID, window: window)
+        try await restoration.save(Activity(content: content, createdAt: clock.now()), appID: app.appID, window: window)
     }
 
     package func removeRestoration(window: String, of registration: AppWindows.Registration) async throws(DaemonError) {
@@ -205,9 +198,9 @@ package actor AppDesk {
         guard let registration, let stream = streams[registration], let appID = windows.apps[registration]?.appID else { return nil }
         let answer = Once<ContinuationAnswer?>()
         waiting[continuationID] = (registration, answer)
-        var events = [AppEvent(at: .now(), .continue(continuationID: continuationID, activity: activity, peer: peer, window: window))]
+        var events = [AppEvent(at: clock.now(), .continue(continuationID: continuationID, activity: activity, peer: peer, window: window))]
         if told != registration {
-            events.insert(AppEvent(at: .now(), .willContinue(continuationID: continuationID, type: activity.type, peer: peer)), at: 0)
+            events.insert(AppEvent(at: clock.now(), .willContinue(continuationID: continuationID, type: activity.type, peer: peer)), at: 0)
         }
         guard events.allSatisfy({ if case .enqueued = stream.yield($0) { true } else { false } }) else {
             // The app is so far behind its events that it would never see this one: it no
@@ -240,8 +233,11 @@ package actor AppDesk {
     }
 
     /// What an attached app hears about its activity, on `window`'s app's registration stream.
-    private func attachWindow(_ window: String, of registration: AppWindows.Registration, activity: UUID, servingStreams: Bool) -> Int {
-        let stream = streams[registration]
+    /// Called by the registry, in the step that made the activity current: it takes what it
+    /// needs from the desk beforehand.
+    private static func attachWindow(
+        _ window: String, activity: UUID, servingStreams: Bool, stream: AsyncStream<AppEvent>.Continuation?, attachments: Attachments, clock: any DaemonClock
+    ) -> Int {
         return attachments.attachWindow(activityID: activity, serveStreams: servingStreams) { body in
             let event: AppEvent.Body
             switch body {
@@ -254,7 +250,7 @@ package actor AppDesk {
             case .attached, .ended, .unknown:
                 return false
             }
-            guard let stream, case .enqueued = stream.yield(AppEvent(at: .now(), event)) else { return false }
+            guard let stream, case .enqueued = stream.yield(AppEvent(at: clock.now(), event)) else { return false }
             return true
         }
     }
@@ -279,7 +275,7 @@ package actor AppDesk {
 
     @discardableResult
     private func tell(_ registration: AppWindows.Registration, _ body: AppEvent.Body) -> Bool {
-        guard let stream = streams[registration], case .enqueued = stream.yield(AppEvent(at: .now(), body)) else { return false }
+        guard let stream = streams[registration], case .enqueued = stream.yield(AppEvent(at: clock.now(), body)) else { return false }
         return true
     }
 
@@ -315,96 +311,33 @@ package actor AppDesk {
 
     // MARK: The device's current activity
 
-    /// Makes the registry's current activity follow the windows (docs/apps.md). A focus gives
-    /// the windows the say; another activity made current since (a `PUT /v1/activity/current`)
-    /// takes it back until the next focus. Every change is conditional on the registry still
-    /// holding what was read here, so a script's activity that lands meanwhile is never replaced
-    /// or withdrawn by a decision made before it (the change is then simply not made).
-    ///
-    /// One pass at a time: a pass awaits the registry, and two interleaved would each act on
-    /// what the other was changing. A call made while a pass runs returns after the next pass,
-    /// which starts from the windows as they are then.
+    /// Tells the registry which window has focus now and what it shows; the registry decides
+    /// what is current (docs/apps.md) and attaches the window's app to its activity when it
+    /// becomes current. A window's activity whose expiry passed counts as none (and is dropped).
+    /// The windows as they are now go with each call, and calls reach the registry in the order
+    /// they leave this actor (its executor, `DiskThread`, runs jobs in order), so the last word
+    /// is the windows' last state.
     private func follow(focusChanged: Bool) async {
-        followRequest.requested = true
-        followRequest.focus = followRequest.focus || focusChanged
-        guard !followRequest.running else {
-            await withCheckedContinuation { followRequest.waiting.append($0) }
-            return
-        }
-        followRequest.running = true
-        while followRequest.requested {
-            let focus = followRequest.focus
-            let waiting = followRequest.waiting
-            followRequest = FollowRequest(running: true)
-            await followPass(focusChanged: focus)
-            waiting.forEach { $0.resume() }
-        }
-        followRequest.running = false
-    }
-
-    private struct FollowRequest {
-        var running = false
-        var requested = false
-        var focus = false
-        var waiting: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private var followRequest = FollowRequest()
-
-    private func followPass(focusChanged: Bool) async {
-        let now = Timestamp.now()
-        let registryActivity = await registry.currentActivity()
-        let registryCurrent = registryActivity?.id
-        // Something else became current since (a resign, a script's PUT): the attachment of
-        // what was pushed ended with it.
-        if pushed != nil, registryCurrent != pushed?.id { pushed = nil }
-        if focusChanged {
-            owns = true
-        } else if let registryCurrent, registryCurrent != pushed?.id {
-            owns = false
-        }
-        guard owns else { return }
-        let focused = windows.focusedWindow
-        var activity = focused.flatMap { windows.apps[$0.registration]?.windows[$0.window]?.activity }
-        if let expiry = activity?.content.expirationDate, expiry <= now, let focused {
-            // Expired in its window: as if the window had none.
-            windows.setActivity(nil, of: focused.window, in: focused.registration)
-            activity = nil
-        }
-        let expecting = ActivityRegistry.Expectation.current(registryCurrent)
-        guard let focused, let activity else {
-            if let registryCurrent, registryCurrent == pushed?.id {
-                _ = try? await registry.resignCurrent(expecting: expecting)
+        var focused: CurrentActivity.FocusedWindow?
+        if let (registration, window) = windows.focusedWindow {
+            var activity = windows.apps[registration]?.windows[window]?.activity
+            if let expiry = activity?.content.expirationDate, expiry <= clock.now() {
+                windows.setActivity(nil, of: window, in: registration)
+                activity = nil
             }
-            pushed = nil
-            return
+            focused = CurrentActivity.FocusedWindow(registration: registration, window: window, activity: activity.map { ($0.id, $0.content) })
         }
-        let update = registryCurrent == activity.id && pushed?.registration == focused.registration && pushed?.window == focused.window
-        // Another window changed: what is current is already this window's, as it is.
-        if update, registryActivity?.content == activity.content { return }
-        do {
-            let made = try await registry.becomeCurrent(
-                PutCurrentActivityRequest(id: update ? activity.id : nil, content: activity.content), newID: activity.id, expecting: expecting
+        let (attachments, clock) = (attachments, clock)
+        let attachment = focused.map { f in
+            let stream = streams[f.registration]
+            return ActivityRegistry.WindowAttachment(
+                attach: { id, serves in
+                    Self.attachWindow(f.window, activity: id, servingStreams: serves, stream: stream, attachments: attachments, clock: clock)
+                },
+                detach: { attachments.detach($0) }
             )
-            // An update of what is pushed: its attachment holds, unless it now serves streams
-            // or no longer does.
-            let serves = activity.content.supportsContinuationStreams
-            if update, pushed?.id == made.activity.id, registryActivity?.content.supportsContinuationStreams == serves { return }
-            let attachment = attachWindow(focused.window, of: focused.registration, activity: made.activity.id, servingStreams: serves)
-            pushed = (focused.registration, focused.window, made.activity.id, attachment)
-            // Replaced between becoming current and the attachment: it would never end otherwise.
-            if await registry.currentActivity()?.id != made.activity.id, pushed?.attachment == attachment { pushed = nil }
-        } catch where error.code == .activityChanged {
-            // Changed meanwhile: the next change decides.
-        } catch {
-            // The window's activity cannot be current (the disk refused, or it is no longer
-            // valid): the one current before is not the focused window's either.
-            logger.warning("a window's activity could not become current", metadata: ["error": "\(error)"])
-            if let registryCurrent, registryCurrent == pushed?.id {
-                _ = try? await registry.resignCurrent(expecting: expecting)
-            }
-            pushed = nil
         }
+        await registry.followWindows(focused, focusChanged: focusChanged, attachment: attachment)
     }
 }
 

@@ -8,8 +8,10 @@ import HandoffModel
 import HandoffSystem
 import Logging
 
-/// The device's one current activity (docs/activity-encoding.md): replaced by `becomeCurrent`, withdrawn by
-/// `resignCurrent` or by its expiration date, and kept on disk so that it survives a restart.
+/// The device's one current activity (docs/activity-encoding.md): replaced by `becomeCurrent` or
+/// the focused window (`followWindows`), withdrawn by `resignCurrent` or by its expiration date,
+/// and kept on disk so that it survives a restart. What each event makes current is decided by a
+/// value, `CurrentActivity`; this actor keeps it and carries the change out.
 ///
 /// Every change is saved before it is made visible: if the disk refuses, the request fails and the
 /// previous state stands.
@@ -20,7 +22,10 @@ public actor ActivityRegistry {
     private let limits: ActivityLimits
     private let events: EventHub
     private let logger: Logger
-    private var current: Activity?
+    private var state: CurrentActivity
+    private var current: Activity? { state.activity }
+    /// The window whose app is attached to the current activity (`followWindows`), and how.
+    private var windowAttachment: (activity: UUID, serves: Bool, id: Int, detach: @Sendable (Int) -> Void)?
     private var expiryTask: Task<Void, Never>?
     /// Stamped on activities as `originDevice` once the device has an identity.
     private var deviceID: String?
@@ -50,8 +55,8 @@ public actor ActivityRegistry {
         self.events = events
         self.announce = announce
         self.logger = logger
-        self.current = ActivityRegistry.load(path: path, now: clock.now(), logger: logger)
-        if let current {
+        self.state = CurrentActivity(restored: ActivityRegistry.load(path: path, now: clock.now(), logger: logger))
+        if let current = state.activity {
             logger.info("restored the current activity", metadata: ["activity": "\(current.id.lowercasedString)", "type": "\(current.type)"])
         }
     }
@@ -91,10 +96,9 @@ public actor ActivityRegistry {
     }
 
     private func withdrawIfExpired() async {
-        let now = clock.now()
-        guard let current, current.isExpired(at: now) else { return }
+        guard let current, current.isExpired(at: clock.now()) else { return }
         do {
-            _ = try await withdraw(reason: .expired, now: now)
+            try apply(.expire)
         } catch {
             logger.error("cannot withdraw the expired activity", metadata: ["error": "\(error)"])
         }
@@ -124,63 +128,12 @@ public actor ActivityRegistry {
         return CurrentActivityResponse(activity: current, encodedSize: ActivityEncoding.encodedSize(of: current))
     }
 
-    /// What the current activity must be for a change to be made (`AppDesk`, which decides from
-    /// what it read before): anything, or exactly this id (nil: none).
-    public enum Expectation: Sendable {
-        case anything
-        case current(UUID?)
-    }
-
-    /// Makes `request` the current activity (new, or an update of the current one when it names its id).
-    /// `newID`: the id a new activity takes (a window's, which keeps it each time the window is
-    /// focused again: `AppDesk`); a fresh one if nil. `expecting`: refused with
-    /// `activity_changed` when the current activity is not what the caller saw.
-    public func becomeCurrent(
-        _ request: PutCurrentActivityRequest, now given: Timestamp? = nil, newID: UUID? = nil, expecting: Expectation = .anything
-    ) async throws(DaemonError) -> CurrentActivityResponse {
-        try check(expecting)
-        let now = given ?? clock.now()
-        let activity: Activity
-        if let id = request.id {
-            guard let existing = current, existing.id == id else {
-                throw DaemonError(
-                    .activityChanged,
-                    "activity \(id.lowercasedString) is no longer current; start a new one instead of updating it"
-                )
-            }
-            guard existing.type == request.content.type else {
-                throw DaemonError(
-                    .typeImmutable,
-                    "an activity's type cannot change (\(existing.type) → \(request.content.type)); start a new activity instead"
-                )
-            }
-            activity = Activity(
-                id: id,
-                content: request.content,
-                createdAt: existing.createdAt,
-                updatedAt: max(now, existing.updatedAt),
-                originDevice: deviceID
-            )
-        } else {
-            activity = Activity(id: newID ?? UUID(), content: request.content, createdAt: now, updatedAt: now, originDevice: deviceID)
+    /// Makes `request` the current activity (new, or an update of the current one when it names
+    /// its id).
+    public func becomeCurrent(_ request: PutCurrentActivityRequest) async throws(DaemonError) -> CurrentActivityResponse {
+        guard case .became(let activity, let size, _, _) = try apply(.put(request)) else {
+            throw DaemonError(.internalError, "the activity did not become current")
         }
-
-        let size: Int
-        do {
-            size = try activity.validate(now: now, limits: limits)
-        } catch {
-            throw DaemonError(error)
-        }
-        try save(activity)
-        current = activity
-        scheduleExpiry()
-        events.publish(LocalEvent(at: now, .currentActivityChanged(activity)))
-        changed()
-        announce(.currentActivityChanged(activity))
-        logger.info(
-            "activity became current",
-            metadata: ["activity": "\(activity.id.lowercasedString)", "type": "\(activity.type)", "bytes": "\(size)"]
-        )
         var warnings: [String] = []
         if size > ActivityLimits.warningEncodedSize {
             warnings.append(
@@ -190,15 +143,47 @@ public actor ActivityRegistry {
         return CurrentActivityResponse(activity: activity, encodedSize: size, warnings: warnings)
     }
 
+    /// How a window's app hears about its activity while that is current (`Attachments`).
+    package struct WindowAttachment: Sendable {
+        /// Attaches the window to the activity (its id; whether it serves streams); the attachment's id.
+        package var attach: @Sendable (UUID, Bool) -> Int
+        package var detach: @Sendable (Int) -> Void
+
+        package init(attach: @escaping @Sendable (UUID, Bool) -> Int, detach: @escaping @Sendable (Int) -> Void) {
+            self.attach = attach
+            self.detach = detach
+        }
+    }
+
+    /// The windows changed (`AppDesk`): the focused one, and whether the change was a focus. When
+    /// that makes the window's activity current, its app is attached to it (`attachment`) in the
+    /// same step, so no other change can come between. A window's activity that cannot be current
+    /// (the disk refused, or it is no longer valid) withdraws the window's one before it.
+    package func followWindows(_ focused: CurrentActivity.FocusedWindow?, focusChanged: Bool, attachment: WindowAttachment?) {
+        let change: CurrentActivity.Change?
+        do {
+            change = try apply(.windows(focused, focusChanged: focusChanged))
+        } catch {
+            logger.warning("a window's activity could not become current", metadata: ["error": "\(error)"])
+            if case .window = state.source { _ = try? apply(.windows(nil, focusChanged: false)) }
+            return
+        }
+        guard case .became(let activity, _, let update, .window) = change, let attachment else { return }
+        let serves = activity.content.supportsContinuationStreams
+        if update, let held = windowAttachment, held.activity == activity.id {
+            // An update: its attachment holds, unless it now serves streams or no longer does.
+            guard held.serves != serves else { return }
+            held.detach(held.id)
+        }
+        windowAttachment = (activity.id, serves, attachment.attach(activity.id, serves), attachment.detach)
+    }
+
     /// The app that served `id`'s continuation streams left: the activity stays current (an
     /// activity whose app detaches stays: docs/local-api.md, "The originating app: attach"), updated to no longer offer streams, so that
     /// other devices are not promised streams nobody would serve.
     package func stopOfferingStreams(_ id: UUID) async {
-        guard let activity = current, activity.id == id, activity.content.supportsContinuationStreams else { return }
-        var content = activity.content
-        content.supportsContinuationStreams = false
         do {
-            _ = try await becomeCurrent(PutCurrentActivityRequest(id: id, content: content))
+            guard try apply(.stopOfferingStreams(id)) != nil else { return }
             logger.notice("the app serving the activity's streams left; it no longer offers them", metadata: ["activity": "\(id.lowercasedString)"])
         } catch {
             logger.error("cannot update the activity after its stream server left", metadata: ["error": "\(error)"])
@@ -206,27 +191,40 @@ public actor ActivityRegistry {
     }
 
     /// Withdraws the current activity. Idempotent: with none, nothing happens.
-    public func resignCurrent(now: Timestamp? = nil, expecting: Expectation = .anything) async throws(DaemonError) -> Activity? {
-        try check(expecting)
-        return try await withdraw(reason: .resigned, now: now ?? clock.now())
-    }
-
-    private func check(_ expectation: Expectation) throws(DaemonError) {
-        guard case .current(let id) = expectation, current?.id != id else { return }
-        throw DaemonError(.activityChanged, "the current activity changed meanwhile")
-    }
-
-    private func withdraw(reason: LocalEvent.ResignReason, now: Timestamp) async throws(DaemonError) -> Activity? {
-        guard let resigned = current else { return nil }
-        try save(nil)
-        current = nil
-        expiryTask?.cancel()
-        expiryTask = nil
-        events.publish(LocalEvent(at: now, .currentActivityResigned(activityID: resigned.id, reason: reason)))
-        changed()
-        announce(.currentActivityChanged(nil))
-        logger.info("activity withdrawn", metadata: ["activity": "\(resigned.id.lowercasedString)", "reason": "\(reason.rawValue)"])
+    public func resignCurrent() async throws(DaemonError) -> Activity? {
+        guard case .withdrawn(let resigned, _, _) = try apply(.resign) else { return nil }
         return resigned
+    }
+
+    /// Decides what `event` changes (`CurrentActivity`) and carries it out: saved first (if the
+    /// disk refuses, nothing changes), then made visible, told and timed.
+    @discardableResult
+    private func apply(_ event: CurrentActivity.Event) throws(DaemonError) -> CurrentActivity.Change? {
+        let now = clock.now()
+        let (next, change) = try state.next(event, now: now, deviceID: deviceID, limits: limits)
+        guard let change else {
+            state = next
+            return nil
+        }
+        try save(next.activity)
+        state = next
+        if windowAttachment?.activity != next.activity?.id { windowAttachment = nil }
+        scheduleExpiry()
+        changed()
+        switch change {
+        case .became(let activity, let size, _, let source):
+            events.publish(LocalEvent(at: now, .currentActivityChanged(activity)))
+            announce(.currentActivityChanged(activity))
+            logger.info(
+                "activity became current",
+                metadata: ["activity": "\(activity.id.lowercasedString)", "type": "\(activity.type)", "bytes": "\(size)", "source": "\(source)"]
+            )
+        case .withdrawn(let activity, let reason, let source):
+            events.publish(LocalEvent(at: now, .currentActivityResigned(activityID: activity.id, reason: reason)))
+            announce(.currentActivityChanged(nil))
+            logger.info("activity withdrawn", metadata: ["activity": "\(activity.id.lowercasedString)", "reason": "\(reason.rawValue)", "source": "\(source)"])
+        }
+        return change
     }
 
     private func save(_ activity: Activity?) throws(DaemonError) {
@@ -259,13 +257,12 @@ public actor ActivityRegistry {
     }
 
     private func expire(id: UUID) async {
-        let now = clock.now()
-        guard let activity = current, activity.id == id, activity.isExpired(at: now) else {
+        guard let activity = current, activity.id == id, activity.isExpired(at: clock.now()) else {
             scheduleExpiry()  // woke early (clock change): try again
             return
         }
         do {
-            _ = try await withdraw(reason: .expired, now: now)
+            try apply(.expire)
         } catch {
             logger.error("cannot withdraw the expired activity", metadata: ["error": "\(error)"])
         }
