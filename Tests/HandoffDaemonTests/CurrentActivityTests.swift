@@ -106,7 +106,7 @@ import Testing
             (.windows(Self.window(Self.appA, "w2", nil, nil), focusChanged: true), .nothing),
             (.windows(Self.window(Self.appA, "w1", Self.noteID, "note"), focusChanged: true), .became(title: "note", update: false, source: .window(registration: Self.appA, window: "w1"))),
             // The app quit: no window has focus.
-            (.windows(nil, focusChanged: false), .withdrawn(.resigned, source: .request)),
+            (.windows(nil, focusChanged: false), .withdrawn(.resigned, source: .noFocusedWindow)),
             (.windows(Self.window(Self.appA, "w1", Self.noteID, "note"), focusChanged: false), .became(title: "note", update: false, source: .window(registration: Self.appA, window: "w1"))),
             (.resign, .withdrawn(.resigned, source: .request)),
             // Still the windows' say: the next change of the focused window is current again.
@@ -149,12 +149,24 @@ import Testing
         Self.run([(.resign, .withdrawn(.resigned, source: .request))], from: CurrentActivity(restored: restored))
     }
 
-    /// What cannot be current changes nothing: the next value is not taken.
+    /// What cannot be current changes nothing: the next value is not taken. A window's that
+    /// cannot (`windowRefused`, after the refusal) still takes the focus, and its app's activity
+    /// before it goes.
     @Test func anInvalidActivityIsRefused() {
         let huge = ActivityContent(type: "org.example.note", title: "big", userInfo: ["blob": .string(String(repeating: "x", count: 300_000))])
-        Self.run([
+        let tooBig = CurrentActivity.FocusedWindow(registration: Self.appA, window: "w", activity: (UUID(), huge))
+        let end = Self.run([
             (.put(PutCurrentActivityRequest(content: huge)), .refused(.payloadTooLarge)),
-            (.windows(CurrentActivity.FocusedWindow(registration: Self.appA, window: "w", activity: (UUID(), huge)), focusChanged: true), .refused(.payloadTooLarge)),
+            (.windows(tooBig, focusChanged: true), .refused(.payloadTooLarge)),
+            (.windowRefused(tooBig, focusChanged: true), .nothing),
+            (.windows(Self.window(Self.appB, "v", Self.viewID, "view"), focusChanged: false), .became(title: "view", update: false, source: .window(registration: Self.appB, window: "v"))),
+            (.windows(tooBig, focusChanged: true), .refused(.payloadTooLarge)),
+            (.windowRefused(tooBig, focusChanged: true), .withdrawn(.resigned, source: .window(registration: Self.appA, window: "w"))),
+        ])
+        #expect(end.windowsDecide && end.activity == nil)
+        Self.run([
+            (.put(PutCurrentActivityRequest(content: Self.content("script"))), .became(title: "script", update: false, source: .request)),
+            (.windowRefused(tooBig, focusChanged: true), .nothing),
         ])
     }
 }

@@ -293,7 +293,8 @@ import Testing
                 let code = line.trimmingCharacters(in: .whitespaces)
                 guard !code.hasPrefix("//") else { continue }
                 if code.contains("swift_task_") || code.contains("completeWithTask") || code.contains("Task.detached")
-                    || code.firstMatch(of: /\bTask\s*\{/) != nil || code.firstMatch(of: /\bTask\((?!executorPreference: ProgramExecutor\.current\))/) != nil
+                    || code.firstMatch(of: /\bTask\s*(?:<[^>]*>)?\s*\{/) != nil
+                    || code.firstMatch(of: /\bTask\s*(?:<[^>]*>)?\((?!executorPreference: ProgramExecutor\.current\))/) != nil
                 {
                     offenders.append("\(file):\(n + 1)")
                 }

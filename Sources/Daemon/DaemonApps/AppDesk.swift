@@ -25,6 +25,8 @@ package actor AppDesk {
     private var streams: [AppWindows.Registration: AsyncStream<AppEvent>.Continuation] = [:]
     /// The time events are stamped with and window activities expire by.
     private let clock: any DaemonClock
+    /// How many times the registry was told about the windows (`follow`).
+    private var followed: UInt64 = 0
     /// Continuations handed to a running app, waiting for its answer (nil: the app quit).
     private var waiting: [UUID: (registration: AppWindows.Registration, answer: Once<ContinuationAnswer?>)] = [:]
     /// Continuations a running app was told `willContinue` for, before their activity arrived.
@@ -314,9 +316,8 @@ package actor AppDesk {
     /// Tells the registry which window has focus now and what it shows; the registry decides
     /// what is current (docs/apps.md) and attaches the window's app to its activity when it
     /// becomes current. A window's activity whose expiry passed counts as none (and is dropped).
-    /// The windows as they are now go with each call, and calls reach the registry in the order
-    /// they leave this actor (its executor, `DiskThread`, runs jobs in order), so the last word
-    /// is the windows' last state.
+    /// The windows as they are now go with each call, numbered: should two calls reach the
+    /// registry out of order, the older is ignored, so the last word is the windows' last state.
     private func follow(focusChanged: Bool) async {
         var focused: CurrentActivity.FocusedWindow?
         if let (registration, window) = windows.focusedWindow {
@@ -337,7 +338,8 @@ package actor AppDesk {
                 detach: { attachments.detach($0) }
             )
         }
-        await registry.followWindows(focused, focusChanged: focusChanged, attachment: attachment)
+        followed += 1
+        await registry.followWindows(focused, focusChanged: focusChanged, sequence: followed, attachment: attachment)
     }
 }
 

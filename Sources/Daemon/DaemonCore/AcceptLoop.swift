@@ -1,4 +1,3 @@
-import HandoffSystem
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -37,6 +36,11 @@ package final class AcceptLoop<Accepted: IncomingConnection>: Sendable {
     private let bindSocket: @Sendable (Intake) async throws -> Server
     private let logger: Logger
     private let state = Mutex<(current: (any Channel)?, stopping: Bool)>((nil, false))
+    /// Settled when graceful shutdown begins: ends a pause before listening again. (Not
+    /// `cancelWhenGracefulShutdown`: when its operation ends first, it cancels a waiter that
+    /// starts a task of its own, outside the daemon's executor — docs/platform.md, "Waiting
+    /// without waking".)
+    private let shutdown = Once<Void>()
 
     /// `what` names the socket in logs ("peer port 0.0.0.0:47810"); `bind` makes a listening
     /// socket whose per-connection closure sets each connection up with `ConnectionSetup.guarded`
@@ -84,7 +88,7 @@ package final class AcceptLoop<Accepted: IncomingConnection>: Sendable {
                     if isStopping { break }
                     logger.warning("listening again after a pause", metadata: ["socket": "\(what)", "pause": "\(pause)"])
                     let wait = pause
-                    try? await cancelWhenGracefulShutdown { try await QuietSleep.sleep(for: wait) }
+                    _ = await shutdown.value(within: wait)
                     if isStopping { break }
                     pause = min(pause * 2, .seconds(30))
                     do {
@@ -104,6 +108,7 @@ package final class AcceptLoop<Accepted: IncomingConnection>: Sendable {
                 return s.current
             }
             current?.close(promise: nil)
+            self.shutdown.settle(())
         }
     }
 

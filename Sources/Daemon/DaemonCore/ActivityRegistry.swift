@@ -24,6 +24,8 @@ public actor ActivityRegistry {
     private let logger: Logger
     private var state: CurrentActivity
     private var current: Activity? { state.activity }
+    /// The last of the desk's calls carried out (`followWindows`).
+    private var windowsSequence: UInt64 = 0
     /// The window whose app is attached to the current activity (`followWindows`), and how.
     private var windowAttachment: (activity: UUID, serves: Bool, id: Int, detach: @Sendable (Int) -> Void)?
     private var expiryTask: Task<Void, Never>?
@@ -155,17 +157,20 @@ public actor ActivityRegistry {
         }
     }
 
-    /// The windows changed (`AppDesk`): the focused one, and whether the change was a focus. When
+    /// The windows changed (`AppDesk`): the focused one, and whether the change was a focus;
+    /// `sequence` orders the desk's calls (one older than the last is stale and ignored). When
     /// that makes the window's activity current, its app is attached to it (`attachment`) in the
-    /// same step, so no other change can come between. A window's activity that cannot be current
-    /// (the disk refused, or it is no longer valid) withdraws the window's one before it.
-    package func followWindows(_ focused: CurrentActivity.FocusedWindow?, focusChanged: Bool, attachment: WindowAttachment?) {
+    /// same step, so no other change can come between. A window's activity that cannot be
+    /// current (the disk refused, or it is no longer valid) withdraws the window's one before it.
+    package func followWindows(_ focused: CurrentActivity.FocusedWindow?, focusChanged: Bool, sequence: UInt64, attachment: WindowAttachment?) {
+        guard sequence > windowsSequence else { return }
+        windowsSequence = sequence
         let change: CurrentActivity.Change?
         do {
             change = try apply(.windows(focused, focusChanged: focusChanged))
         } catch {
             logger.warning("a window's activity could not become current", metadata: ["error": "\(error)"])
-            if case .window = state.source { _ = try? apply(.windows(nil, focusChanged: false)) }
+            _ = try? apply(.windowRefused(focused, focusChanged: focusChanged))
             return
         }
         guard case .became(let activity, _, let update, .window) = change, let attachment else { return }

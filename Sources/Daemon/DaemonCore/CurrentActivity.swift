@@ -21,6 +21,8 @@ package struct CurrentActivity: Equatable, Sendable {
         case request
         /// A registered app's window: focused, or its activity changed while it had focus.
         case window(registration: UUID, window: String)
+        /// No window has focus any more (its app quit, or its last window closed).
+        case noFocusedWindow
         /// Read back from disk when the daemon started.
         case restore
         /// Its expiration date passed.
@@ -57,6 +59,9 @@ package struct CurrentActivity: Equatable, Sendable {
         /// The windows changed: the focused one (nil: none has focus), and whether this change
         /// was a focus.
         case windows(FocusedWindow?, focusChanged: Bool)
+        /// The focused window's activity cannot be current (it is not valid, or the disk refused
+        /// it): a focus still gives the windows the say, and a window's activity before it goes.
+        case windowRefused(FocusedWindow?, focusChanged: Bool)
         /// The clock passed its expiration date.
         case expire
         /// Its streams' server left.
@@ -109,7 +114,7 @@ package struct CurrentActivity: Equatable, Sendable {
                 // The user looks at something that cannot be continued: a window's activity
                 // goes; one a request set stays.
                 guard case .window = source else { return (next, nil) }
-                let change = next.withdraw(reason: .resigned, source: focused.map { .window(registration: $0.registration, window: $0.window) } ?? .request)
+                let change = next.withdraw(reason: .resigned, source: focused.map { .window(registration: $0.registration, window: $0.window) } ?? .noFocusedWindow)
                 return (next, change)
             }
             let from = Source.window(registration: focused.registration, window: focused.window)
@@ -121,6 +126,11 @@ package struct CurrentActivity: Equatable, Sendable {
                 return (next, change)
             }
             let change = try next.become(shown.id, shown.content, now: now, deviceID: deviceID, limits: limits, source: from)
+            return (next, change)
+        case .windowRefused(let focused, let focusChanged):
+            if focusChanged { next.windowsDecide = true }
+            guard next.windowsDecide, case .window = source else { return (next, nil) }
+            let change = next.withdraw(reason: .resigned, source: focused.map { .window(registration: $0.registration, window: $0.window) } ?? .noFocusedWindow)
             return (next, change)
         case .expire:
             guard let existing = activity, existing.isExpired(at: now) else { return (next, nil) }

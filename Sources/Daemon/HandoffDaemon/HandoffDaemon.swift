@@ -418,7 +418,10 @@ public final class HandoffDaemon: Sendable {
                     try await listener.bound.wait()
                     try await discovery.ready.wait()
                     try await hangup?.trapping.wait()
-                    if let failure = await self.applyFirstUse() {
+                    let firstUse = await self.applyFirstUse()
+                    // Stopped meanwhile (SIGTERM during a first join): that is no failure of the join.
+                    guard !Task.isCancelled else { return }
+                    if let failure = firstUse {
                         // A daemon asked to join that could not is no use without an account: it
                         // stops and says why, rather than running on with none.
                         self.firstUseFailure.withLock { $0 = failure }
