@@ -123,6 +123,23 @@ import Testing
         #expect(setters == ["DaemonLocalAPI/LocalAPIRouter.swift"], "\(setters)")
     }
 
+    /// The user's side spells no route: every method and path a client sends comes from
+    /// `LocalAPIEndpoints` and `LocalAPIRoute` (HandoffAPI), through `LocalAPICall` (HandoffClient).
+    @Test func theClientsSpellNoRoute() throws {
+        let clients = (Self.floors.first { $0.floor == "Apps" }?.targets ?? []) + ["handoffctl", "handoff-desktop", "handoff-browser-host"]
+        #expect(clients.count >= 8)
+        var spelled: [String] = []
+        for module in clients {
+            let directory = Self.directory(module)
+            guard let files = FileManager.default.enumerator(atPath: directory.path) else { continue }
+            for case let file as String in files where file.hasSuffix(".swift") {
+                let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+                if text.firstMatch(of: /"(GET|PUT|POST|DELETE|PATCH)"|"\/v1\//) != nil { spelled.append("\(module)/\(file)") }
+            }
+        }
+        #expect(spelled.isEmpty, "\(spelled)")
+    }
+
     /// Who may use the local API is checked once per way in: the router (a `LocalAPIRequest`
     /// exists only once checked), a stream upgrade, the file socket (which decides at accept not
     /// to read a stranger's request, and answers it the same way later).
