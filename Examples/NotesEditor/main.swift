@@ -8,9 +8,11 @@
 //
 // It prints one line for each thing that happens: `current`, `willSave`, `wasContinued`,
 // `sent attachment`, and on the receiving side `continued` and `received attachment` (saved in
-// the directory given with --dir, default the current one).
+// the directory given with --dir, default the current one). With --web-domain it also claims a
+// site: a page of it continued here prints `opened page URL TITLE` (docs/apps.md, "Web pages
+// into apps").
 //
-//   handoff-example-notes [--socket PATH] [--dir DIR]
+//   handoff-example-notes [--socket PATH] [--dir DIR] [--web-domain DOMAIN]
 
 import Foundation
 import HandoffKit
@@ -107,6 +109,10 @@ final class Editor: UserActivityDelegate, ContinuationReceiver {
 
     func continueUserActivity(_ continuation: IncomingContinuation) async throws -> String {
         let received = continuation.userActivity
+        if received.activityType == UserActivity.browsingWebType {
+            say("opened page \(received.webpageURL?.absoluteString ?? "") \(received.title)")
+            return HandoffApp.mainWindow
+        }
         let text: String
         if case .string(let t) = received.userInfo["text"] { text = t } else { text = "" }
         say("continued \(received.title) from \(continuation.device): \(text)")
@@ -149,7 +155,9 @@ func option(_ name: String) -> String? {
     return arguments[i + 1]
 }
 
-let app = HandoffApp(appID: "org.handoff.example.Notes", continues: [noteType], socketPath: option("--socket"))
+let app = HandoffApp(
+    appID: "org.handoff.example.Notes", continues: [noteType], webDomains: option("--web-domain").map { [$0] } ?? [], socketPath: option("--socket")
+)
 let editor = Editor(app: app, directory: option("--dir") ?? FileManager.default.currentDirectoryPath)
 do {
     try await app.connect()

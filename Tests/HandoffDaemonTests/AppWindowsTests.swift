@@ -178,6 +178,26 @@ import Testing
         }
     }
 
+    /// A page of a claimed site goes to the running app whose claim covers its host and that had
+    /// focus last; a claim turned off, or one that covers something else, takes nothing.
+    @Test func aPageGoesToTheRunningAppThatClaimsItsSite() throws {
+        var windows = AppWindows()
+        let (shop, news) = (UUID(), UUID())
+        let claims = { (texts: [String]) in texts.compactMap(WebDomainClaim.init) }
+        windows.register(shop, appID: "org.example.Shop", continues: [], webDomains: claims(["example.com", "*.example.org"]))
+        windows.register(news, appID: "org.example.News", continues: [], webDomains: claims(["*.example.org"]))
+        #expect(windows.receiver(forWebHost: "example.com", off: []) == .app(shop))
+        #expect(windows.receiver(forWebHost: "www.example.com", off: []) == .launch, "example.com claims only that host")
+        #expect(windows.receiver(forWebHost: "a.example.org", off: []) == .app(news), "registered last")
+        windows.focus("main", in: shop)
+        #expect(windows.receiver(forWebHost: "a.example.org", off: []) == .app(shop), "focused last")
+        #expect(windows.receiver(forWebHost: "example.org", off: []) == .launch)
+        #expect(windows.receiver(forWebHost: "example.com", off: Set(claims(["example.com"]))) == .launch)
+        #expect(windows.receiver(forWebHost: "a.example.org", off: Set(claims(["*.example.org"]))) == .launch)
+        windows.unregister(shop)
+        #expect(windows.receiver(forWebHost: "a.example.org", off: []) == .app(news))
+    }
+
     @Test func focusingAWindowOfAnUnknownRegistrationChangesNothing() {
         var windows = AppWindows()
         windows.focus("1", in: UUID())

@@ -102,6 +102,21 @@ import Testing
         }
     }
 
+    /// `[web_domains] off`: claims as apps make them; a top-level wildcard or a URL is refused.
+    @Test func claimsTurnedOffAreClaims() throws {
+        var settings = DaemonSettings()
+        try settings.apply(try parse("[web_domains]\noff = [\"Example.com\", \"*.example.org\"]\n"))
+        #expect(settings.webDomainsOff == ["example.com", "*.example.org"])
+        for text in ["[web_domains]\noff = [\"*.com\"]", "[web_domains]\noff = [\"https://example.com\"]", "[web_domains]\noff = \"example.com\""] {
+            do {
+                try settings.apply(try parse(text))
+                Issue.record("accepted \(text)")
+            } catch {
+                #expect(error.line == 2 && error.reason.contains("[web_domains] off"), "\(error)")
+            }
+        }
+    }
+
     @Test func laterFilesOverrideEarlierOnesAndMissingFilesAreSkipped() throws {
         let dir = try TempDirectory.make()
         defer { TempDirectory.remove(dir) }

@@ -33,6 +33,10 @@ public actor HandoffApp {
     public nonisolated let appID: String
     /// The activity types this app continues (declared once, at registration).
     public nonisolated let continuedTypes: [String]
+    /// The sites whose pages it opens (`example.com`, `*.example.org`; Apple's associated
+    /// domains): such a page continued here comes to its receiver as an activity of type
+    /// `UserActivity.browsingWebType`, with `webpageURL` (docs/apps.md, "Web pages into apps").
+    public nonisolated let webDomains: [String]
     nonisolated let client: HandoffClient
     /// Wakes `giveChanges` when a window's activity changed (`changedWindows` says which).
     private nonisolated let changes: AsyncStream<Void>.Continuation
@@ -67,9 +71,10 @@ public actor HandoffApp {
     private var reported: HandoffError??
 
     /// `socketPath`: handoffd's local API (the default is the user's, as handoffctl's).
-    public init(appID: String, continues types: [String] = [], socketPath: String? = nil) {
+    public init(appID: String, continues types: [String] = [], webDomains: [String] = [], socketPath: String? = nil) {
         self.appID = appID
         continuedTypes = types
+        self.webDomains = webDomains
         client = HandoffClient(socketPath: socketPath ?? HandoffPaths.defaultSocketPath(), timeoutSeconds: 10)
         (changed, changes) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         (registrationChanges, registrationChange) = AsyncStream.makeStream(of: HandoffError?.self, bufferingPolicy: .bufferingNewest(1))
@@ -92,7 +97,9 @@ public actor HandoffApp {
         let subscription: NDJSONSubscription<AppEvent>
         let receiving = hungCalls == 0
         do {
-            subscription = try await client.subscribe(.registerApp(AppRegistration(appID: appID, continues: receiving ? continuedTypes : [])))
+            subscription = try await client.subscribe(
+                .registerApp(AppRegistration(appID: appID, continues: receiving ? continuedTypes : [], webDomains: receiving ? webDomains : []))
+            )
         } catch {
             report(HandoffError(error))
             throw HandoffError(error)

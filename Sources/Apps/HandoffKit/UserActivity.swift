@@ -19,6 +19,9 @@ import Synchronization
 /// `IncomingContinuation`) has no app: it is a value to read.
 public final class UserActivity: Sendable {
     public let activityType: String
+    /// The type of a web page handed to the app that claims its site (`HandoffApp`'s
+    /// `webDomains`): Apple's `NSUserActivityTypeBrowsingWeb`. Its `webpageURL` is the page.
+    public static let browsingWebType = ActivityContent.browsingWebType
     /// The window this activity describes (the app's own name for it).
     public let window: String
     let app: HandoffApp?

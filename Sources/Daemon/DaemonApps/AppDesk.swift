@@ -60,7 +60,7 @@ package actor AppDesk {
     /// and hands back its windows' restoration activities. The stream ends when the app is
     /// unregistered; whoever reads it unregisters the app when its reader leaves.
     package func register(_ request: AppRegistration) async throws(DaemonError) -> (AppWindows.Registration, AsyncStream<AppEvent>) {
-        let (registration, restored) = try await register(appID: request.appID, continues: request.continues)
+        let (registration, restored) = try await register(appID: request.appID, continues: request.continues, webDomains: request.webDomains)
         let (stream, continuation) = AsyncStream.makeStream(of: AppEvent.self, bufferingPolicy: .bufferingOldest(256))
         let windows = restored.sorted { $0.key < $1.key }.map { RestoredWindow(window: $0.key, activity: $0.value) }
         continuation.yield(AppEvent(at: clock.now(), .registered(registration: registration, restored: windows, answerWithin: answerDeadline)))
@@ -70,7 +70,7 @@ package actor AppDesk {
 
     /// An app starts: it continues `continues`; the answer has its registration and its windows'
     /// restoration activities, by window.
-    package func register(appID: String, continues: [String]) async throws(DaemonError) -> (AppWindows.Registration, restored: [String: Activity]) {
+    package func register(appID: String, continues: [String], webDomains: [String] = []) async throws(DaemonError) -> (AppWindows.Registration, restored: [String: Activity]) {
         try RestorationStore.check(appID: appID)
         guard windows.apps.count < Self.registrationsAtMost else {
             throw DaemonError(.tooManyApps, "\(Self.registrationsAtMost) apps are registered already; one must quit first")
@@ -85,8 +85,18 @@ package actor AppDesk {
                 throw DaemonError(error)
             }
         }
+        guard webDomains.count <= Self.typesPerAppAtMost else {
+            throw DaemonError(.badRequest, "an app claims at most \(Self.typesPerAppAtMost) web domains")
+        }
+        var claims: [WebDomainClaim] = []
+        for text in webDomains {
+            guard let claim = WebDomainClaim(text) else {
+                throw DaemonError(.badRequest, "\(Self.oneLine(text)) is not a web domain an app can claim (e.g. example.com or *.example.org; *.com claims nothing)")
+            }
+            claims.append(claim)
+        }
         let registration = UUID()
-        windows.register(registration, appID: appID, continues: Set(continues))
+        windows.register(registration, appID: appID, continues: Set(continues), webDomains: claims)
         logger.info("app registered", metadata: ["app": "\(appID)", "registration": "\(registration.lowercasedString)", "types": "\(continues.count)"])
         return (registration, await restoration.restoration(of: appID))
     }
@@ -168,6 +178,15 @@ package actor AppDesk {
         windows.receiver(for: type, target: target)
     }
 
+    /// What the running apps claim (for `doctor`), each turned off when in `off`.
+    package func webDomainClaims(off: Set<WebDomainClaim>) -> [WebDomainClaimStatus] {
+        windows.apps.values.sorted { $0.appID < $1.appID }.flatMap { app in
+            app.webDomains.map {
+                WebDomainClaimStatus(domain: $0.description, app: app.appID, running: true, on: !off.contains($0), reason: off.contains($0) ? "turned off in handoffd.toml" : nil)
+            }
+        }
+    }
+
     /// The id of the running app an activity of `type` would go to, if any.
     package func receivingApp(for type: String) -> String? {
         switch windows.receiver(for: type, target: nil) {
@@ -183,11 +202,16 @@ package actor AppDesk {
     /// continues its type (the caller starts one). An app that does not answer within the
     /// deadline is taken for hung: the continuation fails and the app is no longer a receiver
     /// (its registration ends), so the next one goes elsewhere; one that quits first fails it too.
-    package func deliver(_ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef) async throws(DaemonError) -> DeliveryOutcome? {
+    /// `claimed`: `activity` is a web page (`org.handoff.browsing-web`) for the app that claims
+    /// its host, except claims the user turned off.
+    package func deliver(
+        _ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef, claimed: (host: String, off: Set<WebDomainClaim>)? = nil
+    ) async throws(DaemonError) -> DeliveryOutcome? {
         let told = announced.removeValue(forKey: continuationID)?.registration
         let registration: AppWindows.Registration?
         let window: String?
-        switch windows.receiver(for: activity.type, target: activity.content.targetContentIdentifier) {
+        let receiver = claimed.map { windows.receiver(forWebHost: $0.host, off: $0.off) } ?? windows.receiver(for: activity.type, target: activity.content.targetContentIdentifier)
+        switch receiver {
         case .launch: (registration, window) = (nil, nil)
         case .app(let r): (registration, window) = (r, nil)
         case .window(let r, let w): (registration, window) = (r, w)

@@ -32,6 +32,8 @@ package struct AppWindows {
         var appID: String
         /// Activity types it continues (declared at registration).
         var continues: Set<String>
+        /// Sites whose pages it opens (declared at registration).
+        var webDomains: [WebDomainClaim] = []
         var windows: [String: Window] = [:]
         /// When it registered, in the focus order: an app with no focused window ranks by this.
         var registered: UInt64
@@ -52,9 +54,9 @@ package struct AppWindows {
 
     // MARK: What happens
 
-    mutating func register(_ registration: Registration, appID: String, continues: Set<String>) {
+    mutating func register(_ registration: Registration, appID: String, continues: Set<String>, webDomains: [WebDomainClaim] = []) {
         order += 1
-        apps[registration] = App(appID: appID, continues: continues, registered: order)
+        apps[registration] = App(appID: appID, continues: continues, webDomains: webDomains, registered: order)
     }
 
     /// The app quit or its connection ended: its windows and their activities go.
@@ -110,6 +112,17 @@ package struct AppWindows {
             }
             if let best = showing.max(by: { ($0.2, $0.3, $1.1) < ($1.2, $1.3, $0.1) }) { return .window(best.0, window: best.1) }
         }
+        return Self.focusedLast(candidates)
+    }
+
+    /// Which running app takes a web page of `host` (as `org.handoff.browsing-web`): of the apps
+    /// whose claims cover it, except claims in `off`, the one that had focus last; else `.launch`.
+    func receiver(forWebHost host: String, off: Set<WebDomainClaim>) -> Receiver {
+        Self.focusedLast(apps.filter { $0.value.webDomains.contains { $0.covers(host: host) && !off.contains($0) } })
+    }
+
+    /// Of `candidates`, the app that had focus last (or registered last, if none of its windows had).
+    private static func focusedLast(_ candidates: [Registration: App]) -> Receiver {
         let ranked = candidates.map { (registration, app) in
             (registration, max(app.registered, app.windows.values.map(\.focused).max() ?? 0))
         }

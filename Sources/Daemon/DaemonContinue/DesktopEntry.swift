@@ -1,6 +1,9 @@
+import HandoffModel
+
 /// The parts of a freedesktop.org `.desktop` file handoff uses: an application's name and `Exec`
-/// line, and the activity types it continues (`X-Handoff-ActivityTypes=a;b;`, the Linux analogue
-/// of `NSUserActivityTypes` in an app's Info.plist).
+/// line, the activity types it continues (`X-Handoff-ActivityTypes=a;b;`, the Linux analogue
+/// of `NSUserActivityTypes` in an app's Info.plist) and the sites it shows
+/// (`X-Handoff-WebDomains=example.com;*.example.org;`, Apple's associated domains).
 package struct DesktopEntry: Sendable, Equatable {
     /// The desktop file id: its path below `applications/`, with `/` turned into `-`.
     var id: String
@@ -10,6 +13,10 @@ package struct DesktopEntry: Sendable, Equatable {
     var icon: String?
     var tryExec: String?
     var activityTypes: [String]
+    /// The sites whose pages it opens (docs/apps.md, "Web pages into apps").
+    var webDomains: [WebDomainClaim]
+    /// What `X-Handoff-WebDomains` lists that claims nothing (`*.com`, not a host name): logged.
+    var ignoredWebDomains: [String]
     /// `Hidden=true`: the file deletes the entry (and hides one of the same id further down).
     var hidden: Bool
     var isApplication: Bool
@@ -21,6 +28,7 @@ package struct DesktopEntry: Sendable, Equatable {
     var continueAction: Bool
 
     static let activityTypesKey = "X-Handoff-ActivityTypes"
+    static let webDomainsKey = "X-Handoff-WebDomains"
     static let continueActionKey = "X-Handoff-ContinueAction"
 
     /// Reads the `[Desktop Entry]` group; nil when there is none.
@@ -50,6 +58,9 @@ package struct DesktopEntry: Sendable, Equatable {
         self.icon = values["Icon"].map(DesktopEntry.unescape)
         self.tryExec = values["TryExec"].map(DesktopEntry.unescape)
         self.activityTypes = values[DesktopEntry.activityTypesKey].map(DesktopEntry.list) ?? []
+        let domains = values[DesktopEntry.webDomainsKey].map(DesktopEntry.list) ?? []
+        self.webDomains = domains.compactMap(WebDomainClaim.init)
+        self.ignoredWebDomains = domains.filter { WebDomainClaim($0) == nil }
         self.hidden = values["Hidden"] == "true"
         self.isApplication = (values["Type"] ?? "Application") == "Application"
         self.dbusActivatable = values["DBusActivatable"] == "true"

@@ -55,23 +55,35 @@ package struct HandlerCatalog: Sendable {
 
     func handler(for type: String, searchPath: String) -> Handler? {
         if let line = configured[type] { return .configured(type: type, line) }
+        return applications(mentioning: DesktopEntry.activityTypesKey, searchPath: searchPath).first { $0.0.activityTypes.contains(type) }.map { .desktop($0.0, $0.1) }
+    }
+
+    /// Every installed app's claims (for `doctor`), and what it lists that claims nothing.
+    func webDomainClaims(searchPath: String) -> [DesktopEntry] {
+        applications(mentioning: DesktopEntry.webDomainsKey, searchPath: searchPath).map(\.0).filter { !$0.webDomains.isEmpty || !$0.ignoredWebDomains.isEmpty }
+    }
+
+    /// The applications that apply — the first file of an id wins, a hidden one hides it, and
+    /// one whose `TryExec` is missing is not installed — among those whose file mentions `key`.
+    func applications(mentioning key: String, searchPath: String) -> [(DesktopEntry, ExecLine)] {
+        var found: [(DesktopEntry, ExecLine)] = []
         var seen: Set<String> = []
         for directory in dataDirectories {
             for (id, path) in HandlerCatalog.desktopFiles(in: directory + "/applications") {
                 // The first file with an id wins; a later one of the same id is shadowed by it.
                 guard seen.insert(id).inserted else { continue }
-                guard let text = try? String(contentsOfFile: path, encoding: .utf8), text.contains(DesktopEntry.activityTypesKey),
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8), text.contains(key),
                     let entry = DesktopEntry(id: id, path: path, text: text), entry.isApplication, !entry.hidden,
-                    entry.activityTypes.contains(type), let exec = entry.exec, let line = try? ExecLine(parsing: exec)
+                    let exec = entry.exec, let line = try? ExecLine(parsing: exec)
                 else { continue }
                 if let tryExec = entry.tryExec {
-                    let found = tryExec.hasPrefix("/") ? access(tryExec, X_OK) == 0 : ChildProcess.search(tryExec, path: searchPath) != nil
-                    guard found else { continue }
+                    let installed = tryExec.hasPrefix("/") ? access(tryExec, X_OK) == 0 : ChildProcess.search(tryExec, path: searchPath) != nil
+                    guard installed else { continue }
                 }
-                return .desktop(entry, line)
+                found.append((entry, line))
             }
         }
-        return nil
+        return found
     }
 
     /// The `.desktop` file with this id that applies (the first in `dataDirectories`), for an

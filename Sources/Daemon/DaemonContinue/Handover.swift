@@ -37,10 +37,28 @@ package struct Handover: Sendable {
         return launcher.target(for: type, hasWebpage: hasWebpage)
     }
 
+    /// The running app that continues its type; else the program here for its type; else, for an
+    /// https page of a site an app claims, that app (running first) with the page as
+    /// `org.handoff.browsing-web`; else its page to the browser (docs/apps.md).
     func deliver(
         _ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef, session: [String: String]
     ) async throws(DaemonError) -> DeliveryOutcome {
         if let taken = try await apps.deliver(activity, continuationID: continuationID, from: peer) { return taken }
+        if !launcher.handles(activity.type), let host = activity.content.webpageURL.flatMap(WebDomainClaim.claimableHost) {
+            let page = Self.browsingWeb(activity)
+            if let taken = try await apps.deliver(page, continuationID: continuationID, from: peer, claimed: (host, launcher.webDomainsOff)) { return taken }
+            if let claimant = launcher.webClaimant(host: host) {
+                return try await launcher.deliver(page, to: claimant.handler, continuationID: continuationID, from: peer, session: session)
+            }
+        }
         return try await launcher.deliver(activity, continuationID: continuationID, from: peer, session: session)
+    }
+
+    /// A page as the app that claims its site gets it: its title and address, under Apple's
+    /// browsing-web type, and nothing of the app that showed it (`userInfo` is that app's).
+    static func browsingWeb(_ activity: Activity) -> Activity {
+        var content = ActivityContent(type: ActivityContent.browsingWebType, title: activity.content.title, webpageURL: activity.content.webpageURL)
+        content.expirationDate = activity.content.expirationDate
+        return Activity(id: activity.id, content: content, createdAt: activity.createdAt, updatedAt: activity.updatedAt, originDevice: activity.originDevice)
     }
 }

@@ -24,7 +24,7 @@ import Glibc
 /// through a shell.
 package final class Launcher: Sendable {
     /// What opens what: replaced as a whole when handoffd.toml is reloaded (SIGHUP).
-    private let choices: Mutex<(catalog: HandlerCatalog, browser: ExecLine)>
+    private let choices: Mutex<(catalog: HandlerCatalog, browser: ExecLine, webDomainsOff: Set<WebDomainClaim>)>
     /// `$XDG_RUNTIME_DIR/handoff/continuations`: the activity files handlers read.
     let directory: String
     private let socketPath: String
@@ -47,8 +47,11 @@ package final class Launcher: Sendable {
     /// Activity files older than this are removed when a new one is written.
     static let fileLifetimeSeconds: Int64 = 24 * 3600
 
-    package init(catalog: HandlerCatalog, browser: ExecLine, directory: String, socketPath: String, environment: [String: String], logger: Logger) {
-        self.choices = Mutex((catalog, browser))
+    package init(
+        catalog: HandlerCatalog, browser: ExecLine, webDomainsOff: Set<WebDomainClaim> = [], directory: String, socketPath: String, environment: [String: String],
+        logger: Logger
+    ) {
+        self.choices = Mutex((catalog, browser, webDomainsOff))
         self.directory = directory
         self.socketPath = socketPath
         self.environment = environment
@@ -59,29 +62,11 @@ package final class Launcher: Sendable {
     func deliver(
         _ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef, session: [String: String]
     ) async throws(DaemonError) -> DeliveryOutcome {
-        var env = environment.merging(SessionEnvironment.pick(session)) { _, new in new }
+        let env = environment.merging(SessionEnvironment.pick(session)) { _, new in new }
         let (catalog, browser) = choices.withLock { ($0.catalog, $0.browser) }
         let type = activity.type
         if let handler = catalog.handler(for: type, searchPath: env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") {
-            let file = try await DiskThread.shared.run { [self] () throws(DaemonError) -> String in try writeActivityFile(activity, continuationID: continuationID) }
-            env[HandlerEnvironment.activityFile] = file
-            env[HandlerEnvironment.continuationID] = continuationID.lowercasedString
-            env[HandlerEnvironment.activityType] = type
-            env[HandlerEnvironment.peerID] = peer.id.text
-            env[HandlerEnvironment.peerName] = peer.name
-            env[HandlerEnvironment.socket] = socketPath
-            env[HandlerEnvironment.browser] = browser.text
-            let command: [String]
-            switch handler {
-            case .configured(_, let line):
-                command = line.expanded(.init(file: file))
-            case .desktop(let entry, let line):
-                if entry.continueAction, let taken = try await activate(entry, file: file, environment: env, label: handler.label) { return taken }
-                command = line.expanded(.init(file: file, name: entry.name, icon: entry.icon, desktopFile: entry.path))
-            }
-            let pid = try start(command, environment: env, what: "the handler for \(type) (\(handler.label))", wantsVerdict: false)
-            logger.info("continuation handed to an app", metadata: ["type": "\(type)", "handler": "\(handler.label)", "pid": "\(pid)"])
-            return DeliveryOutcome(kind: .handler, handler: handler.label, command: command, activityFile: file, pid: pid)
+            return try await run(handler, activity, continuationID: continuationID, from: peer, environment: env, browser: browser)
         }
         guard let url = activity.content.webpageURL else {
             throw DaemonError(
@@ -99,6 +84,81 @@ package final class Launcher: Sendable {
         }
         logger.info("continuation handed to the browser", metadata: ["type": "\(type)", "browser": "\(browser.arguments[0])"])
         return DeliveryOutcome(kind: .browser, handler: browser.arguments[0], command: command, url: url, pid: pid)
+    }
+
+    /// Whether a program here (handoffd.toml, a `.desktop` file) continues activities of `type`.
+    func handles(_ type: String) -> Bool {
+        choices.withLock { $0.catalog }.handler(for: type, searchPath: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") != nil
+    }
+
+    /// The claims the user turned off (handoffd.toml `[web_domains] off`).
+    package var webDomainsOff: Set<WebDomainClaim> { choices.withLock { $0.webDomainsOff } }
+
+    /// The installed app that claims `host` (`X-Handoff-WebDomains`), unless the user turned its
+    /// claim off. What an app lists that claims nothing (`*.com`) is ignored, and said in the log.
+    func webClaimant(host: String) -> (handler: HandlerCatalog.Handler, claim: WebDomainClaim)? {
+        let (catalog, off) = choices.withLock { ($0.catalog, $0.webDomainsOff) }
+        for (entry, line) in catalog.applications(mentioning: DesktopEntry.webDomainsKey, searchPath: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") {
+            for ignored in entry.ignoredWebDomains {
+                logger.notice("an app's web domain claims nothing; ignored", metadata: ["app": "\(entry.id)", "claim": "\(ignored)"])
+            }
+            if let claim = entry.webDomains.first(where: { $0.covers(host: host) && !off.contains($0) }) { return (.desktop(entry, line), claim) }
+        }
+        return nil
+    }
+
+    /// What installed apps claim, each on or off (for `doctor`).
+    package var webDomainClaims: [WebDomainClaimStatus] {
+        let (catalog, off) = choices.withLock { ($0.catalog, $0.webDomainsOff) }
+        return catalog.webDomainClaims(searchPath: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").flatMap { entry in
+            entry.webDomains.map { claim in
+                WebDomainClaimStatus(
+                    domain: claim.description, app: entry.id, running: false, on: !off.contains(claim), reason: off.contains(claim) ? "turned off in handoffd.toml" : nil
+                )
+            } + entry.ignoredWebDomains.map {
+                WebDomainClaimStatus(domain: $0, app: entry.id, running: false, on: false, reason: "claims nothing: not a host name of two labels or more")
+            }
+        }
+    }
+
+    /// Starts the app that claims the page's site for `browsing` (a page as
+    /// `org.handoff.browsing-web`): its `%u` is the page, the activity's file as for any handler.
+    func deliver(
+        _ browsing: Activity, to claimant: HandlerCatalog.Handler, continuationID: UUID, from peer: LocalEvent.PeerRef, session: [String: String]
+    ) async throws(DaemonError) -> DeliveryOutcome {
+        let env = environment.merging(SessionEnvironment.pick(session)) { _, new in new }
+        return try await run(claimant, browsing, continuationID: continuationID, from: peer, environment: env, browser: choices.withLock { $0.browser })
+    }
+
+    /// Runs `handler` for `activity`: its file written, its environment set, its command (or,
+    /// for an app that asks, its running instance over D-Bus).
+    private func run(
+        _ handler: HandlerCatalog.Handler, _ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef, environment given: [String: String],
+        browser: ExecLine
+    ) async throws(DaemonError) -> DeliveryOutcome {
+        var env = given
+        let type = activity.type
+        let file = try await DiskThread.shared.run { [self] () throws(DaemonError) -> String in try writeActivityFile(activity, continuationID: continuationID) }
+        env[HandlerEnvironment.activityFile] = file
+        env[HandlerEnvironment.continuationID] = continuationID.lowercasedString
+        env[HandlerEnvironment.activityType] = type
+        env[HandlerEnvironment.peerID] = peer.id.text
+        env[HandlerEnvironment.peerName] = peer.name
+        env[HandlerEnvironment.socket] = socketPath
+        env[HandlerEnvironment.browser] = browser.text
+        // A page claimed by its app goes as the page; any other activity as its file.
+        let url = type == ActivityContent.browsingWebType ? activity.content.webpageURL : nil
+        let command: [String]
+        switch handler {
+        case .configured(_, let line):
+            command = line.expanded(.init(file: file, url: url))
+        case .desktop(let entry, let line):
+            if entry.continueAction, let taken = try await activate(entry, file: file, environment: env, label: handler.label) { return taken }
+            command = line.expanded(.init(file: file, url: url, name: entry.name, icon: entry.icon, desktopFile: entry.path))
+        }
+        let pid = try start(command, environment: env, what: "the handler for \(type) (\(handler.label))", wantsVerdict: false)
+        logger.info("continuation handed to an app", metadata: ["type": "\(type)", "handler": "\(handler.label)", "pid": "\(pid)"])
+        return DeliveryOutcome(kind: .handler, handler: handler.label, command: command, activityFile: file, pid: pid)
     }
 
     /// What would be started for an activity of `type` now (nil: nothing here takes it).
@@ -129,10 +189,11 @@ package final class Launcher: Sendable {
     }
 
     /// New handlers and browser (from a reloaded configuration); continuations under way keep theirs.
-    package func replace(configured: [String: ExecLine], browser: ExecLine) {
+    package func replace(configured: [String: ExecLine], browser: ExecLine, webDomainsOff: Set<WebDomainClaim>) {
         choices.withLock { c in
             c.catalog.configured = configured
             c.browser = browser
+            c.webDomainsOff = webDomainsOff
         }
     }
     /// How long `handoff-desktop activate` may take: its own call waits 10 s (the bus may start

@@ -31,6 +31,8 @@ public struct DaemonSettings: Sendable, Equatable {
     public var notifications = true
     /// `[notifications] muted_types`: activity types never shown.
     public var mutedNotificationTypes: [String] = []
+    /// `[web_domains] off`: apps' claims the user turned off (docs/apps.md, "Web pages into apps").
+    public var webDomainsOff: [String] = []
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -134,6 +136,16 @@ public struct DaemonSettings: Sendable, Equatable {
                     types.append(type)
                 }
                 mutedNotificationTypes = types
+            case "web_domains.off":
+                guard case .array(let items) = entry.value else { throw fail("[web_domains] off must be an array of claimed domains") }
+                var claims: [String] = []
+                for item in items {
+                    guard case .string(let text) = item, let claim = WebDomainClaim(text) else {
+                        throw fail("[web_domains] off holds something that is not a claimed domain (e.g. \"example.com\" or \"*.example.org\")")
+                    }
+                    claims.append(claim.description)
+                }
+                webDomainsOff = claims
             case let key where key.hasPrefix("handlers."):
                 let type = String(key.dropFirst("handlers.".count))
                 do {

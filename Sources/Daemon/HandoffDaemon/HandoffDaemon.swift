@@ -293,6 +293,7 @@ public final class HandoffDaemon: Sendable {
         return Launcher(
             catalog: HandlerCatalog(configured: configured, dataDirectories: HandlerCatalog.dataDirectories(environment: environment)),
             browser: browser,
+            webDomainsOff: Set(configuration.settings.webDomainsOff.compactMap(WebDomainClaim.init)),
             directory: (socketDirectory.isEmpty ? "." : socketDirectory) + "/continuations",
             socketPath: configuration.socketPath,
             environment: environment,
@@ -321,7 +322,7 @@ public final class HandoffDaemon: Sendable {
     /// restart applies.
     public func reload(_ settings: DaemonSettings) throws(DaemonError) -> [String] {
         let (configured, browser) = try Self.parseHandlers(settings.handlers, browser: settings.browser)
-        launcher.replace(configured: configured, browser: browser)
+        launcher.replace(configured: configured, browser: browser, webDomainsOff: Set(settings.webDomainsOff.compactMap(WebDomainClaim.init)))
         offers.replace(policy: NotificationPolicy(enabled: settings.notifications, mutedTypes: Set(settings.mutedNotificationTypes)))
         var needRestart: [String] = []
         let running = configuration.settings
@@ -558,6 +559,7 @@ public final class HandoffDaemon: Sendable {
 
     public func status() async -> DaemonStatus {
         let current = await registry.currentActivity()
+        let claims = await apps.webDomainClaims(off: launcher.webDomainsOff) + launcher.webDomainClaims
         return DaemonStatus(
             version: HandoffVersion.current,
             pid: getpid(),
@@ -576,7 +578,8 @@ public final class HandoffDaemon: Sendable {
             browser: launcher.browserStatus,
             configFile: configuration.configFile,
             settings: deviceSwitch.settings,
-            invitingNearby: discovery.invitingNearby
+            invitingNearby: discovery.invitingNearby,
+            webDomains: claims.isEmpty ? nil : claims
         )
     }
 }

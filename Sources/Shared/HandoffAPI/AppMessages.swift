@@ -11,19 +11,31 @@ public struct AppRegistration: Codable, Sendable, Equatable {
     public var appID: String
     /// The activity types this app continues.
     public var continues: [String]
+    /// The sites whose pages it opens (`example.com`, `*.example.org`: docs/apps.md, "Web pages
+    /// into apps"): such a page continued here comes to it as `org.handoff.browsing-web`.
+    public var webDomains: [String]
 
-    public init(appID: String, continues: [String] = []) {
+    public init(appID: String, continues: [String] = [], webDomains: [String] = []) {
         self.appID = appID
         self.continues = continues
+        self.webDomains = webDomains
     }
 
-    enum CodingKeys: String, CodingKey { case appID, continues }
+    enum CodingKeys: String, CodingKey { case appID, continues, webDomains }
 
-    /// `continues` may be left out: an app that only originates.
+    /// `continues` and `webDomains` may be left out: an app that only originates.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         appID = try c.decode(String.self, forKey: .appID)
         continues = try c.decodeIfPresent([String].self, forKey: .continues) ?? []
+        webDomains = try c.decodeIfPresent([String].self, forKey: .webDomains) ?? []
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(appID, forKey: .appID)
+        try c.encode(continues, forKey: .continues)
+        if !webDomains.isEmpty { try c.encode(webDomains, forKey: .webDomains) }
     }
 }
 

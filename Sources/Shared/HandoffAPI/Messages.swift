@@ -88,6 +88,8 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     /// Devices on the network that are inviting a device to their account now — counted only
     /// while this device has no account (it could join one of them: `account join CODE`).
     public var invitingNearby: Int?
+    /// The sites apps here claim (docs/apps.md, "Web pages into apps"), for `doctor`.
+    public var webDomains: [WebDomainClaimStatus]?
 
     public init(
         version: String,
@@ -107,8 +109,10 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         browser: BrowserStatus? = nil,
         configFile: String? = nil,
         settings: DeviceSettings? = nil,
-        invitingNearby: Int? = nil
+        invitingNearby: Int? = nil,
+        webDomains: [WebDomainClaimStatus]? = nil
     ) {
+        self.webDomains = webDomains
         self.settings = settings
         self.invitingNearby = invitingNearby
         self.inboundPeers = inboundPeers
@@ -127,6 +131,28 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         self.stateDirectory = stateDirectory
         self.maximumActivityBytes = maximumActivityBytes
         self.currentActivity = currentActivity
+    }
+}
+
+/// A site an app here claims: its pages continued here open in that app.
+public struct WebDomainClaimStatus: Codable, Sendable, Equatable {
+    /// As the app claims it: `example.com`, `*.example.org`.
+    public var domain: String
+    /// The `.desktop` file id of an installed app, or the id a running app registered with.
+    public var app: String
+    public var running: Bool
+    /// False when the user turned it off (handoffd.toml `[web_domains] off`) or it claims
+    /// nothing (`*.com`, not a host name).
+    public var on: Bool
+    /// Why it is off.
+    public var reason: String?
+
+    public init(domain: String, app: String, running: Bool, on: Bool, reason: String? = nil) {
+        self.domain = domain
+        self.app = app
+        self.running = running
+        self.on = on
+        self.reason = reason
     }
 }
 

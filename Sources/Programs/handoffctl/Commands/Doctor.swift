@@ -193,6 +193,7 @@ struct Doctor: ParsableCommand {
         if let browser = status.browser {
             checks.append(browserCheck(browser, configFile: status.configFile))
         }
+        checks += webDomainChecks(status.webDomains ?? [])
         checks.append(nssMDNS())
         return checks + DesktopCheck.checks(environment: environment)
     }
@@ -214,6 +215,15 @@ struct Doctor: ParsableCommand {
             name: "browser", verdict: .warning, message: "the browser command \(program) (browser = in \(file)) is not installed, or not on handoffd's PATH",
             fix: "install it, or change browser = in \(file) and reload handoffd (systemctl --user reload handoffd)"
         )
+    }
+
+    /// The sites apps claim: their pages, continued here, open in those apps (docs/apps.md).
+    static func webDomainChecks(_ claims: [WebDomainClaimStatus]) -> [Check] {
+        claims.map { claim in
+            let what = "\(safe(claim.domain)) (\(safe(claim.app))\(claim.running ? ", running" : ""))"
+            if claim.on { return Check(name: "web domain", verdict: .ok, message: "https pages of \(what) open in the app") }
+            return Check(name: "web domain", verdict: .ok, message: "\(what) is off: \(safe(claim.reason ?? "off"))")
+        }
     }
 
     /// Without a daemon to ask: is Avahi's socket there?
