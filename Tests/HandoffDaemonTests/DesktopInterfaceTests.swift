@@ -181,6 +181,31 @@ import Testing
     /// A call too large for handoffd is refused on its own: the app stays registered and its
     /// activity current. Seen: a 5 MB SaveRestoration answered "lost the connection to handoffd",
     /// and the app's registration and activity were gone.
+    /// An app that claims a site (`RegisterClaiming`) gets a page of it, continued from another
+    /// device, as a browsing-web activity; a domain that claims nothing is refused.
+    @Test func anAppClaimingASiteGetsItsPages() async throws {
+        let directory = try TempDirectory.make(prefix: "handoff-dbus")
+        defer { TempDirectory.remove(directory) }
+        let bus = try await SessionBus(directory: directory)
+        let page = ActivityContent(type: "org.example.Reader.read", title: "Item 7", userInfo: ["scroll": .int(420)], webpageURL: "https://shop.example.com/item/7")
+        let (_, b, _) = try await ContinuationTests.paired(page)
+        try await DesktopAgentTests.withAgent(b, bus: bus) {
+            let app = App(bus: try DBusConnection.connect(address: bus.address))
+            await app.refused("org.handoff.Error.bad_request", "RegisterClaiming", [.string("org.example.Shop"), .strings([]), .strings(["*.com"]), .objectPath("/")])
+            let incoming = try await app.bus.export(path: "/org/example/Shop", introspection: "<node/>")
+            _ = try await app.call("RegisterClaiming", [.string("org.example.Shop"), .strings([]), .strings(["*.example.com"]), .objectPath("/org/example/Shop")])
+            let client = b.client
+            let continuing = Task { try await client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))) }
+            var calls = incoming.makeAsyncIterator()
+            let call = try #require(await calls.next())
+            let activity = try #require(call.arguments[1].dictionary)
+            #expect(activity["type"] == .string("org.handoff.browsing-web") && activity["webpageURL"] == .string("https://shop.example.com/item/7"), "\(activity)")
+            #expect(activity["title"] == .string("Item 7") && activity["userInfo"] == nil, "nothing of the app that showed it: \(activity)")
+            app.bus.reply(to: call, [.bool(true), .string("main"), .string("")])
+            #expect(try await continuing.value.delivered?.handler == "org.example.Shop")
+        }
+    }
+
     @Test func anOversizedCallIsRefusedAloneAndTheAppStays() async throws {
         let directory = try TempDirectory.make(prefix: "handoff-dbus")
         defer { TempDirectory.remove(directory) }

@@ -35,7 +35,7 @@ package struct DesktopInterface: Sendable {
 
     /// Each method and the arguments it takes (D-Bus signatures).
     static let signatures: [String: String] = [
-        "Register": "saso", "Unregister": "", "BecomeCurrent": "sa{sv}", "Update": "sa{sv}", "Resign": "s", "Invalidate": "s", "Focus": "s",
+        "Register": "saso", "RegisterClaiming": "sasaso", "Unregister": "", "BecomeCurrent": "sa{sv}", "Update": "sa{sv}", "Resign": "s", "Invalidate": "s", "Focus": "s",
         "CloseWindow": "s", "SaveRestoration": "sa{sv}", "RemoveRestoration": "s", "Continue": "s", "OpenStream": "s", "TakeStream": "s",
     ]
     /// Registered apps at once (each holds a local-API connection to handoffd).
@@ -81,7 +81,7 @@ package struct DesktopInterface: Sendable {
                     continue
                 }
                 switch call.member {
-                case "Register":
+                case "Register", "RegisterClaiming":
                     register(call, apps: apps, group: &group)
                 case "Unregister":
                     guard let inbox = apps.remove(call.sender) else {
@@ -127,10 +127,14 @@ package struct DesktopInterface: Sendable {
     }
 
     private func register(_ call: DBusIncomingCall, apps: Registrations, group: inout DiscardingTaskGroup) {
+        let claiming = call.member == "RegisterClaiming"
         let app = BusApp(
             bus: bus, client: client, sender: call.sender,
-            registration: AppRegistration(appID: call.arguments[0].stringValue ?? "", continues: call.arguments[1].arrayItems?.compactMap(\.stringValue) ?? []),
-            receiver: call.arguments[2].stringValue ?? "/", logger: logger
+            registration: AppRegistration(
+                appID: call.arguments[0].stringValue ?? "", continues: call.arguments[1].arrayItems?.compactMap(\.stringValue) ?? [],
+                webDomains: claiming ? call.arguments[2].arrayItems?.compactMap(\.stringValue) ?? [] : []
+            ),
+            receiver: call.arguments[claiming ? 3 : 2].stringValue ?? "/", logger: logger
         )
         let (inbox, post) = AsyncStream.makeStream(of: BusApp.Input.self)
         guard let key = apps.add(call.sender, post) else {
