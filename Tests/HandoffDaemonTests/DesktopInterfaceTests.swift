@@ -178,9 +178,6 @@ import Testing
         await busB.stop()
     }
 
-    /// A call too large for handoffd is refused on its own: the app stays registered and its
-    /// activity current. Seen: a 5 MB SaveRestoration answered "lost the connection to handoffd",
-    /// and the app's registration and activity were gone.
     /// An app that claims a site (`RegisterClaiming`) gets a page of it, continued from another
     /// device, as a browsing-web activity; a domain that claims nothing is refused.
     @Test func anAppClaimingASiteGetsItsPages() async throws {
@@ -206,6 +203,9 @@ import Testing
         }
     }
 
+    /// A call too large for handoffd is refused on its own: the app stays registered and its
+    /// activity current. Seen: a 5 MB SaveRestoration answered "lost the connection to handoffd",
+    /// and the app's registration and activity were gone.
     @Test func anOversizedCallIsRefusedAloneAndTheAppStays() async throws {
         let directory = try TempDirectory.make(prefix: "handoff-dbus")
         defer { TempDirectory.remove(directory) }

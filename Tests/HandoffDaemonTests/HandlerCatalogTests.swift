@@ -19,6 +19,14 @@ import Testing
         #expect(throws: ExecLine.SyntaxError.self) { try ExecLine(parsing: "%f") }
     }
 
+    /// A web page from another device is one argument, never part of a quoted one (which a
+    /// `sh -c "…"` would read): there `%u` is the activity's file, as without a page.
+    @Test func aPageNeverGoesIntoAQuotedArgument() throws {
+        let line = try ExecLine(parsing: #"sh -c "shop %u" --url=%u "%u""#)
+        #expect(line.quoted == [false, false, true, false, true])
+        #expect(line.expanded(.init(file: "/run/a.json", url: "https://example.com/;touch$IFS/tmp/x")) == ["sh", "-c", "shop /run/a.json", "--url=https://example.com/;touch$IFS/tmp/x", "/run/a.json"])
+    }
+
     @Test func fieldCodesAreFilledAndNeverReparsed() throws {
         let line = try ExecLine(parsing: "app %i --name=%c %f %u %k %d %%done")
         let fields = ExecLine.Fields(file: "/run/c.json", url: nil, name: "App", icon: "app-icon", desktopFile: "/x/app.desktop")

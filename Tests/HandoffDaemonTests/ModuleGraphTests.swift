@@ -131,8 +131,9 @@ import Testing
         var spelled: [String] = []
         for module in clients {
             let directory = Self.directory(module)
-            guard let files = FileManager.default.enumerator(atPath: directory.path) else { continue }
-            for case let file as String in files where file.hasSuffix(".swift") {
+            let files = (FileManager.default.enumerator(atPath: directory.path)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".swift") }
+            #expect(!files.isEmpty, "no Swift files in \(directory.path)")
+            for file in files {
                 let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
                 if text.firstMatch(of: /"(GET|PUT|POST|DELETE|PATCH)"|"\/v1\//) != nil { spelled.append("\(module)/\(file)") }
             }

@@ -86,7 +86,7 @@ import Testing
         let pid = try await rig.ctlJSON("bravo", DaemonStatus.self, ["status"]).pid
         #expect(try await rig.run("bravo", ["kill", "-HUP", "\(pid)"]).status == 0)
         try await Rig.waitFor("the claim to be off") {
-            try await rig.ctlJSON("bravo", DaemonStatus.self, ["status"]).webDomains?.contains { $0.domain == "example.com" && !$0.on } == true
+            try await rig.ctl("bravo", ["doctor"]).stdout.contains("example.com (org.example.Shop.desktop) is off: turned off in handoffd.toml")
         }
         let off = try await continuePage("https://example.com/item/8")
         #expect(off.opener == "browser", "\(off)")

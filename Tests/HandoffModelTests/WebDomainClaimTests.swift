@@ -17,9 +17,18 @@ import Testing
     @Test(arguments: [
         "*.com", "com", "", "*.", "*", "https://example.com", "example.com/item", "example.com:443", "a..example", "-a.example", "a-.example",
         "exa mple.com", "a_b.example", "*.*.example", "www.*.example", "bücher.example", String(repeating: "a", count: 64) + ".example",
+        "10.0.0.1", "*.0.0.1", "192.168.1.1.", "a.0x10",
     ])
     func claimsNothing(_ text: String) {
         #expect(WebDomainClaim(text) == nil, "\(text)")
+    }
+
+    /// A claim the user turned off: named as claimed, or below a wildcard they turned off.
+    @Test func turningOffAWildcardTurnsOffWhatItCovers() throws {
+        let off = Set(["*.example.org", "example.com"].compactMap(WebDomainClaim.init))
+        for (claim, isOff) in [("example.com", true), ("*.example.com", false), ("shop.example.org", true), ("*.shop.example.org", true), ("*.example.org", true), ("example.org", false)] {
+            #expect(try #require(WebDomainClaim(claim)).isTurnedOff(by: off) == isOff, "\(claim)")
+        }
     }
 
     @Test func aClaimCoversItsHostOrTheHostsBelowIt() throws {
@@ -42,6 +51,10 @@ import Testing
     @Test(arguments: [
         "http://example.com/", "https://example.com:8443/", "https://user@example.com/", "https://user:pw@example.com/", "https://[::1]/",
         "https://exa_mple.com/", "ftp://example.com/", "https:example.com", "https://", "https:///path", "https://example.com:/", "javascript:alert(1)",
+        // Another host behind the claimed name: user info, an encoded slash, a backslash.
+        "https://example.com@evil.example/", "https://example.com%2f.evil.example/", "https://evil.example\\@example.com/",
+        // An IP address is no site an app can claim.
+        "https://127.0.0.1/", "https://10.0.0.1:443/x", "https://0x7f.1/",
     ])
     func notClaimable(_ url: String) {
         #expect(WebDomainClaim.claimableHost(of: url) == nil, "\(url)")

@@ -60,6 +60,10 @@ public struct LocalAPIStream: Sendable {
 
 extension LocalAPICall where Answer == DaemonStatus {
     public static var status: Self { Self(.status) }
+
+    /// The status with what apps claim of web domains (for `doctor`: it reads every app's
+    /// `.desktop` file).
+    public static var statusWithWebDomains: Self { Self(.status, LocalAPIRoute.status + "?webDomains=1") }
 }
 
 extension LocalAPICall where Answer == DeviceSettings {

@@ -182,7 +182,7 @@ package actor AppDesk {
     package func webDomainClaims(off: Set<WebDomainClaim>) -> [WebDomainClaimStatus] {
         windows.apps.values.sorted { $0.appID < $1.appID }.flatMap { app in
             app.webDomains.map {
-                WebDomainClaimStatus(domain: $0.description, app: app.appID, running: true, on: !off.contains($0), reason: off.contains($0) ? "turned off in handoffd.toml" : nil)
+                WebDomainClaimStatus(domain: $0.description, app: app.appID, running: true, on: !$0.isTurnedOff(by: off), reason: $0.isTurnedOff(by: off) ? "turned off in handoffd.toml" : nil)
             }
         }
     }

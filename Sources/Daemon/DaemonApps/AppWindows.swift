@@ -118,7 +118,7 @@ package struct AppWindows {
     /// Which running app takes a web page of `host` (as `org.handoff.browsing-web`): of the apps
     /// whose claims cover it, except claims in `off`, the one that had focus last; else `.launch`.
     func receiver(forWebHost host: String, off: Set<WebDomainClaim>) -> Receiver {
-        Self.focusedLast(apps.filter { $0.value.webDomains.contains { $0.covers(host: host) && !off.contains($0) } })
+        Self.focusedLast(apps.filter { $0.value.webDomains.contains { $0.covers(host: host) && !$0.isTurnedOff(by: off) } })
     }
 
     /// Of `candidates`, the app that had focus last (or registered last, if none of its windows had).

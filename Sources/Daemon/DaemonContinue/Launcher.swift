@@ -66,7 +66,7 @@ package final class Launcher: Sendable {
         let (catalog, browser) = choices.withLock { ($0.catalog, $0.browser) }
         let type = activity.type
         if let handler = catalog.handler(for: type, searchPath: env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") {
-            return try await run(handler, activity, continuationID: continuationID, from: peer, environment: env, browser: browser)
+            return try await run(handler, activity, page: nil, continuationID: continuationID, from: peer, environment: env, browser: browser)
         }
         guard let url = activity.content.webpageURL else {
             throw DaemonError(
@@ -102,7 +102,7 @@ package final class Launcher: Sendable {
             for ignored in entry.ignoredWebDomains {
                 logger.notice("an app's web domain claims nothing; ignored", metadata: ["app": "\(entry.id)", "claim": "\(ignored)"])
             }
-            if let claim = entry.webDomains.first(where: { $0.covers(host: host) && !off.contains($0) }) { return (.desktop(entry, line), claim) }
+            if let claim = entry.webDomains.first(where: { $0.covers(host: host) && !$0.isTurnedOff(by: off) }) { return (.desktop(entry, line), claim) }
         }
         return nil
     }
@@ -113,7 +113,7 @@ package final class Launcher: Sendable {
         return catalog.webDomainClaims(searchPath: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").flatMap { entry in
             entry.webDomains.map { claim in
                 WebDomainClaimStatus(
-                    domain: claim.description, app: entry.id, running: false, on: !off.contains(claim), reason: off.contains(claim) ? "turned off in handoffd.toml" : nil
+                    domain: claim.description, app: entry.id, running: false, on: !claim.isTurnedOff(by: off), reason: claim.isTurnedOff(by: off) ? "turned off in handoffd.toml" : nil
                 )
             } + entry.ignoredWebDomains.map {
                 WebDomainClaimStatus(domain: $0, app: entry.id, running: false, on: false, reason: "claims nothing: not a host name of two labels or more")
@@ -127,14 +127,17 @@ package final class Launcher: Sendable {
         _ browsing: Activity, to claimant: HandlerCatalog.Handler, continuationID: UUID, from peer: LocalEvent.PeerRef, session: [String: String]
     ) async throws(DaemonError) -> DeliveryOutcome {
         let env = environment.merging(SessionEnvironment.pick(session)) { _, new in new }
-        return try await run(claimant, browsing, continuationID: continuationID, from: peer, environment: env, browser: choices.withLock { $0.browser })
+        return try await run(
+            claimant, browsing, page: browsing.content.webpageURL, continuationID: continuationID, from: peer, environment: env, browser: choices.withLock { $0.browser }
+        )
     }
 
     /// Runs `handler` for `activity`: its file written, its environment set, its command (or,
-    /// for an app that asks, its running instance over D-Bus).
+    /// for an app that asks, its running instance over D-Bus). `page`: the claimed page that is
+    /// its `%u` (only ever one `WebDomainClaim.claimableHost` took); otherwise `%u` is the file.
     private func run(
-        _ handler: HandlerCatalog.Handler, _ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef, environment given: [String: String],
-        browser: ExecLine
+        _ handler: HandlerCatalog.Handler, _ activity: Activity, page url: String?, continuationID: UUID, from peer: LocalEvent.PeerRef,
+        environment given: [String: String], browser: ExecLine
     ) async throws(DaemonError) -> DeliveryOutcome {
         var env = given
         let type = activity.type
@@ -146,8 +149,6 @@ package final class Launcher: Sendable {
         env[HandlerEnvironment.peerName] = peer.name
         env[HandlerEnvironment.socket] = socketPath
         env[HandlerEnvironment.browser] = browser.text
-        // A page claimed by its app goes as the page; any other activity as its file.
-        let url = type == ActivityContent.browsingWebType ? activity.content.webpageURL : nil
         let command: [String]
         switch handler {
         case .configured(_, let line):

@@ -5,16 +5,18 @@ import HandoffAPI
 /// /v1/settings`, docs/local-api.md). Every handler's first line checks who is asking.
 package struct DeviceRoutes: Sendable {
     let deviceSwitch: DeviceSwitch
-    /// What `status` shows, gathered by the composition root from every feature.
-    let gather: @Sendable () async -> DaemonStatus
+    /// What `status` shows, gathered by the composition root from every feature; with the
+    /// claims of web domains (which reads every app's `.desktop` file) when asked.
+    let gather: @Sendable (_ webDomains: Bool) async -> DaemonStatus
 
-    package init(deviceSwitch: DeviceSwitch, status: @escaping @Sendable () async -> DaemonStatus) {
+    package init(deviceSwitch: DeviceSwitch, status: @escaping @Sendable (_ webDomains: Bool) async -> DaemonStatus) {
         self.deviceSwitch = deviceSwitch
         self.gather = status
     }
 
+    /// `GET /v1/status`; with `?webDomains=1`, also what apps claim (`doctor`).
     func status(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        return .ok(await gather())
+        return .ok(await gather(request.query.contains("webDomains=1")))
     }
 
     func settings(_ request: LocalAPIRequest) throws -> LocalAPIResponse {

@@ -378,7 +378,7 @@ public final class HandoffDaemon: Sendable {
                 offers: offers
             ),
             streams: StreamRoutes(book: book, resuming: resuming, originating: originating, daemonUID: daemonUID),
-            device: DeviceRoutes(deviceSwitch: deviceSwitch, status: { [self] in await self.status() }),
+            device: DeviceRoutes(deviceSwitch: deviceSwitch, status: { [self] webDomains in await self.status(webDomains: webDomains) }),
             daemonUID: daemonUID,
             logger: logger
         )
@@ -557,9 +557,11 @@ public final class HandoffDaemon: Sendable {
         await group.withLock { $0 }?.triggerGracefulShutdown()
     }
 
-    public func status() async -> DaemonStatus {
+    /// What `GET /v1/status` answers; `webDomains`: also the claims of web domains, which reads
+    /// every app's `.desktop` file (only `doctor` asks).
+    public func status(webDomains: Bool = false) async -> DaemonStatus {
         let current = await registry.currentActivity()
-        let claims = await apps.webDomainClaims(off: launcher.webDomainsOff) + launcher.webDomainClaims
+        let claims = webDomains ? await apps.webDomainClaims(off: launcher.webDomainsOff) + launcher.webDomainClaims : []
         return DaemonStatus(
             version: HandoffVersion.current,
             pid: getpid(),

@@ -7,14 +7,20 @@ package struct ExecLine: Sendable, Equatable {
     }
 
     package let arguments: [String]
+    /// Which arguments were quoted (some or all of them): the specification leaves a field code
+    /// inside quotes undefined, and a quoted argument is what `sh -c "…"` runs, so a web page's
+    /// address is never put into one (`expanded`).
+    package let quoted: [Bool]
     /// As written (handed on as it is: `HANDOFF_BROWSER`).
     package let text: String
 
     package init(parsing text: String) throws(SyntaxError) {
         var arguments: [String] = []
+        var quotedArguments: [Bool] = []
         var current = ""
         var inArgument = false
         var quoted = false
+        var wasQuoted = false
         var escaped = false
         for c in text {
             if escaped {
@@ -29,11 +35,16 @@ package struct ExecLine: Sendable, Equatable {
                     current.append(c)
                 }
             } else if c == " " || c == "\t" {
-                if inArgument { arguments.append(current) }
+                if inArgument {
+                    arguments.append(current)
+                    quotedArguments.append(wasQuoted)
+                }
                 current = ""
                 inArgument = false
+                wasQuoted = false
             } else if c == "\"" {
                 quoted = true
+                wasQuoted = true
                 inArgument = true
             } else {
                 current.append(c)
@@ -41,11 +52,15 @@ package struct ExecLine: Sendable, Equatable {
             }
         }
         guard !quoted, !escaped else { throw SyntaxError(description: "a quoted argument is not closed") }
-        if inArgument { arguments.append(current) }
+        if inArgument {
+            arguments.append(current)
+            quotedArguments.append(wasQuoted)
+        }
         guard let program = arguments.first, !program.isEmpty, !program.contains("%") else {
             throw SyntaxError(description: "there is no program to run")
         }
         self.arguments = arguments
+        self.quoted = quotedArguments
         self.text = text
     }
 
@@ -76,7 +91,10 @@ package struct ExecLine: Sendable, Equatable {
     /// specification asks.
     package func expanded(_ fields: Fields) -> [String] {
         var out: [String] = []
-        for argument in arguments {
+        for (index, argument) in arguments.enumerated() {
+            // An address from another device never goes into a quoted argument (a shell's
+            // script, perhaps): there `%u` is the activity's file, as with no address.
+            let url = quoted[index] ? nil : fields.url
             if argument == "%i" {
                 if let icon = fields.icon { out += ["--icon", icon] }
                 continue
@@ -92,7 +110,7 @@ package struct ExecLine: Sendable, Equatable {
                 switch chars.next() {
                 case "%": result.append("%")
                 case "f", "F": if let file = fields.file { result += file } else { dropped = true }
-                case "u", "U": if let target = fields.url ?? fields.file { result += target } else { dropped = true }
+                case "u", "U": if let target = url ?? fields.file { result += target } else { dropped = true }
                 case "c": result += fields.name ?? ""
                 case "k": result += fields.desktopFile ?? ""
                 case "i": result += fields.icon ?? ""

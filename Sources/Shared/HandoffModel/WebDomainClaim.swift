@@ -5,8 +5,8 @@
 /// (`X-Handoff-WebDomains=example.com;*.example.org;`) or when it registers.
 ///
 /// A claim is a host name of at least two labels, each of letters, digits and inner hyphens
-/// (an internationalized name in its `xn--` form); a wildcard must leave at least two labels,
-/// so `*.com` claims nothing. Only https pages on the default port are ever covered
+/// (an internationalized name in its `xn--` form), not an IP address; a wildcard must leave at
+/// least two labels, so `*.com` claims nothing. Only https pages on the default port are ever covered
 /// (`WebDomainClaim.claimableHost`).
 public struct WebDomainClaim: Hashable, Sendable, CustomStringConvertible {
     /// The claimed host, or the one whose subdomains are claimed; lowercase, no trailing dot.
@@ -23,11 +23,17 @@ public struct WebDomainClaim: Hashable, Sendable, CustomStringConvertible {
         if subdomains { name = name.dropFirst(2) }
         if name.hasSuffix(".") { name = name.dropLast() }
         let labels = name.split(separator: ".", omittingEmptySubsequences: false)
-        guard name.utf8.count <= 253, labels.count >= 2, labels.allSatisfy(Self.isLabel) else { return nil }
+        guard name.utf8.count <= 253, labels.count >= 2, labels.allSatisfy(Self.isLabel), !Self.isNumeric(labels.last!) else { return nil }
         domain = String(name)
     }
 
     public var description: String { (subdomains ? "*." : "") + domain }
+
+    /// Whether the user turned this claim off: `off` names it, or a wildcard there covers its
+    /// domain (`*.example.org` turns off an app's `shop.example.org` and `*.shop.example.org`).
+    public func isTurnedOff(by off: Set<WebDomainClaim>) -> Bool {
+        off.contains(self) || off.contains { $0.subdomains && $0.covers(host: domain) }
+    }
 
     /// Whether this claim covers `host` (as `claimableHost` gives it).
     public func covers(host: String) -> Bool {
@@ -49,8 +55,15 @@ public struct WebDomainClaim: Hashable, Sendable, CustomStringConvertible {
         }
         if host.hasSuffix(".") { host = host.dropLast() }
         let lowered = host.lowercased()
-        guard !lowered.isEmpty, lowered.split(separator: ".", omittingEmptySubsequences: false).allSatisfy(isLabel) else { return nil }
+        let labels = lowered.split(separator: ".", omittingEmptySubsequences: false)
+        guard !lowered.isEmpty, labels.allSatisfy(isLabel), !isNumeric(labels.last!) else { return nil }
         return lowered
+    }
+
+    /// A last label of digits (or `0x…`) makes an IP address, not a host name (as the WHATWG
+    /// URL standard reads it): never claimed.
+    private static func isNumeric(_ label: Substring) -> Bool {
+        label.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } || label.hasPrefix("0x")
     }
 
     private static func isLabel(_ label: Substring) -> Bool {

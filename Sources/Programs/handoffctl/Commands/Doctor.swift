@@ -65,7 +65,7 @@ struct Doctor: ParsableCommand {
         var checks: [Check] = []
         let status: DaemonStatus
         do {
-            status = try client.send(.status)
+            status = try client.send(.statusWithWebDomains)
             checks.append(Check(name: "daemon", verdict: .ok, message: "handoffd \(status.version) is running (pid \(status.pid))"))
         } catch {
             checks.append(
