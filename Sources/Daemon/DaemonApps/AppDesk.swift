@@ -182,7 +182,7 @@ package actor AppDesk {
     package func webDomainClaims(off: Set<WebDomainClaim>) -> [WebDomainClaimStatus] {
         windows.apps.values.sorted { $0.appID < $1.appID }.flatMap { app in
             app.webDomains.map {
-                WebDomainClaimStatus(domain: $0.description, app: app.appID, running: true, on: !$0.isTurnedOff(by: off), reason: $0.isTurnedOff(by: off) ? "turned off in handoffd.toml" : nil)
+                WebDomainClaimStatus($0, app: app.appID, running: true, off: off)
             }
         }
     }

@@ -44,14 +44,17 @@ package struct Handover: Sendable {
         _ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef, session: [String: String]
     ) async throws(DaemonError) -> DeliveryOutcome {
         if let taken = try await apps.deliver(activity, continuationID: continuationID, from: peer) { return taken }
-        if !launcher.handles(activity.type), let host = activity.content.webpageURL.flatMap(WebDomainClaim.claimableHost) {
+        let handler = launcher.handler(for: activity.type)
+        if handler == nil, let host = activity.content.webpageURL.flatMap(WebDomainClaim.claimableHost) {
             let page = Self.browsingWeb(activity)
             if let taken = try await apps.deliver(page, continuationID: continuationID, from: peer, claimed: (host, launcher.webDomainsOff)) { return taken }
             if let claimant = launcher.webClaimant(host: host) {
-                return try await launcher.deliver(page, to: claimant.handler, continuationID: continuationID, from: peer, session: session)
+                return try await launcher.deliver(
+                    page, with: claimant.handler, page: page.content.webpageURL, continuationID: continuationID, from: peer, session: session
+                )
             }
         }
-        return try await launcher.deliver(activity, continuationID: continuationID, from: peer, session: session)
+        return try await launcher.deliver(activity, with: handler, continuationID: continuationID, from: peer, session: session)
     }
 
     /// A page as the app that claims its site gets it: its title and address, under Apple's

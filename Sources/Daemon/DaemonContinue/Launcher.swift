@@ -58,15 +58,17 @@ package final class Launcher: Sendable {
         self.logger = logger
     }
 
-    /// Starts the program for `activity`; returns once it runs (or the browser accepted the page).
+    /// Starts `handler` for `activity` (with `page`, a claimed page, as its `%u`), or with none
+    /// its web page in the browser; returns once it runs (or the browser accepted the page).
     func deliver(
-        _ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef, session: [String: String]
+        _ activity: Activity, with handler: HandlerCatalog.Handler?, page: String? = nil, continuationID: UUID, from peer: LocalEvent.PeerRef,
+        session: [String: String]
     ) async throws(DaemonError) -> DeliveryOutcome {
         let env = environment.merging(SessionEnvironment.pick(session)) { _, new in new }
-        let (catalog, browser) = choices.withLock { ($0.catalog, $0.browser) }
+        let browser = choices.withLock { $0.browser }
         let type = activity.type
-        if let handler = catalog.handler(for: type, searchPath: env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") {
-            return try await run(handler, activity, page: nil, continuationID: continuationID, from: peer, environment: env, browser: browser)
+        if let handler {
+            return try await run(handler, activity, page: page, continuationID: continuationID, from: peer, environment: env, browser: browser)
         }
         guard let url = activity.content.webpageURL else {
             throw DaemonError(
@@ -86,9 +88,12 @@ package final class Launcher: Sendable {
         return DeliveryOutcome(kind: .browser, handler: browser.arguments[0], command: command, url: url, pid: pid)
     }
 
-    /// Whether a program here (handoffd.toml, a `.desktop` file) continues activities of `type`.
-    func handles(_ type: String) -> Bool {
-        choices.withLock { $0.catalog }.handler(for: type, searchPath: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") != nil
+    /// Where programs named without a path are looked for: handoffd's PATH, as they are started.
+    private var searchPath: String { environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin" }
+
+    /// The program here (handoffd.toml, a `.desktop` file) that continues activities of `type`.
+    func handler(for type: String) -> HandlerCatalog.Handler? {
+        choices.withLock { $0.catalog }.handler(for: type, searchPath: searchPath)
     }
 
     /// The claims the user turned off (handoffd.toml `[web_domains] off`).
@@ -98,7 +103,7 @@ package final class Launcher: Sendable {
     /// claim off. What an app lists that claims nothing (`*.com`) is ignored, and said in the log.
     func webClaimant(host: String) -> (handler: HandlerCatalog.Handler, claim: WebDomainClaim)? {
         let (catalog, off) = choices.withLock { ($0.catalog, $0.webDomainsOff) }
-        for (entry, line) in catalog.applications(mentioning: DesktopEntry.webDomainsKey, searchPath: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") {
+        for (entry, line) in catalog.applications(mentioning: DesktopEntry.webDomainsKey, searchPath: searchPath) {
             for ignored in entry.ignoredWebDomains {
                 logger.notice("an app's web domain claims nothing; ignored", metadata: ["app": "\(entry.id)", "claim": "\(ignored)"])
             }
@@ -110,26 +115,13 @@ package final class Launcher: Sendable {
     /// What installed apps claim, each on or off (for `doctor`).
     package var webDomainClaims: [WebDomainClaimStatus] {
         let (catalog, off) = choices.withLock { ($0.catalog, $0.webDomainsOff) }
-        return catalog.webDomainClaims(searchPath: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").flatMap { entry in
+        return catalog.webDomainClaims(searchPath: searchPath).flatMap { entry in
             entry.webDomains.map { claim in
-                WebDomainClaimStatus(
-                    domain: claim.description, app: entry.id, running: false, on: !claim.isTurnedOff(by: off), reason: claim.isTurnedOff(by: off) ? "turned off in handoffd.toml" : nil
-                )
+                WebDomainClaimStatus(claim, app: entry.id, running: false, off: off)
             } + entry.ignoredWebDomains.map {
                 WebDomainClaimStatus(domain: $0, app: entry.id, running: false, on: false, reason: "claims nothing: not a host name of two labels or more")
             }
         }
-    }
-
-    /// Starts the app that claims the page's site for `browsing` (a page as
-    /// `org.handoff.browsing-web`): its `%u` is the page, the activity's file as for any handler.
-    func deliver(
-        _ browsing: Activity, to claimant: HandlerCatalog.Handler, continuationID: UUID, from peer: LocalEvent.PeerRef, session: [String: String]
-    ) async throws(DaemonError) -> DeliveryOutcome {
-        let env = environment.merging(SessionEnvironment.pick(session)) { _, new in new }
-        return try await run(
-            claimant, browsing, page: browsing.content.webpageURL, continuationID: continuationID, from: peer, environment: env, browser: choices.withLock { $0.browser }
-        )
     }
 
     /// Runs `handler` for `activity`: its file written, its environment set, its command (or,
@@ -165,7 +157,7 @@ package final class Launcher: Sendable {
     /// What would be started for an activity of `type` now (nil: nothing here takes it).
     func target(for type: String, hasWebpage: Bool) -> ContinueTarget? {
         let (catalog, browser) = choices.withLock { ($0.catalog, $0.browser) }
-        switch catalog.handler(for: type, searchPath: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") {
+        switch catalog.handler(for: type, searchPath: searchPath) {
         case .configured(_, let line):
             let program = line.arguments[0].split(separator: "/").last.map(String.init) ?? line.arguments[0]
             return ContinueTarget(kind: .handler, handler: "config", name: program)
@@ -185,7 +177,7 @@ package final class Launcher: Sendable {
     /// The browser command's program, and whether it can be started as it would be.
     package var browserStatus: BrowserStatus {
         let program = choices.withLock { $0.browser.arguments.first ?? "" }
-        let found = program.contains("/") ? access(program, X_OK) == 0 : ChildProcess.search(program, path: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") != nil
+        let found = program.contains("/") ? access(program, X_OK) == 0 : ChildProcess.search(program, path: searchPath) != nil
         return BrowserStatus(program: program, found: found)
     }
 

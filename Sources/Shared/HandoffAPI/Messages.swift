@@ -147,6 +147,12 @@ public struct WebDomainClaimStatus: Codable, Sendable, Equatable {
     /// Why it is off.
     public var reason: String?
 
+    /// `claim` of `app`, on unless the user turned it off (`off`, handoffd.toml `[web_domains]`).
+    public init(_ claim: WebDomainClaim, app: String, running: Bool, off: Set<WebDomainClaim>) {
+        let isOff = claim.isTurnedOff(by: off)
+        self.init(domain: claim.description, app: app, running: running, on: !isOff, reason: isOff ? "turned off in handoffd.toml" : nil)
+    }
+
     public init(domain: String, app: String, running: Bool, on: Bool, reason: String? = nil) {
         self.domain = domain
         self.app = app
