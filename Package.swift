@@ -20,7 +20,7 @@ let floors: KeyValuePairs<String, [String]> = [
     // The daemon: its adapters (TLS, DNS-SD, the peer protocol), then `daemonLine`.
     "Daemon": [
         "HandoffTLS", "HandoffDiscovery", "HandoffPeer", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps",
-        "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
+        "DaemonDocuments", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
     ],
     // The user's side: the client, apps' library, D-Bus, the desktop agent, the browser host.
     "Apps": ["HandoffClient", "HandoffKit", "HandoffDBus", "DesktopAgent", "BrowserHost"],
@@ -35,7 +35,10 @@ func sources(_ target: String) -> String {
 }
 
 /// The daemon's feature modules, lowest first: each may import only those before it.
-let daemonLine = ["DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon"]
+let daemonLine = [
+    "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonDocuments", "DaemonContinue", "DaemonLocalAPI",
+    "HandoffDaemon",
+]
 
 /// A daemon module, declaring exactly what its files import (ModuleGraphTests compares them):
 /// with `--explicit-target-dependency-import-check error` the build then refuses a module that
@@ -147,24 +150,28 @@ let package = Package(
         ),
         daemonModule("DaemonApps", imports: ["DaemonCore", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", logging]),
         daemonModule(
+            "DaemonDocuments",
+            imports: ["DaemonCore", "DaemonLinks", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", "HandoffTLS", logging]
+        ),
+        daemonModule(
             "DaemonContinue",
             imports: [
-                "DaemonAccounts", "DaemonApps", "DaemonCore", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffPeer",
-                "HandoffSystem", logging,
+                "DaemonAccounts", "DaemonApps", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonLinks", "DaemonStreams", "HandoffAPI", "HandoffModel",
+                "HandoffPeer", "HandoffSystem", logging,
             ]
         ),
         daemonModule(
             "DaemonLocalAPI",
             imports: [
-                "DaemonAccounts", "DaemonApps", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "HandoffAPI", "HandoffModel",
-                "HandoffSystem", "HandoffTLS", nioCore, nioPosix, .product(name: "NIOHTTP1", package: "swift-nio"), logging, lifecycle,
+                "DaemonAccounts", "DaemonApps", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonLinks", "DaemonStreams", "HandoffAPI",
+                "HandoffModel", "HandoffSystem", "HandoffTLS", nioCore, nioPosix, .product(name: "NIOHTTP1", package: "swift-nio"), logging, lifecycle,
             ]
         ),
         daemonModule(
             "HandoffDaemon",
             imports: [
-                "DaemonAccounts", "DaemonApps", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonLinks", "DaemonLocalAPI", "DaemonStreams",
-                "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffSystem", nioCore, nioPosix, logging, lifecycle,
+                "DaemonAccounts", "DaemonApps", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonLinks", "DaemonLocalAPI",
+                "DaemonStreams", "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffSystem", nioCore, nioPosix, logging, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
@@ -241,7 +248,8 @@ let package = Package(
         .testTarget(
             name: "HandoffDaemonTests",
             dependencies: [
-                "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonContinue",
+                "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonDocuments",
+                "DaemonContinue",
                 "DaemonLocalAPI",
                 "HandoffClient", "HandoffKit", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
                 "HandoffDBus", "DesktopAgent",

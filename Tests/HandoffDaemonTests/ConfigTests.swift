@@ -3,6 +3,7 @@ import HandoffTestSupport
 import Testing
 
 @testable import DaemonCore
+import DaemonDocuments
 @testable import HandoffDaemon
 
 @Suite(.timeLimit(.minutes(3))) struct ConfigTests {
@@ -113,6 +114,29 @@ import Testing
                 Issue.record("accepted \(text)")
             } catch {
                 #expect(error.line == 2 && error.reason.contains("[web_domains] off"), "\(error)")
+            }
+        }
+    }
+
+    /// `[documents]`: the switch, the folders (told apart by their last part), the size limit.
+    @Test func documentsAreFollowedFromNamedFolders() throws {
+        var settings = DaemonSettings()
+        #expect(!settings.documentsFollow && settings.documentFolders.isEmpty)
+        try settings.apply(try parse("[documents]\nfollow = true\nfolders = [\"~/Sync\", \"/data/Photos\"]\nmax_size = 1000\n"))
+        let documents = settings.documents(home: "/home/u")
+        #expect(documents.follow && documents.maximumSize == 1000)
+        #expect(documents.folders.roots.map(\.name) == ["Photos", "Sync", "home"])
+        #expect(documents.folders.roots.map(\.path) == ["/data/Photos", "/home/u/Sync", "/home/u"])
+        for (text, reason) in [
+            ("folders = [\"Sync\"]", "absolute paths"), ("folders = [\"/a/Sync\", \"/b/Sync\"]", "another folder's too"),
+            ("folders = [\"/srv/home\"]", "the home's"), ("folders = [\"/srv/.hidden\"]", "not a folder"), ("max_size = -1", "max_size"),
+            ("follow = \"yes\"", "follow"),
+        ] {
+            do {
+                try settings.apply(try parse("[documents]\n" + text))
+                Issue.record("accepted \(text)")
+            } catch {
+                #expect(error.line == 2 && error.reason.contains(reason), "\(error)")
             }
         }
     }

@@ -18,18 +18,31 @@ import Testing
     static func paired(
         _ content: ActivityContent, saveWindow: Duration? = nil, configureB: @escaping (inout DaemonConfiguration) -> Void = { _ in }
     ) async throws -> (TestDaemon, TestDaemon, Activity) {
+        let (a, b) = try await pair(configureA: { if let saveWindow { $0.saveWindow = saveWindow } }, configureB: configureB)
+        let put = try await a.client.send(.becomeCurrent(PutCurrentActivityRequest(content: content)))
+        try await waitUntilSeen(put.activity, by: b)
+        return (a, b, put.activity)
+    }
+
+    /// A ("desk", which made the account) and B ("laptop"), paired.
+    static func pair(
+        configureA: (inout DaemonConfiguration) -> Void = { _ in }, configureB: (inout DaemonConfiguration) -> Void = { _ in }
+    ) async throws -> (TestDaemon, TestDaemon) {
         let network = DiscoveryNetwork()
-        let a = try await TestDaemon.start(network: network) { if let saveWindow { $0.saveWindow = saveWindow } }
+        let a = try await TestDaemon.start(network: network, configure: configureA)
         _ = try await a.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
         let b = try await TestDaemon.start(network: network, configure: configureB)
         let updates = try await a.client.subscribe(.invite)
         let code = try #require(try await updates.next()?.invite?.code)
         _ = try await b.client.send(.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop")))
         _ = try await updates.next()
-        let put = try await a.client.send(.becomeCurrent(PutCurrentActivityRequest(content: content)))
-        // Reachable too: the advert can bring the activity before the session is up.
-        try await PeerDiscoveryTests.waitForPeers(b, "A's activity") { $0.peers.first.map { $0.reachable && $0.activity?.id == put.activity.id } == true }
-        return (a, b, put.activity)
+        return (a, b)
+    }
+
+    /// Until `b` sees `activity` as A's, with A reachable: the advert can bring the activity
+    /// before the session is up.
+    static func waitUntilSeen(_ activity: Activity, by b: TestDaemon) async throws {
+        try await PeerDiscoveryTests.waitForPeers(b, "A's activity") { $0.peers.first.map { $0.reachable && $0.activity?.id == activity.id } == true }
     }
 
     /// The lifecycle events of continuations on `daemon`, until `count` of them arrived.

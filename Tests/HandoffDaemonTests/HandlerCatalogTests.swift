@@ -95,4 +95,29 @@ import Testing
                 == ["/d", "/a", "/b"]
         )
     }
+
+    /// The app for a MIME type: the first installed default of the first mimeapps.list that
+    /// names one (the user's before the system's), else the first app that lists the type.
+    @Test func aDocumentOpensWithTheDefaultAppForItsType() throws {
+        let root = try TempDirectory.make()
+        defer { TempDirectory.remove(root) }
+        func write(_ relative: String, _ body: String) throws {
+            let path = root + "/" + relative
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try body.write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        try write("data/applications/a-viewer.desktop", "[Desktop Entry]\nType=Application\nExec=a %f\nMimeType=text/plain;image/png;\n")
+        try write("data/applications/b-editor.desktop", "[Desktop Entry]\nType=Application\nExec=b %u\nMimeType=text/plain;\n")
+        // The user's default names an app that is not installed, then one that is.
+        try write("config/mimeapps.list", "[Added Associations]\ntext/plain=a-viewer.desktop;\n[Default Applications]\ntext/plain=gone.desktop;b-editor.desktop;\n")
+        try write("system/mimeapps.list", "[Default Applications]\ntext/plain=a-viewer.desktop\nimage/png=b-editor.desktop\n")
+        let catalog = HandlerCatalog(configured: [:], dataDirectories: [root + "/data"])
+        let dirs = [root + "/config", root + "/system"]
+        #expect(catalog.application(opening: "text/plain", configDirectories: dirs, searchPath: "/bin")?.0.id == "b-editor.desktop")
+        // A default for a type the app does not list still names it (the user chose it).
+        #expect(catalog.application(opening: "image/png", configDirectories: dirs, searchPath: "/bin")?.0.id == "b-editor.desktop")
+        #expect(catalog.application(opening: "image/png", configDirectories: [], searchPath: "/bin")?.0.id == "a-viewer.desktop")
+        #expect(catalog.application(opening: "application/pdf", configDirectories: dirs, searchPath: "/bin") == nil)
+        #expect(HandlerCatalog.configDirectories(environment: ["HOME": "/home/u"]) == ["/home/u/.config", "/etc/xdg"])
+    }
 }

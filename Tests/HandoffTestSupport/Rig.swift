@@ -134,7 +134,11 @@ public final class Rig: @unchecked Sendable {
     public func ctlJSON<T: Decodable>(_ host: String, _ type: T.Type, _ arguments: [String]) async throws -> T {
         let r = try await ctl(host, arguments + ["--json"])
         guard r.status == 0 else { throw TestFailure("handoffctl \(arguments) on \(host): \(r)") }
-        return try LocalAPIJSON.decoder().decode(T.self, from: Data(r.stdout.utf8))
+        do {
+            return try LocalAPIJSON.decoder().decode(T.self, from: Data(r.stdout.utf8))
+        } catch {
+            throw TestFailure("handoffctl \(arguments) on \(host) printed what is not a \(T.self): \(error)\n\(r.stdout.prefix(2000))")
+        }
     }
 
     /// Starts handoffd on `host` and waits until it answers.

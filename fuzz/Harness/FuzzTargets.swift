@@ -40,12 +40,18 @@ enum FuzzTargets {
         if !condition { fatalError(message) }
     }
 
-    /// An activity's binary encoding: peers' `activity` answers, the saved current activity.
+    /// An activity's binary encoding: peers' `activity` answers, the saved current activity; and a
+    /// document's description in it.
     static let activityDecoder: Target = { bytes in
         guard let activity = try? ActivityEncoding.decode(bytes) else { return }
         let reread = try? ActivityEncoding.decode(ActivityEncoding.encode(activity), maximumSize: .max)
         check(reread == activity, "an accepted encoding does not survive re-encoding")
         check((try? JSONEncoder().encode(activity)) != nil, "an accepted activity cannot be shown as JSON")
+        // A document another device offers: what it names is read back as it was.
+        if let document = try? DocumentActivity(activity.content) {
+            check((try? DocumentActivity(document.content)) == document, "an accepted document does not survive re-reading")
+            check(!document.place.path.hasPrefix("/") && !document.place.path.split(separator: "/").contains(".."), "a document's path leads out of its folder")
+        }
     }
 
     /// A sealed advert's plaintext: what a member (or a stolen key) could make another decode.

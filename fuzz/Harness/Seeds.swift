@@ -45,7 +45,14 @@ enum Seeds {
 
         func framed(_ messages: [String]) -> [UInt8] { messages.flatMap { NativeMessaging.frame(Array($0.utf8)) ?? [] } }
 
+        let document = Activity(
+            content: DocumentActivity(
+                place: DocumentPlace(folder: "Sync", path: "plans/Q3 report.odt")!, mimeType: "application/vnd.oasis.opendocument.text", size: 48_213,
+                modified: .now(), sha256: String(repeating: "0f", count: 32), app: "org.libreoffice.LibreOffice.writer.desktop"
+            ).content,
+            createdAt: .now(), originDevice: String(repeating: "b", count: 52))
         let seeds: [String: [String: [UInt8]]] = [
+            "corpus-activity-decoder": ["document": ActivityEncoding.encode(document)],
             "corpus-browser-messages": [
                 "session": framed([
                     #"{"type":"hello","browser":"firefox"}"#,

@@ -1,3 +1,4 @@
+import HandoffAPI
 import HandoffDBus
 
 /// Hands a continuation to an app whose `.desktop` file says `DBusActivatable=true` (the Desktop
@@ -46,13 +47,34 @@ package enum ApplicationActivation {
     /// Asks the app to continue the activity in `activityFile`. `session` may carry the
     /// launcher's activation token, which lets the app raise its window.
     package static func activate(_ bus: DBusConnection, applicationID: String, activityFile: String, session: [String: String]) async throws(DBusError) {
+        let call = DBusMethodCall(
+            destination: applicationID, path: objectPath(applicationID: applicationID), interface: interface, member: "ActivateAction",
+            arguments: [.string(action), .array(element: "v", [.variant(.string(activityFile))]), .vardict(platformData(session))]
+        )
+        _ = try await bus.call(call, timeout: timeout)
+    }
+
+    /// Asks the app to open `file` (an absolute path), as a file manager would:
+    /// `org.freedesktop.Application.Open` with its `file://` URI — a continued document
+    /// (docs/apps.md, "Documents from any app"), for apps with no handoff code.
+    package static func open(_ bus: DBusConnection, applicationID: String, file: String, session: [String: String]) async throws(DBusError) {
+        let call = DBusMethodCall(
+            destination: applicationID, path: objectPath(applicationID: applicationID), interface: interface, member: "Open",
+            arguments: [.array(element: "s", [.string(fileURI(file))]), .vardict(platformData(session))]
+        )
+        _ = try await bus.call(call, timeout: timeout)
+    }
+
+    /// The launcher's activation token, which lets the app raise its window.
+    private static func platformData(_ session: [String: String]) -> [String: DBusValue] {
         var platformData: [String: DBusValue] = [:]
         if let token = session["XDG_ACTIVATION_TOKEN"] { platformData["activation-token"] = .string(token) }
         if let startup = session["DESKTOP_STARTUP_ID"] { platformData["desktop-startup-id"] = .string(startup) }
-        let call = DBusMethodCall(
-            destination: applicationID, path: objectPath(applicationID: applicationID), interface: interface, member: "ActivateAction",
-            arguments: [.string(action), .array(element: "v", [.variant(.string(activityFile))]), .vardict(platformData)]
-        )
-        _ = try await bus.call(call, timeout: timeout)
+        return platformData
+    }
+
+    /// `file://` and the path, each part percent-encoded as the local API encodes a path segment.
+    package static func fileURI(_ path: String) -> String {
+        "file://" + path.split(separator: "/", omittingEmptySubsequences: false).map { PathSegment.escape(String($0)) }.joined(separator: "/")
     }
 }

@@ -78,6 +78,9 @@ extension LocalAPICall where Answer == CurrentActivityResponse {
     public static var currentActivity: Self { Self(.getCurrent) }
 
     public static func becomeCurrent(_ request: PutCurrentActivityRequest) -> Self { Self(.putCurrent, body: request) }
+
+    /// A file becomes the current activity, as a document: handoffd describes it and serves it.
+    public static func becomeCurrent(document request: DocumentRequest) -> Self { Self(.putDocument, body: request) }
 }
 
 extension LocalAPICall where Answer == ResignResponse {

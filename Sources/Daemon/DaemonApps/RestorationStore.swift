@@ -114,8 +114,7 @@ package actor RestorationStore {
     /// A window id as a file name: its UTF-8 bytes in hex, so that any id is a safe name and
     /// comes back whole.
     static func fileName(of window: String) -> String {
-        let digits = Array("0123456789abcdef")
-        return String(window.utf8.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] }) + ".activity"
+        window.utf8.lowercaseHex + ".activity"
     }
 
     static func window(ofFileName name: String) -> String? {

@@ -13,6 +13,8 @@ package struct DesktopEntry: Sendable, Equatable {
     var icon: String?
     var tryExec: String?
     var activityTypes: [String]
+    /// The MIME types of the files it opens (`MimeType=`).
+    var mimeTypes: [String]
     /// The sites whose pages it opens (docs/apps.md, "Web pages into apps").
     var webDomains: [WebDomainClaim]
     /// What `X-Handoff-WebDomains` lists that claims nothing (`*.com`, not a host name): logged.
@@ -30,6 +32,7 @@ package struct DesktopEntry: Sendable, Equatable {
     static let activityTypesKey = "X-Handoff-ActivityTypes"
     static let webDomainsKey = "X-Handoff-WebDomains"
     static let continueActionKey = "X-Handoff-ContinueAction"
+    static let mimeTypesKey = "MimeType"
 
     /// Reads the `[Desktop Entry]` group; nil when there is none.
     package init?(id: String, path: String, text: String) {
@@ -58,6 +61,7 @@ package struct DesktopEntry: Sendable, Equatable {
         self.icon = values["Icon"].map(DesktopEntry.unescape)
         self.tryExec = values["TryExec"].map(DesktopEntry.unescape)
         self.activityTypes = values[DesktopEntry.activityTypesKey].map(DesktopEntry.list) ?? []
+        self.mimeTypes = values[DesktopEntry.mimeTypesKey].map(DesktopEntry.list) ?? []
         let domains = values[DesktopEntry.webDomainsKey].map(DesktopEntry.list) ?? []
         self.webDomains = domains.compactMap(WebDomainClaim.init)
         self.ignoredWebDomains = domains.filter { WebDomainClaim($0) == nil }

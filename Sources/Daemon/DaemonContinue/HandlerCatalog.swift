@@ -39,23 +39,50 @@ package struct HandlerCatalog: Sendable {
         self.dataDirectories = dataDirectories
     }
 
-    /// `$XDG_DATA_HOME` (default `~/.local/share`), then `$XDG_DATA_DIRS` (default
-    /// `/usr/local/share:/usr/share`).
+    /// Where `applications/` are: `HandoffPaths.baseDirectories(.data)`.
     package static func dataDirectories(environment: [String: String]) -> [String] {
-        var dirs: [String] = []
-        if let home = environment["XDG_DATA_HOME"], home.hasPrefix("/") {
-            dirs.append(home)
-        } else if let home = environment["HOME"], home.hasPrefix("/") {
-            dirs.append(home + "/.local/share")
-        }
-        let system = environment["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/local/share:/usr/share"
-        dirs += system.split(separator: ":").map(String.init).filter { $0.hasPrefix("/") }
-        return dirs
+        HandoffPaths.baseDirectories(.data, environment: environment)
     }
 
     func handler(for type: String, searchPath: String) -> Handler? {
         if let line = configured[type] { return .configured(type: type, line) }
         return applications(mentioning: DesktopEntry.activityTypesKey, searchPath: searchPath).first { $0.0.activityTypes.contains(type) }.map { .desktop($0.0, $0.1) }
+    }
+
+    /// The installed app that opens files of `mimeType`: the first the user's (then the
+    /// system's) `mimeapps.list` names as its default, as `xdg-mime query default` finds it
+    /// (the freedesktop MIME Applications Associations specification); else the first whose
+    /// `.desktop` file lists the type.
+    func application(opening mimeType: String, configDirectories: [String], searchPath: String) -> (DesktopEntry, ExecLine)? {
+        let candidates = applications(mentioning: DesktopEntry.mimeTypesKey, searchPath: searchPath)
+        let files = configDirectories.map { $0 + "/mimeapps.list" } + dataDirectories.map { $0 + "/applications/mimeapps.list" }
+        for file in files {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { continue }
+            for id in Self.defaults(for: mimeType, in: text) {
+                if let found = candidates.first(where: { $0.0.id == id }) { return found }
+            }
+        }
+        return candidates.first { $0.0.mimeTypes.contains(mimeType) }
+    }
+
+    /// The desktop file ids `[Default Applications]` gives for `mimeType` in a mimeapps.list.
+    static func defaults(for mimeType: String, in text: String) -> [String] {
+        var inDefaults = false
+        for rawLine in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) {
+            let line = String(rawLine).trimmed
+            if line.hasPrefix("[") {
+                inDefaults = line == "[Default Applications]"
+                continue
+            }
+            guard inDefaults, let eq = line.firstIndex(of: "="), String(line[..<eq]).trimmed == mimeType else { continue }
+            return DesktopEntry.list(String(line[line.index(after: eq)...]))
+        }
+        return []
+    }
+
+    /// Where mimeapps.list is: `HandoffPaths.baseDirectories(.config)`.
+    package static func configDirectories(environment: [String: String]) -> [String] {
+        HandoffPaths.baseDirectories(.config, environment: environment)
     }
 
     /// Every installed app's claims (for `doctor`), and what it lists that claims nothing.

@@ -5,6 +5,7 @@ import Foundation
 #endif
 import DaemonApps
 import DaemonCore
+import DaemonDocuments
 import HandoffAPI
 import HandoffModel
 
@@ -14,10 +15,12 @@ import HandoffModel
 package struct Handover: Sendable {
     let apps: AppDesk
     let launcher: Launcher
+    let documents: DocumentReceiver
 
-    package init(apps: AppDesk, launcher: Launcher) {
+    package init(apps: AppDesk, launcher: Launcher, documents: DocumentReceiver) {
         self.apps = apps
         self.launcher = launcher
+        self.documents = documents
     }
 
     /// The user asked to continue an activity of `type`: the running app that would take it
@@ -37,14 +40,19 @@ package struct Handover: Sendable {
         return launcher.target(for: type, hasWebpage: hasWebpage)
     }
 
-    /// The running app that continues its type; else the program here for its type; else, for an
-    /// https page of a site an app claims, that app (running first) with the page as
-    /// `org.handoff.browsing-web`; else its page to the browser (docs/apps.md).
+    /// The running app that continues its type; else the program here for its type; else, for a
+    /// document, the same document here or the copy that comes, opened by the app for its MIME
+    /// type; else, for an https page of a site an app claims, that app (running first) with the
+    /// page as `org.handoff.browsing-web`; else its page to the browser (docs/apps.md).
     func deliver(
         _ activity: Activity, continuationID: UUID, from peer: LocalEvent.PeerRef, session: [String: String]
     ) async throws(DaemonError) -> DeliveryOutcome {
         if let taken = try await apps.deliver(activity, continuationID: continuationID, from: peer) { return taken }
         let handler = launcher.handler(for: activity.type)
+        if handler == nil, activity.type == DocumentActivity.type {
+            let found = try await documents.fetch(activity, continuationID: continuationID, from: peer)
+            return try await launcher.open(document: found.path, mimeType: found.document.mimeType, session: session)
+        }
         if handler == nil, let host = activity.content.webpageURL.flatMap(WebDomainClaim.claimableHost) {
             let page = Self.browsingWeb(activity)
             if let taken = try await apps.deliver(page, continuationID: continuationID, from: peer, claimed: (host, launcher.webDomainsOff)) { return taken }

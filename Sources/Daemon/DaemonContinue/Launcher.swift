@@ -146,7 +146,10 @@ package final class Launcher: Sendable {
         case .configured(_, let line):
             command = line.expanded(.init(file: file, url: url))
         case .desktop(let entry, let line):
-            if entry.continueAction, let taken = try await activate(entry, file: file, environment: env, label: handler.label) { return taken }
+            if entry.continueAction, let command = try await overDBus("activate", entry, file: file, environment: env) {
+                logger.info("continuation handed to an app over D-Bus", metadata: ["type": "\(type)", "handler": "\(handler.label)"])
+                return DeliveryOutcome(kind: .handler, handler: handler.label, command: command, activityFile: file)
+            }
             command = line.expanded(.init(file: file, url: url, name: entry.name, icon: entry.icon, desktopFile: entry.path))
         }
         let pid = try start(command, environment: env, what: "the handler for \(type) (\(handler.label))", wantsVerdict: false)
@@ -163,6 +166,9 @@ package final class Launcher: Sendable {
             return ContinueTarget(kind: .handler, handler: "config", name: program)
         case .desktop(let entry, _):
             return ContinueTarget(kind: .handler, handler: entry.id, name: entry.name, icon: entry.icon, dbusActivatable: entry.dbusActivatable)
+        case nil where type == DocumentActivity.type:
+            // Which app depends on the document's MIME type, which only the activity says.
+            return ContinueTarget(kind: .handler, handler: "document", name: "The app for the document", icon: "text-x-generic")
         case nil:
             return hasWebpage ? ContinueTarget(kind: .browser, handler: browser.arguments[0], name: "Web browser", icon: "web-browser") : nil
         }
@@ -193,27 +199,52 @@ package final class Launcher: Sendable {
     /// the app for it), plus connecting.
     static let activationVerdictWindow: Duration = .seconds(15)
 
-    /// A DBusActivatable app that asks for it (`X-Handoff-ContinueAction=true`) gets the
-    /// continuation in its running instance through the session bus (`handoff-desktop activate`,
-    /// docs/dbus.md). Nil when that helper is not installed or the call certainly did not reach
-    /// the app (exit 1): then its `Exec` line runs. When it may have reached it (no answer in
-    /// time), it is a failure: starting the app as well could deliver it twice.
-    private func activate(_ entry: DesktopEntry, file: String, environment env: [String: String], label: String) async throws(DaemonError) -> DeliveryOutcome? {
+    /// A DBusActivatable app gets what is for it in its running instance through the session
+    /// bus (docs/dbus.md): `handoff-desktop activate` (a continuation, for an app that asks with
+    /// `X-Handoff-ContinueAction=true`) or `handoff-desktop open` (a document). The command run
+    /// when it reached the app; nil when that helper is not installed or the call certainly did
+    /// not reach the app (exit 1): then its `Exec` line runs. When it may have reached it (no
+    /// answer in time), it is a failure: starting the app as well could deliver it twice.
+    private func overDBus(_ verb: String, _ entry: DesktopEntry, file: String, environment env: [String: String]) async throws(DaemonError) -> [String]? {
         guard let helper = Self.activationHelper(searchPath: env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") else { return nil }
-        let command = [helper, "activate", entry.id, file]
-        guard let pid = try? start(command, environment: env, what: "handoff-desktop activate", wantsVerdict: true) else { return nil }
+        let command = [helper, verb, entry.id, file]
+        guard let pid = try? start(command, environment: env, what: "handoff-desktop \(verb)", wantsVerdict: true) else { return nil }
         switch await termination(of: pid, within: Launcher.activationVerdictWindow) {
         case .exited(0):
-            logger.info("continuation handed to an app over D-Bus", metadata: ["type": "\(env[HandlerEnvironment.activityType] ?? "")", "handler": "\(label)"])
-            return DeliveryOutcome(kind: .handler, handler: label, command: command, activityFile: file)
+            return command
         case .exited(1):
-            logger.notice("a DBusActivatable app did not get a continuation over D-Bus; running its Exec line", metadata: ["handler": "\(label)"])
+            logger.notice("a DBusActivatable app was not reached over D-Bus; running its Exec line", metadata: ["handler": "\(entry.id)", "call": "\(verb)"])
             return nil
         case let how:
             if how == nil { kill(pid, SIGKILL) }
-            throw DaemonError(.handlerFailed, "\(entry.name) did not answer over D-Bus in time (handoff-desktop activate \(how.map { "\($0)" } ?? "still ran"))")
+            throw DaemonError(.handlerFailed, "\(entry.name) did not answer over D-Bus in time (handoff-desktop \(verb) \(how.map { "\($0)" } ?? "still ran"))")
         }
     }
+
+    /// Opens a continued document (`path`: the same document here, or the copy that came) with
+    /// the app that opens its MIME type here (`HandlerCatalog.application(opening:)`): a
+    /// DBusActivatable one in its running instance through `org.freedesktop.Application.Open`,
+    /// so GTK and Qt apps take part with no handoff code; else its `Exec` line with the file.
+    func open(document path: String, mimeType: String, session: [String: String]) async throws(DaemonError) -> DeliveryOutcome {
+        let env = environment.merging(SessionEnvironment.pick(session)) { _, new in new }
+        let catalog = choices.withLock { $0.catalog }
+        guard let (entry, line) = catalog.application(opening: mimeType, configDirectories: configDirectories, searchPath: searchPath) else {
+            throw DaemonError(
+                .noHandler, "no application here opens \(mimeType) files; the document is at \(path) (choose one with: xdg-mime default APP.desktop \(mimeType))"
+            )
+        }
+        if entry.dbusActivatable, let command = try await overDBus("open", entry, file: path, environment: env) {
+            logger.info("a document handed to an app over D-Bus", metadata: ["handler": "\(entry.id)", "mime": "\(mimeType)"])
+            return DeliveryOutcome(kind: .handler, handler: entry.id, command: command, document: path)
+        }
+        let command = line.expanded(.init(file: path, url: nil, name: entry.name, icon: entry.icon, desktopFile: entry.path))
+        let pid = try start(command, environment: env, what: "\(entry.name) for the document", wantsVerdict: false)
+        logger.info("a document handed to an app", metadata: ["handler": "\(entry.id)", "mime": "\(mimeType)", "pid": "\(pid)"])
+        return DeliveryOutcome(kind: .handler, handler: entry.id, command: command, pid: pid, document: path)
+    }
+
+    /// Where mimeapps.list is looked for (`HandlerCatalog.configDirectories`).
+    private var configDirectories: [String] { HandlerCatalog.configDirectories(environment: environment) }
 
     /// `handoff-desktop` installed next to handoffd, else on the handlers' PATH.
     static func activationHelper(searchPath: String) -> String? {

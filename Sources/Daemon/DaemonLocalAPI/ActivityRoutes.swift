@@ -5,6 +5,7 @@ import Foundation
 #endif
 import DaemonApps
 import DaemonCore
+import DaemonDocuments
 import HandoffAPI
 import HandoffModel
 import HandoffSystem
@@ -16,12 +17,14 @@ package struct ActivityRoutes: Sendable {
     let events: EventHub
     let attachments: Attachments
     let apps: AppRoutes
+    let documents: DocumentShelf
 
-    package init(registry: ActivityRegistry, events: EventHub, attachments: Attachments, desk: AppDesk) {
+    package init(registry: ActivityRegistry, events: EventHub, attachments: Attachments, desk: AppDesk, documents: DocumentShelf) {
         self.registry = registry
         self.events = events
         self.attachments = attachments
         self.apps = AppRoutes(desk: desk)
+        self.documents = documents
     }
 
     func getCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
@@ -30,7 +33,18 @@ package struct ActivityRoutes: Sendable {
 
     func putCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         let put = try request.decoded(PutCurrentActivityRequest.self)
+        // handoffd sends a document's file to whoever continues it: it describes the file itself.
+        guard put.content.type != DocumentActivity.type else {
+            throw DaemonError(ActivityError(
+                .invalidType, "a \(DocumentActivity.type) activity is made from its file: PUT \(LocalAPIRoute.currentDocument) (handoffctl become-current --document FILE)"
+            ))
+        }
         return .ok(try await registry.becomeCurrent(put))
+    }
+
+    /// `PUT /v1/activity/current/document`: a file becomes the current activity.
+    func putDocument(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        return .ok(try await documents.offer(try request.decoded(DocumentRequest.self)))
     }
 
     func deleteCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {

@@ -167,6 +167,7 @@ package struct LocalAPIRouter: Sendable {
         case .putSettings: return try device.changeSettings(request)
         case .getCurrent: return try await activity.getCurrent(request)
         case .putCurrent: return try await activity.putCurrent(request)
+        case .putDocument: return try await activity.putDocument(request)
         case .deleteCurrent: return try await activity.deleteCurrent(request)
         case .attach: return try await activity.attach(request)
         case .events: return try activity.events(request)

@@ -11,8 +11,14 @@ import HandoffAPI
 import HandoffModel
 import HandoffPeer
 import HandoffTLS
+import HandoffSystem
 import Logging
 import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Continuation streams (docs/local-api.md, "Continuation streams"): a byte stream between the resuming app and the originating
 /// app, each stream on a TLS connection of its own between the two daemons.
@@ -58,9 +64,44 @@ package enum ContinuationStreams {
             }
         }
 
+        /// Joins the other device to a file handoffd itself sends or receives (a document: docs/apps.md,
+        /// "Documents from any app"), with the same `StreamFileEnd` as a file an app hands over. That
+        /// end sits on a connection, where the app's would be: one end of a socket pair, whose other
+        /// end handoffd holds until the stream is over (its outcome line is written there and dropped).
+        /// The stream's outcome is then `record`'s.
+        package func splice(toOwn file: StreamFile, logger: Logger) async throws(DaemonError) {
+            var pair: [Int32] = [-1, -1]
+            guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+                let failure = errno
+                abandon(because: "handoffd cannot make a socket pair for the file")
+                throw DaemonError(.internalError, "cannot make a socket pair for the file: \(SystemCall.describe(failure))")
+            }
+            // A descriptor NIO was given is NIO's from then on (it closes it if it fails): only
+            // the other one is closed here.
+            let bootstrap = ClientBootstrap(group: connection.channel.eventLoop)
+            let held: any Channel
+            let app: any Channel
+            do {
+                // Held, never read: the other end closing (the stream is over) ends it too.
+                held = try await bootstrap.withConnectedSocket(pair[1]).get()
+            } catch {
+                close(pair[0])
+                abandon(because: "handoffd cannot join the file to the stream")
+                throw DaemonError(.internalError, "cannot join the file to the stream: \(SocketErrorText.describe(error))")
+            }
+            do {
+                app = try await bootstrap.withConnectedSocket(pair[0]).get()
+            } catch {
+                held.close(promise: nil)
+                abandon(because: "handoffd cannot join the file to the stream")
+                throw DaemonError(.internalError, "cannot join the file to the stream: \(SocketErrorText.describe(error))")
+            }
+            splice(to: app, file: file, logger: logger)
+        }
+
         /// The app went away before its pipe was joined.
-        package func abandon() {
-            record.fail("the app left before the stream started")
+        package func abandon(because reason: String = "the app left before the stream started") {
+            record.fail(reason)
             connection.channel.triggerUserOutboundEvent(TLSHandler.Abort(), promise: nil)
         }
     }
@@ -120,20 +161,31 @@ package struct ResumingStreams: Sendable {
 
 }
 
+/// Activities whose streams handoffd serves itself, from a file (a document), rather than an app.
+package protocol StreamFileSource: Sendable {
+    /// The file to send to a device that continued `activity`; nil when an app serves its
+    /// streams. Throws (`activityChanged`) when the file is no longer what was offered.
+    func file(for activity: Activity) async throws(DaemonError) -> StreamFile?
+}
+
 /// The originating side: a device that continued the current activity asks for a stream, and
-/// the attached app that serves streams takes it.
+/// the attached app that serves streams takes it — or handoffd sends the file itself (`files`).
 package struct OriginatingStreams: Sendable {
     let book: StreamBook
     let registry: ActivityRegistry
     let attachments: Attachments
     let store: AccountStore
+    let files: (any StreamFileSource)?
     let logger: Logger
 
-    package init(book: StreamBook, registry: ActivityRegistry, attachments: Attachments, store: AccountStore, logger: Logger) {
+    package init(
+        book: StreamBook, registry: ActivityRegistry, attachments: Attachments, store: AccountStore, files: (any StreamFileSource)? = nil, logger: Logger
+    ) {
         self.book = book
         self.registry = registry
         self.attachments = attachments
         self.store = store
+        self.files = files
         self.logger = logger
     }
 
@@ -165,6 +217,17 @@ package struct OriginatingStreams: Sendable {
             refuse(connection, .notContinued, "this device has not continued that activity")
             return
         }
+        if let files {
+            do throws(DaemonError) {
+                if let file = try await files.file(for: current) {
+                    await send(file, on: connection, to: peer, activityID: activityID)
+                    return
+                }
+            } catch {
+                refuse(connection, error.code == .activityChanged ? .activityChanged : .noServer, error.message)
+                return
+            }
+        }
         let streamID = UUID()
         let record = book.makeRecord(id: streamID, role: .originating, peer: peer, activityID: activityID, continuationID: nil)
         let taken = Once<Bool>()
@@ -186,6 +249,18 @@ package struct OriginatingStreams: Sendable {
                 record.fail("the originating app did not take the stream within \(ContinuationStreams.takeDeadline)")
                 refuse(connection, .noServer, "the app did not take the stream in time")
             }
+        }
+    }
+
+    /// handoffd sends `file` itself: no app takes part.
+    private func send(_ file: StreamFile, on connection: StreamConnection, to peer: LocalEvent.PeerRef, activityID: UUID) async {
+        let record = book.makeRecord(id: UUID(), role: .originating, peer: peer, activityID: activityID, continuationID: nil)
+        let prepared = ContinuationStreams.Prepared(record: record, connection: connection, peerName: peer.name, mustAccept: true)
+        do throws(DaemonError) {
+            try await prepared.splice(toOwn: file, logger: logger)
+            logger.info("continuation stream of a file opened", metadata: ["stream": "\(record.id.lowercasedString)", "peer": "\(peer.id.short)"])
+        } catch {
+            logger.warning("cannot send a file on a stream", metadata: ["error": "\(error)"])
         }
     }
 

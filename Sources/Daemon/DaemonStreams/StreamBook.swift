@@ -217,6 +217,13 @@ package final class StreamRecord: Sendable {
         events.publish(LocalEvent(at: .now(), .streamChanged(info)))
     }
 
+    /// The final state, however long the stream runs (the connection's own liveness ends a stream
+    /// whose device went away); the state so far if the task is cancelled.
+    package func final() async -> StreamInfo {
+        _ = await outcome.valueUnlessCancelled()
+        return info
+    }
+
     /// The final state, or the state at `timeout` if it is not final by then.
     package func final(within timeout: Duration) async -> StreamInfo {
         _ = await outcome.value(within: timeout)

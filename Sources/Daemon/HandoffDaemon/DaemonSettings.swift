@@ -5,6 +5,7 @@ import Foundation
 #endif
 import DaemonContinue
 import DaemonCore
+import DaemonDocuments
 import HandoffAPI
 import HandoffModel
 
@@ -33,6 +34,14 @@ public struct DaemonSettings: Sendable, Equatable {
     public var mutedNotificationTypes: [String] = []
     /// `[web_domains] off`: apps' claims the user turned off (docs/apps.md, "Web pages into apps").
     public var webDomainsOff: [String] = []
+    /// `[documents] follow`: the desktop's recently-used list makes documents current
+    /// (docs/apps.md, "Documents from any app").
+    public var documentsFollow = false
+    /// `[documents] folders`: besides the home, where documents are offered from and looked for;
+    /// absolute, or `~/` for the home.
+    public var documentFolders: [String] = []
+    /// `[documents] max_size`: larger files are not offered.
+    public var documentsMaxSize: Int64 = DocumentSettings.defaultMaximumSize
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -146,6 +155,28 @@ public struct DaemonSettings: Sendable, Equatable {
                     claims.append(claim.description)
                 }
                 webDomainsOff = claims
+            case "documents.follow":
+                guard case .boolean(let v) = entry.value else { throw fail("[documents] follow must be true or false") }
+                documentsFollow = v
+            case "documents.folders":
+                guard case .array(let items) = entry.value else { throw fail("[documents] folders must be an array of folders (e.g. [\"~/Sync\"])") }
+                var folders: [String] = []
+                var names: Set<String> = []
+                for item in items {
+                    guard case .string(let text) = item, text.hasPrefix("/") || text.hasPrefix("~/"),
+                        let name = text.split(separator: "/").last.map(String.init), DocumentPlace.isFolderName(name)
+                    else {
+                        throw fail("[documents] folders holds something that is not a folder: give absolute paths or ~/… (e.g. \"~/Sync\")")
+                    }
+                    guard name != DocumentPlace.home, names.insert(name).inserted else {
+                        throw fail("[documents] folders: \(text)'s name, \(name), is \(name == DocumentPlace.home ? "the home's" : "another folder's too"); the devices tell folders apart by their last part")
+                    }
+                    folders.append(text)
+                }
+                documentFolders = folders
+            case "documents.max_size":
+                guard case .integer(let v) = entry.value, v >= 0 else { throw fail("[documents] max_size must be a number of bytes (e.g. 1073741824)") }
+                documentsMaxSize = v
             case let key where key.hasPrefix("handlers."):
                 let type = String(key.dropFirst("handlers.".count))
                 do {
@@ -169,4 +200,12 @@ public struct DaemonSettings: Sendable, Equatable {
     }
 
 
+}
+
+extension DaemonSettings {
+    /// What `[documents]` says, for a user whose home is `home` (`~/` is expanded to it).
+    package func documents(home: String) -> DocumentSettings {
+        let folders = documentFolders.map { $0.hasPrefix("~/") ? home + "/" + $0.dropFirst(2) : $0 }
+        return DocumentSettings(follow: documentsFollow, folders: DocumentFolders(home: home, folders: folders), maximumSize: documentsMaxSize)
+    }
 }

@@ -8,6 +8,7 @@ import DaemonApps
 import DaemonContinue
 import DaemonCore
 import DaemonDiscovery
+import DaemonDocuments
 import DaemonLinks
 import DaemonLocalAPI
 import DaemonStreams
@@ -158,6 +159,12 @@ public final class HandoffDaemon: Sendable {
     let launcher: Launcher
     let resuming: ResumingStreams
     let originating: OriginatingStreams
+    /// Documents made current, and sent to the devices that continue them.
+    let documents: DocumentShelf
+    /// Where a continued activity goes here (for `continue`, and what offers say).
+    let handover: Handover
+    /// The user's home, as the daemon runs (`~/` in `[documents] folders`).
+    private let home: String
     private let staticPeers: [PeerAddress]
     private let logger: Logger
     private let startedAt: Timestamp
@@ -233,8 +240,25 @@ public final class HandoffDaemon: Sendable {
         let book = StreamBook(events: events)
         self.book = book
         self.launcher = try Self.makeLauncher(configuration, logger: logger)
+        let environment = configuration.handlerEnvironment ?? ProcessInfo.processInfo.environment
+        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"
+        self.home = home
+        let documents = DocumentShelf(
+            registry: registry, settings: configuration.settings.documents(home: home),
+            globs: MIMEGlobs(dataDirectories: HandlerCatalog.dataDirectories(environment: environment)), logger: logger
+        )
+        self.documents = documents
+        let resuming = ResumingStreams(book: book, security: security, directory: directory, logger: logger)
+        self.resuming = resuming
+        let handover = Handover(
+            apps: apps, launcher: launcher,
+            documents: DocumentReceiver(
+                folders: { documents.current.folders }, downloads: DocumentReceiver.downloads(environment: environment), resuming: resuming, logger: logger
+            )
+        )
+        self.handover = handover
         self.offers = OfferDesk(
-            directory: directory, handover: Handover(apps: apps, launcher: launcher),
+            directory: directory, handover: handover,
             policy: NotificationPolicy(enabled: configuration.notifications, mutedTypes: Set(configuration.mutedNotificationTypes)),
             deviceSwitch: deviceSwitch
         )
@@ -251,8 +275,7 @@ public final class HandoffDaemon: Sendable {
             clock: configuration.clock, deadlines: configuration.deadlines, logger: logger
         )
         self.links = links
-        self.resuming = ResumingStreams(book: book, security: security, directory: directory, logger: logger)
-        self.originating = OriginatingStreams(book: book, registry: registry, attachments: attachments, store: accounts, logger: logger)
+        self.originating = OriginatingStreams(book: book, registry: registry, attachments: attachments, store: accounts, files: documents, logger: logger)
         let listener = PeerListener(
             port: configuration.peerPort,
             bindAddresses: configuration.peerBindAddresses,
@@ -324,6 +347,7 @@ public final class HandoffDaemon: Sendable {
         let (configured, browser) = try Self.parseHandlers(settings.handlers, browser: settings.browser)
         launcher.replace(configured: configured, browser: browser, webDomainsOff: Set(settings.webDomainsOff.compactMap(WebDomainClaim.init)))
         offers.replace(policy: NotificationPolicy(enabled: settings.notifications, mutedTypes: Set(settings.mutedNotificationTypes)))
+        documents.replace(settings.documents(home: home))
         var needRestart: [String] = []
         let running = configuration.settings
         if settings.port != running.port, running.port != 0 { needRestart.append("port") }
@@ -361,7 +385,7 @@ public final class HandoffDaemon: Sendable {
         let daemonUID = geteuid()
         let peerPort: @Sendable () -> Int = { [self] in self.peerPort }
         let router = LocalAPIRouter(
-            activity: ActivityRoutes(registry: registry, events: events, attachments: attachments, desk: apps),
+            activity: ActivityRoutes(registry: registry, events: events, attachments: attachments, desk: apps, documents: documents),
             account: AccountRoutes(
                 accounts: accounts, links: links, directory: directory, discovery: discovery, peerPort: peerPort, deviceSwitch: deviceSwitch,
                 logger: logger
@@ -373,7 +397,7 @@ public final class HandoffDaemon: Sendable {
                     fetch: ActivityFetch(
                         directory: directory, links: links, peerPort: peerPort, maximumActivityBytes: configuration.limits.maximumEncodedSize
                     ),
-                    book: book, handover: Handover(apps: apps, launcher: launcher), events: events
+                    book: book, handover: handover, events: events
                 ),
                 offers: offers
             ),
@@ -581,7 +605,8 @@ public final class HandoffDaemon: Sendable {
             configFile: configuration.configFile,
             settings: deviceSwitch.settings,
             invitingNearby: discovery.invitingNearby,
-            webDomains: claims.isEmpty ? nil : claims
+            webDomains: claims.isEmpty ? nil : claims,
+            followsDocuments: documents.current.follow
         )
     }
 }

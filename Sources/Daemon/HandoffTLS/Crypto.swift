@@ -20,6 +20,33 @@ public enum Crypto {
         return digest
     }
 
+    /// SHA-256 of bytes that come in pieces (a file read a chunk at a time): `update` each, then
+    /// `finish` once.
+    public final class SHA256Digest {
+        private let context: OpaquePointer
+
+        public init() {
+            guard let context = EVP_MD_CTX_new() else { preconditionFailure("cannot allocate a digest context") }
+            self.context = context
+            precondition(EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1, "SHA-256 is not available")
+        }
+
+        deinit { EVP_MD_CTX_free(context) }
+
+        public func update(_ bytes: UnsafeRawBufferPointer) {
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+            _ = EVP_DigestUpdate(context, base, bytes.count)
+        }
+
+        /// The digest; the object is spent.
+        public func finish() -> [UInt8] {
+            var digest = [UInt8](repeating: 0, count: 32)
+            var length: UInt32 = 32
+            _ = EVP_DigestFinal_ex(context, &digest, &length)
+            return digest
+        }
+    }
+
     public static func hmacSHA256(key: [UInt8], _ data: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 32

@@ -21,15 +21,15 @@ enum HandoffDesktopMain {
     }
 }
 
-/// `handoff-desktop` runs the agent; `handoff-desktop activate` is what handoffd runs to hand a
-/// continuation to a DBusActivatable app (docs/dbus.md).
+/// `handoff-desktop` runs the agent; `handoff-desktop activate` and `open` are what handoffd
+/// runs to hand a continuation or a document to a DBusActivatable app (docs/dbus.md).
 struct HandoffDesktop: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "handoff-desktop",
         abstract: "Shows what your other devices are doing as notifications, and continues it with one click.",
         discussion: "Runs in your graphical session, next to handoffd (docs/desktop.md).",
         version: HandoffVersion.current,
-        subcommands: [Agent.self, Activate.self],
+        subcommands: [Agent.self, Activate.self, Open.self],
         defaultSubcommand: Agent.self
     )
 
@@ -135,16 +135,53 @@ struct Activate: AsyncParsableCommand {
     var activityFile: String
 
     func run() async throws {
+        try await HandoffDesktop.overDBus(desktopFileID, bus: bus, what: "the activity") { connection, id, environment throws(DBusError) in
+            try await ApplicationActivation.activate(connection, applicationID: id, activityFile: activityFile, session: environment)
+        }
+    }
+}
+
+/// Hands a continued document to the running instance of a DBusActivatable app that opens its
+/// type (or has the bus start it): `org.freedesktop.Application.Open`. Exit statuses as
+/// `activate`'s.
+struct Open: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Hands a continued document to a DBusActivatable app (org.freedesktop.Application.Open)."
+    )
+
+    @Option(name: .long, help: "The session bus address (default: $DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus).")
+    var bus: String?
+
+    @Argument(help: "The app's desktop file id, e.g. org.gnome.TextEditor.desktop.")
+    var desktopFileID: String
+
+    @Argument(help: "The document's absolute path.")
+    var file: String
+
+    func run() async throws {
+        try await HandoffDesktop.overDBus(desktopFileID, bus: bus, what: "the document") { connection, id, environment throws(DBusError) in
+            try await ApplicationActivation.open(connection, applicationID: id, file: file, session: environment)
+        }
+    }
+}
+
+extension HandoffDesktop {
+    /// Makes one call to the app `desktopFileID` names; exits 1 when it certainly did not reach
+    /// it (handoffd then runs its `Exec` line), 2 when it may have.
+    static func overDBus(
+        _ desktopFileID: String, bus: String?, what: String,
+        _ call: (DBusConnection, String, [String: String]) async throws(DBusError) -> Void
+    ) async throws {
         guard let applicationID = ApplicationActivation.applicationID(desktopFileID: desktopFileID) else {
             throw Failure("\(desktopFileID) is not a D-Bus application id with .desktop (org.example.App.desktop)")
         }
         let environment = ProcessInfo.processInfo.environment
-        let connection = try HandoffDesktop.connect(bus, environment: environment)
+        let connection = try connect(bus, environment: environment)
         defer { connection.close() }
         do {
-            try await ApplicationActivation.activate(connection, applicationID: applicationID, activityFile: activityFile, session: environment)
+            try await call(connection, applicationID, environment)
         } catch {
-            FileHandle.standardError.write(Data("Error: \(applicationID) did not take the activity: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("Error: \(applicationID) did not take \(what): \(error)\n".utf8))
             throw ExitCode(ApplicationActivation.notDelivered(error) ? 1 : 2)
         }
     }

@@ -40,6 +40,8 @@ enum ExitStatus: Int32, CaseIterable {
     case unknownStream = 41
     case problemsFound = 42
     case handoffOff = 43
+    case notOffered = 44
+    case documentMismatch = 45
     /// ArgumentParser's own status for unknown flags and missing arguments (EX_USAGE).
     case usage = 64
 
@@ -81,6 +83,8 @@ enum ExitStatus: Int32, CaseIterable {
         case .unknownStream: "no such stream or continuation on this device (they last until handoffd restarts)"
         case .problemsFound: "handoffctl doctor found something to fix"
         case .handoffOff: "handoff is off on this device (handoffctl config handoff on)"
+        case .notOffered: "the file may not be offered (outside your home and [documents] folders, hidden, temporary or too large)"
+        case .documentMismatch: "the document that came is not the one offered; it was discarded"
         case .usage: "wrong command-line usage"
         }
     }
@@ -114,6 +118,8 @@ enum ExitStatus: Int32, CaseIterable {
         case .unknownPeer: self = .unknownPeer
         case .timeout: self = .timeout
         case .handoffOff: self = .handoffOff
+        case .notOffered: self = .notOffered
+        case .documentMismatch: self = .documentMismatch
         case .noHandler: self = .noHandler
         case .handlerFailed: self = .handlerFailed
         case .streamsUnsupported: self = .streamsUnsupported

@@ -72,6 +72,13 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     /// The originating device or app did not take the stream.
     case streamRefused = "stream_refused"
 
+    // Documents (docs/apps.md, "Documents from any app")
+    /// The file may not be offered: outside the home folder and the configured folders, hidden,
+    /// in a temporary directory, not a regular file, or over `[documents] max_size`.
+    case notOffered = "not_offered"
+    /// The document that came is not the one offered (its size or SHA-256 differs): discarded.
+    case documentMismatch = "document_mismatch"
+
     // Apps and windows (docs/apps.md)
     /// An app id that is not a reverse-DNS name (like org.example.Notes).
     case invalidAppID = "invalid_app_id"
@@ -121,6 +128,8 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
         case .noAccount, .unknownDevice, .unknownPeer, .unknownContinuation, .unknownStream, .noHandler: 404
         case .streamsUnsupported, .streamRefused: 409
         case .handlerFailed: 500
+        case .notOffered: 403
+        case .documentMismatch: 502
         case .accountExists, .inviteUsed, .ambiguousDevice, .handoffOff: 409
         case .invalidCode, .badPeerAddress: 400
         case .codeRejected, .refused, .revoked, .notAccountAdmin: 403

@@ -105,9 +105,12 @@ public struct DeliveryOutcome: Codable, Sendable, Equatable {
     public var pid: Int32?
     /// (`app`) The window that took it, if the app said.
     public var window: String?
+    /// (A document) The file opened: the same document here, or the copy that came.
+    public var document: String?
 
     public init(
-        kind: Kind, handler: String, command: [String], activityFile: String? = nil, url: String? = nil, pid: Int32? = nil, window: String? = nil
+        kind: Kind, handler: String, command: [String], activityFile: String? = nil, url: String? = nil, pid: Int32? = nil, window: String? = nil,
+        document: String? = nil
     ) {
         self.kind = kind
         self.handler = handler
@@ -116,6 +119,7 @@ public struct DeliveryOutcome: Codable, Sendable, Equatable {
         self.url = url
         self.pid = pid
         self.window = window
+        self.document = document
     }
 }
 

@@ -13,6 +13,8 @@ public enum LocalAPIRoute {
     public static let status = "/v1/status"
     /// GET: `CurrentActivityResponse`; PUT `PutCurrentActivityRequest`: become current; DELETE: resign.
     public static let currentActivity = "/v1/activity/current"
+    /// A file becomes the current activity, as a document.
+    public static let currentDocument = "/v1/activity/current/document"
     /// GET: NDJSON stream of `LocalEvent`.
     public static let events = "/v1/events"
     /// GET: `AccountInfo`; POST `CreateAccountRequest`: create one.
@@ -207,6 +209,28 @@ public enum HandoffPaths {
             return dir + "/handoff"
         }
         return homeDirectory(environment: environment) + "/.config/handoff"
+    }
+
+    /// The XDG base directories of a kind, most important first: the user's own, then the
+    /// system's (the XDG Base Directory specification).
+    public enum BaseDirectories {
+        /// `$XDG_DATA_HOME` (default `~/.local/share`), then `$XDG_DATA_DIRS` (default
+        /// `/usr/local/share:/usr/share`): applications, MIME data, the recently-used list.
+        case data
+        /// `$XDG_CONFIG_HOME` (default `~/.config`), then `$XDG_CONFIG_DIRS` (default `/etc/xdg`):
+        /// mimeapps.list.
+        case config
+    }
+
+    public static func baseDirectories(_ kind: BaseDirectories, environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+        let (own, ownDefault, system, systemDefault) =
+            switch kind {
+            case .data: ("XDG_DATA_HOME", "/.local/share", "XDG_DATA_DIRS", "/usr/local/share:/usr/share")
+            case .config: ("XDG_CONFIG_HOME", "/.config", "XDG_CONFIG_DIRS", "/etc/xdg")
+            }
+        let first = environment[own].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? homeDirectory(environment: environment) + ownDefault
+        let rest = (environment[system].flatMap { $0.isEmpty ? nil : $0 } ?? systemDefault).split(separator: ":").map(String.init).filter { $0.hasPrefix("/") }
+        return [first] + rest
     }
 
     static func homeDirectory(environment: [String: String]) -> String {

@@ -5,6 +5,7 @@ public enum LocalAPIEndpoints {
         case status
         case getSettings, putSettings
         case getCurrent, putCurrent, deleteCurrent, attach
+        case putDocument
         case events
         case getAccount, createAccount, joinAccount, invite, sync, leave
         case devices, renameDevice, removeDevice
@@ -48,6 +49,7 @@ public enum LocalAPIEndpoints {
         Route(method: "GET", path: .exact(LocalAPIRoute.currentActivity), endpoint: .getCurrent),
         Route(method: "PUT", path: .exact(LocalAPIRoute.currentActivity), endpoint: .putCurrent),
         Route(method: "DELETE", path: .exact(LocalAPIRoute.currentActivity), endpoint: .deleteCurrent),
+        Route(method: "PUT", path: .exact(LocalAPIRoute.currentDocument), endpoint: .putDocument),
         Route(method: "POST", path: .exact(LocalAPIRoute.attach), endpoint: .attach),
         Route(method: "GET", path: .exact(LocalAPIRoute.events), endpoint: .events),
         Route(method: "GET", path: .exact(LocalAPIRoute.account), endpoint: .getAccount),

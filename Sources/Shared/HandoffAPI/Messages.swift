@@ -32,6 +32,28 @@ public struct PutCurrentActivityRequest: Codable, Sendable, Equatable {
     }
 }
 
+/// The body of `PUT /v1/activity/current/document`: a file becomes the current activity, as a
+/// document (docs/apps.md, "Documents from any app"). handoffd reads the rest from the file.
+public struct DocumentRequest: Codable, Sendable, Equatable {
+    /// An absolute path.
+    public var path: String
+    /// The desktop file id of the app that opened it, if known (`org.gnome.TextEditor.desktop`).
+    public var app: String?
+    /// Its MIME type, if the caller knows it (the recently-used list records it); else handoffd
+    /// guesses from the name (shared-mime-info).
+    public var mimeType: String?
+    /// Taken from the desktop's recently-used list (`handoff-desktop`): only offered when the
+    /// user turned that on (`[documents] follow`).
+    public var recentlyUsed: Bool?
+
+    public init(path: String, app: String? = nil, mimeType: String? = nil, recentlyUsed: Bool? = nil) {
+        self.path = path
+        self.app = app
+        self.mimeType = mimeType
+        self.recentlyUsed = recentlyUsed
+    }
+}
+
 /// Answer to `PUT` and `GET /v1/activity/current`.
 public struct CurrentActivityResponse: Codable, Sendable, Equatable {
     public var activity: Activity
@@ -90,6 +112,9 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     public var invitingNearby: Int?
     /// The sites apps here claim (docs/apps.md, "Web pages into apps"), for `doctor`.
     public var webDomains: [WebDomainClaimStatus]?
+    /// `[documents] follow`: the desktop agent makes documents from the recently-used list
+    /// current (docs/apps.md, "Documents from any app"). Absent from a daemon that predates it.
+    public var followsDocuments: Bool?
 
     public init(
         version: String,
@@ -110,9 +135,11 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         configFile: String? = nil,
         settings: DeviceSettings? = nil,
         invitingNearby: Int? = nil,
-        webDomains: [WebDomainClaimStatus]? = nil
+        webDomains: [WebDomainClaimStatus]? = nil,
+        followsDocuments: Bool? = nil
     ) {
         self.webDomains = webDomains
+        self.followsDocuments = followsDocuments
         self.settings = settings
         self.invitingNearby = invitingNearby
         self.inboundPeers = inboundPeers

@@ -146,3 +146,11 @@ public struct ByteReader: Sendable {
         return s
     }
 }
+
+extension Sequence<UInt8> {
+    /// The bytes as lowercase hexadecimal digits, two per byte (digests, file names).
+    public var lowercaseHex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] }, as: UTF8.self)
+    }
+}

@@ -25,6 +25,11 @@ struct BecomeCurrent: ParsableCommand {
               handoffctl become-current --type org.example.reader.read \\
                   --info-json state.json --expires-in 1h
 
+            A document: --document FILE makes the file the current activity, for any app to \
+            continue (docs/apps.md, "Documents from any app"). handoffd reads its name, type, size \
+            and hash, and sends it to the device that continues it; FILE must be under your home \
+            or a folder of [documents] folders in handoffd.toml, not hidden, not temporary.
+
             Staying attached (--wait, implied by the options after it): prints willSave, \
             wasContinued and stream requests as they happen, until the activity is replaced or \
             withdrawn (exit 0). --save-exec CMD answers willSave: CMD prints the userInfo to send \
@@ -38,7 +43,16 @@ struct BecomeCurrent: ParsableCommand {
     @ParentCommand var root: Handoffctl
 
     @Option(help: ArgumentHelp("Reverse-DNS activity type, e.g. com.example.editor.edit.", valueName: "type"))
-    var type: String
+    var type: String?
+
+    @Option(help: ArgumentHelp("Make this file the current activity, as a document (instead of --type…).", valueName: "file"))
+    var document: String?
+
+    @Option(help: ArgumentHelp("With --document: the app that has it open (a desktop file id).", valueName: "id.desktop"))
+    var app: String?
+
+    @Option(name: .customLong("mime-type"), help: ArgumentHelp("With --document: its MIME type (else guessed from its name).", valueName: "type/subtype"))
+    var mimeType: String?
 
     @Option(help: "Human-readable title.")
     var title: String = ""
@@ -92,6 +106,21 @@ struct BecomeCurrent: ParsableCommand {
     var servesStreams: Bool { streamFile != nil || streamExec != nil }
 
     func validate() throws {
+        if document != nil {
+            let activityOptions = [
+                type.map { _ in "--type" }, title.isEmpty ? nil : "--title", info.isEmpty ? nil : "--info", infoJSON.map { _ in "--info-json" },
+                webpageURL.map { _ in "--webpage-url" }, requiredKeys.map { _ in "--required-keys" }, targetContentIdentifier.map { _ in "--target-content-id" },
+                persistentIdentifier.map { _ in "--persistent-id" }, expiresIn.map { _ in "--expires-in" }, supportsStreams ? "--supports-streams" : nil,
+                needsSave ? "--needs-save" : nil, saveExec.map { _ in "--save-exec" }, streamFile.map { _ in "--stream-file" },
+                streamExec.map { _ in "--stream-exec" },
+            ].compactMap { $0 }
+            if let first = activityOptions.first {
+                throw ValidationError("--document makes the activity from the file: \(first) does not go with it")
+            }
+        } else {
+            if type == nil { throw ValidationError("give --type TYPE (or --document FILE)") }
+            if app != nil || mimeType != nil { throw ValidationError("--app and --mime-type go with --document FILE") }
+        }
         if streamFile != nil, streamExec != nil {
             throw ValidationError("--stream-file and --stream-exec cannot be used together")
         }
@@ -101,16 +130,21 @@ struct BecomeCurrent: ParsableCommand {
     }
 
     func run() throws {
-        let now = Timestamp.now()
-        let content = try makeContent(now: now)
-        // Check here first so a typo fails at once and offline; the daemon checks again.
-        do {
-            try content.validate(now: now)
-        } catch {
-            throw CLIError(ExitStatus(APIErrorCode(error.code)), error.message)
-        }
         let client = global.client(root)
-        let response = try client.send(.becomeCurrent(PutCurrentActivityRequest(content: content)))
+        let response: CurrentActivityResponse
+        if let document {
+            response = try client.send(.becomeCurrent(document: DocumentRequest(path: Self.absolute(document), app: app, mimeType: mimeType)))
+        } else {
+            let now = Timestamp.now()
+            let content = try makeContent(now: now)
+            // Check here first so a typo fails at once and offline; the daemon checks again.
+            do {
+                try content.validate(now: now)
+            } catch {
+                throw CLIError(ExitStatus(APIErrorCode(error.code)), error.message)
+            }
+            response = try client.send(.becomeCurrent(PutCurrentActivityRequest(content: content)))
+        }
         for warning in response.warnings { Terminal.warning(warning) }
         if json {
             try Terminal.json(response, pretty: !staysAttached)
@@ -137,7 +171,7 @@ struct BecomeCurrent: ParsableCommand {
         let required = (requiredKeys ?? "").split(separator: ",").map { String($0.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()) }.filter { !$0.isEmpty }
         let expiry = try expiresIn.map { now.adding(seconds: try DurationArgument.seconds($0)) }
         return ActivityContent(
-            type: type,
+            type: type ?? "",
             title: title,
             userInfo: userInfo,
             requiredUserInfoKeys: required,
@@ -148,5 +182,12 @@ struct BecomeCurrent: ParsableCommand {
             supportsContinuationStreams: supportsStreams || servesStreams,
             needsSave: needsSave || saveExec != nil
         )
+    }
+
+    /// `path` from the current directory, as handoffd (which runs elsewhere) needs it.
+    static func absolute(_ path: String) -> String {
+        guard !path.hasPrefix("/"), let cwd = getcwd(nil, 0) else { return path }
+        defer { free(cwd) }
+        return String(cString: cwd) + "/" + path
     }
 }

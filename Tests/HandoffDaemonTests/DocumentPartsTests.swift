@@ -1,0 +1,88 @@
+import DesktopAgent
+import Foundation
+import HandoffModel
+import HandoffTestSupport
+import Testing
+
+@testable import DaemonDocuments
+
+/// The parts of documents that need no daemon: where a file is in words both devices understand,
+/// its MIME type from its name, the names copies get, where Downloads is.
+@Suite struct DocumentPartsTests {
+    @Test func aFileIsPlacedInItsInnermostFolderAndJudgedByWhereItLeads() throws {
+        let root = try TempDirectory.make()
+        defer { TempDirectory.remove(root) }
+        let home = root + "/home"
+        for dir in ["/home/Sync/deep", "/home/docs", "/data/Photos", "/home/.cache"] {
+            try FileManager.default.createDirectory(atPath: root + dir, withIntermediateDirectories: true)
+        }
+        for file in ["/home/Sync/deep/a.txt", "/home/docs/b.txt", "/data/Photos/c.png", "/home/.cache/d", "/elsewhere.txt"] {
+            _ = FileManager.default.createFile(atPath: root + file, contents: Data("x".utf8))
+        }
+        try FileManager.default.createSymbolicLink(atPath: home + "/docs/link.txt", withDestinationPath: root + "/elsewhere.txt")
+        try FileManager.default.createSymbolicLink(atPath: home + "/photos", withDestinationPath: root + "/data/Photos")
+        let folders = DocumentFolders(home: home, folders: [home + "/Sync", root + "/data/Photos/"])
+
+        #expect(try folders.place(of: home + "/Sync/deep/a.txt").place == DocumentPlace(folder: "Sync", path: "deep/a.txt"))
+        #expect(try folders.place(of: home + "/docs/../docs/b.txt").place == DocumentPlace(folder: "home", path: "docs/b.txt"))
+        // Through a link, the file is where the link leads.
+        #expect(try folders.place(of: home + "/photos/c.png").place == DocumentPlace(folder: "Photos", path: "c.png"))
+        #expect(throws: (any Error).self) { try folders.place(of: home + "/docs/link.txt") }
+        #expect(throws: (any Error).self) { try folders.place(of: home + "/.cache/d") }
+        // And the way back: the folder here, the file inside it.
+        #expect(folders.existing(try #require(DocumentPlace(folder: "Photos", path: "c.png"))) == root + "/data/Photos/c.png")
+        #expect(folders.existing(try #require(DocumentPlace(folder: "Music", path: "c.png"))) == nil)
+        #expect(folders.existing(try #require(DocumentPlace(folder: "home", path: "docs/link.txt"))) == nil)
+    }
+
+    @Test func nothingInATemporaryFolderIsOfferedUnlessTheFolderItselfIsThere() {
+        #expect(DocumentFolders.isTemporary("/tmp/x") && DocumentFolders.isTemporary("/dev/shm/y") && !DocumentFolders.isTemporary("/tmpfoo/x"))
+        let everywhere = DocumentFolders(home: "/root-of-nothing", folders: ["/"])
+        #expect(throws: (any Error).self) { try everywhere.place(of: "/tmp") }
+    }
+
+    @Test func theMIMETypeComesFromTheNameAsSharedMIMEInfoSays() {
+        let globs = MIMEGlobs(MIMEGlobs.parse(
+            """
+            # comment
+            50:text/plain:*.txt
+            50:text/x-c++src:*.C:cs
+            50:text/x-csrc:*.c
+            55:application/x-compressed-tar:*.tar.gz
+            50:application/gzip:*.gz
+            10:text/x-readme:README*
+            50:text/x-makefile:Makefile
+            bad line
+            """))
+        #expect(globs.type(ofName: "notes.TXT") == "text/plain")
+        #expect(globs.type(ofName: "main.C") == "text/x-c++src")
+        #expect(globs.type(ofName: "main.c") == "text/x-csrc")
+        #expect(globs.type(ofName: "a.tar.gz") == "application/x-compressed-tar")
+        #expect(globs.type(ofName: "a.gz") == "application/gzip")
+        #expect(globs.type(ofName: "README.md") == "text/x-readme")
+        #expect(globs.type(ofName: "Makefile") == "text/x-makefile")
+        #expect(globs.type(ofName: "photo.xyz") == nil)
+        // This machine's database, as the daemon reads it.
+        if FileManager.default.fileExists(atPath: "/usr/share/mime/globs2") {
+            #expect(MIMEGlobs(dataDirectories: ["/usr/share"]).type(ofName: "report.odt") == "application/vnd.oasis.opendocument.text")
+        }
+    }
+
+    @Test func copiesGetNumberedNamesAndDownloadsIsWhereTheUserSaysIt() throws {
+        #expect(DocumentReceiver.numbered("report.odt", 1) == "report.odt")
+        #expect(DocumentReceiver.numbered("report.odt", 2) == "report (2).odt")
+        #expect(DocumentReceiver.numbered("Makefile", 3) == "Makefile (3)")
+        #expect(DocumentReceiver.numbered(".profile", 2) == ".profile (2)")
+        let home = try TempDirectory.make()
+        defer { TempDirectory.remove(home) }
+        #expect(DocumentReceiver.downloads(environment: ["HOME": home]) == home + "/Downloads")
+        try FileManager.default.createDirectory(atPath: home + "/.config", withIntermediateDirectories: true)
+        try "XDG_DESKTOP_DIR=\"$HOME/Desktop\"\nXDG_DOWNLOAD_DIR=\"$HOME/Téléchargements\"\n".write(toFile: home + "/.config/user-dirs.dirs", atomically: true, encoding: .utf8)
+        #expect(DocumentReceiver.downloads(environment: ["HOME": home]) == home + "/Téléchargements")
+    }
+
+    @Test func aFileGoesToAnAppAsAFileURI() {
+        #expect(ApplicationActivation.fileURI("/home/u/Q3 report#1.odt") == "file:///home/u/Q3%20report%231.odt")
+        #expect(ApplicationActivation.fileURI("/home/u/é") == "file:///home/u/%C3%A9")
+    }
+}
