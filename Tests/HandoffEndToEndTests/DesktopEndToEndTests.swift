@@ -19,23 +19,8 @@ import Testing
     func run(_ rig: Rig) async throws {
         try await EndToEndTests().startPaired(rig)
 
-        let directory = rig.home("bravo") + "/session"
-        try rig.user.makeDirectory(directory)
-        let onBravo: ([String]) throws -> [String] = { command in
-            [Rig.script, "exec", rig.name, "bravo"] + rig.user.command(command, environment: rig.environment("bravo"))
-        }
-        let session = try await DesktopSession(directory: directory, base: rig.environment("bravo"), wrap: onBravo)
-        // The agent with the session's variables, as the user unit gives them. No panel shows
-        // status icons here: the agent's one notice about it (TrayEndToEndTests,
-        // DesktopAgentTests) is put off past the test, which counts notifications.
-        let agent = try RunningProcess(
-            Rig.script,
-            ["exec", rig.name, "bravo"]
-                + rig.user.command(
-                    [try rig.user.product("handoff-desktop"), "--status-icon-grace", "3600"], environment: session.environment(rig.environment("bravo"))
-                )
-        )
-        try await agent.wait(for: "handoff-desktop to be ready") { $0.stderr.contains("] ready") }
+        // The agent counts notifications: its notice about status icons is put off past the test.
+        let (session, agent) = try await rig.desktopAgent(on: "bravo")
 
         // The viewer is installed on bravo: its .desktop file names it in the notification.
         try rig.write(

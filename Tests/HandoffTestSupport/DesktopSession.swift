@@ -99,3 +99,26 @@ public final class DesktopSession: @unchecked Sendable {
         return url.path + "/.build/test-output/" + name
     }
 }
+
+extension Rig {
+    /// A graphical session of the test user on `host` (`DesktopSession`: Xvfb, a session bus and
+    /// dunst, as that user in the host's namespace) and the real `handoff-desktop` in it with the
+    /// session's variables, as the user unit gives them, once it is ready. No panel shows status
+    /// icons here: the agent's one notice about it is put off past the test.
+    public func desktopAgent(on host: String, arguments: [String] = []) async throws -> (DesktopSession, RunningProcess) {
+        let directory = home(host) + "/session"
+        try user.makeDirectory(directory)
+        let inHost: ([String]) throws -> [String] = { [self] command in
+            [Rig.script, "exec", name, host] + user.command(command, environment: environment(host))
+        }
+        let session = try await DesktopSession(directory: directory, base: environment(host), wrap: inHost)
+        let agent = try RunningProcess(
+            Rig.script,
+            ["exec", name, host]
+                + user.command([try user.product("handoff-desktop"), "--status-icon-grace", "3600"] + arguments, environment: session.environment(environment(host)))
+        )
+        try await agent.wait(for: "handoff-desktop to be ready") { $0.stderr.contains("] ready") }
+        return (session, agent)
+    }
+}
+

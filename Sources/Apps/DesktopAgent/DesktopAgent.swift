@@ -117,6 +117,7 @@ package struct DesktopAgent: Sendable {
             }
             group.addTask { await alarm.run { post.yield(.tick) } }
             group.addTask { await interface.serve(listening) }
+            group.addTask { await RecentDocuments(client: client, environment: dialogEnvironment, logger: logger).run() }
             await drive(inbox, server: server, alarm: alarm, post: post, tray: trayPost)
             trayPost.finish()
             group.cancelAll()
