@@ -117,6 +117,7 @@ bench: deps-test
 	python3 bench/propagation
 	python3 bench/continue
 	python3 bench/streams
+	python3 bench/documents
 	python3 bench/browser
 	python3 bench/soak
 	RIG_IP=4 python3 bench/liveness

@@ -81,6 +81,20 @@ import Testing
         #expect(DocumentReceiver.downloads(environment: ["HOME": home]) == home + "/Téléchargements")
     }
 
+    @Test func partialCopiesLeftByACrashGoAfterADay() throws {
+        let dir = try TempDirectory.make()
+        defer { TempDirectory.remove(dir) }
+        for name in [".old.part", ".new.part", "kept.txt", ".hidden"] {
+            _ = FileManager.default.createFile(atPath: dir + "/" + name, contents: Data("x".utf8))
+        }
+        let twoDaysAgo = Date(timeIntervalSinceNow: -2 * 24 * 3600)
+        for name in [".old.part", "kept.txt", ".hidden"] {
+            try FileManager.default.setAttributes([.modificationDate: twoDaysAgo], ofItemAtPath: dir + "/" + name)
+        }
+        DocumentReceiver.removeStalePartials(in: dir, now: .now())
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == [".hidden", ".new.part", "kept.txt"])
+    }
+
     @Test func aFileGoesToAnAppAsAFileURI() {
         #expect(ApplicationActivation.fileURI("/home/u/Q3 report#1.odt") == "file:///home/u/Q3%20report%231.odt")
         #expect(ApplicationActivation.fileURI("/home/u/é") == "file:///home/u/%C3%A9")

@@ -73,6 +73,7 @@ package struct DocumentReceiver: Sendable {
         do {
             file = try await DocumentFile.thread.run { () throws(DaemonError) -> StreamFile in
                 try Self.makeDirectory(directory)
+                Self.removeStalePartials(in: directory, now: Timestamp.now())
                 let fd = SystemCall.retrying { open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600) }
                 guard fd >= 0 else { throw DaemonError(.internalError, "cannot write \(partial): \(SystemCall.describe(errno))") }
                 return try StreamFile(descriptor: fd, role: .receive)
@@ -81,7 +82,12 @@ package struct DocumentReceiver: Sendable {
             prepared.abandon(because: "handoffd cannot write the document here")
             throw error
         }
-        try await prepared.splice(toOwn: file, logger: logger)
+        do {
+            try await prepared.splice(toOwn: file, logger: logger)
+        } catch {
+            unlink(partial)
+            throw error
+        }
         let outcome = await prepared.record.final()
         guard outcome.state == .completed else {
             unlink(partial)
@@ -128,6 +134,22 @@ package struct DocumentReceiver: Sendable {
             guard errno == EEXIST else { throw DaemonError(.internalError, "cannot keep the document as \(path): \(SystemCall.describe(errno))") }
         }
         throw DaemonError(.internalError, "\(directory) already holds 1000 files called \(name)")
+    }
+
+    /// What a copy is written to until it is checked: hidden, named by its continuation.
+    static func isPartial(_ name: String) -> Bool { name.hasPrefix(".") && name.hasSuffix(".part") }
+
+    /// Copies cut short by a crash or a power cut (a stream that fails deletes its own) stay a
+    /// day, then go with the next copy.
+    static func removeStalePartials(in directory: String, now: Timestamp) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names where isPartial(name) {
+            var st = stat()
+            let path = directory + "/" + name
+            if lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG, now.microsecondsSinceEpoch / 1_000_000 - Int64(st.st_mtim.tv_sec) > 24 * 3600 {
+                unlink(path)
+            }
+        }
     }
 
     /// `report.odt`, `report (2).odt`, `report (3).odt`…
