@@ -35,10 +35,43 @@ import Testing
         #expect(folders.existing(try #require(DocumentPlace(folder: "home", path: "docs/link.txt"))) == nil)
     }
 
-    @Test func nothingInATemporaryFolderIsOfferedUnlessTheFolderItselfIsThere() {
+    @Test func nothingInATemporaryFolderIsOfferedUnlessTheFolderItselfIsThere() throws {
         #expect(DocumentFolders.isTemporary("/tmp/x") && DocumentFolders.isTemporary("/dev/shm/y") && !DocumentFolders.isTemporary("/tmpfoo/x"))
-        let everywhere = DocumentFolders(home: "/root-of-nothing", folders: ["/"])
-        #expect(throws: (any Error).self) { try everywhere.place(of: "/tmp") }
+        // A listed folder that holds a temporary one: what is in it is still not offered.
+        let file = "/var/tmp/handoff-document-\(UUID().uuidString)"
+        _ = FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let folders = DocumentFolders(home: "/nonexistent-home", folders: ["/var"])
+        do {
+            _ = try folders.place(of: file)
+            Issue.record("offered \(file)")
+        } catch {
+            #expect(error.message.contains("temporary folder"), "\(error.message)")
+        }
+        // A home of / (a user without one) is no folder at all.
+        #expect(DocumentFolders(home: "/", folders: []).roots.isEmpty)
+        // The innermost folder holds a file, the home too.
+        #expect(DocumentFolders(home: "/data/alice", folders: ["/data"]).roots.map(\.name) == ["home", "data"])
+    }
+
+    /// The other device names the file and says its type: the type it is opened as is this
+    /// device's, and one whose app runs the file is never opened.
+    @Test func theTypeADocumentOpensAsIsThisDevicesAndNeverOneThatRunsIt() throws {
+        let globs = MIMEGlobs(MIMEGlobs.parse("50:application/x-desktop:*.desktop\n50:text/plain:*.txt\n50:application/x-shellscript:*.sh\n"))
+        func document(_ name: String, _ type: String) throws -> DocumentActivity {
+            DocumentActivity(place: try #require(DocumentPlace(folder: "home", path: name)), mimeType: type, size: 1, modified: .now(), sha256: String(repeating: "0", count: 64))
+        }
+        #expect(try DocumentReceiver.openingType(of: try document("notes.txt", "application/x-desktop"), globs: globs) == "text/plain")
+        #expect(try DocumentReceiver.openingType(of: try document("notes", "text/plain"), globs: globs) == "text/plain")
+        for (name, type) in [("run.desktop", "text/plain"), ("run", "application/x-desktop"), ("go.sh", "text/plain"), ("setup", "application/X-MS-DOS-Executable")] {
+            let hostile = try document(name, type)
+            do {
+                _ = try DocumentReceiver.openingType(of: hostile, globs: globs)
+                Issue.record("\(name) as \(type) would be opened")
+            } catch {
+                #expect(error.message.contains("runs a program"), "\(error.message)")
+            }
+        }
     }
 
     @Test func theMIMETypeComesFromTheNameAsSharedMIMEInfoSays() {
@@ -73,11 +106,14 @@ import Testing
         #expect(DocumentReceiver.numbered("report.odt", 2) == "report (2).odt")
         #expect(DocumentReceiver.numbered("Makefile", 3) == "Makefile (3)")
         #expect(DocumentReceiver.numbered(".profile", 2) == ".profile (2)")
+        // Never over 255 bytes: the stem gives way, the extension stays.
+        let long = DocumentReceiver.numbered(String(repeating: "a", count: 251) + ".txt", 12)
+        #expect(long.utf8.count == 255 && long.hasSuffix("a (12).txt"))
         let home = try TempDirectory.make()
         defer { TempDirectory.remove(home) }
         #expect(DocumentReceiver.downloads(environment: ["HOME": home]) == home + "/Downloads")
         try FileManager.default.createDirectory(atPath: home + "/.config", withIntermediateDirectories: true)
-        try "XDG_DESKTOP_DIR=\"$HOME/Desktop\"\nXDG_DOWNLOAD_DIR=\"$HOME/Téléchargements\"\n".write(toFile: home + "/.config/user-dirs.dirs", atomically: true, encoding: .utf8)
+        try "XDG_DOWNLOAD_DIR=\"$HOME/Old\"\nXDG_DESKTOP_DIR=\"$HOME/Desktop\"\nXDG_DOWNLOAD_DIR=\"$HOME/Téléchargements\"\n".write(toFile: home + "/.config/user-dirs.dirs", atomically: true, encoding: .utf8)
         #expect(DocumentReceiver.downloads(environment: ["HOME": home]) == home + "/Téléchargements")
     }
 

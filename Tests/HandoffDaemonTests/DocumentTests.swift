@@ -211,7 +211,7 @@ import Testing
             (DocumentRequest(path: home + "/.secret"), "hidden"),
             (DocumentRequest(path: home + "/.config/app/settings.txt"), "hidden"),
             (DocumentRequest(path: home + "/big.bin"), "over [documents] max_size"),
-            (DocumentRequest(path: "/etc/hostname"), "outside your home folder"),
+            (DocumentRequest(path: "/etc/passwd"), "outside your home folder"),
             (DocumentRequest(path: home + "/passwd-link"), "outside your home folder"),
             (DocumentRequest(path: home + "/folder"), "not a regular file"),
             (DocumentRequest(path: home + "/missing.txt"), "does not exist"),
@@ -228,20 +228,57 @@ import Testing
                 #expect(error.message.contains(reason), "\(request.path): \(error.message)")
             }
         }
-        // A document activity is made only from its file.
-        do {
-            _ = try await a.client.send(.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: DocumentActivity.type, title: "x"))))
-            Issue.record("a hand-made document activity was taken")
-        } catch {
-            #expect(error.code == .api(.invalidType))
+        for request in [DocumentRequest(path: home + "/fine.txt", mimeType: "text"), DocumentRequest(path: home + "/fine.txt", app: "../editor.desktop")] {
+            do {
+                _ = try await a.client.send(.becomeCurrent(document: request))
+                Issue.record("took \(request)")
+            } catch {
+                #expect(error.code == .api(.invalidValue), "\(error)")
+            }
         }
-        // What may be offered is, and offered again (saved anew) it stays the same activity.
+        // A document activity is made only from its file: not by hand, not by a window.
+        let handMade = ActivityContent(type: DocumentActivity.type, title: "x")
+        let app = try await a.client.subscribe(.registerApp(AppRegistration(appID: "org.example.Notes")))
+        let (registration, _) = try await AppRoutesTests.registered(app)
+        for (what, call) in [
+            ("PUT current", { () async throws(HandoffClientError) in _ = try await a.client.send(.becomeCurrent(PutCurrentActivityRequest(content: handMade))) }),
+            ("a window", { () async throws(HandoffClientError) in _ = try await a.client.send(.setWindowActivity(handMade, window: "w", registration: registration)) }),
+        ] as [(String, () async throws(HandoffClientError) -> Void)] {
+            do {
+                try await call()
+                Issue.record("a hand-made document activity was taken through \(what)")
+            } catch {
+                #expect(error.code == .api(.invalidType), "\(what): \(error)")
+            }
+        }
+        // What may be offered is; offered again unchanged it is the same activity, changed a new one.
         let first = try await a.client.send(.becomeCurrent(document: DocumentRequest(path: home + "/fine.txt", app: "org.example.Editor.desktop")))
+        let again = try await a.client.send(.becomeCurrent(document: DocumentRequest(path: home + "/fine.txt", app: "org.example.Editor.desktop")))
         try Self.write(Self.content(20), to: home + "/fine.txt")
-        let second = try await a.client.send(.becomeCurrent(document: DocumentRequest(path: home + "/fine.txt")))
-        #expect(first.activity.id == second.activity.id)
+        let changed = try await a.client.send(.becomeCurrent(document: DocumentRequest(path: home + "/fine.txt")))
+        #expect(first.activity.id == again.activity.id && first.activity.id != changed.activity.id)
         #expect(try DocumentActivity(first.activity.content).app == "org.example.Editor.desktop")
-        #expect(try DocumentActivity(second.activity.content).size == 20)
+        #expect(try DocumentActivity(changed.activity.content).size == 20)
+        // Withdrawn only while it is still the one named.
+        #expect(try await a.client.send(.resignCurrent(ifID: first.activity.id)).resigned == nil)
+        #expect(try await a.client.send(.resignCurrent(ifID: changed.activity.id)).resigned?.id == changed.activity.id)
+        app.close()
         try await a.finish()
+    }
+
+    @Test func aDocumentOverTheSizeTakenHereIsNotFetched() async throws {
+        let (a, b) = try await ContinuationTests.pair(configureB: { $0.settings.documentsMaxSize = 1000 })
+        let original = a.directory + "/big.txt"
+        try Self.write(Self.content(5000), to: original)
+        _ = try Self.installViewer(on: b)
+        _ = try await Self.offer(original, on: a, to: b)
+        do {
+            _ = try await Self.continueOn(b)
+            Issue.record("fetched a document over the size taken here")
+        } catch {
+            #expect(error.code == .api(.notOffered) && error.message.contains("over [documents] max_size here"), "\(error)")
+        }
+        #expect(try await a.client.send(.streams).streams.isEmpty)
+        for d in [a, b] { try await d.finish() }
     }
 }

@@ -27,6 +27,14 @@ import Testing
         #expect(line.expanded(.init(file: "/run/a.json", url: "https://example.com/;touch$IFS/tmp/x")) == ["sh", "-c", "shop /run/a.json", "--url=https://example.com/;touch$IFS/tmp/x", "/run/a.json"])
     }
 
+    /// A document's name comes from another device: the same, for its file.
+    @Test func aDocumentNamedElsewhereNeverGoesIntoAQuotedArgument() throws {
+        let line = try ExecLine(parsing: #"sh -c "pad %f" %f"#)
+        let file = "/home/u/Downloads/Handoff/$(touch x).txt"
+        #expect(line.expanded(.init(file: file, fileNamedElsewhere: true)) == ["sh", "-c", "pad ", file])
+        #expect(line.expanded(.init(file: "/run/a.json")) == ["sh", "-c", "pad /run/a.json", "/run/a.json"])
+    }
+
     @Test func fieldCodesAreFilledAndNeverReparsed() throws {
         let line = try ExecLine(parsing: "app %i --name=%c %f %u %k %d %%done")
         let fields = ExecLine.Fields(file: "/run/c.json", url: nil, name: "App", icon: "app-icon", desktopFile: "/x/app.desktop")

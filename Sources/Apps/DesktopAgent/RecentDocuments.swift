@@ -77,6 +77,7 @@ package struct RecentDocuments: Sendable {
                 {
                     await withdraw(current)
                     handled(.withdrawn(path: current.path))
+                    if let watch = current.watch, watch != listWatch { watcher.unwatch(watch) }
                     offered = nil
                 }
             }
@@ -106,8 +107,7 @@ package struct RecentDocuments: Sendable {
     }
 
     private func withdraw(_ offered: Offered) async {
-        guard (try? await client.send(.currentActivity))?.activity.id == offered.activityID else { return }
-        _ = try? await client.send(.resignCurrent)
+        guard (try? await client.send(.resignCurrent(ifID: offered.activityID)))?.resigned != nil else { return }
         logger.info("the current document is gone; withdrew it", metadata: ["activity": "\(offered.activityID.lowercasedString)"])
     }
 
@@ -123,7 +123,9 @@ package struct RecentDocuments: Sendable {
     }
 
     private static func read(_ list: String) -> RecentlyUsed.Entry? {
-        FileManager.default.contents(atPath: list).flatMap(RecentlyUsed.latest)
+        // Not read at all when it is larger than the parser would take.
+        guard let size = (try? FileManager.default.attributesOfItem(atPath: list))?[.size] as? Int, size <= RecentlyUsed.maximumBytes else { return nil }
+        return FileManager.default.contents(atPath: list).flatMap(RecentlyUsed.latest)
     }
 
     static func directory(of path: String) -> String {

@@ -49,17 +49,20 @@ package enum RecentlyUsed {
 
     private final class Reader: NSObject, XMLParserDelegate {
         var entries: [Entry] = []
-        private var current: (path: String, at: Timestamp, mime: String?, app: (String, Timestamp)?)?
+        private var current: (path: String, at: Timestamp, mime: String?, app: (String, Timestamp)?, isPrivate: Bool)?
 
         func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
             switch name {
             case "bookmark":
                 let times = ["added", "modified", "visited"].compactMap { attributes[$0].flatMap(Timestamp.init(rfc3339:)) }
                 if let path = attributes["href"].flatMap(RecentlyUsed.localPath), let at = times.max() {
-                    current = (path, at, nil, nil)
+                    current = (path, at, nil, nil, false)
                 }
             case "mime:mime-type":
                 current?.mime = attributes["type"]
+            case "bookmark:private":
+                // For the apps that recorded it only: not a document to hand over.
+                current?.isPrivate = true
             case "bookmark:application":
                 guard let app = attributes["name"], let at = attributes["modified"].flatMap(Timestamp.init(rfc3339:)) else { return }
                 if current?.app.map({ $0.1 < at }) ?? true { current?.app = (app, at) }
@@ -71,8 +74,9 @@ package enum RecentlyUsed {
 
         func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
             guard name == "bookmark", let done = current else { return }
-            entries.append(Entry(path: done.path, mimeType: done.mime, application: done.app?.0, at: done.at))
             current = nil
+            guard !done.isPrivate else { return }
+            entries.append(Entry(path: done.path, mimeType: done.mime, application: done.app?.0, at: done.at))
         }
     }
 }

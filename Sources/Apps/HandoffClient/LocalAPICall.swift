@@ -85,6 +85,9 @@ extension LocalAPICall where Answer == CurrentActivityResponse {
 
 extension LocalAPICall where Answer == ResignResponse {
     public static var resignCurrent: Self { Self(.deleteCurrent) }
+
+    /// Withdraws the current activity only if it is still `id`.
+    public static func resignCurrent(ifID id: UUID) -> Self { Self(.deleteCurrent, LocalAPIRoute.currentActivity + "?id=" + id.lowercasedString) }
 }
 
 extension LocalAPISubscription where Element == LocalEvent {

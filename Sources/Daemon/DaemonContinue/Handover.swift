@@ -51,7 +51,7 @@ package struct Handover: Sendable {
         let handler = launcher.handler(for: activity.type)
         if handler == nil, activity.type == DocumentActivity.type {
             let found = try await documents.fetch(activity, continuationID: continuationID, from: peer)
-            return try await launcher.open(document: found.path, mimeType: found.document.mimeType, session: session)
+            return try await launcher.open(document: found.path, mimeType: found.mimeType, session: session)
         }
         if handler == nil, let host = activity.content.webpageURL.flatMap(WebDomainClaim.claimableHost) {
             let page = Self.browsingWeb(activity)

@@ -5,6 +5,7 @@ import Foundation
 #endif
 import DaemonApps
 import DaemonCore
+import DaemonDocuments
 import HandoffAPI
 import HandoffModel
 import HandoffSystem
@@ -237,7 +238,8 @@ package final class Launcher: Sendable {
             logger.info("a document handed to an app over D-Bus", metadata: ["handler": "\(entry.id)", "mime": "\(mimeType)"])
             return DeliveryOutcome(kind: .handler, handler: entry.id, command: command, document: path)
         }
-        let command = line.expanded(.init(file: path, url: nil, name: entry.name, icon: entry.icon, desktopFile: entry.path))
+        // Its name came from the other device: never inside a quoted argument.
+        let command = line.expanded(.init(file: path, name: entry.name, icon: entry.icon, desktopFile: entry.path, fileNamedElsewhere: true))
         let pid = try start(command, environment: env, what: "\(entry.name) for the document", wantsVerdict: false)
         logger.info("a document handed to an app", metadata: ["handler": "\(entry.id)", "mime": "\(mimeType)", "pid": "\(pid)"])
         return DeliveryOutcome(kind: .handler, handler: entry.id, command: command, pid: pid, document: path)

@@ -201,6 +201,13 @@ public actor ActivityRegistry {
         return resigned
     }
 
+    /// Withdraws the current activity only if it is still `id` (what the caller saw may have
+    /// been replaced meanwhile): nil when it was not.
+    public func resignCurrent(ifID id: UUID) async throws(DaemonError) -> Activity? {
+        guard current?.id == id else { return nil }
+        return try await resignCurrent()
+    }
+
     /// Decides what `event` changes (`CurrentActivity`) and carries it out: saved first (if the
     /// disk refuses, nothing changes), then made visible, told and timed.
     @discardableResult

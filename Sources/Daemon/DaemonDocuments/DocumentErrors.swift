@@ -6,4 +6,7 @@ extension DaemonError.Code {
     package static let notOffered = Self(.notOffered)
     /// What came is not the document offered; it was discarded.
     package static let documentMismatch = Self(.documentMismatch)
+    /// No app here takes the activity (no app for its type, and no web page), or opens the
+    /// document; shared with DaemonContinue.
+    package static let noHandler = Self(.noHandler)
 }

@@ -19,12 +19,27 @@ enum DocumentFile {
         let modified: Timestamp
     }
 
-    /// `path` for reading. Never blocks on a FIFO (non-blocking open), never follows a link at
-    /// the end (callers pass resolved paths: a link there means it changed meanwhile).
+    /// `path` (a resolved path) for reading, if what was opened is still there: callers resolved
+    /// it and checked where it is, and a folder on the way swapped for a link since would lead
+    /// elsewhere — so the descriptor's own path must be `path`. Never blocks on a FIFO (opened
+    /// without waiting, which is then turned off for reading), never follows a link at the end.
     static func open(_ path: String) throws(DaemonError) -> Int32 {
         let fd = SystemCall.retrying { Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
         guard fd >= 0 else { throw DaemonError(.notOffered, "cannot open \(path): \(SystemCall.describe(errno))") }
+        guard openedPath(fd) == path else {
+            close(fd)
+            throw DaemonError(.notOffered, "\(path) moved while it was opened")
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         return fd
+    }
+
+    /// Where the kernel says `fd` is (`/proc/self/fd`).
+    static func openedPath(_ fd: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// A regular file's size and modification time; nil for anything else.

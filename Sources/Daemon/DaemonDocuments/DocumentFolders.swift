@@ -15,7 +15,7 @@ package struct DocumentFolders: Sendable, Equatable {
         package let path: String
     }
 
-    /// The listed folders, deepest first, then the home: a file is placed in the innermost.
+    /// The listed folders and the home, deepest first: a file is placed in the innermost.
     package let roots: [Root]
 
     /// System temporary directories: nothing in them is offered, unless a folder that holds it
@@ -24,9 +24,11 @@ package struct DocumentFolders: Sendable, Equatable {
 
     /// `folders` are absolute paths (handoffd.toml's, with `~/` already expanded); their names are
     /// unique and none is `home` (`DaemonSettings` checks).
+    /// A home of `/` (a user without one) is no folder: it would be the whole disk.
     package init(home: String, folders: [String]) {
-        let listed = folders.map { Root(name: String($0.split(separator: "/").last ?? ""), path: Self.trimmed($0)) }
-        roots = listed.sorted { ($1.path.utf8.count, $0.path) < ($0.path.utf8.count, $1.path) } + [Root(name: DocumentPlace.home, path: Self.trimmed(home))]
+        var all = folders.map { Root(name: String($0.split(separator: "/").last ?? ""), path: Self.trimmed($0)) }
+        if Self.trimmed(home) != "/" { all.append(Root(name: DocumentPlace.home, path: Self.trimmed(home))) }
+        roots = all.sorted { ($1.path.utf8.count, $0.path) < ($0.path.utf8.count, $1.path) }
     }
 
     private static func trimmed(_ path: String) -> String {

@@ -20,14 +20,19 @@ import Glibc
 /// continuation stream into `Downloads/Handoff/`, kept only once its size and SHA-256 are the
 /// ones offered, under a name that overwrites nothing.
 package struct DocumentReceiver: Sendable {
-    let folders: @Sendable () -> DocumentFolders
+    let settings: @Sendable () -> DocumentSettings
+    let globs: MIMEGlobs
     /// Where copies go: `$XDG_DOWNLOAD_DIR/Handoff`.
     let directory: String
     let resuming: ResumingStreams
     let logger: Logger
 
-    package init(folders: @escaping @Sendable () -> DocumentFolders, downloads: String, resuming: ResumingStreams, logger: Logger) {
-        self.folders = folders
+    /// A stream that brings nothing for this long is given up (its device may be alive, and stuck).
+    static let stallLimit: Duration = .seconds(30)
+
+    package init(settings: @escaping @Sendable () -> DocumentSettings, globs: MIMEGlobs, downloads: String, resuming: ResumingStreams, logger: Logger) {
+        self.settings = settings
+        self.globs = globs
         self.directory = downloads + "/Handoff"
         self.resuming = resuming
         self.logger = logger
@@ -36,6 +41,8 @@ package struct DocumentReceiver: Sendable {
     package struct Found: Sendable {
         package let document: DocumentActivity
         package let path: String
+        /// What this device takes it for (`DocumentReceiver.openingType`): the app for it opens it.
+        package let mimeType: String
         /// Whether it came over the stream (else it was here already).
         package let received: Bool
     }
@@ -48,13 +55,43 @@ package struct DocumentReceiver: Sendable {
         } catch {
             throw DaemonError(.refused, "\(peer.name) sent a document this device cannot take: \(error.message)")
         }
-        let folders = self.folders()
-        if let here = await DocumentFile.thread.run({ Self.sameCopy(of: document, folders: folders) }) {
+        let mimeType = try Self.openingType(of: document, globs: globs)
+        let settings = self.settings()
+        if let here = await DocumentFile.thread.run({ Self.sameCopy(of: document, folders: settings.folders) }) {
             logger.info("a continued document is here already", metadata: ["continuation": "\(continuationID.lowercasedString)"])
-            return Found(document: document, path: here, received: false)
+            return Found(document: document, path: here, mimeType: mimeType, received: false)
+        }
+        guard document.size <= settings.maximumSize else {
+            throw DaemonError(
+                .notOffered, "\(document.name) from \(peer.name) is \(document.size) bytes, over [documents] max_size here (\(settings.maximumSize)): it was not fetched"
+            )
         }
         let path = try await receive(document, continuationID: continuationID, from: peer)
-        return Found(document: document, path: path, received: true)
+        return Found(document: document, path: path, mimeType: mimeType, received: true)
+    }
+
+    /// The type the document is opened as here: what this device's MIME database says of its
+    /// name, else what the other device said — never one whose app runs what it opens (the other
+    /// device chose the name, and would choose the program).
+    static func openingType(of document: DocumentActivity, globs: MIMEGlobs) throws(DaemonError) -> String {
+        let type = globs.type(ofName: document.name) ?? document.mimeType
+        guard !runsPrograms(type) else {
+            throw DaemonError(.noHandler, "\(document.name) is a file that runs a program (\(type)): documents of that kind are not opened from another device")
+        }
+        return type
+    }
+
+    /// Types whose usual app runs the file: launchers, executables, scripts, installers.
+    static func runsPrograms(_ type: String) -> Bool {
+        let programs: Set<String> = [
+            "application/x-desktop", "application/x-executable", "application/x-pie-executable", "application/x-sharedlib", "application/x-shellscript",
+            "application/x-sh", "application/x-csh", "application/x-ms-dos-executable", "application/x-msdownload", "application/x-msi",
+            "application/vnd.microsoft.portable-executable", "application/vnd.appimage", "application/x-iso9660-appimage", "application/x-java-archive",
+            "application/x-java-jnlp-file", "application/x-perl", "application/x-ruby", "text/x-python", "text/x-python3", "application/x-python-code",
+            "application/vnd.flatpak.ref", "application/vnd.flatpak.repo", "application/x-flatpak", "application/x-executable-script",
+            "application/x-ms-shortcut", "application/x-bat", "application/x-powershell",
+        ]
+        return programs.contains(type.lowercased())
     }
 
     /// The file at the document's place here, if it holds the same bytes.
@@ -67,6 +104,10 @@ package struct DocumentReceiver: Sendable {
 
     private func receive(_ document: DocumentActivity, continuationID: UUID, from peer: LocalEvent.PeerRef) async throws(DaemonError) -> String {
         let prepared = try await resuming.open(continuationID: continuationID)
+        if let announced = prepared.record.info.expectedBytes, announced != document.size {
+            prepared.abandon(because: "the other device announced another size")
+            throw DaemonError(.documentMismatch, "\(peer.name) sends \(announced) bytes for \(document.name), not the \(document.size) offered; nothing was kept")
+        }
         let directory = self.directory
         let partial = directory + "/.\(continuationID.lowercasedString).part"
         let file: StreamFile
@@ -76,7 +117,7 @@ package struct DocumentReceiver: Sendable {
                 Self.removeStalePartials(in: directory, now: Timestamp.now())
                 let fd = SystemCall.retrying { open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600) }
                 guard fd >= 0 else { throw DaemonError(.internalError, "cannot write \(partial): \(SystemCall.describe(errno))") }
-                return try StreamFile(descriptor: fd, role: .receive)
+                return try StreamFile(descriptor: fd, role: .receive, limit: document.size)
             }
         } catch {
             prepared.abandon(because: "handoffd cannot write the document here")
@@ -88,7 +129,7 @@ package struct DocumentReceiver: Sendable {
             unlink(partial)
             throw error
         }
-        let outcome = await prepared.record.final()
+        let outcome = await Self.outcome(of: prepared)
         guard outcome.state == .completed else {
             unlink(partial)
             throw DaemonError(
@@ -99,6 +140,26 @@ package struct DocumentReceiver: Sendable {
             defer { unlink(partial) }
             try Self.check(partial, against: document, from: peer.name)
             return try Self.keep(partial, as: document.name, in: directory)
+        }
+    }
+
+    /// The stream's end: it completed or failed, or it is given up — when nothing came for
+    /// `stallLimit`, or handoffd stops (the task is cancelled) — and cut, so that nothing more
+    /// is written.
+    static func outcome(of prepared: ContinuationStreams.Prepared) async -> StreamInfo {
+        var progress: Int64 = -1
+        while true {
+            let info = await prepared.record.final(within: stallLimit)
+            if info.state.isFinal { return info }
+            if Task.isCancelled {
+                prepared.abandon(because: "handoffd is stopping")
+                return prepared.record.info
+            }
+            if info.bytesReceived == progress {
+                prepared.abandon(because: "nothing came for \(stallLimit)")
+                return prepared.record.info
+            }
+            progress = info.bytesReceived
         }
     }
 
@@ -126,14 +187,29 @@ package struct DocumentReceiver: Sendable {
     }
 
     /// `partial` under `name` in `directory`, or `name (2)`, `name (3)`…: a file already there is
-    /// never replaced (a hard link fails rather than overwrite).
+    /// never replaced. Renamed where the filesystem can refuse to replace, else hard-linked (which
+    /// never replaces either).
     static func keep(_ partial: String, as name: String, in directory: String) throws(DaemonError) -> String {
         for attempt in 1...1000 {
             let path = directory + "/" + numbered(name, attempt)
-            if link(partial, path) == 0 { return path }
+            if LinuxCalls.renameWithoutReplacing(partial, to: path) { return path }
+            if errno == EINVAL || errno == ENOSYS {
+                if link(partial, path) == 0 { return path }
+            }
             guard errno == EEXIST else { throw DaemonError(.internalError, "cannot keep the document as \(path): \(SystemCall.describe(errno))") }
         }
         throw DaemonError(.internalError, "\(directory) already holds 1000 files called \(name)")
+    }
+
+    /// `report.odt`, `report (2).odt`, `report (3).odt`…, the name shortened if the number would
+    /// take it over 255 bytes.
+    static func numbered(_ name: String, _ attempt: Int) -> String {
+        guard attempt > 1 else { return name }
+        let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 } ?? name.endIndex
+        var stem = name[..<dot]
+        let suffix = " (\(attempt))" + name[dot...]
+        while stem.utf8.count + suffix.utf8.count > 255, !stem.isEmpty { stem = stem.dropLast() }
+        return stem + suffix
     }
 
     /// What a copy is written to until it is checked: hidden, named by its continuation.
@@ -152,15 +228,6 @@ package struct DocumentReceiver: Sendable {
         }
     }
 
-    /// `report.odt`, `report (2).odt`, `report (3).odt`…
-    static func numbered(_ name: String, _ attempt: Int) -> String {
-        guard attempt > 1 else { return name }
-        if let dot = name.lastIndex(of: "."), dot != name.startIndex {
-            return "\(name[..<dot]) (\(attempt))\(name[dot...])"
-        }
-        return "\(name) (\(attempt))"
-    }
-
     static func makeDirectory(_ path: String) throws(DaemonError) {
         var partial = ""
         for part in path.split(separator: "/") {
@@ -176,15 +243,17 @@ package struct DocumentReceiver: Sendable {
     package static func downloads(environment: [String: String]) -> String {
         let home = environment["HOME"] ?? "/"
         let config = HandoffPaths.baseDirectories(.config, environment: environment)[0]
+        var found = home + "/Downloads"
+        // As the shell that sources the file would: the last assignment stands.
         if let text = try? String(contentsOfFile: config + "/user-dirs.dirs", encoding: .utf8) {
             for line in text.split(separator: "\n") where line.hasPrefix("XDG_DOWNLOAD_DIR=") {
                 var value = line.dropFirst("XDG_DOWNLOAD_DIR=".count)
                 guard value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 else { continue }
                 value = value.dropFirst().dropLast()
-                if value.hasPrefix("$HOME/") { return home + "/" + value.dropFirst("$HOME/".count) }
-                if value.hasPrefix("/") { return String(value) }
+                if value.hasPrefix("$HOME/") { found = home + "/" + value.dropFirst("$HOME/".count) }
+                if value.hasPrefix("/") { found = String(value) }
             }
         }
-        return home + "/Downloads"
+        return found
     }
 }

@@ -63,13 +63,22 @@ package final class DocumentShelf: StreamFileSource {
         if request.recentlyUsed == true, !settings.follow {
             throw DaemonError(.notOffered, "documents from the recently-used list are not offered: set [documents] follow = true in handoffd.toml")
         }
+        try Self.checkDescription(request)
         let globs = self.globs
         let document = try await DocumentFile.thread.run { () throws(DaemonError) -> DocumentActivity in
             try Self.describe(request, settings: settings, globs: globs)
         }
+        // The same file, unchanged, offered again is the same activity; changed, it is a new one
+        // (a device that saw the old one hears that it changed).
         let current = await registry.currentActivity()
-        let sameID = current.flatMap { activity in (try? DocumentActivity(activity.content))?.place == document.place ? activity.id : nil }
-        let response = try await registry.becomeCurrent(PutCurrentActivityRequest(id: sameID, content: document.content))
+        let sameID = current.flatMap { activity in (try? DocumentActivity(activity.content)) == document ? activity.id : nil }
+        let response: CurrentActivityResponse
+        do {
+            response = try await registry.becomeCurrent(PutCurrentActivityRequest(id: sameID, content: document.content))
+        } catch where error.code == .activityChanged {
+            // Replaced meanwhile: this one is new then.
+            response = try await registry.becomeCurrent(PutCurrentActivityRequest(content: document.content))
+        }
         logger.info("a document became current", metadata: ["activity": "\(response.activity.id.lowercasedString)", "mime": "\(document.mimeType)"])
         return response
     }
@@ -89,9 +98,18 @@ package final class DocumentShelf: StreamFileSource {
             throw DaemonError(.activityChanged, "\(request.path) changed while it was read; offer it again once it is saved")
         }
         let name = String(place.path.split(separator: "/").last ?? "")
-        let mimeType = request.mimeType.flatMap { DocumentActivity.isMIMEType($0) ? $0 : nil } ?? globs.type(ofName: name) ?? MIMEGlobs.fallback
-        let app = request.app.flatMap { $0.hasSuffix(".desktop") && !$0.contains("/") && $0.utf8.count <= 255 ? $0 : nil }
-        return DocumentActivity(place: place, mimeType: mimeType, size: before.size, modified: before.modified, sha256: sha256, app: app)
+        let mimeType = request.mimeType ?? globs.type(ofName: name) ?? MIMEGlobs.fallback
+        return DocumentActivity(place: place, mimeType: mimeType, size: before.size, modified: before.modified, sha256: sha256, app: request.app)
+    }
+
+    /// What the caller says of the file beside its path, checked as another device would check it.
+    static func checkDescription(_ request: DocumentRequest) throws(DaemonError) {
+        if let type = request.mimeType, !DocumentActivity.isMIMEType(type) {
+            throw DaemonError(ActivityError(.invalidValue, "mimeType \(type) is not a MIME type (e.g. text/plain)"))
+        }
+        if let app = request.app, !DocumentActivity.isDesktopFileID(app) {
+            throw DaemonError(ActivityError(.invalidValue, "app \(app) is not a desktop file id (e.g. org.gnome.TextEditor.desktop)"))
+        }
     }
 
     /// A device that continued the current document asks for it: the file, if it is still the
@@ -104,19 +122,29 @@ package final class DocumentShelf: StreamFileSource {
         } catch {
             throw DaemonError(.activityChanged, "the current document cannot be read back: \(error.message)")
         }
-        let folders = current.folders
-        let opened = try await DocumentFile.thread.run { () throws(DaemonError) -> StreamFile? in try Self.open(document, folders: folders) }
+        let settings = current
+        // Quick (no hash): on the shared disk thread, not behind a document being hashed.
+        let opened: StreamFile?
+        do {
+            opened = try await DiskThread.shared.run { () throws(DaemonError) -> StreamFile? in try Self.open(document, settings: settings) }
+        } catch where error.code != .activityChanged {
+            // The reason stays here: what goes to the other device names no path.
+            logger.notice("the current document cannot be sent", metadata: ["error": "\(error.message)"])
+            throw DaemonError(.notOffered, "\(document.name) cannot be sent from there now")
+        }
         if let opened { return opened }
-        if await registry.currentActivity()?.id == activity.id {
-            _ = try? await registry.resignCurrent()
+        if (try? await registry.resignCurrent(ifID: activity.id)) != nil {
             logger.info("the current document is gone; withdrew it", metadata: ["activity": "\(activity.id.lowercasedString)"])
         }
         throw DaemonError(.activityChanged, "\(document.name) is no longer there")
     }
 
-    /// The document's file, opened, if it is still there (nil: gone) and unchanged.
-    static func open(_ document: DocumentActivity, folders: DocumentFolders) throws(DaemonError) -> StreamFile? {
+    /// The document's file, opened, if it is still there (nil: gone), still may be offered, and
+    /// unchanged.
+    static func open(_ document: DocumentActivity, settings: DocumentSettings) throws(DaemonError) -> StreamFile? {
+        let folders = settings.folders
         guard let resolved = folders.existing(document.place), (try? folders.place(of: resolved))?.place == document.place else { return nil }
+        guard document.size <= settings.maximumSize else { throw DaemonError(.notOffered, "\(document.name) is over [documents] max_size now") }
         let fd = try DocumentFile.open(resolved)
         guard DocumentFile.facts(fd) == DocumentFile.Facts(size: document.size, modified: document.modified) else {
             close(fd)

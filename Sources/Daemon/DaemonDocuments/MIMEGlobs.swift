@@ -26,17 +26,17 @@ package struct MIMEGlobs: Sendable {
 
     package static let fallback = "application/octet-stream"
 
-    /// The `globs2` files of `dataDirectories` (`$XDG_DATA_HOME` first, then `$XDG_DATA_DIRS`):
-    /// a type's patterns from a more important directory replace the others' (`__NOGLOBS__`
-    /// aside, which only removes).
+    /// The `globs2` files of `dataDirectories` (`$XDG_DATA_HOME` first, then `$XDG_DATA_DIRS`),
+    /// merged: a type's patterns add up across directories, except that `__NOGLOBS__` in one
+    /// drops the type's patterns from those after it.
     package init(dataDirectories: [String]) {
-        var seenTypes: Set<String> = []
+        var cleared: Set<String> = []
         var globs: [Glob] = []
         for directory in dataDirectories {
             guard let text = try? String(contentsOfFile: directory + "/mime/globs2", encoding: .utf8) else { continue }
             let parsed = Self.parse(text)
-            globs += parsed.filter { !seenTypes.contains($0.type) && $0.pattern != "__NOGLOBS__" }
-            seenTypes.formUnion(parsed.map(\.type))
+            globs += parsed.filter { !cleared.contains($0.type) && $0.pattern != "__noglobs__" && $0.pattern != "__NOGLOBS__" }
+            cleared.formUnion(parsed.filter { $0.pattern == "__noglobs__" || $0.pattern == "__NOGLOBS__" }.map(\.type))
         }
         self.init(globs)
     }

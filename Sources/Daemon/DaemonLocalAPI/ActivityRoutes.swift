@@ -33,13 +33,21 @@ package struct ActivityRoutes: Sendable {
 
     func putCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         let put = try request.decoded(PutCurrentActivityRequest.self)
-        // handoffd sends a document's file to whoever continues it: it describes the file itself.
-        guard put.content.type != DocumentActivity.type else {
-            throw DaemonError(ActivityError(
-                .invalidType, "a \(DocumentActivity.type) activity is made from its file: PUT \(LocalAPIRoute.currentDocument) (handoffctl become-current --document FILE)"
-            ))
-        }
+        try Self.refuseDocument(put.content)
         return .ok(try await registry.becomeCurrent(put))
+    }
+
+    /// handoffd sends a document's file to whoever continues it: it describes the file itself,
+    /// from the file (`putDocument`), and no app or window may make one.
+    static func refuseDocument(_ content: ActivityContent) throws(DaemonError) {
+        guard content.type != DocumentActivity.type else {
+            throw DaemonError(
+                ActivityError(
+                    .invalidType,
+                    "a \(DocumentActivity.type) activity is made from its file: PUT \(LocalAPIRoute.currentDocument) (handoffctl become-current --document FILE)"
+                )
+            )
+        }
     }
 
     /// `PUT /v1/activity/current/document`: a file becomes the current activity.
@@ -47,7 +55,13 @@ package struct ActivityRoutes: Sendable {
         return .ok(try await documents.offer(try request.decoded(DocumentRequest.self)))
     }
 
+    /// `DELETE /v1/activity/current`; with `?id=ID`, only if that one is still current (else
+    /// nothing is withdrawn: `{}`).
     func deleteCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        if let text = request.query.split(separator: "&").first(where: { $0.hasPrefix("id=") })?.dropFirst(3) {
+            guard let id = UUID(uuidString: String(text)) else { throw DaemonError(.badRequest, "id=\(text) is not an activity id") }
+            return .ok(ResignResponse(resigned: try await registry.resignCurrent(ifID: id)))
+        }
         return .ok(ResignResponse(resigned: try await registry.resignCurrent()))
     }
 

@@ -36,6 +36,7 @@ struct AppRoutes: Sendable {
         switch part {
         case .activity:
             let content = try request.decoded(PutCurrentActivityRequest.self).content
+            try ActivityRoutes.refuseDocument(content)
             let id = try await desk.setActivity(content, window: window, of: registration)
             return .ok(WindowResponse(window: window, activityID: id))
         case .restoration:

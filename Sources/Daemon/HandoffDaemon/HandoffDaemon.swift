@@ -241,19 +241,17 @@ public final class HandoffDaemon: Sendable {
         self.book = book
         self.launcher = try Self.makeLauncher(configuration, logger: logger)
         let environment = configuration.handlerEnvironment ?? ProcessInfo.processInfo.environment
-        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"
+        let home = HandoffPaths.homeDirectory(environment: environment)
         self.home = home
-        let documents = DocumentShelf(
-            registry: registry, settings: configuration.settings.documents(home: home),
-            globs: MIMEGlobs(dataDirectories: HandlerCatalog.dataDirectories(environment: environment)), logger: logger
-        )
+        let globs = MIMEGlobs(dataDirectories: HandlerCatalog.dataDirectories(environment: environment))
+        let documents = DocumentShelf(registry: registry, settings: configuration.settings.documents(home: home), globs: globs, logger: logger)
         self.documents = documents
         let resuming = ResumingStreams(book: book, security: security, directory: directory, logger: logger)
         self.resuming = resuming
         let handover = Handover(
             apps: apps, launcher: launcher,
             documents: DocumentReceiver(
-                folders: { documents.current.folders }, downloads: DocumentReceiver.downloads(environment: environment), resuming: resuming, logger: logger
+                settings: { documents.current }, globs: globs, downloads: DocumentReceiver.downloads(environment: environment), resuming: resuming, logger: logger
             )
         )
         self.handover = handover

@@ -233,7 +233,8 @@ public enum HandoffPaths {
         return [first] + rest
     }
 
-    static func homeDirectory(environment: [String: String]) -> String {
+    /// `$HOME`, else the user's home in the password database, else `/`.
+    public static func homeDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let home = environment["HOME"], home.hasPrefix("/") { return home }
         if let pw = getpwuid(getuid()), let dir = pw.pointee.pw_dir { return String(cString: dir) }
         return "/"

@@ -76,12 +76,18 @@ public struct DocumentActivity: Sendable, Equatable {
         }
         var app: String?
         if let value = info[Key.app] {
-            guard case .string(let id) = value, id.hasSuffix(".desktop"), id.utf8.count <= 255, !id.contains("/") else {
+            guard case .string(let id) = value, Self.isDesktopFileID(id) else {
                 throw ActivityError(.invalidValue, "a document's app must be a desktop file id (e.g. org.gnome.TextEditor.desktop)")
             }
             app = id
         }
         self.init(place: place, mimeType: mimeType, size: size, modified: modified, sha256: sha256, app: app)
+    }
+
+    /// A desktop file id: `NAME.desktop`, one path component, printable.
+    public static func isDesktopFileID(_ id: String) -> Bool {
+        id.hasSuffix(".desktop") && id.utf8.count > ".desktop".utf8.count && id.utf8.count <= 255 && !id.contains("/")
+            && id.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7f }
     }
 
     /// `type/subtype` of the characters RFC 6838 allows in names, as shared-mime-info writes them.
@@ -108,21 +114,24 @@ public struct DocumentPlace: Sendable, Hashable, CustomStringConvertible {
 
     public let folder: String
     /// `/`-separated, relative; no part empty, `.`, `..` or hidden (starting with `.`), none over
-    /// 255 bytes (so the file's name always fits an activity's title).
+    /// 255 bytes (so the file's name always fits an activity's title), no control characters.
     public let path: String
 
     /// Nil for a place that could reach outside its folder or into a hidden file or folder.
     public init?(folder: String, path: String) {
         guard Self.isFolderName(folder), !path.isEmpty, path.utf8.count <= 4096, !path.utf8.contains(0) else { return nil }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.allSatisfy({ !$0.isEmpty && !$0.hasPrefix(".") && $0.utf8.count <= 255 }) else { return nil }
+        // No control characters either: the name becomes a file name on the other device.
+        guard parts.allSatisfy({ !$0.isEmpty && !$0.hasPrefix(".") && $0.utf8.count <= 255 && !$0.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7f } })
+        else { return nil }
         self.folder = folder
         self.path = path
     }
 
     /// A folder's name: one path component, not hidden, printable.
     public static func isFolderName(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 255 && !name.hasPrefix(".") && !name.contains("/") && name.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7f }
+        !name.isEmpty && name != "~" && name.utf8.count <= 255 && !name.hasPrefix(".") && !name.contains("/")
+            && name.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7f }
     }
 
     public var description: String { folder == Self.home ? "~/" + path : folder + ":" + path }

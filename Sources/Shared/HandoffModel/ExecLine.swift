@@ -76,13 +76,19 @@ package struct ExecLine: Sendable, Equatable {
         package var icon: String?
         /// `%k`: the `.desktop` file.
         package var desktopFile: String?
+        /// `file`'s name came from another device (a document): like `url`, it never goes into a
+        /// quoted argument.
+        package var fileNamedElsewhere: Bool
 
-        package init(file: String? = nil, url: String? = nil, name: String? = nil, icon: String? = nil, desktopFile: String? = nil) {
+        package init(
+            file: String? = nil, url: String? = nil, name: String? = nil, icon: String? = nil, desktopFile: String? = nil, fileNamedElsewhere: Bool = false
+        ) {
             self.file = file
             self.url = url
             self.name = name
             self.icon = icon
             self.desktopFile = desktopFile
+            self.fileNamedElsewhere = fileNamedElsewhere
         }
     }
 
@@ -95,6 +101,7 @@ package struct ExecLine: Sendable, Equatable {
             // An address from another device never goes into a quoted argument (a shell's
             // script, perhaps): there `%u` is the activity's file, as with no address.
             let url = quoted[index] ? nil : fields.url
+            let file = quoted[index] && fields.fileNamedElsewhere ? nil : fields.file
             if argument == "%i" {
                 if let icon = fields.icon { out += ["--icon", icon] }
                 continue
@@ -109,8 +116,8 @@ package struct ExecLine: Sendable, Equatable {
                 }
                 switch chars.next() {
                 case "%": result.append("%")
-                case "f", "F": if let file = fields.file { result += file } else { dropped = true }
-                case "u", "U": if let target = url ?? fields.file { result += target } else { dropped = true }
+                case "f", "F": if let file { result += file } else { dropped = true }
+                case "u", "U": if let target = url ?? file { result += target } else { dropped = true }
                 case "c": result += fields.name ?? ""
                 case "k": result += fields.desktopFile ?? ""
                 case "i": result += fields.icon ?? ""

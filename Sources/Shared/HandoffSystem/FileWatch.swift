@@ -17,6 +17,14 @@ public final class FileWatch: Sendable {
     private let inotify: Int32
     private let wake: (read: Int32, write: Int32)
     private let stopped = Mutex(false)
+    /// Whether `inotify` is still open: the thread closes it when it ends, under this lock, so a
+    /// watch asked for meanwhile never reaches a descriptor number that was reused.
+    private let open: Descriptor
+
+    /// The inotify descriptor's state, shared with the thread (which must not keep the watch alive).
+    private final class Descriptor: Sendable {
+        let isOpen = Mutex(true)
+    }
     public let changes: AsyncStream<Change>
 
     /// Nil when the kernel or the process limits refuse an inotify instance or a thread.
@@ -34,11 +42,16 @@ public final class FileWatch: Sendable {
         }
         self.inotify = inotify
         self.wake = (ends[0], ends[1])
+        let open = Descriptor()
+        self.open = open
         let (changes, post) = AsyncStream.makeStream(of: Change.self, bufferingPolicy: .bufferingNewest(256))
         self.changes = changes
         let started = BlockingThread.detach(name: "handoff-watch") { [inotify, wake] in
             Self.run(inotify: inotify, wake: wake.read, post: post)
-            close(inotify)
+            open.isOpen.withLock { isOpen in
+                isOpen = false
+                close(inotify)
+            }
             close(wake.read)
             post.finish()
         }
@@ -54,12 +67,14 @@ public final class FileWatch: Sendable {
     /// deleted; nil when it cannot (no such directory, or the user's inotify limit).
     public func watch(directory: String) -> Int32? {
         let mask = UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_MOVED_FROM) | UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_ONLYDIR)
-        let watch = inotify_add_watch(inotify, directory, mask)
+        let watch = open.isOpen.withLock { $0 ? inotify_add_watch(inotify, directory, mask) : -1 }
         return watch >= 0 ? watch : nil
     }
 
     public func unwatch(_ watch: Int32) {
-        _ = inotify_rm_watch(inotify, watch)
+        open.isOpen.withLock { isOpen in
+            if isOpen { _ = inotify_rm_watch(inotify, watch) }
+        }
     }
 
     /// Ends the thread and `changes`.

@@ -65,6 +65,12 @@ public enum LinuxCalls {
         handoff_write_nowait(fd, bytes.baseAddress, bytes.count)
     }
 
+    /// rename(2) that never replaces: false with EEXIST when `to` exists (renameat2
+    /// RENAME_NOREPLACE); EINVAL or ENOSYS where the filesystem or kernel cannot do it.
+    public static func renameWithoutReplacing(_ from: String, to: String) -> Bool {
+        handoff_rename_noreplace(from, to) == 0
+    }
+
     /// glibc's mmap and trim thresholds (mallopt): buffers below `mmapThreshold` come from the
     /// heap and are reused rather than mapped and unmapped for every chunk of a stream.
     @discardableResult

@@ -69,4 +69,10 @@ long handoff_write_nowait(int fd, const void *bytes, size_t length);
 /// that count event loops.
 int handoff_name_this_thread(const char *name);
 
+/// renameat2(RENAME_NOREPLACE) (_GNU_SOURCE only): a received document takes its name only if
+/// nothing has it yet — atomically, never replacing a file — where link(2) cannot (vfat, exFAT,
+/// SMB). -1 with EEXIST when the name is taken; EINVAL or ENOSYS where the filesystem or kernel
+/// cannot.
+int handoff_rename_noreplace(const char *from, const char *to);
+
 #endif
