@@ -20,7 +20,7 @@ let floors: KeyValuePairs<String, [String]> = [
     // The daemon: its adapters (TLS, DNS-SD, the peer protocol), then `daemonLine`.
     "Daemon": [
         "HandoffTLS", "HandoffDiscovery", "HandoffPeer", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps",
-        "DaemonDocuments", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
+        "DaemonHistory", "DaemonDocuments", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
     ],
     // The user's side: the client, apps' library, D-Bus, the desktop agent, the browser host.
     "Apps": ["HandoffClient", "HandoffKit", "HandoffDBus", "DesktopAgent", "BrowserHost"],
@@ -36,8 +36,8 @@ func sources(_ target: String) -> String {
 
 /// The daemon's feature modules, lowest first: each may import only those before it.
 let daemonLine = [
-    "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonDocuments", "DaemonContinue", "DaemonLocalAPI",
-    "HandoffDaemon",
+    "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonHistory", "DaemonDocuments", "DaemonContinue",
+    "DaemonLocalAPI", "HandoffDaemon",
 ]
 
 /// A daemon module, declaring exactly what its files import (ModuleGraphTests compares them):
@@ -149,6 +149,7 @@ let package = Package(
             ]
         ),
         daemonModule("DaemonApps", imports: ["DaemonCore", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", logging]),
+        daemonModule("DaemonHistory", imports: ["DaemonCore", "HandoffAPI", "HandoffModel", "HandoffSystem", logging, lifecycle]),
         daemonModule(
             "DaemonDocuments",
             imports: ["DaemonCore", "DaemonLinks", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", "HandoffTLS", logging]
@@ -163,15 +164,15 @@ let package = Package(
         daemonModule(
             "DaemonLocalAPI",
             imports: [
-                "DaemonAccounts", "DaemonApps", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonLinks", "DaemonStreams", "HandoffAPI",
-                "HandoffModel", "HandoffSystem", "HandoffTLS", nioCore, nioPosix, .product(name: "NIOHTTP1", package: "swift-nio"), logging, lifecycle,
+                "DaemonAccounts", "DaemonApps", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory", "DaemonLinks", "DaemonStreams",
+                "HandoffAPI", "HandoffModel", "HandoffSystem", "HandoffTLS", nioCore, nioPosix, .product(name: "NIOHTTP1", package: "swift-nio"), logging, lifecycle,
             ]
         ),
         daemonModule(
             "HandoffDaemon",
             imports: [
-                "DaemonAccounts", "DaemonApps", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonLinks", "DaemonLocalAPI",
-                "DaemonStreams", "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffSystem", nioCore, nioPosix, logging, lifecycle,
+                "DaemonAccounts", "DaemonApps", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory", "DaemonLinks",
+                "DaemonLocalAPI", "DaemonStreams", "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffSystem", nioCore, nioPosix, logging, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
@@ -249,7 +250,7 @@ let package = Package(
             name: "HandoffDaemonTests",
             dependencies: [
                 "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonDocuments",
-                "DaemonContinue",
+                "DaemonHistory", "DaemonContinue",
                 "DaemonLocalAPI",
                 "HandoffClient", "HandoffKit", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
                 "HandoffDBus", "DesktopAgent",

@@ -49,6 +49,11 @@ import Testing
         let statusJSON = try await CLI.run(d, ["status", "--json"])
         Snapshot.expect(Snapshot.normalize(statusJSON.stdout, directory: d.directory), named: "status-json")
 
+        // What this device saw: the activity, kept once the daemon got to it.
+        try await waitUntil("the history to hold the activity") { try await !d.client.send(.history).entries.isEmpty }
+        let history = try await CLI.run(d, ["history"])
+        #expect(history.status == 0 && history.stdout.contains("this device  com.example.editor.edit  \"Report\"") && history.stdout.contains("id \(id)"), "\(history)")
+
         let resign = try await CLI.run(d, ["resign-current"])
         #expect(resign.status == 0)
         #expect(resign.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id)

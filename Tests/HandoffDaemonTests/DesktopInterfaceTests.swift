@@ -157,6 +157,12 @@ import Testing
                 let fetched = try await asker.call("Continue", [.string("desk")])
                 #expect(fetched.count == 3 && fetched[1].dictionary?["title"] == .string("Draft, saved") && fetched[2] == .string("desk"))
                 await asker.refused("org.handoff.Error.unknown_peer", "Continue", [.string("nobody")])
+                // What this device saw: the activity it fetched, from desk (History).
+                try await waitUntil("B's history") { try await !b.client.send(.history).entries.isEmpty }
+                let entries = try await asker.call("History", []).first?.arrayItems ?? []
+                let newest = try #require(entries.first?.dictionary)
+                #expect(newest["device_name"] == .string("desk") && newest["own"] == .bool(false))
+                #expect(newest["activity"]?.dictionary?["title"] == .string("Draft, saved"))
                 asker.bus.close()
 
                 // Invalidated: no update brings it back; B no longer sees it.

@@ -37,6 +37,7 @@ package struct DesktopInterface: Sendable {
     static let signatures: [String: String] = [
         "Register": "saso", "RegisterClaiming": "sasaso", "Unregister": "", "BecomeCurrent": "sa{sv}", "Update": "sa{sv}", "Resign": "s", "Invalidate": "s", "Focus": "s",
         "CloseWindow": "s", "SaveRestoration": "sa{sv}", "RemoveRestoration": "s", "Continue": "s", "OpenStream": "s", "TakeStream": "s",
+        "History": "",
     ]
     /// Registered apps at once (each holds a local-API connection to handoffd).
     static let maximumApps = 64
@@ -90,7 +91,7 @@ package struct DesktopInterface: Sendable {
                     }
                     // Answered once the calls before it are.
                     inbox.yield(.end(answering: call))
-                case "Continue", "OpenStream", "TakeStream":
+                case "Continue", "OpenStream", "TakeStream", "History":
                     guard apps.startRequest() else {
                         bus.reply(to: call, error: Self.error("limits_exceeded", "handoff-desktop has \(Self.maximumRequests) requests under way; try again"))
                         continue
@@ -166,11 +167,14 @@ package struct DesktopInterface: Sendable {
         }
     }
 
-    /// Continue, OpenStream, TakeStream: one local-API request each.
+    /// Continue, OpenStream, TakeStream, History: one local-API request each.
     private func request(_ call: DBusIncomingCall) async {
-        let argument = call.arguments[0].stringValue ?? ""
+        let argument = call.arguments.first?.stringValue ?? ""
         do throws(DBusError) {
             switch call.member {
+            case "History":
+                let response = try await relayed { () async throws(HandoffClientError) in try await client.send(.history) }
+                bus.reply(to: call, [.array(element: "a{sv}", response.entries.map(Self.historyEntry))])
             case "Continue":
                 let response = try await relayed { () async throws(HandoffClientError) in try await client.send(.continueActivity(ContinueRequest(peer: argument))) }
                 bus.reply(to: call, [.string(response.continuationID.lowercasedString), ActivityDictionary.dictionary(response.activity), .string(response.peerName)])
@@ -187,6 +191,18 @@ package struct DesktopInterface: Sendable {
         } catch {
             bus.reply(to: call, error: error)
         }
+    }
+
+    /// One entry of `History`: the activity as apps give theirs (`a{sv}`), the device, when.
+    static func historyEntry(_ entry: HistoryEntry) -> DBusValue {
+        var fields: [String: DBusValue] = [
+            "activity": ActivityDictionary.dictionary(entry.activity), "own": .bool(entry.own), "seen_at": .int64(entry.seenAt.microsecondsSinceEpoch),
+        ]
+        if let device = entry.device {
+            fields["device_id"] = .string(device.id.text)
+            fields["device_name"] = .string(device.name)
+        }
+        return .vardict(fields)
     }
 
     private func relayed<T>(_ body: () async throws(HandoffClientError) -> T) async throws(DBusError) -> T {

@@ -83,6 +83,11 @@ extension LocalAPICall where Answer == CurrentActivityResponse {
     public static func becomeCurrent(document request: DocumentRequest) -> Self { Self(.putDocument, body: request) }
 }
 
+extension LocalAPICall where Answer == HistoryResponse {
+    /// The recent activities this device saw, newest first.
+    public static var history: Self { Self(.history) }
+}
+
 extension LocalAPICall where Answer == ResignResponse {
     public static var resignCurrent: Self { Self(.deleteCurrent) }
 

@@ -1,17 +1,26 @@
 import DaemonCore
+import DaemonHistory
 import HandoffAPI
 
-/// This device itself: its status (`GET /v1/status`) and its settings (`GET`/`PUT
-/// /v1/settings`, docs/local-api.md). Every handler's first line checks who is asking.
+/// This device itself: its status (`GET /v1/status`), its settings (`GET`/`PUT
+/// /v1/settings`) and what it saw (`GET /v1/history`; docs/local-api.md). Every handler's first
+/// line checks who is asking.
 package struct DeviceRoutes: Sendable {
     let deviceSwitch: DeviceSwitch
+    let history: HistoryStore
     /// What `status` shows, gathered by the composition root from every feature; with the
     /// claims of web domains (which reads every app's `.desktop` file) when asked.
     let gather: @Sendable (_ webDomains: Bool) async -> DaemonStatus
 
-    package init(deviceSwitch: DeviceSwitch, status: @escaping @Sendable (_ webDomains: Bool) async -> DaemonStatus) {
+    package init(deviceSwitch: DeviceSwitch, history: HistoryStore, status: @escaping @Sendable (_ webDomains: Bool) async -> DaemonStatus) {
         self.deviceSwitch = deviceSwitch
+        self.history = history
         self.gather = status
+    }
+
+    /// `GET /v1/history`: the recent activities this device saw, newest first.
+    func history(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        return .ok(await history.list())
     }
 
     /// `GET /v1/status`; with `?webDomains=1`, also what apps claim (`doctor`).

@@ -6,6 +6,7 @@ import Foundation
 import DaemonContinue
 import DaemonCore
 import DaemonDocuments
+import DaemonHistory
 import HandoffAPI
 import HandoffModel
 
@@ -42,6 +43,11 @@ public struct DaemonSettings: Sendable, Equatable {
     public var documentFolders: [String] = []
     /// `[documents] max_size`: larger files are not offered.
     public var documentsMaxSize: Int64 = DocumentSettings.defaultMaximumSize
+    /// `[history]`: whether the recent activities are kept, and how many and how many bytes
+    /// (docs/apps.md, "History").
+    public var historyEnabled = true
+    public var historyMaxEntries = HistoryStore.Limits.defaultEntries
+    public var historyMaxBytes = HistoryStore.Limits.defaultBytes
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -177,6 +183,17 @@ public struct DaemonSettings: Sendable, Equatable {
             case "documents.max_size":
                 guard case .integer(let v) = entry.value, v >= 0 else { throw fail("[documents] max_size must be a number of bytes (e.g. 1073741824)") }
                 documentsMaxSize = v
+            case "history.enabled":
+                guard case .boolean(let v) = entry.value else { throw fail("[history] enabled must be true or false") }
+                historyEnabled = v
+            case "history.max_entries":
+                guard case .integer(let v) = entry.value, (1...10_000).contains(v) else { throw fail("[history] max_entries must be an integer from 1 to 10000") }
+                historyMaxEntries = Int(v)
+            case "history.max_bytes":
+                guard case .integer(let v) = entry.value, (64 * 1024...256 * 1024 * 1024).contains(v) else {
+                    throw fail("[history] max_bytes must be an integer from 65536 to 268435456")
+                }
+                historyMaxBytes = Int(v)
             case let key where key.hasPrefix("handlers."):
                 let type = String(key.dropFirst("handlers.".count))
                 do {
@@ -207,5 +224,10 @@ extension DaemonSettings {
     package func documents(home: String) -> DocumentSettings {
         let folders = documentFolders.map { $0.hasPrefix("~/") ? home + "/" + $0.dropFirst(2) : $0 }
         return DocumentSettings(follow: documentsFollow, folders: DocumentFolders(home: home, folders: folders), maximumSize: documentsMaxSize)
+    }
+
+    /// What `[history]` says.
+    package var history: HistoryStore.Limits {
+        HistoryStore.Limits(enabled: historyEnabled, maximumEntries: historyMaxEntries, maximumBytes: historyMaxBytes)
     }
 }

@@ -9,6 +9,7 @@ import DaemonContinue
 import DaemonCore
 import DaemonDiscovery
 import DaemonDocuments
+import DaemonHistory
 import DaemonLinks
 import DaemonLocalAPI
 import DaemonStreams
@@ -161,6 +162,8 @@ public final class HandoffDaemon: Sendable {
     let originating: OriginatingStreams
     /// Documents made current, and sent to the devices that continue them.
     let documents: DocumentShelf
+    /// The recent activities this device saw.
+    let history: HistoryStore
     /// Where a continued activity goes here (for `continue`, and what offers say).
     let handover: Handover
     /// The user's home, as the daemon runs (`~/` in `[documents] folders`).
@@ -235,6 +238,11 @@ public final class HandoffDaemon: Sendable {
             logger: logger
         )
         self.accounts = accounts
+        let history = HistoryStore(
+            stateDirectory: configuration.stateDirectory, limits: configuration.settings.history, events: events,
+            me: { (try? await accounts.info()).map { LocalEvent.PeerRef(id: $0.deviceID, name: $0.deviceName) } }, logger: logger
+        )
+        self.history = history
         let directory = PeerDirectory(events: events)
         self.directory = directory
         let book = StreamBook(events: events)
@@ -346,6 +354,7 @@ public final class HandoffDaemon: Sendable {
         launcher.replace(configured: configured, browser: browser, webDomainsOff: Set(settings.webDomainsOff.compactMap(WebDomainClaim.init)))
         offers.replace(policy: NotificationPolicy(enabled: settings.notifications, mutedTypes: Set(settings.mutedNotificationTypes)))
         documents.replace(settings.documents(home: home))
+        history.change(to: settings.history)
         var needRestart: [String] = []
         let running = configuration.settings
         if settings.port != running.port, running.port != 0 { needRestart.append("port") }
@@ -400,7 +409,7 @@ public final class HandoffDaemon: Sendable {
                 offers: offers
             ),
             streams: StreamRoutes(book: book, resuming: resuming, originating: originating, daemonUID: daemonUID),
-            device: DeviceRoutes(deviceSwitch: deviceSwitch, status: { [self] webDomains in await self.status(webDomains: webDomains) }),
+            device: DeviceRoutes(deviceSwitch: deviceSwitch, history: history, status: { [self] webDomains in await self.status(webDomains: webDomains) }),
             daemonUID: daemonUID,
             logger: logger
         )
@@ -421,6 +430,7 @@ public final class HandoffDaemon: Sendable {
             configuration: ServiceGroupConfiguration(
                 services: [
                     .init(service: state),
+                    .init(service: history),
                     .init(service: MemberLinksService(links: links, staticPeers: staticPeers, deviceSwitch: deviceSwitch)),
                     .init(service: listener),
                     .init(service: discovery),

@@ -27,6 +27,7 @@ struct Handoffctl: ParsableCommand {
             Peers.self,
             Continue.self,
             Streams.self,
+            History.self,
             Account.self,
             Devices.self,
             Status.self,

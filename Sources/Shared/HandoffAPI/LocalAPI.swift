@@ -15,6 +15,8 @@ public enum LocalAPIRoute {
     public static let currentActivity = "/v1/activity/current"
     /// A file becomes the current activity, as a document.
     public static let currentDocument = "/v1/activity/current/document"
+    /// GET: `HistoryResponse`, the recent activities this device saw.
+    public static let history = "/v1/history"
     /// GET: NDJSON stream of `LocalEvent`.
     public static let events = "/v1/events"
     /// GET: `AccountInfo`; POST `CreateAccountRequest`: create one.

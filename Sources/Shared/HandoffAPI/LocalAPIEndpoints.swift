@@ -6,6 +6,7 @@ public enum LocalAPIEndpoints {
         case getSettings, putSettings
         case getCurrent, putCurrent, deleteCurrent, attach
         case putDocument
+        case history
         case events
         case getAccount, createAccount, joinAccount, invite, sync, leave
         case devices, renameDevice, removeDevice
@@ -52,6 +53,7 @@ public enum LocalAPIEndpoints {
         Route(method: "PUT", path: .exact(LocalAPIRoute.currentDocument), endpoint: .putDocument),
         Route(method: "POST", path: .exact(LocalAPIRoute.attach), endpoint: .attach),
         Route(method: "GET", path: .exact(LocalAPIRoute.events), endpoint: .events),
+        Route(method: "GET", path: .exact(LocalAPIRoute.history), endpoint: .history),
         Route(method: "GET", path: .exact(LocalAPIRoute.account), endpoint: .getAccount),
         Route(method: "POST", path: .exact(LocalAPIRoute.account), endpoint: .createAccount),
         Route(method: "POST", path: .exact(LocalAPIRoute.accountJoin), endpoint: .joinAccount),
