@@ -33,6 +33,9 @@ import Testing
         let file = "/home/u/Downloads/Handoff/$(touch x).txt"
         #expect(line.expanded(.init(file: file, fileNamedElsewhere: true)) == ["sh", "-c", "pad ", file])
         #expect(line.expanded(.init(file: "/run/a.json")) == ["sh", "-c", "pad /run/a.json", "/run/a.json"])
+        // Such an app is not given a document at all (it would start without it).
+        let plain = try ExecLine(parsing: "pad --open %f")
+        #expect(line.quotesAFileOrAddress && !plain.quotesAFileOrAddress)
     }
 
     @Test func fieldCodesAreFilledAndNeverReparsed() throws {

@@ -39,6 +39,7 @@ import Testing
         await store.record(Self.activity("four"), device: nil, own: true, at: Timestamp(secondsSinceEpoch: 11))
         let titles = await store.list().entries.map(\.activity.title)
         #expect(titles == ["four", "one, edited", "three"])
+        await store.flush()
 
         // On disk, 0600, read back the same; a line that does not read is skipped.
         var st = stat()
@@ -51,10 +52,22 @@ import Testing
         try handle.close()
         #expect(await HistoryStore(stateDirectory: dir, limits: limits, events: EventHub(), me: { nil }, logger: TestLogger.make("history")).list().entries.count == 3)
 
-        // Bytes bound too: one large activity pushes the older ones out.
+        // Bytes bound too: one large activity pushes the older ones out; one larger than the
+        // whole bound is not kept, and the others stay.
         await again.replace(HistoryStore.Limits(maximumEntries: 3, maximumBytes: 65_536))
         await again.record(Self.activity("big", bytes: 65_000), device: Self.desk, own: false, at: Timestamp(secondsSinceEpoch: 12))
         #expect(await again.list().entries.map(\.activity.title) == ["big"])
+        await again.record(Self.activity("huge", bytes: 70_000), device: Self.desk, own: false, at: Timestamp(secondsSinceEpoch: 13))
+        #expect(await again.list().entries.map(\.activity.title) == ["big"])
+
+        // The same content again from the same device (a document saved anew: the same
+        // persistentIdentifier) replaces its entry; from another device it does not.
+        await again.replace(HistoryStore.Limits(maximumEntries: 10))
+        let laptop = LocalEvent.PeerRef(id: DeviceID(digest: [UInt8](repeating: 2, count: 32)), name: "laptop")
+        for (title, device) in [("v1", Self.desk), ("v2", Self.desk), ("v1 there", laptop)] {
+            await again.record(Self.activity(title, persistent: "home:notes.txt"), device: device, own: false, at: .now())
+        }
+        #expect(await again.list().entries.map(\.activity.title) == ["v1 there", "v2", "big"])
 
         // Off: nothing kept, the file gone.
         await again.replace(HistoryStore.Limits(enabled: false))

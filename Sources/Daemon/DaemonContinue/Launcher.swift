@@ -238,6 +238,12 @@ package final class Launcher: Sendable {
             logger.info("a document handed to an app over D-Bus", metadata: ["handler": "\(entry.id)", "mime": "\(mimeType)"])
             return DeliveryOutcome(kind: .handler, handler: entry.id, command: command, document: path)
         }
+        guard !line.quotesAFileOrAddress else {
+            throw DaemonError(
+                .noHandler,
+                "\(entry.name) takes files only inside a quoted argument of its command, where a name from another device is never put; the document is at \(path)"
+            )
+        }
         // Its name came from the other device: never inside a quoted argument.
         let command = line.expanded(.init(file: path, name: entry.name, icon: entry.icon, desktopFile: entry.path, fileNamedElsewhere: true))
         let pid = try start(command, environment: env, what: "\(entry.name) for the document", wantsVerdict: false)

@@ -13,6 +13,9 @@ import Glibc
 /// thread's saves.
 enum DocumentFile {
     static let thread = DiskThread(name: "handoff-docs")
+    /// Opening a document to send it: quick, but it may wait on a stuck mount — on a thread
+    /// that neither hashing nor the daemon's own saves wait behind.
+    static let opening = DiskThread(name: "handoff-docopen")
 
     struct Facts: Equatable {
         let size: Int64
@@ -26,7 +29,11 @@ enum DocumentFile {
     static func open(_ path: String) throws(DaemonError) -> Int32 {
         let fd = SystemCall.retrying { Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
         guard fd >= 0 else { throw DaemonError(.notOffered, "cannot open \(path): \(SystemCall.describe(errno))") }
-        guard openedPath(fd) == path else {
+        guard let opened = openedPath(fd) else {
+            close(fd)
+            throw DaemonError(.notOffered, "cannot tell where \(path) was opened (is /proc mounted?)")
+        }
+        guard opened == path else {
             close(fd)
             throw DaemonError(.notOffered, "\(path) moved while it was opened")
         }

@@ -28,7 +28,9 @@ package struct DocumentFolders: Sendable, Equatable {
     package init(home: String, folders: [String]) {
         var all = folders.map { Root(name: String($0.split(separator: "/").last ?? ""), path: Self.trimmed($0)) }
         if Self.trimmed(home) != "/" { all.append(Root(name: DocumentPlace.home, path: Self.trimmed(home))) }
-        roots = all.sorted { ($1.path.utf8.count, $0.path) < ($0.path.utf8.count, $1.path) }
+        // By where they lead: a folder listed through a link is as deep as the folder itself.
+        func depth(_ root: Root) -> Int { (Self.resolve(root.path) ?? root.path).utf8.count }
+        roots = all.sorted { (depth($1), $0.path) < (depth($0), $1.path) }
     }
 
     private static func trimmed(_ path: String) -> String {

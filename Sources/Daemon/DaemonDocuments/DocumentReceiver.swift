@@ -74,11 +74,23 @@ package struct DocumentReceiver: Sendable {
     /// name, else what the other device said — never one whose app runs what it opens (the other
     /// device chose the name, and would choose the program).
     static func openingType(of document: DocumentActivity, globs: MIMEGlobs) throws(DaemonError) -> String {
-        let type = globs.type(ofName: document.name) ?? document.mimeType
+        let type = globs.type(ofName: document.name) ?? (isDocumentFamily(document.mimeType) ? document.mimeType : MIMEGlobs.fallback)
         guard !runsPrograms(type) else {
             throw DaemonError(.noHandler, "\(document.name) is a file that runs a program (\(type)): documents of that kind are not opened from another device")
         }
         return type
+    }
+
+    /// The other device's word is taken only for documents' own kinds: text, pictures, sound,
+    /// video, PDF, office documents, e-books.
+    static func isDocumentFamily(_ type: String) -> Bool {
+        let type = type.lowercased()
+        let families = ["image/", "audio/", "video/", "application/vnd.oasis.opendocument.", "application/vnd.openxmlformats-officedocument."]
+        let kinds: Set<String> = [
+            "text/plain", "text/markdown", "text/csv", "application/pdf", "application/json", "application/epub+zip", "application/msword",
+            "application/vnd.ms-excel", "application/vnd.ms-powerpoint", "application/rtf",
+        ]
+        return kinds.contains(type) || families.contains { type.hasPrefix($0) }
     }
 
     /// Types whose usual app runs the file: launchers, executables, scripts, installers.
@@ -89,7 +101,8 @@ package struct DocumentReceiver: Sendable {
             "application/vnd.microsoft.portable-executable", "application/vnd.appimage", "application/x-iso9660-appimage", "application/x-java-archive",
             "application/x-java-jnlp-file", "application/x-perl", "application/x-ruby", "text/x-python", "text/x-python3", "application/x-python-code",
             "application/vnd.flatpak.ref", "application/vnd.flatpak.repo", "application/x-flatpak", "application/x-executable-script",
-            "application/x-ms-shortcut", "application/x-bat", "application/x-powershell",
+            "application/x-ms-shortcut", "application/x-bat", "application/x-powershell", "application/vnd.debian.binary-package",
+            "application/x-deb", "application/x-rpm", "application/x-redhat-package-manager", "application/vnd.snap", "application/x-snap",
         ]
         return programs.contains(type.lowercased())
     }
@@ -145,9 +158,10 @@ package struct DocumentReceiver: Sendable {
 
     /// The stream's end: it completed or failed, or it is given up — when nothing came for
     /// `stallLimit`, or handoffd stops (the task is cancelled) — and cut, so that nothing more
-    /// is written.
+    /// is written. (A `handoffctl continue` interrupted does not cancel it: the document still
+    /// comes and opens.)
     static func outcome(of prepared: ContinuationStreams.Prepared) async -> StreamInfo {
-        var progress: Int64 = -1
+        var progress: Int64 = 0
         while true {
             let info = await prepared.record.final(within: stallLimit)
             if info.state.isFinal { return info }
@@ -241,7 +255,7 @@ package struct DocumentReceiver: Sendable {
     /// `$XDG_DOWNLOAD_DIR` as xdg-user-dirs keeps it (`$XDG_CONFIG_HOME/user-dirs.dirs`), else
     /// `~/Downloads`.
     package static func downloads(environment: [String: String]) -> String {
-        let home = environment["HOME"] ?? "/"
+        let home = HandoffPaths.homeDirectory(environment: environment)
         let config = HandoffPaths.baseDirectories(.config, environment: environment)[0]
         var found = home + "/Downloads"
         // As the shell that sources the file would: the last assignment stands.

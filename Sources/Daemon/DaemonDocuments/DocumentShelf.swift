@@ -123,10 +123,11 @@ package final class DocumentShelf: StreamFileSource {
             throw DaemonError(.activityChanged, "the current document cannot be read back: \(error.message)")
         }
         let settings = current
-        // Quick (no hash): on the shared disk thread, not behind a document being hashed.
+        // Quick (no hash), on a thread of its own: not behind a document being hashed, and a
+        // stuck mount holds up nothing else.
         let opened: StreamFile?
         do {
-            opened = try await DiskThread.shared.run { () throws(DaemonError) -> StreamFile? in try Self.open(document, settings: settings) }
+            opened = try await DocumentFile.opening.run { () throws(DaemonError) -> StreamFile? in try Self.open(document, settings: settings) }
         } catch where error.code != .activityChanged {
             // The reason stays here: what goes to the other device names no path.
             logger.notice("the current document cannot be sent", metadata: ["error": "\(error.message)"])

@@ -14,10 +14,12 @@ import ServiceLifecycle
 /// version it had while current, and the other devices' it fetched (continued). Continuation
 /// streams are never kept, only the activity. Newest first, bounded in count and bytes (the
 /// oldest go first), in one file under the state directory: 0600, one JSON entry per line,
-/// written atomically. Off (`[history] enabled = false`) nothing is kept and the file goes.
+/// written atomically at most once a second while activities change (and at shutdown). Off
+/// (`[history] enabled = false`) nothing is kept and the file goes.
 ///
 /// It follows the daemon's events (`EventHub`) — the current activity as it changes, and each
-/// continuation's activity — in order, in this service's one task: nobody waits for its disk.
+/// continuation's activity — in order, in this service's one task; it writes on a thread of its
+/// own: neither a request nor the other features' saves wait for its disk.
 package actor HistoryStore: Service {
     package struct Limits: Sendable, Equatable {
         package var enabled: Bool
@@ -26,6 +28,9 @@ package actor HistoryStore: Service {
 
         package static let defaultEntries = 100
         package static let defaultBytes = 1 << 20
+        /// What `max_bytes` may be at most: all of it is read back in one answer (the local
+        /// API's client takes 64 MiB at most, D-Bus messages less).
+        package static let largestBytes = 16 << 20
 
         package init(enabled: Bool = true, maximumEntries: Int = Limits.defaultEntries, maximumBytes: Int = Limits.defaultBytes) {
             self.enabled = enabled
@@ -41,8 +46,13 @@ package actor HistoryStore: Service {
     /// This device, as its entries name it (nil before it has an account).
     private let me: @Sendable () async -> LocalEvent.PeerRef?
     private let logger: Logger
-    /// Newest first, each with the bytes of its line.
-    private var entries: [(entry: HistoryEntry, bytes: Int)]
+    /// Newest first, each with its line as the file holds it.
+    private var entries: [(entry: HistoryEntry, line: [UInt8])]
+    /// What was recorded since the file was last written.
+    private var dirty = false
+    /// Nudges the saver (`run`): the file follows at most once a second while things change.
+    private let saves: AsyncStream<Void>
+    private let save: AsyncStream<Void>.Continuation
     /// What the daemon does, from the service's start: what is kept is taken from here.
     private let events: EventHub
     private var subscription: AsyncStream<LocalEvent>
@@ -50,8 +60,10 @@ package actor HistoryStore: Service {
     private let limitChanges: AsyncStream<Limits>
     private let post: AsyncStream<Limits>.Continuation
 
-    /// Saves are fsync'd: on the disk thread, never on the event loop.
-    package nonisolated var unownedExecutor: UnownedSerialExecutor { DiskThread.shared.asUnownedSerialExecutor() }
+    /// Saves are fsync'd: on a disk thread of its own, never on the event loop, nor holding up
+    /// the current activity's and the account's saves on the shared one.
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { Self.thread.asUnownedSerialExecutor() }
+    static let thread = DiskThread(name: "handoff-history")
 
     package init(stateDirectory: String, limits: Limits, events: EventHub, me: @escaping @Sendable () async -> LocalEvent.PeerRef?, logger: Logger) {
         path = stateDirectory + "/" + Self.fileName
@@ -62,27 +74,40 @@ package actor HistoryStore: Service {
         self.me = me
         self.logger = logger
         entries = limits.enabled ? Self.load(path, limits: limits, logger: logger) : []
-        if !limits.enabled { PrivateFiles.remove(path) }
+        if !limits.enabled { Self.removeFiles(path) }
         (limitChanges, post) = AsyncStream.makeStream(of: Limits.self, bufferingPolicy: .bufferingNewest(1))
+        (saves, save) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
+
+    /// How often the file is written at most while activities change: each change of the
+    /// current activity (a focus, an app's update) would otherwise rewrite it.
+    static let saveInterval: Duration = .seconds(1)
 
     /// New limits (a reloaded handoffd.toml): applied by the service's task.
     package nonisolated func change(to limits: Limits) {
         post.yield(limits)
     }
 
-    /// Keeps what the events say was seen, until shutdown.
+    /// Keeps what the events say was seen, until shutdown; what is not on disk yet is written
+    /// then.
     package func run() async {
-        let limitChanges = self.limitChanges
+        let (limitChanges, saves) = (self.limitChanges, self.saves)
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
                 group.addTask {
                     for await limits in limitChanges { await self.replace(limits) }
                 }
+                group.addTask {
+                    for await _ in saves {
+                        await self.flush()
+                        guard (try? await QuietSleep.sleep(for: Self.saveInterval)) != nil else { return }
+                    }
+                }
                 await self.follow()
                 group.cancelAll()
             }
         }
+        flush()
     }
 
     /// The events, for as long as the daemon runs; a subscription that fell too far behind (the
@@ -103,15 +128,31 @@ package actor HistoryStore: Service {
         }
     }
 
-    /// Keeps `activity`, newest first (an earlier version of it goes), within the limits.
+    /// Keeps `activity`, newest first, within the limits. What it replaces goes: an earlier
+    /// version of it, or — from the same device — an activity with the same
+    /// `persistentIdentifier` (the same content: a document saved again).
     package func record(_ activity: Activity, device: LocalEvent.PeerRef?, own: Bool, at: Timestamp) {
         guard limits.enabled else { return }
         let entry = HistoryEntry(activity: activity, device: device, own: own, seenAt: at)
         guard let line = Self.line(entry) else { return }
-        entries.removeAll { $0.entry.activity.id == activity.id && $0.entry.device?.id == device?.id }
-        entries.insert((entry, line.count), at: 0)
+        guard line.count <= limits.maximumBytes else {
+            logger.notice("an activity is larger than [history] max_bytes; not kept", metadata: ["activity": "\(activity.id.lowercasedString)", "bytes": "\(line.count)"])
+            return
+        }
+        entries.removeAll { Self.replaces(entry, $0.entry) }
+        entries.insert((entry, line), at: 0)
         trim()
-        save()
+        dirty = true
+        save.yield()
+    }
+
+    /// Whether `new` replaces `old`: the same activity seen from the same side (this device's,
+    /// or the same other device's), or the same content there.
+    static func replaces(_ new: HistoryEntry, _ old: HistoryEntry) -> Bool {
+        guard new.own == old.own, new.own || new.device?.id == old.device?.id else { return false }
+        if new.activity.id == old.activity.id { return true }
+        guard let id = new.activity.content.persistentIdentifier else { return false }
+        return id == old.activity.content.persistentIdentifier
     }
 
     package func list() -> HistoryResponse {
@@ -123,29 +164,46 @@ package actor HistoryStore: Service {
         limits = new
         guard new.enabled else {
             entries = []
-            PrivateFiles.remove(path)
+            dirty = false
+            Self.removeFiles(path)
             return
         }
         let before = entries.count
         trim()
-        if entries.count != before { save() }
+        if entries.count != before {
+            dirty = true
+            save.yield()
+        }
+    }
+
+    /// The file, and what a crash or an unreadable file left beside it (they hold activities too).
+    static func removeFiles(_ path: String) {
+        PrivateFiles.remove(path)
+        PrivateFiles.remove(path + ".unreadable")
+        let directory = PrivateFiles.parentDirectory(of: path)
+        let prefix = String(path.split(separator: "/").last ?? "") + ".tmp-"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix(prefix) {
+            PrivateFiles.remove(directory + "/" + name)
+        }
     }
 
     private func trim() {
         var total = 0
         var kept = 0
-        for (_, bytes) in entries {
-            guard kept < limits.maximumEntries, total + bytes <= limits.maximumBytes else { break }
-            total += bytes
+        for (_, line) in entries {
+            guard kept < limits.maximumEntries, total + line.count <= limits.maximumBytes else { break }
+            total += line.count
             kept += 1
         }
         entries.removeLast(entries.count - kept)
     }
 
-    private func save() {
+    /// Writes what changed since the last write.
+    package func flush() {
+        guard dirty, limits.enabled else { return }
+        dirty = false
         do {
-            let bytes = entries.flatMap { Self.line($0.entry) ?? [] }
-            try PrivateFiles.writeAtomically(bytes, to: path)
+            try PrivateFiles.writeAtomically(entries.flatMap(\.line), to: path)
         } catch {
             // History is a convenience: a full disk loses it, never the request that made it.
             logger.warning("cannot save the history", metadata: ["error": "\(error)"])
@@ -159,24 +217,28 @@ package actor HistoryStore: Service {
     }
 
     /// What the file holds, within the limits; a line that does not read is skipped (and said).
-    static func load(_ path: String, limits: Limits, logger: Logger) -> [(entry: HistoryEntry, bytes: Int)] {
+    static func load(_ path: String, limits: Limits, logger: Logger) -> [(entry: HistoryEntry, line: [UInt8])] {
         let bytes: [UInt8]?
         do {
-            bytes = try PrivateFiles.read(path, maximumSize: limits.maximumBytes + 64 * 1024)
+            // As large as the largest limit allows: a lower one set since trims what is read.
+            bytes = try PrivateFiles.read(path, maximumSize: Limits.largestBytes + 64 * 1024)
         } catch {
             let aside = PrivateFiles.quarantine(path)
             logger.warning("the history is unreadable; moved it aside", metadata: ["path": "\(aside)", "error": "\(error)"])
             return []
         }
         guard let bytes else { return [] }
-        var entries: [(entry: HistoryEntry, bytes: Int)] = []
+        var entries: [(entry: HistoryEntry, line: [UInt8])] = []
         var skipped = 0
+        var total = 0
         for line in bytes.split(separator: UInt8(ascii: "\n")) where entries.count < limits.maximumEntries {
-            if let entry = try? LocalAPIJSON.decoder().decode(HistoryEntry.self, from: Data(line)) {
-                entries.append((entry, line.count + 1))
-            } else {
+            guard let entry = try? LocalAPIJSON.decoder().decode(HistoryEntry.self, from: Data(line)) else {
                 skipped += 1
+                continue
             }
+            guard total + line.count + 1 <= limits.maximumBytes else { break }
+            total += line.count + 1
+            entries.append((entry, Array(line) + [UInt8(ascii: "\n")]))
         }
         if skipped > 0 { logger.warning("lines of the history did not read; skipped", metadata: ["lines": "\(skipped)"]) }
         return entries

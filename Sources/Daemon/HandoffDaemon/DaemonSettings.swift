@@ -190,8 +190,8 @@ public struct DaemonSettings: Sendable, Equatable {
                 guard case .integer(let v) = entry.value, (1...10_000).contains(v) else { throw fail("[history] max_entries must be an integer from 1 to 10000") }
                 historyMaxEntries = Int(v)
             case "history.max_bytes":
-                guard case .integer(let v) = entry.value, (64 * 1024...256 * 1024 * 1024).contains(v) else {
-                    throw fail("[history] max_bytes must be an integer from 65536 to 268435456")
+                guard case .integer(let v) = entry.value, (64 * 1024...Int64(HistoryStore.Limits.largestBytes)).contains(v) else {
+                    throw fail("[history] max_bytes must be an integer from 65536 to \(HistoryStore.Limits.largestBytes)")
                 }
                 historyMaxBytes = Int(v)
             case let key where key.hasPrefix("handlers."):

@@ -49,9 +49,11 @@ public struct DocumentActivity: Sendable, Equatable {
             Key.modified: .date(modified), Key.sha256: .string(sha256),
         ]
         if let app { info[Key.app] = .string(app) }
+        // The document's place is its durable id: a version saved later is the same content.
         return ActivityContent(
             type: Self.type, title: name, userInfo: info,
-            requiredUserInfoKeys: [Key.folder, Key.path, Key.mimeType, Key.size, Key.modified, Key.sha256], supportsContinuationStreams: true
+            requiredUserInfoKeys: [Key.folder, Key.path, Key.mimeType, Key.size, Key.modified, Key.sha256],
+            persistentIdentifier: place.folder + ":" + place.path, supportsContinuationStreams: true
         )
     }
 

@@ -130,6 +130,12 @@ package struct ExecLine: Sendable, Equatable {
         return out
     }
 
+    /// Whether a field code that gives a file or an address stands inside a quoted argument
+    /// (where a name from another device is never put: the command would run without it).
+    package var quotesAFileOrAddress: Bool {
+        arguments.indices.contains { index in quoted[index] && ["%f", "%F", "%u", "%U"].contains { arguments[index].contains($0) } }
+    }
+
     /// The browser command opening `url`: in place of `%u`/`%U`, else after the arguments.
     package func opening(_ url: String) -> [String] {
         arguments.contains { $0.contains("%u") || $0.contains("%U") } ? expanded(Fields(url: url)) : arguments + [url]
