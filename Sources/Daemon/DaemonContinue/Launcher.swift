@@ -278,15 +278,7 @@ package final class Launcher: Sendable {
     }
 
     private func removeStaleFiles() {
-        let now = Timestamp.now()
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
-        for name in names where name.hasSuffix(".json") {
-            var st = stat()
-            let path = directory + "/" + name
-            if stat(path, &st) == 0, now.microsecondsSinceEpoch / 1_000_000 - Int64(st.st_mtim.tv_sec) > Launcher.fileLifetimeSeconds {
-                unlink(path)
-            }
-        }
+        PrivateFiles.removeStale(in: directory, olderThan: Launcher.fileLifetimeSeconds, now: .now()) { $0.hasSuffix(".json") }
     }
 
     private func start(_ command: [String], environment: [String: String], what: String, wantsVerdict: Bool) throws(DaemonError) -> pid_t {

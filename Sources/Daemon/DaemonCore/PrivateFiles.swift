@@ -1,7 +1,14 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffModel
+import HandoffSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import HandoffSystem
 
 /// Directories and files only their owner may read: the state directory (0700) and what is in it
 /// (0600), and the runtime directory holding the socket.
@@ -129,6 +136,19 @@ public enum PrivateFiles {
 
     public static func remove(_ path: String) {
         unlink(path)
+    }
+
+    /// Removes the regular files of `directory` whose names `matching` takes and that were last
+    /// written more than `seconds` before `now`: what a crash or an old run left behind.
+    public static func removeStale(in directory: String, olderThan seconds: Int64, now: Timestamp, matching: (String) -> Bool) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names where matching(name) {
+            var st = stat()
+            let path = directory + "/" + name
+            if lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG, now.microsecondsSinceEpoch / 1_000_000 - Int64(st.st_mtim.tv_sec) > seconds {
+                unlink(path)
+            }
+        }
     }
 
     /// Moves an unreadable file aside rather than deleting it: a newer version may have written it,

@@ -232,14 +232,7 @@ package struct DocumentReceiver: Sendable {
     /// Copies cut short by a crash or a power cut (a stream that fails deletes its own) stay a
     /// day, then go with the next copy.
     static func removeStalePartials(in directory: String, now: Timestamp) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
-        for name in names where isPartial(name) {
-            var st = stat()
-            let path = directory + "/" + name
-            if lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG, now.microsecondsSinceEpoch / 1_000_000 - Int64(st.st_mtim.tv_sec) > 24 * 3600 {
-                unlink(path)
-            }
-        }
+        PrivateFiles.removeStale(in: directory, olderThan: 24 * 3600, now: now, matching: isPartial)
     }
 
     static func makeDirectory(_ path: String) throws(DaemonError) {

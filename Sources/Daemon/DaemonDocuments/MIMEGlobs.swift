@@ -4,6 +4,8 @@ import FoundationEssentials
 import Foundation
 #endif
 
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,7 +15,7 @@ import Glibc
 /// specification). The highest weight wins, then the longest pattern; a pattern is matched
 /// without regard to case unless its flags say `cs`. For a document whose opener did not record
 /// its type; the file's content is never looked at.
-package struct MIMEGlobs: Sendable {
+package final class MIMEGlobs: Sendable {
     struct Glob: Sendable {
         let weight: Int
         let type: String
@@ -21,15 +23,38 @@ package struct MIMEGlobs: Sendable {
         let caseSensitive: Bool
     }
 
-    /// Best first.
-    let globs: [Glob]
+    /// Where the database is read from, on first use (never at start-up: most runs of handoffd
+    /// never type a document).
+    private let dataDirectories: [String]
+    /// Best first; nil until read.
+    private let loaded: Mutex<[Glob]?>
 
     package static let fallback = "application/octet-stream"
 
     /// The `globs2` files of `dataDirectories` (`$XDG_DATA_HOME` first, then `$XDG_DATA_DIRS`),
     /// merged: a type's patterns add up across directories, except that `__NOGLOBS__` in one
-    /// drops the type's patterns from those after it.
+    /// drops the type's patterns from those after it. Read when a name is first typed.
     package init(dataDirectories: [String]) {
+        self.dataDirectories = dataDirectories
+        loaded = Mutex(nil)
+    }
+
+    init(_ globs: [Glob]) {
+        dataDirectories = []
+        loaded = Mutex(Self.ordered(globs))
+    }
+
+    /// The globs, read on first use.
+    var globs: [Glob] {
+        loaded.withLock { globs in
+            if let globs { return globs }
+            let read = Self.ordered(Self.read(dataDirectories))
+            globs = read
+            return read
+        }
+    }
+
+    static func read(_ dataDirectories: [String]) -> [Glob] {
         var cleared: Set<String> = []
         var globs: [Glob] = []
         for directory in dataDirectories {
@@ -38,11 +63,11 @@ package struct MIMEGlobs: Sendable {
             globs += parsed.filter { !cleared.contains($0.type) && $0.pattern != "__noglobs__" && $0.pattern != "__NOGLOBS__" }
             cleared.formUnion(parsed.filter { $0.pattern == "__noglobs__" || $0.pattern == "__NOGLOBS__" }.map(\.type))
         }
-        self.init(globs)
+        return globs
     }
 
-    init(_ globs: [Glob]) {
-        self.globs = globs.sorted { ($0.weight, $0.pattern.utf8.count) > ($1.weight, $1.pattern.utf8.count) }
+    static func ordered(_ globs: [Glob]) -> [Glob] {
+        globs.sorted { ($0.weight, $0.pattern.utf8.count) > ($1.weight, $1.pattern.utf8.count) }
     }
 
     static func parse(_ text: String) -> [Glob] {
