@@ -161,6 +161,7 @@ INSTALLED = \
 	$(CHROMIUM_EXTENSIONS_DIR)/handoff \
 	$(MOZILLA_EXTENSIONS_DIR)/$(FIREFOX_EXTENSION_ID) \
 	$(DATADIR)/applications/org.handoff.browser-page.desktop \
+	$(DATADIR)/applications/org.handoff.open-link.desktop \
 	$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json \
 	$(CHROME_HOSTS_DIR)/org.handoff.browser.json \
 	$(MOZILLA_HOSTS_DIR)/org.handoff.browser.json \
@@ -203,13 +204,15 @@ install-files:
 	ln -sfnr $(DESTDIR)$(WEBEXT_DIR) '$(DESTDIR)$(MOZILLA_EXTENSIONS_DIR)/$(FIREFOX_EXTENSION_ID)'
 	install -d $(DESTDIR)$(DATADIR)/applications $(DESTDIR)$(CHROMIUM_HOSTS_DIR) $(DESTDIR)$(CHROME_HOSTS_DIR) $(DESTDIR)$(MOZILLA_HOSTS_DIR)
 	sed 's|@BINDIR@|$(BINDIR)|g' packaging/browser/org.handoff.browser-page.desktop > $(DESTDIR)$(DATADIR)/applications/org.handoff.browser-page.desktop
+	sed 's|@BINDIR@|$(BINDIR)|g' packaging/links/org.handoff.open-link.desktop > $(DESTDIR)$(DATADIR)/applications/org.handoff.open-link.desktop
 	$(INSTALL_FROM)/handoff-browser-host manifest chromium --host $(BINDIR)/handoff-browser-host > $(DESTDIR)$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json.part
 	mv $(DESTDIR)$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json.part $(DESTDIR)$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json
 	$(INSTALL_FROM)/handoff-browser-host manifest chrome --host $(BINDIR)/handoff-browser-host > $(DESTDIR)$(CHROME_HOSTS_DIR)/org.handoff.browser.json.part
 	mv $(DESTDIR)$(CHROME_HOSTS_DIR)/org.handoff.browser.json.part $(DESTDIR)$(CHROME_HOSTS_DIR)/org.handoff.browser.json
 	$(INSTALL_FROM)/handoff-browser-host manifest firefox --host $(BINDIR)/handoff-browser-host > $(DESTDIR)$(MOZILLA_HOSTS_DIR)/org.handoff.browser.json.part
 	mv $(DESTDIR)$(MOZILLA_HOSTS_DIR)/org.handoff.browser.json.part $(DESTDIR)$(MOZILLA_HOSTS_DIR)/org.handoff.browser.json
-	chmod 0644 $(DESTDIR)$(DATADIR)/applications/org.handoff.browser-page.desktop $(DESTDIR)$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json \
+	chmod 0644 $(DESTDIR)$(DATADIR)/applications/org.handoff.browser-page.desktop $(DESTDIR)$(DATADIR)/applications/org.handoff.open-link.desktop \
+	  $(DESTDIR)$(CHROMIUM_HOSTS_DIR)/org.handoff.browser.json \
 	  $(DESTDIR)$(CHROME_HOSTS_DIR)/org.handoff.browser.json $(DESTDIR)$(MOZILLA_HOSTS_DIR)/org.handoff.browser.json
 	install -d $(DESTDIR)$(UNITDIR_USER) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DATADIR)/man/man1 $(DESTDIR)$(DATADIR)/man/man8
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/handoffd.service > $(DESTDIR)$(UNITDIR_USER)/handoffd.service

@@ -157,8 +157,8 @@ let package = Package(
         daemonModule(
             "DaemonContinue",
             imports: [
-                "DaemonAccounts", "DaemonApps", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonLinks", "DaemonStreams", "HandoffAPI", "HandoffModel",
-                "HandoffPeer", "HandoffSystem", logging,
+                "DaemonAccounts", "DaemonApps", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory", "DaemonLinks", "DaemonStreams", "HandoffAPI",
+                "HandoffModel", "HandoffPeer", "HandoffSystem", logging,
             ]
         ),
         daemonModule(

@@ -72,6 +72,7 @@ import Testing
                 "/usr/lib/systemd/user/handoffd.service",
                 "/usr/share/applications/handoff-desktop.desktop",
                 "/usr/share/applications/org.handoff.browser-page.desktop",
+                "/usr/share/applications/org.handoff.open-link.desktop",
                 "/usr/share/bash-completion/completions/handoffctl",
                 "/usr/share/dbus-1/interfaces/org.handoff.Desktop1.xml",
                 "/usr/share/dbus-1/interfaces/org.handoff.Receiver1.xml",
@@ -101,6 +102,9 @@ import Testing
         #expect(host.contains(#""path": "/usr/bin/handoff-browser-host""#), "\(host)")
         let opener = try String(contentsOfFile: destdir + "/usr/share/applications/org.handoff.browser-page.desktop", encoding: .utf8)
         #expect(opener.contains("Exec=/usr/bin/handoff-browser-host open") && opener.contains("X-Handoff-ActivityTypes=org.handoff.browser.page;"))
+        // Links clicked anywhere come to handoffctl open (docs/apps.md, "Links").
+        let links = try String(contentsOfFile: destdir + "/usr/share/applications/org.handoff.open-link.desktop", encoding: .utf8)
+        #expect(links.contains("Exec=/usr/bin/handoffctl open %u") && links.contains("MimeType=x-scheme-handler/handoff;"), "\(links)")
         let unit = try String(contentsOfFile: destdir + "/usr/lib/systemd/system/handoffd@.service", encoding: .utf8)
         #expect(unit.contains("ExecStart=/usr/bin/handoffd --socket") && !unit.contains("@BINDIR@"))
         let manual = try String(contentsOfFile: destdir + "/usr/share/man/man8/handoffd.8", encoding: .utf8)

@@ -163,6 +163,19 @@ import Testing
                 let newest = try #require(entries.first?.dictionary)
                 #expect(newest["device_name"] == .string("desk") && newest["own"] == .bool(false))
                 #expect(newest["activity"]?.dictionary?["title"] == .string("Draft, saved"))
+                // Reopened by a link (OpenLink): from desk, where it is still current, to the
+                // app here again.
+                let made = try await b.client.send(.link(LinkRequest(peer: "desk")))
+                let linkCall = Task { try await asker.call("OpenLink", [.string(made.link)]) }
+                let again = try #require(await calls.next())
+                #expect(again.member == "Continue" && again.arguments[1].dictionary?["title"] == .string("Draft, saved"))
+                receiving.bus.reply(to: again, [.bool(true), .string("w9"), .string("")])
+                let reopened = try await linkCall.value
+                #expect(reopened.count == 4 && reopened[0] == .string("device") && reopened[3] == .string("desk"), "\(reopened)")
+                #expect(reopened[1] == again.arguments[0])
+                await asker.refused("org.handoff.Error.invalid_link", "OpenLink", [.string("handoff:v1.AAAA")])
+                // SavedActivity: nothing kept of a content nobody showed.
+                #expect(try await asker.call("SavedActivity", [.string("note-none")]) == [.vardict([:])])
                 asker.bus.close()
 
                 // Invalidated: no update brings it back; B no longer sees it.

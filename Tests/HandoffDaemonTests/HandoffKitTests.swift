@@ -197,6 +197,36 @@ import Testing
         }
     }
 
+    /// Quick Note's calls: what the history keeps of a content (`savedActivity(for:)`), and a
+    /// link opened by an app (`open(link:)`) reaching the app that continues its type.
+    @Test func savedActivitiesAndLinksOpenedByAnApp() async throws {
+        let receiver = Notes()
+        try await Self.withApps(laptopReceiver: receiver) { desk, laptop, deskApp, laptopApp in
+            let activity = UserActivity(activityType: Self.note, app: deskApp)
+            activity.title = "Saved note"
+            activity.persistentIdentifier = "notes/9"
+            try await activity.becomeCurrent()
+            let id = try await desk.client.send(.currentActivity).activity.id
+            try await waitUntil("desk's history") { try await deskApp.savedActivity(for: "notes/9") != nil }
+            #expect(try await deskApp.savedActivity(for: "notes/9")?.title == "Saved note")
+            #expect(try await laptopApp.savedActivity(for: "notes/9") == nil)
+            try await Self.seen(by: laptop) { $0?.activity?.id == id }
+
+            let link = try await desk.client.send(.link(LinkRequest())).link
+            let opened = try await laptopApp.open(link: link, environment: [:])
+            #expect(opened.source == .device && opened.continued.delivered?.kind == .app && opened.continued.activity.id == id)
+            #expect(receiver.journal.all.contains { $0.hasPrefix("continue Saved note") }, "\(receiver.journal.all)")
+            // Continued, it is kept on the laptop too.
+            try await waitUntil("the laptop's history") { try await laptopApp.savedActivity(for: "notes/9")?.persistentIdentifier == "notes/9" }
+            do {
+                _ = try await laptopApp.open(link: "handoff:v1.nothing")
+                Issue.record("a link that is not one opened")
+            } catch let error as HandoffError {
+                #expect(error.code == .refused(.invalidLink), "\(error)")
+            }
+        }
+    }
+
     @Test func aReceiverThatRefusesFailsTheContinuationWithItsReason() async throws {
         struct Busy: Error, CustomStringConvertible { var description: String { "the editor is saving" } }
         let receiver = Notes(take: { _ in throw Busy() })

@@ -37,7 +37,7 @@ package struct DesktopInterface: Sendable {
     static let signatures: [String: String] = [
         "Register": "saso", "RegisterClaiming": "sasaso", "Unregister": "", "BecomeCurrent": "sa{sv}", "Update": "sa{sv}", "Resign": "s", "Invalidate": "s", "Focus": "s",
         "CloseWindow": "s", "SaveRestoration": "sa{sv}", "RemoveRestoration": "s", "Continue": "s", "OpenStream": "s", "TakeStream": "s",
-        "History": "",
+        "History": "", "SavedActivity": "s", "OpenLink": "s",
     ]
     /// Registered apps at once (each holds a local-API connection to handoffd).
     static let maximumApps = 64
@@ -91,7 +91,7 @@ package struct DesktopInterface: Sendable {
                     }
                     // Answered once the calls before it are.
                     inbox.yield(.end(answering: call))
-                case "Continue", "OpenStream", "TakeStream", "History":
+                case "Continue", "OpenStream", "TakeStream", "History", "SavedActivity", "OpenLink":
                     guard apps.startRequest() else {
                         bus.reply(to: call, error: Self.error("limits_exceeded", "handoff-desktop has \(Self.maximumRequests) requests under way; try again"))
                         continue
@@ -167,7 +167,8 @@ package struct DesktopInterface: Sendable {
         }
     }
 
-    /// Continue, OpenStream, TakeStream, History: one local-API request each.
+    /// Continue, OpenStream, TakeStream, History, SavedActivity, OpenLink: one local-API request
+    /// each.
     private func request(_ call: DBusIncomingCall) async {
         let argument = call.arguments.first?.stringValue ?? ""
         do throws(DBusError) {
@@ -175,6 +176,18 @@ package struct DesktopInterface: Sendable {
             case "History":
                 let response = try await relayed { () async throws(HandoffClientError) in try await client.send(.history) }
                 bus.reply(to: call, [.array(element: "a{sv}", response.entries.map(Self.historyEntry))])
+            case "SavedActivity":
+                let response = try await relayed { () async throws(HandoffClientError) in try await client.send(.history(persistentIdentifier: argument)) }
+                bus.reply(to: call, [response.entries.first.map(Self.historyEntry) ?? .vardict([:])])
+            case "OpenLink":
+                // Opened in this graphical session, whichever the daemon started in.
+                let request = OpenLinkRequest(link: argument, environment: SessionEnvironment.pick(ProcessInfo.processInfo.environment))
+                let response = try await relayed { () async throws(HandoffClientError) in try await client.send(.openLink(request)) }
+                let continued = response.continued
+                bus.reply(
+                    to: call,
+                    [.string(response.source.rawValue), .string(continued.continuationID.lowercasedString), ActivityDictionary.dictionary(continued.activity), .string(continued.peerName)]
+                )
             case "Continue":
                 let response = try await relayed { () async throws(HandoffClientError) in try await client.send(.continueActivity(ContinueRequest(peer: argument))) }
                 bus.reply(to: call, [.string(response.continuationID.lowercasedString), ActivityDictionary.dictionary(response.activity), .string(response.peerName)])

@@ -86,6 +86,11 @@ extension LocalAPICall where Answer == CurrentActivityResponse {
 extension LocalAPICall where Answer == HistoryResponse {
     /// The recent activities this device saw, newest first.
     public static var history: Self { Self(.history) }
+
+    /// The history's entries of one content (its `persistentIdentifier`), newest first.
+    public static func history(persistentIdentifier: String) -> Self {
+        Self(.history, LocalAPIRoute.history + "?persistentIdentifier=" + QueryText.encode(persistentIdentifier))
+    }
 }
 
 extension LocalAPICall where Answer == ResignResponse {
@@ -155,6 +160,16 @@ extension LocalAPICall where Answer == OffersResponse {
 extension LocalAPICall where Answer == ContinueResponse {
     /// Fetches a peer's current activity (the one this device saw).
     public static func continueActivity(_ request: ContinueRequest) -> Self { Self(.continue, body: request) }
+}
+
+extension LocalAPICall where Answer == LinkResponse {
+    /// A `handoff:` link to an activity (docs/apps.md, "Links").
+    public static func link(_ request: LinkRequest) -> Self { Self(.makeLink, body: request) }
+}
+
+extension LocalAPICall where Answer == OpenLinkResponse {
+    /// Reopens what a link names: from its device, else the history, else its web page.
+    public static func openLink(_ request: OpenLinkRequest) -> Self { Self(.openLink, body: request) }
 }
 
 // MARK: Originating apps and continuation streams

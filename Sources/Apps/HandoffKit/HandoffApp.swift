@@ -237,6 +237,33 @@ public actor HandoffApp {
         try await call(registration) { _ = try await $0.send(.removeRestoration(window: window, registration: registration)) }
     }
 
+    // MARK: Saved activities and links (docs/apps.md, "History" and "Links")
+
+    /// The activity this device last saw for the content `persistentIdentifier` names — this
+    /// app's own or one continued from another device — as the history keeps it; nil when it
+    /// keeps none (Quick Note's saved activity). Needs handoffd, not a registration.
+    public func savedActivity(for persistentIdentifier: String) async throws(HandoffError) -> UserActivity? {
+        let response: HistoryResponse
+        do {
+            response = try await client.send(.history(persistentIdentifier: persistentIdentifier))
+        } catch {
+            throw HandoffError(error)
+        }
+        return response.entries.first.map { UserActivity(received: $0.activity.content) }
+    }
+
+    /// Reopens what a `handoff:` link names, as handoffctl open does: in the app that takes it
+    /// here (this one, if it continues its type), from the device it was current on if it still
+    /// is there, else from the history, else its web page. `environment`: the graphical
+    /// session's variables for an app that is started (by default this process's).
+    public func open(link: String, environment: [String: String] = ProcessInfo.processInfo.environment) async throws(HandoffError) -> OpenLinkResponse {
+        do {
+            return try await client.send(.openLink(OpenLinkRequest(link: link, environment: SessionEnvironment.pick(environment))))
+        } catch {
+            throw HandoffError(error)
+        }
+    }
+
     nonisolated func activityChanged(window: String) {
         changedWindows.withLock { _ = $0.insert(window) }
         changes.yield()

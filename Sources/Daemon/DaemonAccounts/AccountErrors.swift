@@ -11,6 +11,7 @@ extension DaemonError.Code {
     package static let inviteUsed = Self(.inviteUsed)
     package static let notAccountAdmin = Self(.notAccountAdmin)
     package static let unknownDevice = Self(.unknownDevice)
+    package static let invalidLink = Self(.invalidLink)
     package static let ambiguousDevice = Self(.ambiguousDevice)
     package static let revoked = Self(.revoked)
 }

@@ -164,6 +164,28 @@ package actor AccountStore {
     }
     package var stateVersion: UInt64 { material?.state.version ?? 0 }
 
+    /// A link to `activity`, current on `device` (docs/apps.md, "Links"): sealed with the
+    /// current secret.
+    package func link(to activity: Activity, on device: DeviceID) throws(DaemonError) -> (link: String, target: LinkTarget) {
+        let m = try requireMembership()
+        let target = LinkTarget(account: m.state.accountID, device: device, activity: activity)
+        return (LinkSeal.seal(target, accountSecret: m.accountSecret), target)
+    }
+
+    /// What `link` names, if this account's devices made it.
+    package func openLink(_ link: String) throws(DaemonError) -> LinkTarget {
+        let m = try requireMembership()
+        guard let target = LinkSeal.open(String(link.filter { !$0.isWhitespace }), accountSecrets: m.accountSecrets),
+            target.account == m.state.accountID
+        else {
+            throw DaemonError(
+                .invalidLink,
+                "that is not a link of this account's devices (links start with \(LinkSeal.prefix); one made before two device removals no longer opens)"
+            )
+        }
+        return target
+    }
+
     private func requireAccount() throws(DaemonError) -> AccountMaterial {
         guard let material else {
             throw .noAccount

@@ -10,6 +10,7 @@ import DaemonStreams
 import HandoffAPI
 import HandoffModel
 import HandoffPeer
+import Synchronization
 
 /// `continue PEER` (docs/cli.md, docs/local-api.md): fetch another device's current activity — the one we saw, or we say
 /// it changed — then hand it to an app here (or return it to the caller), with the lifecycle
@@ -34,48 +35,120 @@ package struct ContinueFlow: Sendable {
     }
 
     package func run(_ request: ContinueRequest) async throws(DaemonError) -> ContinueResponse {
+        guard case .continued(let response) = try await run(request, link: nil) else {
+            throw DaemonError(.internalError, "a continuation without a link ended without its activity")
+        }
+        return response
+    }
+
+    /// What a link's device has for the link now (docs/apps.md, "Links").
+    package enum LinkOutcome: Sendable {
+        /// It was still current there: continued, as `continue` does.
+        case continued(ContinueResponse)
+        /// It is not to be had there: why (unreachable, moved on…). Nothing was published, and
+        /// the device's app did not hear that it was continued.
+        case unavailable(reason: String)
+    }
+
+    /// The activity `link` names, from its device, if the device is reachable and it is still
+    /// current there: `request.peer` is the device.
+    package func run(_ request: ContinueRequest, link: LinkTarget?) async throws(DaemonError) -> LinkOutcome {
         let account = try await accounts.requireMembership()
         let (state, me) = (account.state, account.deviceID)
-        let continuationID = UUID()
-        var announced: (type: String, peer: LocalEvent.PeerRef)?
-        func announce(_ type: String, _ peer: LocalEvent.PeerRef) async {
-            guard announced == nil else { return }
-            announced = (type, peer)
-            events.publish(LocalEvent(at: .now(), .willContinue(continuationID: continuationID, type: type, peer: peer)))
-            if request.delivery == .dispatch { await handover.willContinue(continuationID: continuationID, type: type, from: peer) }
-        }
+        let continuation = Continuation(id: UUID(), request: request, flow: self)
+        let fetched: ActivityFetch.Fetched
         do throws(DaemonError) {
-            let fetched = try await fetch.run(request.peer, expected: request.activityID, state: state, me: me, seen: announce)
-            let (activity, peer, session) = (fetched.activity, fetched.peer, fetched.session)
-            await announce(activity.type, peer)
-            book.record(
-                StreamBook.Continuation(
-                    id: continuationID, peer: peer, activityID: activity.id,
-                    supportsStreams: activity.content.supportsContinuationStreams, address: fetched.address
-                )
-            )
-            let delivered: DeliveryOutcome
-            switch request.delivery {
-            case .returnToCaller:
-                delivered = DeliveryOutcome(kind: .caller, handler: "caller", command: [])
-            case .dispatch:
-                delivered = try await handover.deliver(activity, continuationID: continuationID, from: peer, session: request.environment)
+            fetched = try await fetch.run(request.peer, expected: request.activityID, state: state, me: me) { type, peer async in
+                // A link's activity is announced only once it is known to be the linked one.
+                if link == nil { await continuation.announce(type, peer) }
             }
-            events.publish(LocalEvent(at: .now(), .continued(continuationID: continuationID, activity: activity, peer: peer, delivered: delivered)))
-            // The originating app hears wasContinued; the continuation stands whether or not it does.
-            try? await session.send(.activityContinued(activityID: activity.id))
-            return ContinueResponse(
-                peerID: peer.id, peerName: peer.name, activity: activity, continuationID: continuationID,
-                delivered: request.delivery == .dispatch ? delivered : nil
-            )
         } catch {
-            if let (type, peer) = announced {
-                await handover.failed(continuationID: continuationID, error)
-                events.publish(
-                    LocalEvent(at: .now(), .continueFailed(continuationID: continuationID, type: type, peer: peer, code: APIErrorCode(error.code), reason: error.message))
-                )
-            }
+            if link != nil { return .unavailable(reason: error.message) }
+            await continuation.fail(error)
             throw error
+        }
+        if let link, !link.names(fetched.activity) {
+            return .unavailable(reason: "\(fetched.peer.name) has moved on to another activity")
+        }
+        book.record(
+            StreamBook.Continuation(
+                id: continuation.id, peer: fetched.peer, activityID: fetched.activity.id,
+                supportsStreams: fetched.activity.content.supportsContinuationStreams, address: fetched.address
+            )
+        )
+        let response = try await continuation.hand(fetched.activity, from: fetched.peer)
+        // The originating app hears wasContinued; the continuation stands whether or not it does.
+        try? await fetched.session.send(.activityContinued(activityID: fetched.activity.id))
+        return .continued(response)
+    }
+
+    /// Hands an activity kept here (a linked one from the history) to an app, as a
+    /// continuation from `peer` without streams: the device it came from is not asked.
+    package func reopen(_ activity: Activity, from peer: LocalEvent.PeerRef, delivery: ContinueRequest.Delivery, environment: [String: String])
+        async throws(DaemonError) -> ContinueResponse
+    {
+        var activity = activity
+        activity.content.supportsContinuationStreams = false
+        activity.content.needsSave = false
+        let request = ContinueRequest(peer: peer.id.text, delivery: delivery, environment: environment)
+        return try await Continuation(id: UUID(), request: request, flow: self).hand(activity, from: peer)
+    }
+
+    /// One continuation's lifecycle events: `willContinue` once (as soon as its type is known),
+    /// then `continued` or, once announced, `continueFailed`.
+    final class Continuation: Sendable {
+        let id: UUID
+        let request: ContinueRequest
+        let flow: ContinueFlow
+        private let announced = Mutex<(type: String, peer: LocalEvent.PeerRef)?>(nil)
+
+        init(id: UUID, request: ContinueRequest, flow: ContinueFlow) {
+            self.id = id
+            self.request = request
+            self.flow = flow
+        }
+
+        func announce(_ type: String, _ peer: LocalEvent.PeerRef) async {
+            let first = announced.withLock { now in
+                guard now == nil else { return false }
+                now = (type, peer)
+                return true
+            }
+            guard first else { return }
+            flow.events.publish(LocalEvent(at: .now(), .willContinue(continuationID: id, type: type, peer: peer)))
+            if request.delivery == .dispatch { await flow.handover.willContinue(continuationID: id, type: type, from: peer) }
+        }
+
+        /// Says the continuation failed, if it was announced (else no continuation of any
+        /// type began).
+        func fail(_ error: DaemonError) async {
+            guard let (type, peer) = announced.withLock({ $0 }) else { return }
+            await flow.handover.failed(continuationID: id, error)
+            flow.events.publish(
+                LocalEvent(at: .now(), .continueFailed(continuationID: id, type: type, peer: peer, code: APIErrorCode(error.code), reason: error.message))
+            )
+        }
+
+        /// Announces `activity` (if it was not yet) and hands it where the request says.
+        func hand(_ activity: Activity, from peer: LocalEvent.PeerRef) async throws(DaemonError) -> ContinueResponse {
+            await announce(activity.type, peer)
+            do throws(DaemonError) {
+                let delivered: DeliveryOutcome
+                switch request.delivery {
+                case .returnToCaller:
+                    delivered = DeliveryOutcome(kind: .caller, handler: "caller", command: [])
+                case .dispatch:
+                    delivered = try await flow.handover.deliver(activity, continuationID: id, from: peer, session: request.environment)
+                }
+                flow.events.publish(LocalEvent(at: .now(), .continued(continuationID: id, activity: activity, peer: peer, delivered: delivered)))
+                return ContinueResponse(
+                    peerID: peer.id, peerName: peer.name, activity: activity, continuationID: id,
+                    delivered: request.delivery == .dispatch ? delivered : nil
+                )
+            } catch {
+                await fail(error)
+                throw error
+            }
         }
     }
 }

@@ -119,7 +119,9 @@ package actor HistoryStore: Service {
                 case .currentActivityChanged(let activity):
                     record(activity, device: await me(), own: true, at: activity.updatedAt)
                 case .continued(_, let activity, let peer, _):
-                    record(activity, device: peer, own: false, at: event.at)
+                    // A link reopened here this device's own activity (docs/apps.md, "Links").
+                    let own = peer.id == (await me())?.id
+                    record(activity, device: peer, own: own, at: event.at)
                 default:
                     break
                 }
@@ -157,6 +159,17 @@ package actor HistoryStore: Service {
 
     package func list() -> HistoryResponse {
         HistoryResponse(entries: entries.map(\.entry), enabled: limits.enabled)
+    }
+
+    /// The newest entry of that content (`savedActivity(for:)` in HandoffKit).
+    package func newest(persistentIdentifier: String) -> HistoryEntry? {
+        entries.first { $0.entry.activity.content.persistentIdentifier == persistentIdentifier }?.entry
+    }
+
+    /// The newest entry a link names: one from the link's device first, else any.
+    package func newest(naming target: LinkTarget) -> HistoryEntry? {
+        let named = entries.lazy.map(\.entry).filter { target.names($0.activity) }
+        return named.first { ($0.device?.id ?? target.device) == target.device } ?? named.first
     }
 
     /// New limits (a reloaded handoffd.toml): what no longer fits goes; off, everything does.

@@ -18,9 +18,17 @@ package struct DeviceRoutes: Sendable {
         self.gather = status
     }
 
-    /// `GET /v1/history`: the recent activities this device saw, newest first.
+    /// `GET /v1/history`: the recent activities this device saw, newest first; with
+    /// `?persistentIdentifier=`, those of that content only.
     func history(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        return .ok(await history.list())
+        var list = await history.list()
+        if request.query.contains("persistentIdentifier=") {
+            guard let id = QueryText.value("persistentIdentifier", in: request.query) else {
+                throw LocalAPIError(.badRequest, "persistentIdentifier is not percent-encoded UTF-8")
+            }
+            list.entries.removeAll { $0.activity.content.persistentIdentifier != id }
+        }
+        return .ok(list)
     }
 
     /// `GET /v1/status`; with `?webDomains=1`, also what apps claim (`doctor`).

@@ -184,6 +184,8 @@ package struct LocalAPIRouter: Sendable {
         case .peers: return try await peers.peers(request)
         case .offers: return try await peers.offers(request)
         case .continue: return try await peers.continueActivity(request)
+        case .makeLink: return try await peers.makeLink(request)
+        case .openLink: return try await peers.openLink(request)
         case .listStreams: return try streams.listStreams(request)
         case .getStream: return try await streams.getStream(request)
         case .takeStream, .openContinuationStream: return try streams.streamNeedsUpgrade(request)

@@ -3,19 +3,21 @@ import DaemonDiscovery
 import DaemonLinks
 import HandoffAPI
 
-/// What the other devices are doing, and continuing one. Every handler's first line checks who is
-/// asking.
+/// What the other devices are doing, continuing one, and links to activities (docs/apps.md,
+/// "Links"). Every handler's first line checks who is asking.
 package struct PeerRoutes: Sendable {
     let directory: PeerDirectory
     let discovery: DiscoveryService
     let continueFlow: ContinueFlow
     let offers: OfferDesk
+    let links: LinkDesk
 
-    package init(directory: PeerDirectory, discovery: DiscoveryService, continueFlow: ContinueFlow, offers: OfferDesk) {
+    package init(directory: PeerDirectory, discovery: DiscoveryService, continueFlow: ContinueFlow, offers: OfferDesk, links: LinkDesk) {
         self.directory = directory
         self.discovery = discovery
         self.continueFlow = continueFlow
         self.offers = offers
+        self.links = links
     }
 
     func peers(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
@@ -29,5 +31,17 @@ package struct PeerRoutes: Sendable {
     func continueActivity(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         let ask = try request.decoded(ContinueRequest.self)
         return .ok(try await continueFlow.run(ask))
+    }
+
+    /// `POST /v1/links`: a link to an activity.
+    func makeLink(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        let ask = try request.decoded(LinkRequest.self)
+        return .ok(try await links.make(ask))
+    }
+
+    /// `POST /v1/links/open`: reopens what a link names.
+    func openLink(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        let ask = try request.decoded(OpenLinkRequest.self)
+        return .ok(try await links.open(ask))
     }
 }

@@ -391,6 +391,8 @@ public final class HandoffDaemon: Sendable {
         await QuietSleep.prepare()
         let daemonUID = geteuid()
         let peerPort: @Sendable () -> Int = { [self] in self.peerPort }
+        let fetch = ActivityFetch(directory: directory, links: links, peerPort: peerPort, maximumActivityBytes: configuration.limits.maximumEncodedSize)
+        let continueFlow = ContinueFlow(accounts: accounts, fetch: fetch, book: book, handover: handover, events: events)
         let router = LocalAPIRouter(
             activity: ActivityRoutes(registry: registry, events: events, attachments: attachments, desk: apps, documents: documents),
             account: AccountRoutes(
@@ -398,15 +400,8 @@ public final class HandoffDaemon: Sendable {
                 logger: logger
             ),
             peers: PeerRoutes(
-                directory: directory, discovery: discovery,
-                continueFlow: ContinueFlow(
-                    accounts: accounts,
-                    fetch: ActivityFetch(
-                        directory: directory, links: links, peerPort: peerPort, maximumActivityBytes: configuration.limits.maximumEncodedSize
-                    ),
-                    book: book, handover: handover, events: events
-                ),
-                offers: offers
+                directory: directory, discovery: discovery, continueFlow: continueFlow, offers: offers,
+                links: LinkDesk(accounts: accounts, registry: registry, history: history, fetch: fetch, continueFlow: continueFlow)
             ),
             streams: StreamRoutes(book: book, resuming: resuming, originating: originating, daemonUID: daemonUID),
             device: DeviceRoutes(deviceSwitch: deviceSwitch, history: history, status: { [self] webDomains in await self.status(webDomains: webDomains) }),

@@ -42,6 +42,8 @@ enum ExitStatus: Int32, CaseIterable {
     case handoffOff = 43
     case notOffered = 44
     case documentMismatch = 45
+    case invalidLink = 46
+    case notSaved = 47
     /// ArgumentParser's own status for unknown flags and missing arguments (EX_USAGE).
     case usage = 64
 
@@ -85,6 +87,8 @@ enum ExitStatus: Int32, CaseIterable {
         case .handoffOff: "handoff is off on this device (handoffctl config handoff on)"
         case .notOffered: "the file may not be offered (outside your home and [documents] folders, hidden, temporary or too large)"
         case .documentMismatch: "the document that came is not the one offered; it was discarded"
+        case .invalidLink: "not a handoff: link of this account (or made before its secret changed twice)"
+        case .notSaved: "the linked activity is neither current on its device nor in this device's history"
         case .usage: "wrong command-line usage"
         }
     }
@@ -120,6 +124,8 @@ enum ExitStatus: Int32, CaseIterable {
         case .handoffOff: self = .handoffOff
         case .notOffered: self = .notOffered
         case .documentMismatch: self = .documentMismatch
+        case .invalidLink: self = .invalidLink
+        case .notSaved: self = .notSaved
         case .noHandler: self = .noHandler
         case .handlerFailed: self = .handlerFailed
         case .streamsUnsupported: self = .streamsUnsupported

@@ -28,6 +28,8 @@ struct Handoffctl: ParsableCommand {
             Continue.self,
             Streams.self,
             History.self,
+            Link.self,
+            Open.self,
             Account.self,
             Devices.self,
             Status.self,

@@ -79,6 +79,13 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     /// The document that came is not the one offered (its size or SHA-256 differs): discarded.
     case documentMismatch = "document_mismatch"
 
+    // Links to activities (docs/apps.md, "Links")
+    /// Not a `handoff:` link, or one this account's devices did not make (or made before the
+    /// account's secret changed twice).
+    case invalidLink = "invalid_link"
+    /// The linked activity is neither current on its device nor in this device's history.
+    case notSaved = "not_saved"
+
     // Apps and windows (docs/apps.md)
     /// An app id that is not a reverse-DNS name (like org.example.Notes).
     case invalidAppID = "invalid_app_id"
@@ -130,6 +137,8 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
         case .handlerFailed: 500
         case .notOffered: 403
         case .documentMismatch: 502
+        case .invalidLink: 400
+        case .notSaved: 404
         case .accountExists, .inviteUsed, .ambiguousDevice, .handoffOff: 409
         case .invalidCode, .badPeerAddress: 400
         case .codeRejected, .refused, .revoked, .notAccountAdmin: 403

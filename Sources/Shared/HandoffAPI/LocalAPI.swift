@@ -17,6 +17,8 @@ public enum LocalAPIRoute {
     public static let currentDocument = "/v1/activity/current/document"
     /// GET: `HistoryResponse`, the recent activities this device saw.
     public static let history = "/v1/history"
+    public static let links = "/v1/links"
+    public static let openLink = "/v1/links/open"
     /// GET: NDJSON stream of `LocalEvent`.
     public static let events = "/v1/events"
     /// GET: `AccountInfo`; POST `CreateAccountRequest`: create one.

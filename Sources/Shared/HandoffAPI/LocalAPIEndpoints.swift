@@ -12,6 +12,7 @@ public enum LocalAPIEndpoints {
         case devices, renameDevice, removeDevice
         case peers, offers
         case `continue`
+        case makeLink, openLink
         case listStreams, getStream, takeStream
         case openContinuationStream
         case registerApp, putWindow, postWindow, deleteWindow, answerContinuation
@@ -66,6 +67,8 @@ public enum LocalAPIEndpoints {
         Route(method: "GET", path: .exact(LocalAPIRoute.peers), endpoint: .peers),
         Route(method: "GET", path: .exact(LocalAPIRoute.offers), endpoint: .offers),
         Route(method: "POST", path: .exact(LocalAPIRoute.continue), endpoint: .continue),
+        Route(method: "POST", path: .exact(LocalAPIRoute.links), endpoint: .makeLink),
+        Route(method: "POST", path: .exact(LocalAPIRoute.openLink), endpoint: .openLink),
         Route(method: "GET", path: .exact(LocalAPIRoute.streams), endpoint: .listStreams),
         Route(method: "GET", path: .under(LocalAPIRoute.streams), endpoint: .getStream),
         Route(method: "POST", path: .under(LocalAPIRoute.streams), endpoint: .takeStream),

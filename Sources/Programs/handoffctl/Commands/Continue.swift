@@ -60,7 +60,7 @@ struct Continue: ParsableCommand {
         if json {
             try Terminal.json(response.activity)
         } else if !streaming {
-            describe(response)
+            Continue.describe(response)
         }
         guard streaming else { return }
         let info: StreamInfo
@@ -83,7 +83,8 @@ struct Continue: ParsableCommand {
         return peer.id.text
     }
 
-    private func describe(_ response: ContinueResponse) {
+    /// Where the activity went, on stderr; the activity on stdout.
+    static func describe(_ response: ContinueResponse) {
         switch response.delivered {
         case let d? where d.kind == .handler:
             Terminal.diagnostic("handoffctl: from \(safe(response.peerName)) (\(response.peerID.short)…), opened with \(safe(d.handler))\(d.pid.map { " (pid \($0))" } ?? ""):\n")
