@@ -149,7 +149,9 @@ let package = Package(
             ]
         ),
         daemonModule("DaemonApps", imports: ["DaemonCore", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", logging]),
-        daemonModule("DaemonHistory", imports: ["DaemonCore", "HandoffAPI", "HandoffModel", "HandoffSystem", logging, lifecycle]),
+        daemonModule(
+            "DaemonHistory", imports: ["DaemonApps", "DaemonCore", "DaemonLinks", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffSystem", logging, lifecycle]
+        ),
         daemonModule(
             "DaemonDocuments",
             imports: ["DaemonCore", "DaemonLinks", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", "HandoffTLS", logging]

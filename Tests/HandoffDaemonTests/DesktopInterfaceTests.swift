@@ -176,6 +176,11 @@ import Testing
                 await asker.refused("org.handoff.Error.invalid_link", "OpenLink", [.string("handoff:v1.AAAA")])
                 // SavedActivity: nothing kept of a content nobody showed.
                 #expect(try await asker.call("SavedActivity", [.string("note-none")]) == [.vardict([:])])
+                // Deleted by type, everywhere: B's history empties.
+                let deletion = try await asker.call("DeleteAllSavedActivities", [.strings([Self.type])])
+                #expect(deletion.count == 1 && UUID(uuidString: deletion[0].stringValue ?? "") != nil, "\(deletion)")
+                #expect(try await b.client.send(.history).entries.isEmpty)
+                await asker.refused("org.handoff.Error.invalid_value", "DeleteSavedActivities", [.strings([])])
                 asker.bus.close()
 
                 // Invalidated: no update brings it back; B no longer sees it.

@@ -218,6 +218,18 @@ import Testing
             #expect(receiver.journal.all.contains { $0.hasPrefix("continue Saved note") }, "\(receiver.journal.all)")
             // Continued, it is kept on the laptop too.
             try await waitUntil("the laptop's history") { try await laptopApp.savedActivity(for: "notes/9")?.persistentIdentifier == "notes/9" }
+            // Deleted by the laptop's app: gone there and on the desk.
+            try await laptopApp.deleteSavedActivities(withPersistentIdentifiers: ["notes/9"])
+            #expect(try await laptopApp.savedActivity(for: "notes/9") == nil)
+            try await waitUntil("the desk to hear the deletion") { try await deskApp.savedActivity(for: "notes/9") == nil }
+            // All of the app's: the types it continues, or made.
+            let other = UserActivity(activityType: Self.note, app: deskApp)
+            other.title = "Another"
+            other.persistentIdentifier = "notes/10"
+            try await other.becomeCurrent()
+            try await waitUntil("desk's history") { try await deskApp.savedActivity(for: "notes/10") != nil }
+            try await deskApp.deleteAllSavedActivities()
+            #expect(try await desk.client.send(.history).entries.isEmpty)
             do {
                 _ = try await laptopApp.open(link: "handoff:v1.nothing")
                 Issue.record("a link that is not one opened")

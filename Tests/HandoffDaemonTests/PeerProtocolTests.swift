@@ -64,6 +64,11 @@ import Testing
             .openStream(activityID: UUID()),
             .streamAccepted(streamID: UUID()),
             .streamRefused(StreamRefusal(.noServer, "no app serves streams")),
+            .savedDeletions([]),
+            .savedDeletions([
+                SavedActivityDeletion(at: Timestamp(microsecondsSinceEpoch: 1_700_000_000_000_000), persistentIdentifiers: ["note-7", "home:ü.txt"]),
+                SavedActivityDeletion(at: Timestamp(microsecondsSinceEpoch: -5), types: ["org.example.notes.edit"], everything: true),
+            ]),
         ]
         for message in messages {
             let (kind, payload) = message.encodedPayload()
@@ -80,7 +85,7 @@ import Testing
     @Test func randomPayloadsNeverCrashTheDecoder() {
         var rng = SystemRandomNumberGenerator()
         for _ in 0..<20_000 {
-            let kind = UInt8.random(in: 0...16, using: &rng)
+            let kind = UInt8.random(in: 0...21, using: &rng)
             let payload = (0..<Int.random(in: 0..<64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             _ = try? PeerMessage(kind: kind, payload: payload)
         }

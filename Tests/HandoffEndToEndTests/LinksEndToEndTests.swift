@@ -8,7 +8,8 @@ import Testing
 /// activity current on alpha is linked on bravo; the link, opened the way a clicked link is (GIO
 /// finds the `x-scheme-handler/handoff` handler, handoffctl open), reopens it from alpha with a
 /// fresh willSave; with alpha's handoffd stopped, from bravo's history; with alpha back and the
-/// same note current there again, from alpha. Root only builds the hosts.
+/// same note current there again, from alpha. Deleted on alpha while bravo is away, it leaves
+/// bravo's history when bravo is back. Root only builds the hosts.
 @Suite(.heavy, .timeLimit(.minutes(5))) struct LinksEndToEndTests {
     @Test func aLinkReopensFromTheDeviceOrFromHistory() async throws {
         await Rig.withHosts(["alpha", "bravo"]) { rig in
@@ -108,6 +109,19 @@ import Testing
             (try? String(contentsOfFile: bravo + "/received.json", encoding: .utf8))?.contains("save 3") == true
         }
         _ = try await saver.stop()
+
+        // 5. Deleted on alpha while bravo's handoffd is stopped: bravo, back, hears it and drops
+        //    the note from its history; the link then has nothing left to open.
+        _ = try await rig.daemon("bravo")?.stop()
+        let deleted = try await rig.ctl("alpha", ["history", "delete", "--persistent-id", "notes/groceries"])
+        #expect(deleted.status == 0 && deleted.stdout.contains("told 0 devices now"), "\(deleted)")
+        #expect(try await rig.ctlJSON("alpha", HistoryResponse.self, ["history", "--json"]).entries.allSatisfy { $0.activity.content.persistentIdentifier != "notes/groceries" })
+        try await rig.startDaemon("bravo")
+        try await Rig.waitFor("bravo, back, to hear the deletion") {
+            try await rig.ctlJSON("bravo", HistoryResponse.self, ["history", "--json"]).entries.allSatisfy { $0.activity.content.persistentIdentifier != "notes/groceries" }
+        }
+        let gone = try await rig.ctl("bravo", ["open", link])
+        #expect(gone.status == 47, "\(gone)")
 
         // A link of another account (or a typo) is refused with its own status.
         let foreign = try await rig.ctl("bravo", ["open", "handoff:v1.bm90IGEgbGluaw"])

@@ -37,7 +37,7 @@ package struct DesktopInterface: Sendable {
     static let signatures: [String: String] = [
         "Register": "saso", "RegisterClaiming": "sasaso", "Unregister": "", "BecomeCurrent": "sa{sv}", "Update": "sa{sv}", "Resign": "s", "Invalidate": "s", "Focus": "s",
         "CloseWindow": "s", "SaveRestoration": "sa{sv}", "RemoveRestoration": "s", "Continue": "s", "OpenStream": "s", "TakeStream": "s",
-        "History": "", "SavedActivity": "s", "OpenLink": "s",
+        "History": "", "SavedActivity": "s", "OpenLink": "s", "DeleteSavedActivities": "as", "DeleteAllSavedActivities": "as",
     ]
     /// Registered apps at once (each holds a local-API connection to handoffd).
     static let maximumApps = 64
@@ -91,7 +91,7 @@ package struct DesktopInterface: Sendable {
                     }
                     // Answered once the calls before it are.
                     inbox.yield(.end(answering: call))
-                case "Continue", "OpenStream", "TakeStream", "History", "SavedActivity", "OpenLink":
+                case "Continue", "OpenStream", "TakeStream", "History", "SavedActivity", "OpenLink", "DeleteSavedActivities", "DeleteAllSavedActivities":
                     guard apps.startRequest() else {
                         bus.reply(to: call, error: Self.error("limits_exceeded", "handoff-desktop has \(Self.maximumRequests) requests under way; try again"))
                         continue
@@ -167,8 +167,8 @@ package struct DesktopInterface: Sendable {
         }
     }
 
-    /// Continue, OpenStream, TakeStream, History, SavedActivity, OpenLink: one local-API request
-    /// each.
+    /// Continue, OpenStream, TakeStream, History, SavedActivity, OpenLink and the deletions of
+    /// saved activities: one local-API request each.
     private func request(_ call: DBusIncomingCall) async {
         let argument = call.arguments.first?.stringValue ?? ""
         do throws(DBusError) {
@@ -176,6 +176,12 @@ package struct DesktopInterface: Sendable {
             case "History":
                 let response = try await relayed { () async throws(HandoffClientError) in try await client.send(.history) }
                 bus.reply(to: call, [.array(element: "a{sv}", response.entries.map(Self.historyEntry))])
+            case "DeleteSavedActivities", "DeleteAllSavedActivities":
+                let names = call.arguments.first?.arrayItems?.compactMap(\.stringValue) ?? []
+                let request =
+                    call.member == "DeleteSavedActivities" ? DeleteSavedRequest(persistentIdentifiers: names) : DeleteSavedRequest(types: names)
+                let response = try await relayed { () async throws(HandoffClientError) in try await client.send(.deleteSaved(request)) }
+                bus.reply(to: call, [.string(response.deletion.lowercasedString)])
             case "SavedActivity":
                 let response = try await relayed { () async throws(HandoffClientError) in try await client.send(.history(persistentIdentifier: argument)) }
                 bus.reply(to: call, [response.entries.first.map(Self.historyEntry) ?? .vardict([:])])

@@ -93,6 +93,12 @@ extension LocalAPICall where Answer == HistoryResponse {
     }
 }
 
+extension LocalAPICall where Answer == DeleteSavedResponse {
+    /// Deletes saved activities on every device of the account (they hear it now, or when they
+    /// next talk to one that knows).
+    public static func deleteSaved(_ request: DeleteSavedRequest) -> Self { Self(.deleteSaved, body: request) }
+}
+
 extension LocalAPICall where Answer == ResignResponse {
     public static var resignCurrent: Self { Self(.deleteCurrent) }
 

@@ -264,6 +264,35 @@ public actor HandoffApp {
         }
     }
 
+    /// Deletes the saved activities of these contents on every device of the account: history
+    /// entries, restoration activities, the current activity if it is one of them (Apple's
+    /// `deleteSavedUserActivities(withPersistentIdentifiers:)`; docs/apps.md, "Deleting saved
+    /// activities"). Devices away hear it when they are back.
+    public func deleteSavedActivities(withPersistentIdentifiers ids: [String]) async throws(HandoffError) {
+        guard !ids.isEmpty else { return }
+        try await deleteSaved(DeleteSavedRequest(persistentIdentifiers: ids))
+    }
+
+    /// Deletes every saved activity of this app's types — those it continues, and those of the
+    /// activities it has made in this run — on every device of the account (Apple's
+    /// `deleteAllSavedUserActivities`).
+    public func deleteAllSavedActivities() async throws(HandoffError) {
+        await lockWindows()
+        let made = Set(windows.values.map(\.activityType)).union(restoredWindows.values.map(\.activityType))
+        unlockWindows()
+        let types = Array(made.union(continuedTypes)).sorted()
+        guard !types.isEmpty else { return }
+        try await deleteSaved(DeleteSavedRequest(types: types))
+    }
+
+    private func deleteSaved(_ request: DeleteSavedRequest) async throws(HandoffError) {
+        do {
+            _ = try await client.send(.deleteSaved(request))
+        } catch {
+            throw HandoffError(error)
+        }
+    }
+
     nonisolated func activityChanged(window: String) {
         changedWindows.withLock { _ = $0.insert(window) }
         changes.yield()

@@ -90,6 +90,19 @@ package actor RestorationStore {
         PrivateFiles.remove(directory + "/" + appID + "/" + Self.fileName(of: window))
     }
 
+    /// Forgets every app's restoration activities that `deletes` (saved activities deleted,
+    /// docs/apps.md "Deleting saved activities"); returns how many.
+    package func remove(where deletes: (Activity) -> Bool) -> Int {
+        var removed = 0
+        for appID in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where (try? Self.check(appID: appID)) != nil {
+            for (window, activity) in restoration(of: appID) where deletes(activity) {
+                PrivateFiles.remove(directory + "/" + appID + "/" + Self.fileName(of: window))
+                removed += 1
+            }
+        }
+        return removed
+    }
+
     // MARK: Names
 
     static func check(appID: String, window: String) throws(DaemonError) {

@@ -6,6 +6,7 @@ import Foundation
 import DaemonCore
 import HandoffAPI
 import HandoffModel
+import HandoffPeer
 import HandoffSystem
 import Logging
 import ServiceLifecycle
@@ -40,6 +41,15 @@ package actor HistoryStore: Service {
     }
 
     package static let fileName = "history"
+    /// The deletions this device made or heard (`SavedActivityDeletion`), kept to tell every
+    /// device it next talks to, history on or off.
+    package static let deletionsFileName = "history-deletions"
+    /// How many of them are kept (the newest), and for how long at most.
+    static let deletionsKept = PeerMessage.maximumSavedDeletions
+    static let deletionsLifetime: Int64 = 90 * 24 * 3600
+    /// A deletion made on another device removes what this device saw up to this long after it,
+    /// by this device's clock: the two clocks may differ by a little (doctor says when by more).
+    static let clockTolerance: Int64 = 120
 
     private let path: String
     private var limits: Limits
@@ -48,6 +58,9 @@ package actor HistoryStore: Service {
     private let logger: Logger
     /// Newest first, each with its line as the file holds it.
     private var entries: [(entry: HistoryEntry, line: [UInt8])]
+    /// Oldest first.
+    private var deletions: [SavedActivityDeletion]
+    private var deletionsDirty = false
     /// What was recorded since the file was last written.
     private var dirty = false
     /// Nudges the saver (`run`): the file follows at most once a second while things change.
@@ -74,6 +87,7 @@ package actor HistoryStore: Service {
         self.me = me
         self.logger = logger
         entries = limits.enabled ? Self.load(path, limits: limits, logger: logger) : []
+        deletions = Self.loadDeletions(stateDirectory + "/" + Self.deletionsFileName, logger: logger)
         if !limits.enabled { Self.removeFiles(path) }
         (limitChanges, post) = AsyncStream.makeStream(of: Limits.self, bufferingPolicy: .bufferingNewest(1))
         (saves, save) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -131,7 +145,7 @@ package actor HistoryStore: Service {
     }
 
     /// Keeps `activity`, newest first, within the limits. What it replaces goes: an earlier
-    /// version of it, or — from the same device — an activity with the same
+    /// version of it, or — from the same device — an activity of the same type with the same
     /// `persistentIdentifier` (the same content: a document saved again).
     package func record(_ activity: Activity, device: LocalEvent.PeerRef?, own: Bool, at: Timestamp) {
         guard limits.enabled else { return }
@@ -149,11 +163,11 @@ package actor HistoryStore: Service {
     }
 
     /// Whether `new` replaces `old`: the same activity seen from the same side (this device's,
-    /// or the same other device's), or the same content there.
+    /// or the same other device's), or the same content (type and `persistentIdentifier`) there.
     static func replaces(_ new: HistoryEntry, _ old: HistoryEntry) -> Bool {
         guard new.own == old.own, new.own || new.device?.id == old.device?.id else { return false }
         if new.activity.id == old.activity.id { return true }
-        guard let id = new.activity.content.persistentIdentifier else { return false }
+        guard let id = new.activity.content.persistentIdentifier, new.activity.type == old.activity.type else { return false }
         return id == old.activity.content.persistentIdentifier
     }
 
@@ -171,6 +185,32 @@ package actor HistoryStore: Service {
         let named = entries.lazy.map(\.entry).filter { target.names($0.activity) }
         return named.first { ($0.device?.id ?? target.device) == target.device } ?? named.first
     }
+
+    /// Applies `deletion` (docs/apps.md, "Deleting saved activities"), made here or heard from
+    /// another device, and keeps it to tell others; nil when it was known already (nothing to
+    /// do, nothing to tell), else how many entries went: those it names, seen before it was
+    /// made (within `clockTolerance`), so that what was seen since stays.
+    package func apply(_ deletion: SavedActivityDeletion, now: Timestamp = .now()) -> Int? {
+        guard !deletions.contains(where: { $0.id == deletion.id }) else { return nil }
+        let oldest = now.microsecondsSinceEpoch - Self.deletionsLifetime * 1_000_000
+        deletions.removeAll { $0.at.microsecondsSinceEpoch < oldest }
+        // A deletion older than the lifetime is not kept (nor told on), but still applies.
+        if deletion.at.microsecondsSinceEpoch >= oldest {
+            deletions.append(deletion)
+            deletions.sort { $0.at < $1.at }
+            if deletions.count > Self.deletionsKept { deletions.removeFirst(deletions.count - Self.deletionsKept) }
+        }
+        deletionsDirty = true
+        let until = deletion.at.microsecondsSinceEpoch + Self.clockTolerance * 1_000_000
+        let before = entries.count
+        entries.removeAll { deletion.matches($0.entry.activity) && $0.entry.seenAt.microsecondsSinceEpoch <= until }
+        if entries.count != before { dirty = true }
+        save.yield()
+        return before - entries.count
+    }
+
+    /// The deletions to tell another device, oldest first.
+    package func deletionsToTell() -> [SavedActivityDeletion] { deletions }
 
     /// New limits (a reloaded handoffd.toml): what no longer fits goes; off, everything does.
     package func replace(_ new: Limits) {
@@ -213,6 +253,14 @@ package actor HistoryStore: Service {
 
     /// Writes what changed since the last write.
     package func flush() {
+        if deletionsDirty {
+            deletionsDirty = false
+            do {
+                try PrivateFiles.writeAtomically(Array(try JSONEncoder().encode(deletions)), to: deletionsPath)
+            } catch {
+                logger.warning("cannot save the deletions of saved activities", metadata: ["error": "\(error)"])
+            }
+        }
         guard dirty, limits.enabled else { return }
         dirty = false
         do {
@@ -220,6 +268,21 @@ package actor HistoryStore: Service {
         } catch {
             // History is a convenience: a full disk loses it, never the request that made it.
             logger.warning("cannot save the history", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private var deletionsPath: String { PrivateFiles.parentDirectory(of: path) + "/" + Self.deletionsFileName }
+
+    /// The deletions kept; none when the file is unreadable (moved aside).
+    static func loadDeletions(_ path: String, logger: Logger) -> [SavedActivityDeletion] {
+        do {
+            guard let bytes = try PrivateFiles.read(path, maximumSize: 16 << 20) else { return [] }
+            let read = try JSONDecoder().decode([SavedActivityDeletion].self, from: Data(bytes))
+            return Array(read.filter { $0.problem == nil }.sorted { $0.at < $1.at }.suffix(deletionsKept))
+        } catch {
+            let aside = PrivateFiles.quarantine(path)
+            logger.warning("the deletions of saved activities are unreadable; moved them aside", metadata: ["path": "\(aside)", "error": "\(error)"])
+            return []
         }
     }
 

@@ -186,12 +186,17 @@ package actor MemberLinks {
         slots.down(session, peer: session.peerID)
     }
 
-    /// Sends `message` to every session (activity notices, a newer account state).
-    package func broadcast(_ message: PeerMessage, except left: Set<DeviceID> = []) {
+    /// Sends `message` to every session (activity notices, a newer account state); returns to
+    /// how many.
+    @discardableResult
+    package func broadcast(_ message: PeerMessage, except left: Set<DeviceID> = []) -> Int {
+        var told = 0
         for session in sessions.values where !left.contains(session.peerID) {
             let s = session
             spawn { try? await s.send(message) }
+            told += 1
         }
+        return told
     }
 
     /// Ends the sessions of devices that have been removed from the account, telling each first.

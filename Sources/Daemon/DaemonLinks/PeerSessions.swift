@@ -192,6 +192,7 @@ extension PeerMessage {
         case .removed: "removal notice"
         case .leaving: "leave notice"
         case .renameRequest: "rename request"
+        case .savedDeletions: "saved-activity deletions"
         case .unknown(let kind): "message of unknown type \(kind)"
         }
     }

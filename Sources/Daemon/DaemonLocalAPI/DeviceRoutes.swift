@@ -3,18 +3,22 @@ import DaemonHistory
 import HandoffAPI
 
 /// This device itself: its status (`GET /v1/status`), its settings (`GET`/`PUT
-/// /v1/settings`) and what it saw (`GET /v1/history`; docs/local-api.md). Every handler's first
-/// line checks who is asking.
+/// /v1/settings`) and what it saw (`GET /v1/history`, `POST /v1/history/delete`;
+/// docs/local-api.md). Every handler's first line checks who is asking.
 package struct DeviceRoutes: Sendable {
     let deviceSwitch: DeviceSwitch
     let history: HistoryStore
+    let deletions: SavedDeletions
     /// What `status` shows, gathered by the composition root from every feature; with the
     /// claims of web domains (which reads every app's `.desktop` file) when asked.
     let gather: @Sendable (_ webDomains: Bool) async -> DaemonStatus
 
-    package init(deviceSwitch: DeviceSwitch, history: HistoryStore, status: @escaping @Sendable (_ webDomains: Bool) async -> DaemonStatus) {
+    package init(
+        deviceSwitch: DeviceSwitch, history: HistoryStore, deletions: SavedDeletions, status: @escaping @Sendable (_ webDomains: Bool) async -> DaemonStatus
+    ) {
         self.deviceSwitch = deviceSwitch
         self.history = history
+        self.deletions = deletions
         self.gather = status
     }
 
@@ -29,6 +33,12 @@ package struct DeviceRoutes: Sendable {
             list.entries.removeAll { $0.activity.content.persistentIdentifier != id }
         }
         return .ok(list)
+    }
+
+    /// `POST /v1/history/delete`: saved activities deleted on every device of the account.
+    func deleteSaved(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        let ask = try request.decoded(DeleteSavedRequest.self)
+        return .ok(try await deletions.delete(ask))
     }
 
     /// `GET /v1/status`; with `?webDomains=1`, also what apps claim (`doctor`).

@@ -169,6 +169,7 @@ package struct LocalAPIRouter: Sendable {
         case .putCurrent: return try await activity.putCurrent(request)
         case .putDocument: return try await activity.putDocument(request)
         case .history: return try await device.history(request)
+        case .deleteSaved: return try await device.deleteSaved(request)
         case .deleteCurrent: return try await activity.deleteCurrent(request)
         case .attach: return try await activity.attach(request)
         case .events: return try activity.events(request)

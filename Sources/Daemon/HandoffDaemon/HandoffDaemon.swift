@@ -164,6 +164,7 @@ public final class HandoffDaemon: Sendable {
     let documents: DocumentShelf
     /// The recent activities this device saw.
     let history: HistoryStore
+    let deletions: SavedDeletions
     /// Where a continued activity goes here (for `continue`, and what offers say).
     let handover: Handover
     /// The user's home, as the daemon runs (`~/` in `[documents] folders`).
@@ -218,9 +219,10 @@ public final class HandoffDaemon: Sendable {
         self.registry = registry
         let attachments = Attachments(events: events)
         self.attachments = attachments
+        let restorations = RestorationStore(stateDirectory: configuration.stateDirectory, limits: configuration.limits, logger: logger)
         self.apps = AppDesk(
             registry: registry,
-            restoration: RestorationStore(stateDirectory: configuration.stateDirectory, limits: configuration.limits, logger: logger),
+            restoration: restorations,
             attachments: attachments,
             limits: configuration.limits,
             answerDeadline: configuration.deadlines.appAnswer,
@@ -281,6 +283,9 @@ public final class HandoffDaemon: Sendable {
             clock: configuration.clock, deadlines: configuration.deadlines, logger: logger
         )
         self.links = links
+        let deletions = SavedDeletions(history: history, restorations: restorations, registry: registry, links: links, logger: logger)
+        peerMessages.register(deletions)
+        self.deletions = deletions
         self.originating = OriginatingStreams(book: book, registry: registry, attachments: attachments, store: accounts, files: documents, logger: logger)
         let listener = PeerListener(
             port: configuration.peerPort,
@@ -404,7 +409,9 @@ public final class HandoffDaemon: Sendable {
                 links: LinkDesk(accounts: accounts, registry: registry, history: history, fetch: fetch, continueFlow: continueFlow)
             ),
             streams: StreamRoutes(book: book, resuming: resuming, originating: originating, daemonUID: daemonUID),
-            device: DeviceRoutes(deviceSwitch: deviceSwitch, history: history, status: { [self] webDomains in await self.status(webDomains: webDomains) }),
+            device: DeviceRoutes(
+                deviceSwitch: deviceSwitch, history: history, deletions: deletions, status: { [self] webDomains in await self.status(webDomains: webDomains) }
+            ),
             daemonUID: daemonUID,
             logger: logger
         )

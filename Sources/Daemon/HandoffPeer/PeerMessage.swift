@@ -55,6 +55,9 @@ public enum PeerMessage: Sendable, Equatable {
     /// it signs the new state. Answered with `accountStateReply`: the state after it (the same
     /// state when the name was refused, or by a device without the key).
     case renameRequest(requestID: UInt32, name: String)
+    /// The saved activities deleted on the account's devices that the sender knows of (at most
+    /// `maximumSavedDeletions`): told when a session opens, and each new one at once.
+    case savedDeletions([SavedActivityDeletion])
     /// A message type this version does not know (a newer peer's); sessions skip it.
     case unknown(kind: UInt8)
 
@@ -64,6 +67,7 @@ public enum PeerMessage: Sendable, Equatable {
         case activityNotice = 7, getActivity = 8, activity = 9, activityUnavailable = 10
         case activityContinued = 11, openStream = 12, streamAccepted = 13, streamRefused = 14
         case getAccountState = 15, accountStateReply = 16, removed = 17, leaving = 18, renameRequest = 19
+        case savedDeletions = 20
     }
 
     var kindByte: UInt8 {
@@ -94,6 +98,7 @@ public enum PeerMessage: Sendable, Equatable {
         case .removed: .removed
         case .leaving: .leaving
         case .renameRequest: .renameRequest
+        case .savedDeletions: .savedDeletions
         case .unknown: nil
         }
     }
@@ -250,6 +255,9 @@ extension PeerMessage {
     /// (the TLS certificate says who is talking).
     static let placeholderID = DeviceID(digest: [UInt8](repeating: 0, count: 32))
 
+    /// The most deletions one message (and so one device's list of them) carries.
+    public static let maximumSavedDeletions = 128
+
     /// A signed account state and its account secret, each length-prefixed.
     static func signedState(_ r: inout ByteReader) throws -> (SignedAccountState, [UInt8]) {
         let stateBytes = Array(try r.lengthPrefixed())
@@ -342,6 +350,9 @@ extension PeerMessage {
         case .streamRefused(let refusal):
             w.byte(refusal.reason.rawValue)
             w.lengthPrefixed(Array(refusal.message.utf8))
+        case .savedDeletions(let deletions):
+            w.varint(UInt64(deletions.count))
+            for deletion in deletions { deletion.encode(into: &w) }
         case .unknown:
             break
         }
@@ -430,6 +441,20 @@ extension PeerMessage {
             case .streamRefused:
                 let raw = try r.byte()
                 self = .streamRefused(StreamRefusal(StreamRefusalReason(rawValue: raw) ?? .internalError, try r.utf8String()))
+            case .savedDeletions:
+                let count = try r.varint()
+                guard count <= UInt64(PeerMessage.maximumSavedDeletions) else {
+                    throw PeerMessageError(description: "more than \(PeerMessage.maximumSavedDeletions) deletions")
+                }
+                var deletions: [SavedActivityDeletion] = []
+                for _ in 0..<count {
+                    do {
+                        deletions.append(try SavedActivityDeletion(decoding: &r))
+                    } catch {
+                        throw PeerMessageError(description: error.description)
+                    }
+                }
+                self = .savedDeletions(deletions)
             }
         } catch let e as PeerMessageError {
             throw e

@@ -35,3 +35,47 @@ public struct HistoryResponse: Codable, Sendable, Equatable {
         self.enabled = enabled
     }
 }
+
+/// `POST /v1/history/delete`: deletes saved activities on every device of the account
+/// (docs/apps.md, "Deleting saved activities") — those of these contents, of these types, or
+/// all of them: their history entries, windows' restoration activities, and the current
+/// activity if it is one.
+public struct DeleteSavedRequest: Codable, Sendable, Equatable {
+    public var persistentIdentifiers: [String]
+    public var types: [String]
+    public var all: Bool
+
+    public init(persistentIdentifiers: [String] = [], types: [String] = [], all: Bool = false) {
+        self.persistentIdentifiers = persistentIdentifiers
+        self.types = types
+        self.all = all
+    }
+
+    enum CodingKeys: String, CodingKey { case persistentIdentifiers, types, all }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        persistentIdentifiers = try c.decodeIfPresent([String].self, forKey: .persistentIdentifiers) ?? []
+        types = try c.decodeIfPresent([String].self, forKey: .types) ?? []
+        all = try c.decodeIfPresent(Bool.self, forKey: .all) ?? false
+    }
+}
+
+public struct DeleteSavedResponse: Codable, Sendable, Equatable {
+    /// Names the deletion on every device.
+    public var deletion: UUID
+    /// What went here: history entries, restoration activities, the current activity.
+    public var historyEntries: Int
+    public var restorations: Int
+    public var current: Bool
+    /// The devices told now; the others hear it when they next talk to one that knows it.
+    public var devicesTold: Int
+
+    public init(deletion: UUID, historyEntries: Int, restorations: Int, current: Bool, devicesTold: Int) {
+        self.deletion = deletion
+        self.historyEntries = historyEntries
+        self.restorations = restorations
+        self.current = current
+        self.devicesTold = devicesTold
+    }
+}

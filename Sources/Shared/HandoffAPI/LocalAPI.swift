@@ -17,6 +17,7 @@ public enum LocalAPIRoute {
     public static let currentDocument = "/v1/activity/current/document"
     /// GET: `HistoryResponse`, the recent activities this device saw.
     public static let history = "/v1/history"
+    public static let historyDelete = "/v1/history/delete"
     public static let links = "/v1/links"
     public static let openLink = "/v1/links/open"
     /// GET: NDJSON stream of `LocalEvent`.

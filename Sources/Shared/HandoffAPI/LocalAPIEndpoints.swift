@@ -6,7 +6,7 @@ public enum LocalAPIEndpoints {
         case getSettings, putSettings
         case getCurrent, putCurrent, deleteCurrent, attach
         case putDocument
-        case history
+        case history, deleteSaved
         case events
         case getAccount, createAccount, joinAccount, invite, sync, leave
         case devices, renameDevice, removeDevice
@@ -55,6 +55,7 @@ public enum LocalAPIEndpoints {
         Route(method: "POST", path: .exact(LocalAPIRoute.attach), endpoint: .attach),
         Route(method: "GET", path: .exact(LocalAPIRoute.events), endpoint: .events),
         Route(method: "GET", path: .exact(LocalAPIRoute.history), endpoint: .history),
+        Route(method: "POST", path: .exact(LocalAPIRoute.historyDelete), endpoint: .deleteSaved),
         Route(method: "GET", path: .exact(LocalAPIRoute.account), endpoint: .getAccount),
         Route(method: "POST", path: .exact(LocalAPIRoute.account), endpoint: .createAccount),
         Route(method: "POST", path: .exact(LocalAPIRoute.accountJoin), endpoint: .joinAccount),

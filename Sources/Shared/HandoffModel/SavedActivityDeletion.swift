@@ -1,0 +1,95 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Saved activities deleted on one device, for every device of the account (docs/apps.md,
+/// "Deleting saved activities"; Apple's `deleteSavedUserActivities(withPersistentIdentifiers:)`
+/// and `deleteAllSavedUserActivities`): the activities of those contents, of those types, or all,
+/// seen before `at`. Each device keeps the deletions it made or heard and tells them to every
+/// device it next talks to, so a device that was away hears them too; `id` makes hearing one
+/// twice harmless.
+public struct SavedActivityDeletion: Codable, Sendable, Equatable {
+    public var id: UUID
+    /// When it was made, by the clock of the device that made it.
+    public var at: Timestamp
+    public var persistentIdentifiers: [String]
+    public var types: [String]
+    /// Every saved activity.
+    public var everything: Bool
+
+    public static let maximumIdentifiers = 64
+    public static let maximumTypes = 64
+    /// As a link carries at most (`LinkTarget`): a longer id is refused here.
+    public static let maximumIdentifierBytes = 512
+
+    public init(id: UUID = UUID(), at: Timestamp, persistentIdentifiers: [String] = [], types: [String] = [], everything: Bool = false) {
+        self.id = id
+        self.at = at
+        self.persistentIdentifiers = persistentIdentifiers
+        self.types = types
+        self.everything = everything
+    }
+
+    /// What is wrong with it, if anything: nothing named, or over the bounds.
+    public var problem: String? {
+        if !everything, persistentIdentifiers.isEmpty, types.isEmpty { return "name persistent identifiers, types, or all" }
+        if persistentIdentifiers.count > Self.maximumIdentifiers { return "at most \(Self.maximumIdentifiers) persistent identifiers at once" }
+        if types.count > Self.maximumTypes { return "at most \(Self.maximumTypes) types at once" }
+        if let long = persistentIdentifiers.first(where: { $0.isEmpty || $0.utf8.count > Self.maximumIdentifierBytes }) {
+            return "a persistent identifier is 1 to \(Self.maximumIdentifierBytes) bytes (one is \(long.utf8.count))"
+        }
+        if let long = types.first(where: { $0.isEmpty || $0.utf8.count > ActivityLimits.maximumTypeBytes }) {
+            return "a type is 1 to \(ActivityLimits.maximumTypeBytes) bytes (one is \(long.utf8.count))"
+        }
+        return nil
+    }
+
+    /// Whether it deletes `activity`.
+    public func matches(_ activity: Activity) -> Bool {
+        if everything || types.contains(activity.type) { return true }
+        guard let id = activity.content.persistentIdentifier else { return false }
+        return persistentIdentifiers.contains(id)
+    }
+
+    /// Its form in peer messages: id, time, flags, then each list, length-prefixed.
+    public func encode(into w: inout ByteWriter) {
+        w.raw(withUnsafeBytes(of: id.uuid) { Array($0) })
+        w.zigzag(at.microsecondsSinceEpoch)
+        w.byte(everything ? 1 : 0)
+        for list in [persistentIdentifiers, types] {
+            w.varint(UInt64(list.count))
+            for item in list { w.lengthPrefixed(Array(item.utf8)) }
+        }
+    }
+
+    public struct Malformed: Error, Sendable, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Reads one, refusing anything over the bounds (from another device: nothing it sends makes
+    /// this device keep more).
+    public init(decoding r: inout ByteReader) throws(Malformed) {
+        do {
+            let b = Array(try r.take(16))
+            id = UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+            at = Timestamp(microsecondsSinceEpoch: try r.zigzag())
+            everything = try r.byte() == 1
+            var lists: [[String]] = []
+            for limit in [Self.maximumIdentifiers, Self.maximumTypes] {
+                let count = try r.varint()
+                guard count <= UInt64(limit) else { throw Malformed(description: "a deletion names more than \(limit) items") }
+                var list: [String] = []
+                for _ in 0..<count { list.append(try r.utf8String()) }
+                lists.append(list)
+            }
+            (persistentIdentifiers, types) = (lists[0], lists[1])
+        } catch let e as Malformed {
+            throw e
+        } catch {
+            throw Malformed(description: "malformed deletion: \(error)")
+        }
+        if let problem { throw Malformed(description: "a deletion out of bounds: \(problem)") }
+    }
+}
