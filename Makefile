@@ -236,6 +236,8 @@ install-files:
 	$(INSTALL_FROM)/handoffctl --generate-completion-script fish > $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/handoffctl.fish
 	install -D -m 0644 packaging/ufw/handoff $(DESTDIR)$(UFW_DIR)/handoff
 	install -D -m 0644 packaging/firewalld/handoff.xml $(DESTDIR)$(FIREWALLD_DIR)/handoff.xml
+	@# The handoff: link handler, as desktop-file-utils' trigger does for a package (not into a DESTDIR).
+	@if [ -z "$(DESTDIR)" ] && command -v update-desktop-database >/dev/null; then update-desktop-database -q $(DATADIR)/applications; fi
 	@echo "installed under $(DESTDIR)$(PREFIX). Start it: systemctl --user enable --now handoffd"
 	@echo "and, for notifications in your desktop: systemctl --user enable --now handoff-desktop"
 	@echo "Chromium (started as /usr/bin/chromium) and Firefox ESR load the browser extension at their next start (docs/browser.md)."

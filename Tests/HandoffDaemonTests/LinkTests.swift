@@ -37,7 +37,11 @@ import Testing
         #expect(LinkSeal.open(String(decoding: bytes, as: UTF8.self), accountSecrets: [secret]) == nil)
         #expect(LinkSeal.open(String(link.dropLast(10)), accountSecrets: [secret]) == nil)
         #expect(LinkSeal.open("handoff:v2." + link.dropFirst(11), accountSecrets: [secret]) == nil)
-        #expect(LinkSeal.open(link + String(repeating: "A", count: 9000), accountSecrets: [secret]) == nil)
+        // A link sealed right but longer than any this version makes is not read.
+        var huge = target
+        huge.webpageURL = "https://example.com/" + String(repeating: "w", count: 7000)
+        let tooLong = LinkSeal.seal(huge, accountSecret: secret)
+        #expect(tooLong.utf8.count > OpenLinkRequest.maximumLinkBytes && LinkSeal.open(tooLong, accountSecrets: [secret]) == nil)
         for garbage in ["", "handoff:v1.", "handoff:v1.!!!!", "https://example.com"] { #expect(LinkSeal.open(garbage, accountSecrets: [secret]) == nil) }
         // Two links to the same activity differ (a fresh nonce): links cannot be matched up.
         #expect(LinkSeal.seal(target, accountSecret: secret) != link)
@@ -109,6 +113,8 @@ import Testing
         let second = try await b.client.send(.link(LinkRequest(historyEntry: 1)))
         #expect(second.activity.title == "Groceries, edited" && second.device?.name == "desk")
         await expectFailure(.notSaved) { _ = try await b.client.send(.link(LinkRequest(historyEntry: 99))) }
+        await expectFailure(.invalidValue) { _ = try await b.client.send(.link(LinkRequest(historyEntry: 0))) }
+        await expectFailure(.invalidValue) { _ = try await b.client.send(.link(LinkRequest(peer: "desk", historyEntry: 1))) }
         await expectFailure(.noCurrentActivity) { _ = try await b.client.send(.link(LinkRequest())) }
         try await b.finish()
         TempDirectory.remove(a.directory)
@@ -127,8 +133,12 @@ import Testing
         let here = try await a.client.send(.openLink(OpenLinkRequest(link: own.link, delivery: .returnToCaller)))
         #expect(here.source == .device && here.continued.activity.id == put.activity.id && here.continued.peerName == "desk")
         // What a link names, by content, over the local API (HandoffKit's savedActivity).
+        try await waitUntil("desk's history") { try await !a.client.send(.history(persistentIdentifier: "note-7")).entries.isEmpty }
         let saved = try await a.client.send(.history(persistentIdentifier: "note-7"))
         #expect(saved.entries.count == 1 && saved.entries[0].activity.id == put.activity.id)
+        await expectFailure(.invalidValue) {
+            _ = try await a.client.send(.history(persistentIdentifier: String(repeating: "p", count: 513)))
+        }
         #expect(try await a.client.send(.history(persistentIdentifier: "note-7 ")).entries.isEmpty)
 
         for foreign in [

@@ -6,6 +6,7 @@ import HandoffAPI
 import HandoffClient
 import HandoffDiscovery
 import HandoffModel
+import HandoffPeer
 import HandoffTestSupport
 import Testing
 
@@ -24,6 +25,10 @@ import Testing
         let byType = SavedActivityDeletion(at: .now(), types: ["org.example.notes.edit"])
         #expect(byType.matches(Self.note("d", persistent: nil)) && !byType.matches(Self.note("e", persistent: nil, type: "org.example.other")))
         #expect(SavedActivityDeletion(at: .now(), everything: true).matches(Self.note("f", persistent: nil, type: "org.example.other")))
+        // Both: an app's own content (that id, of its types); another app's with the same id stays.
+        let own = SavedActivityDeletion(at: .now(), persistentIdentifiers: ["1"], types: ["org.example.notes.edit"])
+        #expect(own.matches(Self.note("g", persistent: "1")) && !own.matches(Self.note("h", persistent: "1", type: "org.example.mail.read")))
+        #expect(!own.matches(Self.note("i", persistent: "2")))
         for bad in [
             SavedActivityDeletion(at: .now()),
             SavedActivityDeletion(at: .now(), persistentIdentifiers: [""]),
@@ -47,8 +52,10 @@ import Testing
         let dir = try TempDirectory.make()
         defer { TempDirectory.remove(dir) }
         let store = HistoryStore(stateDirectory: dir, limits: .init(), events: EventHub(), me: { nil }, logger: TestLogger.make("history"))
-        let t0 = Timestamp(secondsSinceEpoch: 1_800_000_000)
-        func at(_ seconds: Int64) -> Timestamp { Timestamp(secondsSinceEpoch: 1_800_000_000 + seconds) }
+        // Times about now: a deletion dated far from this device's clock is not kept (below).
+        let base = Timestamp.now().microsecondsSinceEpoch / 1_000_000 - 1000
+        let t0 = Timestamp(secondsSinceEpoch: base)
+        func at(_ seconds: Int64) -> Timestamp { Timestamp(secondsSinceEpoch: base + seconds) }
         await store.record(Self.note("old 7", persistent: "note-7"), device: nil, own: true, at: at(-60))
         await store.record(Self.note("other", persistent: "note-8"), device: nil, own: true, at: at(-50))
         // Seen a little after the deletion by this device's clock: within the tolerance, it goes.
@@ -59,27 +66,54 @@ import Testing
         #expect(await store.apply(deletion, now: at(700)) == 2)
         #expect(await store.list().entries.map(\.activity.title) == ["new 7", "other"])
         #expect(await store.apply(deletion, now: at(700)) == nil)
-        #expect(await store.deletionsToTell() == [deletion])
+        #expect(await store.deletionsToTell(now: at(700)) == [deletion])
         await store.flush()
         var st = stat()
         #expect(stat(dir + "/history-deletions", &st) == 0 && st.st_mode & 0o777 == 0o600)
         let again = HistoryStore(stateDirectory: dir, limits: .init(), events: EventHub(), me: { nil }, logger: TestLogger.make("history"))
-        #expect(await again.deletionsToTell() == [deletion])
+        #expect(await again.deletionsToTell(now: at(700)) == [deletion])
         #expect(await again.apply(deletion, now: at(700)) == nil)
 
-        // Bounded: the newest 128; those older than 90 days are not kept, yet still apply.
+        // Bounded: the newest 128.
         for i in 0..<200 { _ = await again.apply(SavedActivityDeletion(at: at(Int64(i)), types: ["org.example.t\(i)"]), now: at(700)) }
-        let kept = await again.deletionsToTell()
+        let kept = await again.deletionsToTell(now: at(700))
         #expect(kept.count == 128 && kept.last?.types == ["org.example.t199"])
-        await again.record(Self.note("ancient", persistent: "note-9"), device: nil, own: true, at: at(-100 * 86_400))
-        #expect(await again.apply(SavedActivityDeletion(at: at(-95 * 86_400), persistentIdentifiers: ["note-9"]), now: at(700)) == 1)
-        let stillKept = await again.deletionsToTell()
-        #expect(stillKept.count == 128 && !stillKept.contains { $0.persistentIdentifiers == ["note-9"] })
+
+        // What this device no longer keeps is not applied nor told again (else it would go round
+        // for ever): older than the oldest of the full list, older than the lifetime, or dated
+        // in this device's future — the far future included, which must not overflow.
+        #expect(await again.apply(SavedActivityDeletion(at: at(-1), types: ["org.example.old"]), now: at(700)) == nil)
+        #expect(await again.apply(SavedActivityDeletion(at: at(-91 * 86_400), types: ["org.example.old"]), now: at(700)) == nil)
+        for future in [at(700 + 3600), Timestamp(microsecondsSinceEpoch: .max), Timestamp(microsecondsSinceEpoch: .min)] {
+            #expect(await again.apply(SavedActivityDeletion(at: future, everything: true), now: at(700)) == nil)
+        }
+        // An entry a kept deletion names is not recorded again (its event came late, or it was
+        // reopened from the history).
+        let late = Activity(content: ActivityContent(type: "org.example.t150", title: "late"), createdAt: at(100))
+        await again.record(late, device: nil, own: true, at: at(900))
+        #expect(!(await again.list().entries.contains { $0.activity.title == "late" }))
 
         // History off: the deletions are still kept (to tell others).
         await again.replace(HistoryStore.Limits(enabled: false))
         #expect(await again.apply(SavedActivityDeletion(at: at(800), everything: true), now: at(900)) == 0)
-        #expect(await again.deletionsToTell().last?.everything == true)
+        #expect(await again.deletionsToTell(now: at(900)).last?.everything == true)
+    }
+
+    /// However many and large the deletions, all a device keeps fit one peer frame.
+    @Test func theDeletionsKeptFitOneFrame() async throws {
+        let dir = try TempDirectory.make()
+        defer { TempDirectory.remove(dir) }
+        let store = HistoryStore(stateDirectory: dir, limits: .init(), events: EventHub(), me: { nil }, logger: TestLogger.make("history"))
+        let now = Timestamp.now()
+        for i in 0..<40 {
+            let ids = (0..<64).map { "\(i)-\($0)-" + String(repeating: "p", count: 500) }
+            _ = await store.apply(SavedActivityDeletion(at: now.adding(seconds: Int64(i - 100)), persistentIdentifiers: ids), now: now)
+        }
+        let kept = await store.deletionsToTell(now: now)
+        let (kind, payload) = PeerMessage.savedDeletions(kept).encodedPayload()
+        #expect(kept.count > 10 && kept.count < 40 && payload.count <= 512 * 1024 + 8, "\(kept.count) deletions, \(payload.count) bytes")
+        #expect(try PeerMessage(kind: kind, payload: payload) == .savedDeletions(kept))
+        #expect(kept.last?.persistentIdentifiers.first?.hasPrefix("39-") == true, "the newest are kept")
     }
 
     @Test func restorationActivitiesOfADeletedContentGo() async throws {
@@ -111,8 +145,10 @@ import Testing
         let done = try await a.client.send(.deleteSaved(DeleteSavedRequest(persistentIdentifiers: ["note-7"])))
         #expect(done.historyEntries == 1 && done.current && done.devicesTold == 1, "\(done)")
         await expectFailure(.noCurrentActivity) { _ = try await a.client.send(.currentActivity) }
-        try await waitUntil("laptop to hear it") { try await b.client.send(.history).entries.isEmpty }
-        await expectFailure(.noCurrentActivity) { _ = try await b.client.send(.currentActivity) }
+        try await waitUntil("laptop to hear it: its history and current activity gone") {
+            let current = try? await b.client.send(.currentActivity)
+            return try await b.client.send(.history).entries.isEmpty && current == nil
+        }
 
         // Laptop away; desk deletes note 8, which laptop had.
         _ = try await b.client.send(.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: "org.example.notes.edit", title: "Eight", persistentIdentifier: "note-8"))))
@@ -122,8 +158,10 @@ import Testing
         #expect(away.devicesTold == 0)
         // Back: the session's first words carry it.
         let back = try await TestDaemon.start(directory: b.directory, network: network)
-        try await waitUntil("laptop, back, to hear the deletion") { try await back.client.send(.history).entries.isEmpty }
-        await expectFailure(.noCurrentActivity) { _ = try await back.client.send(.currentActivity) }
+        try await waitUntil("laptop, back, to hear the deletion: its history and current activity gone") {
+            let current = try? await back.client.send(.currentActivity)
+            return try await back.client.send(.history).entries.isEmpty && current == nil
+        }
 
         await expectFailure(.invalidValue) { _ = try await a.client.send(.deleteSaved(DeleteSavedRequest())) }
         try await a.finish()

@@ -30,6 +30,11 @@ package struct LinkDesk: Sendable {
 
     /// A link to this device's current activity, another device's, or one in the history.
     package func make(_ request: LinkRequest) async throws(DaemonError) -> LinkResponse {
+        let named = [request.peer != nil, request.historyEntry != nil, request.persistentIdentifier != nil].filter { $0 }.count
+        guard named <= 1 else { throw DaemonError(ActivityError(.invalidValue, "name at most one of peer, historyEntry and persistentIdentifier")) }
+        if let position = request.historyEntry, position < 1 {
+            throw DaemonError(ActivityError(.invalidValue, "historyEntry counts from 1 (the newest entry)"))
+        }
         let account = try await accounts.requireMembership()
         let me = account.deviceID
         let activity: Activity
@@ -40,8 +45,10 @@ package struct LinkDesk: Sendable {
             (activity, device) = (fetched.activity, fetched.peer)
             await history.record(activity, device: device, own: false, at: .now())
         } else if let position = request.historyEntry {
-            let entries = await history.list().entries
-            guard position >= 1, position <= entries.count else {
+            let list = await history.list()
+            guard list.enabled else { throw DaemonError(.notSaved, "history is off on this device ([history] enabled = false in handoffd.toml)") }
+            let entries = list.entries
+            guard position <= entries.count else {
                 throw DaemonError(.notSaved, "the history has \(entries.count) entries; \(position) is not one of them (handoffctl history lists them)")
             }
             (activity, device) = (entries[position - 1].activity, entries[position - 1].own ? nil : entries[position - 1].device)
@@ -92,10 +99,8 @@ package struct LinkDesk: Sendable {
             return OpenLinkResponse(source: .history, reason: why, target: target, continued: continued)
         }
         if let page = target.webpageURL {
-            let activity = Activity(
-                id: target.activityID, content: ActivityContent(type: ActivityContent.browsingWebType, title: "", webpageURL: page), createdAt: .now(),
-                updatedAt: .now(), originDevice: nil
-            )
+            // A page, not the linked activity: an id of its own.
+            let activity = Activity(content: ActivityContent(type: ActivityContent.browsingWebType, title: "", webpageURL: page), createdAt: .now())
             let from = target.device == me ? here : await accounts.peerRef(target.device)
             let continued = try await continueFlow.reopen(activity, from: from, delivery: request.delivery, environment: request.environment)
             return OpenLinkResponse(source: .webpage, reason: why, target: target, continued: continued)

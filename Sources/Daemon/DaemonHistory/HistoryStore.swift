@@ -44,9 +44,11 @@ package actor HistoryStore: Service {
     /// The deletions this device made or heard (`SavedActivityDeletion`), kept to tell every
     /// device it next talks to, history on or off.
     package static let deletionsFileName = "history-deletions"
-    /// How many of them are kept (the newest), and for how long at most.
+    /// How many of them are kept (the newest), for how long at most, and how many bytes they
+    /// take together as a peer message carries them: all of them fit one frame (1 MiB).
     static let deletionsKept = PeerMessage.maximumSavedDeletions
     static let deletionsLifetime: Int64 = 90 * 24 * 3600
+    static let deletionsBytes = 512 * 1024
     /// A deletion made on another device removes what this device saw up to this long after it,
     /// by this device's clock: the two clocks may differ by a little (doctor says when by more).
     static let clockTolerance: Int64 = 120
@@ -149,6 +151,9 @@ package actor HistoryStore: Service {
     /// `persistentIdentifier` (the same content: a document saved again).
     package func record(_ activity: Activity, device: LocalEvent.PeerRef?, own: Bool, at: Timestamp) {
         guard limits.enabled else { return }
+        // Deleted already (a deletion that came before the event saying it was seen, or an
+        // activity reopened from the history): not kept again.
+        if deletions.contains(where: { $0.deletes(activity, seenAt: min(at, activity.updatedAt), tolerance: Self.tolerance) }) { return }
         let entry = HistoryEntry(activity: activity, device: device, own: own, seenAt: at)
         guard let line = Self.line(entry) else { return }
         guard line.count <= limits.maximumBytes else {
@@ -187,30 +192,68 @@ package actor HistoryStore: Service {
     }
 
     /// Applies `deletion` (docs/apps.md, "Deleting saved activities"), made here or heard from
-    /// another device, and keeps it to tell others; nil when it was known already (nothing to
-    /// do, nothing to tell), else how many entries went: those it names, seen before it was
-    /// made (within `clockTolerance`), so that what was seen since stays.
+    /// another device, and keeps it to tell others; nil when there is nothing to do and nothing
+    /// to tell — it was heard already, or it is one this device no longer keeps: older than the
+    /// lifetime, or than the oldest of a full list (so a deletion never goes round for ever), or
+    /// dated in this device's future (a clock far ahead, or a forgery, would outlive every other).
+    /// Else how many entries went: those it names, seen before it was made (within
+    /// `clockTolerance`), so that what was seen since stays.
     package func apply(_ deletion: SavedActivityDeletion, now: Timestamp = .now()) -> Int? {
-        guard !deletions.contains(where: { $0.id == deletion.id }) else { return nil }
-        let oldest = now.microsecondsSinceEpoch - Self.deletionsLifetime * 1_000_000
-        deletions.removeAll { $0.at.microsecondsSinceEpoch < oldest }
-        // A deletion older than the lifetime is not kept (nor told on), but still applies.
-        if deletion.at.microsecondsSinceEpoch >= oldest {
-            deletions.append(deletion)
-            deletions.sort { $0.at < $1.at }
-            if deletions.count > Self.deletionsKept { deletions.removeFirst(deletions.count - Self.deletionsKept) }
-        }
+        prune(now: now)
+        guard !deletions.contains(where: { $0.id == deletion.id }), Self.isFresh(deletion.at, now: now),
+            deletions.count < Self.deletionsKept || deletion.at > deletions[0].at
+        else { return nil }
+        deletions.append(deletion)
+        deletions.sort { $0.at < $1.at }
+        deletions = Self.bounded(deletions)
         deletionsDirty = true
-        let until = deletion.at.microsecondsSinceEpoch + Self.clockTolerance * 1_000_000
         let before = entries.count
-        entries.removeAll { deletion.matches($0.entry.activity) && $0.entry.seenAt.microsecondsSinceEpoch <= until }
+        entries.removeAll { deletion.deletes($0.entry.activity, seenAt: $0.entry.seenAt, tolerance: Self.tolerance) }
         if entries.count != before { dirty = true }
         save.yield()
         return before - entries.count
     }
 
+    static let tolerance = Duration.seconds(clockTolerance)
+
+    /// Within the lifetime, and not after `now` by more than the clocks' tolerance.
+    static func isFresh(_ at: Timestamp, now: Timestamp) -> Bool {
+        at >= now.adding(seconds: -deletionsLifetime) && at <= now.adding(seconds: clockTolerance)
+    }
+
+    /// The newest that fit the count and the bytes.
+    static func bounded(_ sorted: [SavedActivityDeletion]) -> [SavedActivityDeletion] {
+        var kept: [SavedActivityDeletion] = []
+        var bytes = 0
+        for deletion in sorted.reversed() {
+            var w = ByteWriter()
+            deletion.encode(into: &w)
+            guard kept.count < deletionsKept, bytes + w.bytes.count <= deletionsBytes else { break }
+            bytes += w.bytes.count
+            kept.append(deletion)
+        }
+        return kept.reversed()
+    }
+
+    private func prune(now: Timestamp) {
+        let before = deletions.count
+        deletions.removeAll { $0.at < now.adding(seconds: -Self.deletionsLifetime) }
+        if deletions.count != before { deletionsDirty = true }
+    }
+
     /// The deletions to tell another device, oldest first.
-    package func deletionsToTell() -> [SavedActivityDeletion] { deletions }
+    package func deletionsToTell(now: Timestamp = .now()) -> [SavedActivityDeletion] {
+        prune(now: now)
+        return deletions
+    }
+
+    /// Forgets the deletions (this device left its account: another account's devices have
+    /// nothing to hear of them).
+    package func forgetDeletions() {
+        deletions = []
+        deletionsDirty = true
+        save.yield()
+    }
 
     /// New limits (a reloaded handoffd.toml): what no longer fits goes; off, everything does.
     package func replace(_ new: Limits) {
@@ -278,7 +321,7 @@ package actor HistoryStore: Service {
         do {
             guard let bytes = try PrivateFiles.read(path, maximumSize: 16 << 20) else { return [] }
             let read = try JSONDecoder().decode([SavedActivityDeletion].self, from: Data(bytes))
-            return Array(read.filter { $0.problem == nil }.sorted { $0.at < $1.at }.suffix(deletionsKept))
+            return bounded(read.filter { $0.problem == nil && isFresh($0.at, now: .now()) }.sorted { $0.at < $1.at })
         } catch {
             let aside = PrivateFiles.quarantine(path)
             logger.warning("the deletions of saved activities are unreadable; moved them aside", metadata: ["path": "\(aside)", "error": "\(error)"])

@@ -194,7 +194,8 @@ package actor MemberLinks {
         for session in sessions.values where !left.contains(session.peerID) {
             let s = session
             spawn { try? await s.send(message) }
-            told += 1
+            // A session closing (the loser of two crossed dials) is not a device told.
+            if s.isOpen { told += 1 }
         }
         return told
     }

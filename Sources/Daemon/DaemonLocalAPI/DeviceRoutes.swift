@@ -1,6 +1,7 @@
 import DaemonCore
 import DaemonHistory
 import HandoffAPI
+import HandoffModel
 
 /// This device itself: its status (`GET /v1/status`), its settings (`GET`/`PUT
 /// /v1/settings`) and what it saw (`GET /v1/history`, `POST /v1/history/delete`;
@@ -26,9 +27,13 @@ package struct DeviceRoutes: Sendable {
     /// `?persistentIdentifier=`, those of that content only.
     func history(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         var list = await history.list()
-        if request.query.contains("persistentIdentifier=") {
+        let given = request.query.split(separator: "&").contains { $0.hasPrefix("persistentIdentifier=") }
+        if given {
             guard let id = QueryText.value("persistentIdentifier", in: request.query) else {
                 throw LocalAPIError(.badRequest, "persistentIdentifier is not percent-encoded UTF-8")
+            }
+            guard id.utf8.count <= SavedActivityDeletion.maximumIdentifierBytes else {
+                throw LocalAPIError(.invalidValue, "a persistentIdentifier asked for is at most \(SavedActivityDeletion.maximumIdentifierBytes) bytes")
             }
             list.entries.removeAll { $0.activity.content.persistentIdentifier != id }
         }

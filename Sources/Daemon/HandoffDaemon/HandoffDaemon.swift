@@ -283,7 +283,7 @@ public final class HandoffDaemon: Sendable {
             clock: configuration.clock, deadlines: configuration.deadlines, logger: logger
         )
         self.links = links
-        let deletions = SavedDeletions(history: history, restorations: restorations, registry: registry, links: links, logger: logger)
+        let deletions = SavedDeletions(history: history, restorations: restorations, registry: registry, links: links, clock: configuration.clock, logger: logger)
         peerMessages.register(deletions)
         self.deletions = deletions
         self.originating = OriginatingStreams(book: book, registry: registry, attachments: attachments, store: accounts, files: documents, logger: logger)
@@ -315,7 +315,8 @@ public final class HandoffDaemon: Sendable {
         )
         route.connect(
             EventRoute.Features(
-                events: events, attachments: attachments, book: book, presence: presence, links: links, discovery: discovery, admission: admission
+                events: events, attachments: attachments, book: book, presence: presence, links: links, discovery: discovery, admission: admission,
+                accounts: accounts, history: history
             )
         )
     }
@@ -653,6 +654,8 @@ final class EventRoute: Sendable {
         let links: MemberLinks
         let discovery: DiscoveryService
         let admission: AdmissionControl
+        let accounts: AccountStore
+        let history: HistoryStore
     }
 
     private let features = Mutex<Features?>(nil)
@@ -693,6 +696,9 @@ final class EventRoute: Sendable {
             f.discovery.advertise(notice)
         case .accountChanged:
             f.discovery.accountChanged()
+            // Left (or never had) an account: its deletions are no other account's business.
+            let (accounts, history) = (f.accounts, f.history)
+            f.links.spawn { if await !accounts.isMember { await history.forgetDeletions() } }
             f.events.publish(LocalEvent(at: .now(), .statusChanged))
             statusChanged.yield()
         case .discoveryStateChanged:

@@ -100,6 +100,15 @@ public struct OpenLinkRequest: Codable, Sendable, Equatable {
         self.delivery = delivery
         self.environment = environment
     }
+
+    enum CodingKeys: String, CodingKey { case link, delivery, environment }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        link = try c.decode(String.self, forKey: .link)
+        delivery = try c.decodeIfPresent(ContinueRequest.Delivery.self, forKey: .delivery) ?? .dispatch
+        environment = try c.decodeIfPresent([String: String].self, forKey: .environment) ?? [:]
+    }
 }
 
 public struct OpenLinkResponse: Codable, Sendable, Equatable {

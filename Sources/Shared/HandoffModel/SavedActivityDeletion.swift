@@ -6,8 +6,8 @@ import Foundation
 
 /// Saved activities deleted on one device, for every device of the account (docs/apps.md,
 /// "Deleting saved activities"; Apple's `deleteSavedUserActivities(withPersistentIdentifiers:)`
-/// and `deleteAllSavedUserActivities`): the activities of those contents, of those types, or all,
-/// seen before `at`. Each device keeps the deletions it made or heard and tells them to every
+/// and `deleteAllSavedUserActivities`): the activities of those contents, of those types (of
+/// those contents of those types, when it names both: an app's own), or all, seen before `at`. Each device keeps the deletions it made or heard and tells them to every
 /// device it next talks to, so a device that was away hears them too; `id` makes hearing one
 /// twice harmless.
 public struct SavedActivityDeletion: Codable, Sendable, Equatable {
@@ -46,11 +46,20 @@ public struct SavedActivityDeletion: Codable, Sendable, Equatable {
         return nil
     }
 
-    /// Whether it deletes `activity`.
+    /// Whether it names `activity`.
     public func matches(_ activity: Activity) -> Bool {
-        if everything || types.contains(activity.type) { return true }
+        if everything { return true }
+        if !types.isEmpty, !types.contains(activity.type) { return false }
+        guard !persistentIdentifiers.isEmpty else { return true }
         guard let id = activity.content.persistentIdentifier else { return false }
         return persistentIdentifiers.contains(id)
+    }
+
+    /// Whether it deletes `activity`, seen (or last changed) at `seenAt`: it names it, and it was
+    /// seen before the deletion was made, give or take `tolerance` (two devices' clocks) — what
+    /// was shown again since stays.
+    public func deletes(_ activity: Activity, seenAt: Timestamp, tolerance: Duration) -> Bool {
+        matches(activity) && seenAt <= at.adding(seconds: tolerance.components.seconds)
     }
 
     /// Its form in peer messages: id, time, flags, then each list, length-prefixed.
