@@ -1,12 +1,15 @@
 // A viewer with one window per item, to show how a continuation finds its window
 // (docs/handoffkit.md): each window's activity names the item it shows
-// (`targetContentIdentifier`); an item continued from another device goes to the window already
-// showing it, else to a new window. Windows come back when the viewer starts again (state
-// restoration). Headless: one command per line on stdin —
+// (`targetContentIdentifier`), and each window declares what it takes (activation
+// conditions): it prefers its own item, and can take what `can` adds. An item continued from
+// another device goes to the window that prefers it, else to one that can take it, else to a
+// new window. Windows come back when the viewer starts again (state restoration). Headless: one
+// command per line on stdin (an item is any word: item-7, photo-9) —
 //
-//   open N     open a window showing item N (focused: its activity is the device's current one)
-//   focus N    focus the window showing item N
-//   close N    close it
+//   open ITEM          open a window showing ITEM (focused: its activity is the device's current one)
+//   focus ITEM         focus the window showing ITEM
+//   can ITEM PATTERN…  the window showing ITEM can also take these items (item-8, item-*, *)
+//   close ITEM         close it
 //   quit
 //
 //   handoff-example-viewer [--socket PATH]
@@ -19,24 +22,26 @@ let itemType = "org.handoff.example.item"
 
 final class Viewer: ContinuationReceiver {
     let app: HandoffApp
-    /// The windows, by item shown.
-    let windows = Mutex<Set<String>>([])
+    /// The windows, by item shown, with what each can take besides.
+    let windows = Mutex<[String: [String]]>([:])
 
     init(app: HandoffApp) {
         self.app = app
     }
 
-    static func window(showing item: String) -> String { "w" + item }
+    static func window(showing item: String) -> String { "w:" + item }
 
     /// Opens (or refreshes) the window showing `item`, focused, and keeps it for next time.
     func open(_ item: String) async throws {
         let activity = UserActivity(activityType: itemType, app: app, window: Self.window(showing: item))
         activity.title = "Item \(item)"
-        activity.targetContentIdentifier = "item-\(item)"
+        activity.targetContentIdentifier = item
         activity.userInfo = ["item": .string(item)]
+        let can = windows.withLock { $0[item, default: []] }
+        try await app.setActivationConditions(ActivationConditions(can: can, prefers: [item]), for: Self.window(showing: item))
         try await activity.becomeCurrent()
         try await app.saveRestoration(activity)
-        windows.withLock { _ = $0.insert(item) }
+        windows.withLock { $0[item] = can }
     }
 
     func perform(_ command: String, _ item: String) async {
@@ -48,12 +53,18 @@ final class Viewer: ContinuationReceiver {
             case "focus":
                 try await app.focus(window: Self.window(showing: item))
                 say("focused \(Self.window(showing: item))")
+            case "can":
+                let words = item.split(separator: " ").map(String.init)
+                guard let shown = words.first, windows.withLock({ $0[shown] != nil }) else { return say("error: no window shows that item") }
+                windows.withLock { $0[shown] = Array(words.dropFirst()) }
+                try await app.setActivationConditions(ActivationConditions(can: Array(words.dropFirst()), prefers: [shown]), for: Self.window(showing: shown))
+                say("window \(Self.window(showing: shown)) can take \(words.dropFirst().joined(separator: " "))")
             case "close":
                 try await app.close(window: Self.window(showing: item))
-                windows.withLock { _ = $0.remove(item) }
+                windows.withLock { $0[item] = nil }
                 say("closed \(Self.window(showing: item))")
             default:
-                say("error: unknown command \(command); use open, focus, close or quit")
+                say("error: unknown command \(command); use open, focus, can, close or quit")
             }
         } catch {
             say("error: \(error)")

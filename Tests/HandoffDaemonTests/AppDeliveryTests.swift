@@ -33,7 +33,7 @@ import Testing
         let client = b.client
         // The app: willContinue, then continue in window "seven"; it takes it there.
         let appSide = Task { () async throws -> (String?, String?) in
-            guard case .willContinue(let id, let type, _) = try await app.next()?.body, type == Self.type else { throw TestFailure("no willContinue") }
+            guard case .willContinue(let id, let type, _, _) = try await app.next()?.body, type == Self.type else { throw TestFailure("no willContinue") }
             guard case .continue(let same, let activity, _, let window) = try await app.next()?.body, same == id else { throw TestFailure("no continue") }
             _ = try await client.send(.answerContinuation(id, registration: registration, ContinuationAnswer(taken: true, window: window)))
             return (window, activity.title)
@@ -198,7 +198,7 @@ extension AppDeliveryTests {
             _ = try await aClient.send(.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: Self.type, title: "Item 4"))))
         }
         let receiver = Task { () async throws -> [String] in
-            guard case .willContinue(let id, let type, let peer) = try await app.next()?.body, type == Self.type, peer.name == "desk" else {
+            guard case .willContinue(let id, let type, let peer, _) = try await app.next()?.body, type == Self.type, peer.name == "desk" else {
                 throw TestFailure("no willContinue")
             }
             guard case .continueFailed(let same, let failedType, let code, _) = try await app.next()?.body, same == id, failedType == Self.type else {
@@ -209,6 +209,44 @@ extension AppDeliveryTests {
         await expectFailure(.activityChanged) { _ = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))) }
         try await originator.value
         #expect(try await receiver.value == ["activity_changed"])
+        try await a.finish()
+        try await b.finish()
+    }
+    /// Activation conditions over the local API: the window that prefers the target takes it
+    /// over one that can; a link reopened here knows the activity before the app hears of it,
+    /// so `willContinue` names that window; a window closed keeping its restoration activity
+    /// comes back at the next registration; bad conditions are refused.
+    @Test func conditionsChooseTheWindowAndWillContinueNamesIt() async throws {
+        let (a, b) = try await Self.setUp(ActivityContent(type: Self.type, title: "Item 7", targetContentIdentifier: "item-7"))
+        let app = try await b.client.subscribe(.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type])))
+        let (registration, _) = try await AppRoutesTests.registered(app)
+        _ = try await b.client.send(.setActivationConditions(ActivationConditions(prefers: ["item-7"]), window: "seven", registration: registration))
+        _ = try await b.client.send(.setActivationConditions(ActivationConditions(can: ["item-*"]), window: "items", registration: registration))
+        _ = try await b.client.send(.focusWindow("items", registration: registration))
+        await expectFailure(.invalidValue) {
+            _ = try await b.client.send(.setActivationConditions(ActivationConditions(can: [""]), window: "bad", registration: registration))
+        }
+        let link = try await b.client.send(.link(LinkRequest(peer: "desk"))).link
+        let client = b.client
+        let appSide = Task { () async throws -> (String?, String?) in
+            guard case .willContinue(let id, _, _, let named) = try await app.next()?.body else { throw TestFailure("no willContinue") }
+            guard case .continue(let same, _, _, let window) = try await app.next()?.body, same == id else { throw TestFailure("no continue") }
+            _ = try await client.send(.answerContinuation(id, registration: registration, ContinuationAnswer(taken: true, window: window)))
+            return (named, window)
+        }
+        let opened = try await b.client.send(.openLink(OpenLinkRequest(link: link)))
+        let (named, window) = try await appSide.value
+        #expect(named == "seven" && window == "seven" && opened.continued.delivered?.window == "seven", "\(String(describing: named)) \(String(describing: window))")
+
+        // Closed keeping its restoration activity: the window's activity as it was comes back.
+        _ = try await b.client.send(.setWindowActivity(ActivityContent(type: Self.type, title: "Item 7 here", targetContentIdentifier: "item-7"), window: "seven", registration: registration))
+        _ = try await b.client.send(.closeWindow("seven", registration: registration, keepingRestoration: true))
+        _ = try await b.client.send(.closeWindow("items", registration: registration))
+        app.close()
+        let again = try await b.client.subscribe(.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type])))
+        let (_, restored) = try await AppRoutesTests.registered(again)
+        #expect(restored.map(\.window) == ["seven"] && restored.first?.activity.title == "Item 7 here", "\(restored)")
+        again.close()
         try await a.finish()
         try await b.finish()
     }

@@ -4,8 +4,9 @@ import Testing
 @testable import DaemonApps
 
 /// Apps, windows and focus (`AppWindows`), by tables: what the device's current activity is after
-/// each step, and where a continuation goes — the window showing its target, else the app for its
-/// type focused last, else a launch.
+/// each step, and where a continuation goes — a window that prefers its target (or shows it),
+/// else one that can take it, else the last-focused window that declared nothing, of the app for
+/// its type focused last, else a new window of that app, else a launch.
 @Suite struct AppWindowsTests {
     /// Registrations by letter: "n" a notes app, "v" and "w" two instances of a viewer.
     static let registrations: [String: UUID] = ["n": UUID(), "v": UUID(), "w": UUID()]
@@ -23,6 +24,8 @@ import Testing
         case withdraw(String, window: String)
         case focus(String, window: String)
         case close(String, window: String)
+        /// Window `window` of app `app` declares what it takes.
+        case conditions(String, window: String, can: [String] = [], prefers: [String] = [])
     }
 
     struct Ask: Sendable {
@@ -96,9 +99,56 @@ import Testing
             current: "Item 8", ask: Ask(type: item, target: "item-7"), receiver: "window v/a"
         ),
         Row(
-            "no window shows the target: the app for the type focused last",
+            "no window shows the target: the last-focused window of the app for the type focused last",
             [.register("v"), .register("w"), .activity("v", window: "a", title: "Item 7", target: "item-7"), .focus("w", window: "x"), .focus("v", window: "a")],
-            current: "Item 7", ask: Ask(type: item, target: "item-9"), receiver: "app v"
+            current: "Item 7", ask: Ask(type: item, target: "item-9"), receiver: "window v/a"
+        ),
+        Row(
+            "prefers beats can, though the window that can had focus later",
+            [
+                .register("v"), .conditions("v", window: "a", prefers: ["item-7"]), .conditions("v", window: "b", can: ["item-*"]),
+                .focus("v", window: "a"), .focus("v", window: "b"),
+            ],
+            current: "-", ask: Ask(type: item, target: "item-7"), receiver: "window v/a"
+        ),
+        Row(
+            "a window that can take the target takes it when none prefers it",
+            [.register("v"), .conditions("v", window: "a", prefers: ["item-7"]), .conditions("v", window: "b", can: ["item-*"]), .focus("v", window: "a")],
+            current: "-", ask: Ask(type: item, target: "item-8"), receiver: "window v/b"
+        ),
+        Row(
+            "no window declared it, all declared something: a new window",
+            [.register("v"), .conditions("v", window: "a", prefers: ["item-7"]), .conditions("v", window: "b", can: ["item-*"]), .focus("v", window: "b")],
+            current: "-", ask: Ask(type: item, target: "photo-9"), receiver: "app v"
+        ),
+        Row(
+            "no window declared it: the last-focused window that declared nothing",
+            [
+                .register("v"), .conditions("v", window: "a", prefers: ["item-7"]), .focus("v", window: "c"), .focus("v", window: "d"),
+                .focus("v", window: "a"),
+            ],
+            current: "-", ask: Ask(type: item, target: "photo-9"), receiver: "window v/d"
+        ),
+        Row(
+            "* takes anything; prefers implies can; across apps, the window focused last",
+            [
+                .register("v"), .register("w"), .conditions("v", window: "a", can: ["*"]), .conditions("w", window: "c", prefers: ["photo-*"]),
+                .focus("w", window: "c"), .focus("v", window: "a"),
+            ],
+            current: "-", ask: Ask(type: item, target: "photo-9"), receiver: "window w/c"
+        ),
+        Row(
+            "a window showing the target counts as preferring it",
+            [
+                .register("v"), .activity("v", window: "a", title: "Item 8", target: "item-8"), .conditions("v", window: "b", can: ["item-*"]),
+                .focus("v", window: "b"),
+            ],
+            current: "-", ask: Ask(type: item, target: "item-8"), receiver: "window v/a"
+        ),
+        Row(
+            "without a target, the app's last-focused window that declared nothing",
+            [.register("v"), .conditions("v", window: "a", can: ["*"]), .focus("v", window: "b"), .focus("v", window: "a")],
+            current: "-", ask: Ask(type: item), receiver: "window v/b"
         ),
         Row(
             "of two windows showing the target, the one focused last",
@@ -131,7 +181,7 @@ import Testing
         ),
         Row(
             "focus beats registration order",
-            [.register("v"), .register("w"), .focus("v", window: "a")], current: "-", ask: Ask(type: item), receiver: "app v"
+            [.register("v"), .register("w"), .focus("v", window: "a")], current: "-", ask: Ask(type: item), receiver: "window v/a"
         ),
         Row(
             "a quit receiver no longer receives",
@@ -163,6 +213,8 @@ import Testing
                 windows.focus(window, in: Self.registrations[app]!)
             case .close(let app, let window):
                 windows.close(window, in: Self.registrations[app]!)
+            case .conditions(let app, let window, let can, let prefers):
+                windows.setConditions(ActivationConditions(can: can, prefers: prefers), of: window, in: Self.registrations[app]!)
             }
         }
         #expect((windows.current?.content.title ?? "-") == row.current)

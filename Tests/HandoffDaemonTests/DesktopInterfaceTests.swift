@@ -140,7 +140,7 @@ import Testing
                 #expect(continuationID == response.continuationID.lowercasedString)
                 var receivedSignals = receivingSignals.makeAsyncIterator()
                 let willContinue = try #require(await receivedSignals.next())
-                #expect(willContinue.member == "WillContinue" && willContinue.arguments == [.string(continuationID), .string(Self.type), .string("desk")])
+                #expect(willContinue.member == "WillContinue" && willContinue.arguments == [.string(continuationID), .string(Self.type), .string("desk"), .string("")])
 
                 // A continuation stream, as a descriptor both ways.
                 guard case .unixFD(let fd) = try await receiving.call("OpenStream", [.string(continuationID)]).first else { throw TestFailure("no descriptor") }
@@ -180,7 +180,7 @@ import Testing
                 let deletion = try await asker.call("DeleteAllSavedActivities", [.strings([Self.type])])
                 #expect(deletion.count == 1 && UUID(uuidString: deletion[0].stringValue ?? "") != nil, "\(deletion)")
                 #expect(try await b.client.send(.history).entries.isEmpty)
-                await asker.refused("org.handoff.Error.invalid_value", "DeleteSavedActivities", [.strings([])])
+                await asker.refused("org.handoff.Error.invalid_value", "DeleteSavedActivities", [.strings([]), .strings([])])
                 asker.bus.close()
 
                 // Invalidated: no update brings it back; B no longer sees it.

@@ -53,38 +53,43 @@ import Testing
         try await laptop.finish()
     }
 
-    /// The viewer: item 7, shown in a window on the laptop, goes to that window; item 9 opens a
-    /// new one; the windows come back when the viewer starts again.
-    @Test func viewerContinuesIntoTheWindowShowingTheItemElseANewOne() async throws {
+    /// The viewer: on the laptop, window w:item-7 prefers item-7 and w:item-8 can take any
+    /// item-*. Item 7 goes to w:item-7 (prefers beats can), item 5 to w:item-8 (can), photo-9,
+    /// which no window takes, to a new window; the windows come back when the viewer starts again.
+    @Test func viewerContinuesIntoTheWindowThatPrefersOrCanTakeTheItemElseANewOne() async throws {
         let (desk, laptop) = try await PeerDiscoveryTests.pair()
         let deskViewer = try Self.app("handoff-example-viewer", desk)
         var laptopViewer = try Self.app("handoff-example-viewer", laptop)
         try await deskViewer.expect("ready")
         try await laptopViewer.expect("ready")
-        laptopViewer.send("open 7")
-        laptopViewer.send("open 8")
-        try await laptopViewer.expect("window w8 shows item 8")
+        laptopViewer.send("open item-7")
+        laptopViewer.send("open item-8")
+        laptopViewer.send("can item-8 item-*")
+        try await laptopViewer.expect("window w:item-8 can take item-*")
+        // w:item-8 had focus last: conditions, not focus, choose.
+        laptopViewer.send("focus item-8")
+        try await laptopViewer.expect("focused w:item-8")
 
-        deskViewer.send("open 7")
-        try await Self.waitUntilSeen(laptop, "Item 7")
-        let seven = try await laptop.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
-        #expect(seven.delivered?.window == "w7")
-        try await laptopViewer.expect("item 7 continued in open window w7")
+        func continueOnLaptop(_ item: String) async throws -> ContinueResponse {
+            deskViewer.send("open \(item)")
+            try await Self.waitUntilSeen(laptop, "Item \(item)")
+            return try await laptop.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
+        }
+        #expect(try await continueOnLaptop("item-7").delivered?.window == "w:item-7")
+        try await laptopViewer.expect("item item-7 continued in open window w:item-7")
+        #expect(try await continueOnLaptop("item-5").delivered?.window == "w:item-8")
+        try await laptopViewer.expect("item item-5 continued in open window w:item-8")
+        #expect(try await continueOnLaptop("photo-9").delivered?.window == "w:photo-9")
+        try await laptopViewer.expect("item photo-9 continued in new window w:photo-9")
+        #expect(try await laptop.client.send(.currentActivity).activity.title == "Item photo-9", "the new window has focus")
 
-        deskViewer.send("open 9")
-        try await Self.waitUntilSeen(laptop, "Item 9")
-        let nine = try await laptop.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
-        #expect(nine.delivered?.window == "w9")
-        try await laptopViewer.expect("item 9 continued in new window w9")
-        #expect(try await laptop.client.send(.currentActivity).activity.title == "Item 9", "the new window has focus")
-
-        laptopViewer.send("close 8")
-        try await laptopViewer.expect("closed w8")
+        laptopViewer.send("close item-8")
+        try await laptopViewer.expect("closed w:item-8")
         #expect(try await laptopViewer.quit() == 0)
         laptopViewer = try Self.app("handoff-example-viewer", laptop)
         try await laptopViewer.expect("ready")
-        for window in ["w7", "w9"] { #expect(laptopViewer.output.contains("restored window \(window)")) }
-        #expect(!laptopViewer.output.contains("w8"), "a closed window does not come back")
+        for window in ["w:item-7", "w:photo-9"] { #expect(laptopViewer.output.contains("restored window \(window)")) }
+        #expect(!laptopViewer.output.contains("w:item-8"), "a closed window does not come back")
         #expect(try await laptopViewer.quit() == 0)
         #expect(try await deskViewer.quit() == 0)
         try await desk.finish()

@@ -329,7 +329,7 @@ import Testing
         try await d.finish()
     }
 
-    @Test func aLaunchedAppReadsItsContinuationFromTheEnvironment() throws {
+    @Test func aLaunchedAppReadsItsContinuationFromTheEnvironment() async throws {
         let dir = try TempDirectory.make()
         defer { TempDirectory.remove(dir) }
         let activity = Activity(content: ActivityContent(type: Self.note, title: "From the launcher"), createdAt: .now())
@@ -343,6 +343,14 @@ import Testing
         )
         #expect(launched.id == id && launched.userActivity.title == "From the launcher" && launched.device == "desk")
         #expect(try IncomingContinuation.launched(environment: [:]) == nil)
+        // Through the receiver (what `run` does at start): willContinue first, as for a
+        // running app, then the activity.
+        let receiver = Notes()
+        await HandoffApp.takeLaunched(
+            receiver,
+            environment: [HandlerEnvironment.activityFile: dir + "/a.json", HandlerEnvironment.continuationID: id.uuidString, HandlerEnvironment.peerName: "desk"]
+        )
+        #expect(receiver.journal.all == ["willContinue \(Self.note) desk", "continue From the launcher -"], "\(receiver.journal.all)")
     }
 
     /// A continuation the receiver heard `willContinue` for, which then fails (what desk showed

@@ -64,15 +64,15 @@ import Testing
         try await laptopViewer.expect("ready")
         laptopViewer.send("open 7")
         laptopViewer.send("open 8")
-        try await laptopViewer.expect("window w8 shows item 8")
+        try await laptopViewer.expect("window w:8 shows item 8")
         deskViewer.send("open 7")
         try await bravoSees(rig, "Item 7")
         #expect(try await rig.ctl("bravo", ["continue", "desk"]).status == 0)
-        try await laptopViewer.expect("item 7 continued in open window w7")
+        try await laptopViewer.expect("item 7 continued in open window w:7")
         deskViewer.send("open 9")
         try await bravoSees(rig, "Item 9")
         #expect(try await rig.ctl("bravo", ["continue", "desk"]).status == 0)
-        try await laptopViewer.expect("item 9 continued in new window w9")
+        try await laptopViewer.expect("item 9 continued in new window w:9")
         #expect(try await laptopViewer.quit() == 0)
 
         // 3. A receiver that hangs (stopped): the continuation fails at the 5 s answer deadline

@@ -40,7 +40,7 @@ import Testing
         try await notifyCalls.wait(for: "the Notify call's arguments") { m in expected.allSatisfy { m.stdout.contains($0) } }
         let clicked = try await session.dunstctl(["action", "0"])
         #expect(clicked.status == 0, "\(clicked)")
-        try await laptopViewer.expect("item 7 continued in new window w7")
+        try await laptopViewer.expect("item 7 continued in new window w:7")
         try await session.waitUntilDisplayed(0)
 
         // Another item: a new notification (after the 5 s spacing); its window closing on alpha

@@ -124,7 +124,7 @@ import Testing
         // The first item that can be chosen: "Continue in Example Viewer", under "desk — “Item 7”".
         _ = try await x(["/usr/bin/xdotool", "key", "Down"])
         _ = try await x(["/usr/bin/xdotool", "key", "Return"])
-        try await laptopViewer.expect("item 7 continued in new window w7")
+        try await laptopViewer.expect("item 7 continued in new window w:7")
 
         #expect(try await laptopViewer.quit() == 0)
         #expect(try await deskViewer.quit() == 0)

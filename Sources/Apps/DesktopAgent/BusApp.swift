@@ -56,6 +56,8 @@ struct BusApp: Sendable {
         var focused: String?
         /// Windows whose activity was invalidated: Update is refused until BecomeCurrent.
         var invalidated: Set<String> = []
+        /// What windows declared they take (SetActivationConditions), given again with the rest.
+        var conditions: [String: ActivationConditions] = [:]
 
         /// The activities' size together if `window`'s were `size` bytes.
         func bytes(with size: Int, for window: String) -> Int { bytes - (sizes[window] ?? 0) + size }
@@ -174,6 +176,9 @@ struct BusApp: Sendable {
 
     /// After registering again: each window's activity, then the focus.
     private func giveAgain(_ windows: Windows, registration id: UUID) async {
+        for (window, declared) in windows.conditions.sorted(by: { $0.key < $1.key }) {
+            _ = try? await client.send(.setActivationConditions(declared, window: window, registration: id))
+        }
         for (window, content) in windows.activities.sorted(by: { $0.key < $1.key }) {
             _ = try? await client.send(.setWindowActivity(content, window: window, registration: id))
         }
@@ -189,7 +194,8 @@ struct BusApp: Sendable {
                 throw DesktopInterface.error("invalid_window_id", "a window id is 1 to \(Self.maximumWindowIDBytes) bytes")
             }
             guard windows.activities.count + windows.invalidated.count < Self.maximumWindows || windows.activities[window] != nil
-                || windows.invalidated.contains(window) || ["Resign", "Focus", "CloseWindow", "RemoveRestoration"].contains(call.member)
+                || windows.invalidated.contains(window)
+                || ["Resign", "Focus", "CloseWindow", "CloseWindowKeepingRestoration", "RemoveRestoration"].contains(call.member)
             else {
                 throw DesktopInterface.error("too_many_windows", "\(self.registration.appID) has \(Self.maximumWindows) windows with activities; close some (CloseWindow)")
             }
@@ -232,11 +238,25 @@ struct BusApp: Sendable {
                 _ = try await relayed(&registration) { id async throws(HandoffClientError) in try await client.send(.focusWindow(window, registration: id)) } keep: {
                     windows.focused = window
                 }
-            case "CloseWindow":
-                _ = try await relayed(&registration) { id async throws(HandoffClientError) in try await client.send(.closeWindow(window, registration: id)) } keep: {
+            case "CloseWindow", "CloseWindowKeepingRestoration":
+                let keeping = call.member == "CloseWindowKeepingRestoration"
+                _ = try await relayed(&registration) { id async throws(HandoffClientError) in
+                    try await client.send(.closeWindow(window, registration: id, keepingRestoration: keeping))
+                } keep: {
                     windows.forget(window)
                     windows.invalidated.remove(window)
+                    windows.conditions[window] = nil
                     if windows.focused == window { windows.focused = nil }
+                }
+            case "SetActivationConditions":
+                let strings = { (value: DBusValue) in value.arrayItems?.compactMap(\.stringValue) ?? [] }
+                let declared = ActivationConditions(can: strings(call.arguments[1]), prefers: strings(call.arguments[2]))
+                let cleared = declared.can.isEmpty && declared.prefers.isEmpty
+                if let problem = declared.problem { throw DesktopInterface.error("invalid_value", "activation conditions: \(problem)") }
+                _ = try await relayed(&registration) { id async throws(HandoffClientError) in
+                    try await client.send(.setActivationConditions(cleared ? nil : declared, window: window, registration: id))
+                } keep: {
+                    windows.conditions[window] = cleared ? nil : declared
                 }
             case "SaveRestoration":
                 let content = try ActivityDictionary.content(from: call.arguments[1])
@@ -305,8 +325,8 @@ struct BusApp: Sendable {
         switch event.body {
         case .registered, .unknown:
             return
-        case .willContinue(let continuation, let type, let peer):
-            signal("WillContinue", [.string(continuation.lowercasedString), .string(type), .string(peer.name)])
+        case .willContinue(let continuation, let type, let peer, let window):
+            signal("WillContinue", [.string(continuation.lowercasedString), .string(type), .string(peer.name), .string(window ?? "")])
         case .continueFailed(let continuation, let type, let code, let reason):
             signal("ContinueFailed", [.string(continuation.lowercasedString), .string(type), .string(code.rawValue), .string(reason)])
         case .willSave(let window, let activity, let peer):

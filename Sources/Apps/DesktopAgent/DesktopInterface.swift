@@ -36,8 +36,8 @@ package struct DesktopInterface: Sendable {
     /// Each method and the arguments it takes (D-Bus signatures).
     static let signatures: [String: String] = [
         "Register": "saso", "RegisterClaiming": "sasaso", "Unregister": "", "BecomeCurrent": "sa{sv}", "Update": "sa{sv}", "Resign": "s", "Invalidate": "s", "Focus": "s",
-        "CloseWindow": "s", "SaveRestoration": "sa{sv}", "RemoveRestoration": "s", "Continue": "s", "OpenStream": "s", "TakeStream": "s",
-        "History": "", "SavedActivity": "s", "OpenLink": "s", "DeleteSavedActivities": "as", "DeleteAllSavedActivities": "as",
+        "CloseWindow": "s", "CloseWindowKeepingRestoration": "s", "SetActivationConditions": "sasas", "SaveRestoration": "sa{sv}", "RemoveRestoration": "s", "Continue": "s", "OpenStream": "s", "TakeStream": "s",
+        "History": "", "SavedActivity": "s", "OpenLink": "s", "DeleteSavedActivities": "asas", "DeleteAllSavedActivities": "as",
     ]
     /// Registered apps at once (each holds a local-API connection to handoffd).
     static let maximumApps = 64
@@ -177,9 +177,11 @@ package struct DesktopInterface: Sendable {
                 let response = try await relayed { () async throws(HandoffClientError) in try await client.send(.history) }
                 bus.reply(to: call, [.array(element: "a{sv}", response.entries.map(Self.historyEntry))])
             case "DeleteSavedActivities", "DeleteAllSavedActivities":
-                let names = call.arguments.first?.arrayItems?.compactMap(\.stringValue) ?? []
+                let strings = { (value: DBusValue?) in value?.arrayItems?.compactMap(\.stringValue) ?? [] }
                 let request =
-                    call.member == "DeleteSavedActivities" ? DeleteSavedRequest(persistentIdentifiers: names) : DeleteSavedRequest(types: names)
+                    call.member == "DeleteSavedActivities"
+                    ? DeleteSavedRequest(persistentIdentifiers: strings(call.arguments.first), types: strings(call.arguments.last))
+                    : DeleteSavedRequest(types: strings(call.arguments.first))
                 let response = try await relayed { () async throws(HandoffClientError) in try await client.send(.deleteSaved(request)) }
                 bus.reply(to: call, [.string(response.deletion.lowercasedString)])
             case "SavedActivity":

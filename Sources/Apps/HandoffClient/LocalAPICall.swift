@@ -222,9 +222,16 @@ extension LocalAPICall where Answer == WindowResponse {
         Self(.postWindow, LocalAPIRoute.window(window, of: registration, .focus))
     }
 
-    /// The user closed the window: its activity and its restoration activity go.
-    public static func closeWindow(_ window: String, registration: UUID) -> Self {
-        Self(.deleteWindow, LocalAPIRoute.window(window, of: registration))
+    /// The user closed the window: its activity goes, and its restoration activity — unless
+    /// `keepingRestoration`: then its activity becomes its restoration activity.
+    public static func closeWindow(_ window: String, registration: UUID, keepingRestoration: Bool = false) -> Self {
+        Self(.deleteWindow, LocalAPIRoute.window(window, of: registration) + (keepingRestoration ? "?keepRestoration=1" : ""))
+    }
+
+    /// What the window declares it takes (nil: anything, after the windows that declared).
+    public static func setActivationConditions(_ conditions: ActivationConditions?, window: String, registration: UUID) -> Self {
+        guard let conditions else { return Self(.deleteWindow, LocalAPIRoute.window(window, of: registration, .conditions)) }
+        return Self(.putWindow, LocalAPIRoute.window(window, of: registration, .conditions), body: conditions)
     }
 
     /// Keeps the window's state-restoration activity for the app's next registration.

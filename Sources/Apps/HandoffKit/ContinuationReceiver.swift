@@ -14,6 +14,9 @@ public protocol ContinuationReceiver: Sendable {
     /// The user asked, on this device, to continue an activity of `type` from `device`: show
     /// that it is coming. `continueUserActivity` or `didFailToContinue…` follows.
     func willContinueUserActivity(withType type: String, from device: String) async
+    /// The same, naming the window that will take it when that is known already (a scene's
+    /// `willContinueUserActivityWithType`): by default, the call above.
+    func willContinueUserActivity(withType type: String, from device: String, window: String?) async
     /// Take the activity: show it in `continuation.window` (the window showing its target,
     /// when one does) or a window of your choice, and return that window's id. Throw to
     /// refuse; your error's description is what the user is told. Return within 4 seconds
@@ -26,6 +29,9 @@ public protocol ContinuationReceiver: Sendable {
 
 extension ContinuationReceiver {
     public func willContinueUserActivity(withType type: String, from device: String) async {}
+    public func willContinueUserActivity(withType type: String, from device: String, window: String?) async {
+        await willContinueUserActivity(withType: type, from: device)
+    }
     public func didFailToContinueUserActivity(withType type: String, error: HandoffError) async {}
 }
 

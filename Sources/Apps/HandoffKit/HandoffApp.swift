@@ -50,6 +50,9 @@ public actor HandoffApp {
     /// What handoffd has for each window: which activity, as it was given.
     private var given: [String: (activity: ObjectIdentifier, content: ActivityContent)] = [:]
     private var focused: String?
+    /// What each window declared it takes (`setActivationConditions`), given again whenever
+    /// handoffd restarts.
+    private var conditions: [String: ActivationConditions] = [:]
     /// Window requests go one at a time (`lockWindows`): each reads what handoffd has and
     /// changes it across awaits. The lock passes straight to the next waiter, in order.
     private var windowsLocked = false
@@ -59,6 +62,8 @@ public actor HandoffApp {
     /// continuations go the way they would if it were not running.
     private var hungCalls = 0
     private var running = false
+    /// The continuation this process was started for went to the receiver (once per process).
+    private var launchedTaken = false
     /// The windows' state-restoration activities handoffd kept from the app's last run.
     public private(set) var restoredWindows: [String: UserActivity] = [:]
 
@@ -134,12 +139,21 @@ public actor HandoffApp {
     /// and willSave, wasContinued and streams to each activity's delegate; registers again
     /// whenever handoffd restarts. Returns once the delegate and receiver calls it made have
     /// returned. One `run` at a time (a second returns at once).
-    public func run(receiver: (any ContinuationReceiver)? = nil) async {
+    ///
+    /// A process handoffd started for a continuation (no app of its kind was running) hands it
+    /// to `receiver` first, as one that was running hears it: `willContinueUserActivity`, then
+    /// `continueUserActivity` (`IncomingContinuation.launched`; Apple's scene connection gives
+    /// the type first too) — unless `takingLaunched` is false (the app reads it itself).
+    public func run(receiver: (any ContinuationReceiver)? = nil, takingLaunched: Bool = true) async {
         guard !running else { return }
         running = true
         defer { running = false }
         await withDiscardingTaskGroup { group in
             group.addTask { await self.giveChanges() }
+            if takingLaunched, let receiver, !launchedTaken {
+                launchedTaken = true
+                group.addTask { await Self.takeLaunched(receiver, environment: ProcessInfo.processInfo.environment) }
+            }
             var wait = Duration.milliseconds(50)
             while !Task.isCancelled {
                 guard let subscription else {
@@ -213,15 +227,33 @@ public actor HandoffApp {
         try await call(registration) { _ = try await $0.send(.focusWindow(window, registration: registration)) }
     }
 
-    /// The user closed `window`: its activity and its restoration activity go.
-    public func close(window: String) async throws(HandoffError) {
+    /// The user closed `window`: its activity and its restoration activity go — unless
+    /// `keepingRestoration`: then its activity as it is becomes its restoration activity (a
+    /// scene's `stateRestorationActivity`, asked as it disconnects), handed back in
+    /// `restoredWindows` next time.
+    public func close(window: String, keepingRestoration: Bool = false) async throws(HandoffError) {
         await lockWindows()
         defer { unlockWindows() }
         windows[window] = nil
         given[window] = nil
+        conditions[window] = nil
         if focused == window { focused = nil }
         guard let registration else { throw Self.notConnected }
-        try await call(registration) { _ = try await $0.send(.closeWindow(window, registration: registration)) }
+        try await call(registration) { _ = try await $0.send(.closeWindow(window, registration: registration, keepingRestoration: keepingRestoration)) }
+    }
+
+    /// What `window` takes of the continuations of this app's types (a scene's
+    /// `activationConditions`): the `targetContentIdentifier`s it can show and those it prefers
+    /// to — exact ids, prefixes ending in `*`, or `*`. A continuation goes to a window that
+    /// prefers its target (or shows it), else one that can, else to the window focused last of
+    /// those that declared nothing, else to a new window (`IncomingContinuation.window` nil).
+    /// Nil clears them. Kept across handoffd's restarts.
+    public func setActivationConditions(_ conditions: ActivationConditions?, for window: String) async throws(HandoffError) {
+        await lockWindows()
+        defer { unlockWindows() }
+        self.conditions[window] = conditions
+        guard let registration else { return }
+        try await call(registration) { _ = try await $0.send(.setActivationConditions(conditions, window: window, registration: registration)) }
     }
 
     /// Keeps `activity` as its window's state-restoration activity: handed back in
@@ -264,25 +296,32 @@ public actor HandoffApp {
         }
     }
 
-    /// Deletes the saved activities of these contents on every device of the account: history
-    /// entries, restoration activities, the current activity if it is one of them (Apple's
-    /// `deleteSavedUserActivities(withPersistentIdentifiers:)`; docs/apps.md, "Deleting saved
-    /// activities"). Devices away hear it when they are back.
+    /// Deletes this app's saved activities of these contents on every device of the account:
+    /// history entries, restoration activities, the current activity if it is one of them
+    /// (Apple's `deleteSavedUserActivities(withPersistentIdentifiers:)`; docs/apps.md, "Deleting
+    /// saved activities"). The app's are those of its types (`ownTypes`): another app's content
+    /// with the same id stays. Devices away hear it when they are back.
     public func deleteSavedActivities(withPersistentIdentifiers ids: [String]) async throws(HandoffError) {
-        guard !ids.isEmpty else { return }
-        try await deleteSaved(DeleteSavedRequest(persistentIdentifiers: ids))
+        let types = await ownTypes()
+        guard !ids.isEmpty, !types.isEmpty else { return }
+        try await deleteSaved(DeleteSavedRequest(persistentIdentifiers: ids, types: types))
     }
 
-    /// Deletes every saved activity of this app's types — those it continues, and those of the
-    /// activities it has made in this run — on every device of the account (Apple's
+    /// Deletes every saved activity of this app's types on every device of the account (Apple's
     /// `deleteAllSavedUserActivities`).
     public func deleteAllSavedActivities() async throws(HandoffError) {
-        await lockWindows()
-        let made = Set(windows.values.map(\.activityType)).union(restoredWindows.values.map(\.activityType))
-        unlockWindows()
-        let types = Array(made.union(continuedTypes)).sorted()
+        let types = await ownTypes()
         guard !types.isEmpty else { return }
         try await deleteSaved(DeleteSavedRequest(types: types))
+    }
+
+    /// This app's activity types: those it continues, and those of the activities it made in
+    /// this run or had restored.
+    private func ownTypes() async -> [String] {
+        await lockWindows()
+        defer { unlockWindows() }
+        let made = Set(windows.values.map(\.activityType)).union(restoredWindows.values.map(\.activityType))
+        return Array(made.union(continuedTypes)).sorted()
     }
 
     private func deleteSaved(_ request: DeleteSavedRequest) async throws(HandoffError) {
@@ -346,6 +385,11 @@ public actor HandoffApp {
     private func giveEverything() async {
         await lockWindows()
         defer { unlockWindows() }
+        if let registration {
+            for (window, declared) in conditions.sorted(by: { $0.key < $1.key }) {
+                try? await call(registration) { _ = try await $0.send(.setActivationConditions(declared, window: window, registration: registration)) }
+            }
+        }
         for window in windows.keys.sorted() where window != focused { try? await give(window) }
         if let focused, let registration {
             try? await give(focused)
@@ -359,8 +403,8 @@ public actor HandoffApp {
         switch event.body {
         case .registered, .unknown:
             return
-        case .willContinue(_, let type, let peer):
-            await receiver?.willContinueUserActivity(withType: type, from: peer.name)
+        case .willContinue(_, let type, let peer, let window):
+            await receiver?.willContinueUserActivity(withType: type, from: peer.name, window: window)
         case .continue(let id, let activity, let peer, let window):
             await deliver(IncomingContinuation(id: id, activity: activity.content, device: peer.name, window: window, client: client), to: receiver)
         case .continueFailed(_, let type, let code, let reason):
@@ -397,6 +441,25 @@ public actor HandoffApp {
     /// Hands `continuation` to the receiver and answers handoffd with what it said — or, when it
     /// has not said within `continueDeadline`, refuses it for the receiver and stops receiving
     /// until that call returns (docs/handoffkit.md, "What differs").
+    /// The continuation this process was started for, if it was: `willContinue`, then the
+    /// activity, to `receiver` (handoffd handed it over already; the window is the app's).
+    package static func takeLaunched(_ receiver: any ContinuationReceiver, environment: [String: String]) async {
+        let launched: IncomingContinuation?
+        do {
+            launched = try IncomingContinuation.launched(environment: environment)
+        } catch {
+            await receiver.didFailToContinueUserActivity(withType: "", error: error)
+            return
+        }
+        guard let launched else { return }
+        await receiver.willContinueUserActivity(withType: launched.userActivity.activityType, from: launched.device, window: nil)
+        do {
+            _ = try await receiver.continueUserActivity(launched)
+        } catch {
+            // handoffd handed it over already: there is nobody to refuse it to but the app.
+        }
+    }
+
     private func deliver(_ continuation: IncomingContinuation, to receiver: (any ContinuationReceiver)?) async {
         guard let registration else { return }
         guard let receiver else {

@@ -6,8 +6,11 @@ import Foundation
 import HandoffModel
 import Synchronization
 
-/// userInfo's typed values, for apps that import only HandoffKit.
+/// userInfo's typed values, a window's activation conditions and what opening a link answers,
+/// for apps that import only HandoffKit.
 @_exported import enum HandoffModel.ActivityValue
+@_exported import struct HandoffModel.ActivationConditions
+@_exported import struct HandoffAPI.OpenLinkResponse
 
 /// What the user is doing in one window of the app, which another device of theirs can continue:
 /// `NSUserActivity` for Linux (docs/handoffkit.md has the side-by-side table).

@@ -154,11 +154,18 @@ package actor AppDesk {
         await follow(focusChanged: true)
     }
 
-    /// The user closed `window`: its activity and its restoration activity go.
-    package func close(window: String, of registration: AppWindows.Registration) async throws(DaemonError) {
+    /// The user closed `window`: its activity goes, and its restoration activity — unless
+    /// `keepingRestoration`: then the window's activity as it was becomes its restoration
+    /// activity (a scene's `stateRestorationActivity`, taken as it disconnects).
+    package func close(window: String, of registration: AppWindows.Registration, keepingRestoration: Bool = false) async throws(DaemonError) {
         let app = try windowOK(window, registration)
+        let last = app.windows[window]?.activity
         windows.close(window, in: registration)
-        try await restoration.remove(appID: app.appID, window: window)
+        if keepingRestoration, let last {
+            try await restoration.save(Activity(id: last.id, content: last.content, createdAt: clock.now()), appID: app.appID, window: window)
+        } else if !keepingRestoration {
+            try await restoration.remove(appID: app.appID, window: window)
+        }
         await follow(focusChanged: false)
     }
 
@@ -226,7 +233,7 @@ package actor AppDesk {
         waiting[continuationID] = (registration, answer)
         var events = [AppEvent(at: clock.now(), .continue(continuationID: continuationID, activity: activity, peer: peer, window: window))]
         if told != registration {
-            events.insert(AppEvent(at: clock.now(), .willContinue(continuationID: continuationID, type: activity.type, peer: peer)), at: 0)
+            events.insert(AppEvent(at: clock.now(), .willContinue(continuationID: continuationID, type: activity.type, peer: peer, window: window)), at: 0)
         }
         guard events.allSatisfy({ if case .enqueued = stream.yield($0) { true } else { false } }) else {
             // The app is so far behind its events that it would never see this one: it no
@@ -281,16 +288,31 @@ package actor AppDesk {
         }
     }
 
-    /// The user asked to continue an activity of `type` (its target is not known yet): the
-    /// running app that would take it hears `willContinue` at once (docs/apps.md).
-    package func willContinue(continuationID: UUID, type: String, from peer: LocalEvent.PeerRef) {
+    /// The user asked to continue an activity of `type`: the running app that would take it
+    /// hears `willContinue` at once (docs/apps.md) — with the window that takes it when
+    /// `activity` is known already; only its type is, when an advert told it.
+    package func willContinue(continuationID: UUID, type: String, activity: Activity?, from peer: LocalEvent.PeerRef) {
         let registration: AppWindows.Registration
-        switch windows.receiver(for: type, target: nil) {
+        var window: String?
+        switch windows.receiver(for: type, target: activity?.content.targetContentIdentifier) {
         case .launch: return
-        case .app(let r), .window(let r, _): registration = r
+        case .app(let r): registration = r
+        case .window(let r, let w): (registration, window) = (r, w)
         }
+        // Without the activity, its target is not known: the window is not either.
+        if activity == nil { window = nil }
         guard announced.count < Self.registrationsAtMost * 4 else { return }
-        if tell(registration, .willContinue(continuationID: continuationID, type: type, peer: peer)) { announced[continuationID] = (registration, type) }
+        if tell(registration, .willContinue(continuationID: continuationID, type: type, peer: peer, window: window)) {
+            announced[continuationID] = (registration, type)
+        }
+    }
+
+    /// Sets (nil: clears) what `window` declares it takes (`ActivationConditions`).
+    package func setConditions(_ conditions: ActivationConditions?, window: String, of registration: AppWindows.Registration) throws(DaemonError) {
+        let app = try windowOK(window, registration)
+        if let problem = conditions?.problem { throw DaemonError(ActivityError(.invalidValue, "activation conditions: \(problem)")) }
+        try admit(window, in: app)
+        windows.setConditions(conditions, of: window, in: registration)
     }
 
     /// A continuation failed before it was handed over: the app told `willContinue` hears why.

@@ -23,6 +23,9 @@ package struct AppWindows {
         var activity: WindowActivity?
         /// When it last had focus (the focus order), 0 if never.
         var focused: UInt64 = 0
+        /// What it declared it takes; nil: anything (Apple's default), after the windows that
+        /// declared they take the target.
+        var conditions: ActivationConditions?
 
         /// What the window shows: its activity's `targetContentIdentifier`.
         var target: String? { activity?.content.targetContentIdentifier }
@@ -41,9 +44,10 @@ package struct AppWindows {
 
     /// Where a continuation goes.
     package enum Receiver: Equatable {
-        /// The window showing the activity's target takes it.
+        /// That window takes it.
         case window(Registration, window: String)
-        /// The app that continues the type and had focus last; it picks (or opens) a window.
+        /// The app that continues the type and had focus last, in a new window: none of its
+        /// windows takes it.
         case app(Registration)
         /// No running app continues the type: start one (handler, `.desktop`, browser).
         case launch
@@ -75,6 +79,11 @@ package struct AppWindows {
         apps[registration]!.windows[window, default: Window()].focused = order
     }
 
+    /// Sets (or, with nil, clears) what `window` declares it takes; the window exists from then on.
+    mutating func setConditions(_ conditions: ActivationConditions?, of window: String, in registration: Registration) {
+        apps[registration]?.windows[window, default: Window()].conditions = conditions
+    }
+
     mutating func close(_ window: String, in registration: Registration) {
         apps[registration]?.windows[window] = nil
     }
@@ -99,20 +108,35 @@ package struct AppWindows {
         return apps[registration]?.windows[window]?.activity
     }
 
-    /// Which running app takes a continuation of `type`, whose activity names `target`: the
-    /// window showing `target` (focused last, if several), else the app continuing `type` that
-    /// had focus last, else `.launch`. Only apps that declared `type` are considered.
+    /// Where a continuation of `type`, whose activity names `target`, goes — among the apps
+    /// that declared `type`, as Apple routes to scenes:
+    /// 1. a window that prefers `target`, or shows it (its activity names it);
+    /// 2. else a window that declared it can take `target`;
+    /// 3. else, in the app that had focus last, its last-focused window of those that declared
+    ///    nothing (they take anything);
+    /// 4. else that app, in a new window; with no such app, `.launch`.
+    /// Among several windows, the one focused last; among windows never focused, the app
+    /// registered last, then the window's name: never the order of a dictionary.
     func receiver(for type: String, target: String?) -> Receiver {
         let candidates = apps.filter { $0.value.continues.contains(type) }
         if let target {
-            // Focused last first; among windows never focused, the app registered last, then
-            // the window's name: never the order of a dictionary.
-            let showing = candidates.flatMap { (registration, app) in
-                app.windows.filter { $0.value.target == target }.map { (registration, $0.key, $0.value.focused, app.registered) }
+            for takes in [
+                { (w: Window) in w.target == target || w.conditions?.prefersToActivate(for: target) == true },
+                { (w: Window) in w.conditions?.canActivate(for: target) == true },
+            ] {
+                if let best = Self.focusedLast(windows: candidates, where: takes) { return best }
             }
-            if let best = showing.max(by: { ($0.2, $0.3, $1.1) < ($1.2, $1.3, $0.1) }) { return .window(best.0, window: best.1) }
         }
-        return Self.focusedLast(candidates)
+        guard case .app(let registration) = Self.focusedLast(candidates), let app = candidates[registration] else { return .launch }
+        return Self.focusedLast(windows: [registration: app], where: { $0.conditions == nil && $0.focused > 0 }) ?? .app(registration)
+    }
+
+    /// Of the windows of `candidates` that `takes`, the one focused last, as a receiver.
+    private static func focusedLast(windows candidates: [Registration: App], where takes: (Window) -> Bool) -> Receiver? {
+        let taking = candidates.flatMap { (registration, app) in
+            app.windows.filter { takes($0.value) }.map { (registration, $0.key, $0.value.focused, app.registered) }
+        }
+        return taking.max(by: { ($0.2, $0.3, $1.1) < ($1.2, $1.3, $0.1) }).map { .window($0.0, window: $0.1) }
     }
 
     /// Which running app takes a web page of `host` (as `org.handoff.browsing-web`): of the apps

@@ -60,7 +60,7 @@ package struct ContinueFlow: Sendable {
         do throws(DaemonError) {
             fetched = try await fetch.run(request.peer, expected: request.activityID, state: state, me: me) { type, peer async in
                 // A link's activity is announced only once it is known to be the linked one.
-                if link == nil { await continuation.announce(type, peer) }
+                if link == nil { await continuation.announce(type, peer, activity: nil) }
             }
         } catch {
             if link != nil { return .unavailable(reason: error.message) }
@@ -108,7 +108,7 @@ package struct ContinueFlow: Sendable {
             self.flow = flow
         }
 
-        func announce(_ type: String, _ peer: LocalEvent.PeerRef) async {
+        func announce(_ type: String, _ peer: LocalEvent.PeerRef, activity: Activity?) async {
             let first = announced.withLock { now in
                 guard now == nil else { return false }
                 now = (type, peer)
@@ -116,7 +116,7 @@ package struct ContinueFlow: Sendable {
             }
             guard first else { return }
             flow.events.publish(LocalEvent(at: .now(), .willContinue(continuationID: id, type: type, peer: peer)))
-            if request.delivery == .dispatch { await flow.handover.willContinue(continuationID: id, type: type, from: peer) }
+            if request.delivery == .dispatch { await flow.handover.willContinue(continuationID: id, type: type, activity: activity, from: peer) }
         }
 
         /// Says the continuation failed, if it was announced (else no continuation of any
@@ -131,7 +131,7 @@ package struct ContinueFlow: Sendable {
 
         /// Announces `activity` (if it was not yet) and hands it where the request says.
         func hand(_ activity: Activity, from peer: LocalEvent.PeerRef) async throws(DaemonError) -> ContinueResponse {
-            await announce(activity.type, peer)
+            await announce(activity.type, peer, activity: activity)
             do throws(DaemonError) {
                 let delivered: DeliveryOutcome
                 switch request.delivery {

@@ -4,7 +4,7 @@ import HandoffAPI
 import HandoffModel
 
 /// Apps and their windows (docs/apps.md, docs/local-api.md "Apps and windows"): registering, and
-/// each window's activity, focus and state-restoration activity. Every handler's first line
+/// each window's activity, focus, state-restoration activity and activation conditions. Every handler's first line
 /// checks who is asking.
 struct AppRoutes: Sendable {
     let desk: AppDesk
@@ -43,6 +43,9 @@ struct AppRoutes: Sendable {
             let content = try request.decoded(PutCurrentActivityRequest.self).content
             try await desk.saveRestoration(content, window: window, of: registration)
             return .ok(WindowResponse(window: window))
+        case .conditions:
+            try await desk.setConditions(try request.decoded(ActivationConditions.self), window: window, of: registration)
+            return .ok(WindowResponse(window: window))
         case .window, .focus:
             throw Self.unrouted("PUT", part)
         }
@@ -70,9 +73,10 @@ struct AppRoutes: Sendable {
     func delete(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         let (registration, window, part) = try Self.window(request)
         switch part {
-        case .window: try await desk.close(window: window, of: registration)
+        case .window: try await desk.close(window: window, of: registration, keepingRestoration: request.query.contains("keepRestoration=1"))
         case .activity: try await desk.withdrawActivity(window: window, of: registration)
         case .restoration: try await desk.removeRestoration(window: window, of: registration)
+        case .conditions: try await desk.setConditions(nil, window: window, of: registration)
         case .focus: throw Self.unrouted("DELETE", part)
         }
         return .ok(WindowResponse(window: window))
@@ -86,7 +90,7 @@ struct AppRoutes: Sendable {
     private static func window(_ request: LocalAPIRequest) throws(LocalAPIError) -> (AppWindows.Registration, String, LocalAPIRoute.WindowPart) {
         guard let parsed = LocalAPIRoute.parseWindow(request.path) else {
             throw LocalAPIError(
-                .notFound, "no endpoint \(request.head.method.rawValue) \(request.path): windows are /v1/apps/REGISTRATION/windows/WINDOW[/activity|/focus|/restoration]"
+                .notFound, "no endpoint \(request.head.method.rawValue) \(request.path): windows are /v1/apps/REGISTRATION/windows/WINDOW[/activity|/focus|/restoration|/conditions]"
             )
         }
         return parsed

@@ -57,8 +57,10 @@ public struct AppEvent: Codable, Sendable, Equatable {
         /// state-restoration activities, and how long it has to answer a `continue` (nil from a
         /// handoffd that does not say: 5 s).
         case registered(registration: UUID, restored: [RestoredWindow], answerWithin: Duration?)
-        /// Another device's activity is being handed to this app: `continue` follows.
-        case willContinue(continuationID: UUID, type: String, peer: LocalEvent.PeerRef)
+        /// Another device's activity is being handed to this app: `continue` follows. `window`:
+        /// the window that will take it, when it is known already (the activity is: a link
+        /// reopened, or no advert told its type first).
+        case willContinue(continuationID: UUID, type: String, peer: LocalEvent.PeerRef, window: String?)
         /// The activity: take it (answer `POST /v1/apps/REG/continuations/ID`) within the
         /// deadline, in `window` (the window showing its target) or one the app picks or opens.
         case `continue`(continuationID: UUID, activity: Activity, peer: LocalEvent.PeerRef, window: String?)
@@ -114,7 +116,7 @@ public struct AppEvent: Codable, Sendable, Equatable {
         case "willContinue":
             body = .willContinue(
                 continuationID: try c.decode(UUID.self, forKey: .continuationID), type: try c.decode(String.self, forKey: .type),
-                peer: try c.decode(LocalEvent.PeerRef.self, forKey: .peer)
+                peer: try c.decode(LocalEvent.PeerRef.self, forKey: .peer), window: try c.decodeIfPresent(String.self, forKey: .window)
             )
         case "continue":
             body = .continue(
@@ -155,10 +157,11 @@ public struct AppEvent: Codable, Sendable, Equatable {
             try c.encode(registration.lowercasedString, forKey: .registration)
             try c.encode(restored, forKey: .restored)
             try c.encodeIfPresent(answerWithin.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }, forKey: .answerWithinSeconds)
-        case .willContinue(let id, let type, let peer):
+        case .willContinue(let id, let type, let peer, let window):
             try c.encode(id.lowercasedString, forKey: .continuationID)
             try c.encode(type, forKey: .type)
             try c.encode(peer, forKey: .peer)
+            try c.encodeIfPresent(window, forKey: .window)
         case .continue(let id, let activity, let peer, let window):
             try c.encode(id.lowercasedString, forKey: .continuationID)
             try c.encode(activity, forKey: .activity)

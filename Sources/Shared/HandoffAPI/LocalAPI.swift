@@ -64,6 +64,7 @@ public enum LocalAPIRoute {
         case activity
         case focus
         case restoration
+        case conditions
     }
 
     /// `/v1/apps/REGISTRATION/windows/WINDOW[/PART]`, the window id percent-encoded (any id is

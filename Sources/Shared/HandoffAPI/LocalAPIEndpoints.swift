@@ -81,6 +81,8 @@ public enum LocalAPIEndpoints {
         Route(method: "POST", path: .window(.focus), endpoint: .postWindow),
         Route(method: "PUT", path: .window(.restoration), endpoint: .putWindow),
         Route(method: "DELETE", path: .window(.restoration), endpoint: .deleteWindow),
+        Route(method: "PUT", path: .window(.conditions), endpoint: .putWindow),
+        Route(method: "DELETE", path: .window(.conditions), endpoint: .deleteWindow),
         Route(method: "POST", path: .continuationAnswer, endpoint: .answerContinuation),
     ]
 
