@@ -79,7 +79,9 @@ class Notes(dbus.service.Object):
 
     def write(self, text):
         self.text = text
-        activity_id = self.desktop.BecomeCurrent(WINDOW, self.activity(needs_save=True))
+        activity_id, warnings = self.desktop.BecomeCurrent(WINDOW, self.activity(needs_save=True))
+        for warning in warnings:
+            print("handoffd advises:", warning, flush=True)
         say(f"note is current as {activity_id}")
 
     def attach(self, path):

@@ -34,7 +34,7 @@ import Testing
         defer { TempDirectory.remove(d.dir) }
         let (notes, _) = try await d.desk.register(appID: "org.example.Notes", continues: ["org.example.note"])
         let (viewer, _) = try await d.desk.register(appID: "org.example.Viewer", continues: ["org.example.item"])
-        let groceries = try await d.desk.setActivity(Self.content("Groceries"), window: "1", of: notes)
+        let groceries = try await d.desk.setActivity(Self.content("Groceries"), window: "1", of: notes).id
         #expect(await d.currentTitle == nil, "not focused yet")
         try await d.desk.focus(window: "1", of: notes)
         #expect(await d.registry.currentActivity()?.id == groceries, "the window's activity, with its id")
@@ -48,7 +48,7 @@ import Testing
         try await d.desk.focus(window: "1", of: notes)
         #expect(await d.registry.currentActivity()?.id == groceries)
         // An update of the focused window's activity updates the current one in place.
-        #expect(try await d.desk.setActivity(Self.content("Groceries and milk"), window: "1", of: notes) == groceries)
+        #expect(try await d.desk.setActivity(Self.content("Groceries and milk"), window: "1", of: notes).id == groceries)
         #expect(await d.registry.currentActivity()?.id == groceries)
         #expect(await d.currentTitle == "Groceries and milk")
 

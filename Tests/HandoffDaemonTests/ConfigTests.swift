@@ -104,6 +104,19 @@ import DaemonDocuments
     }
 
     /// `[web_domains] off`: claims as apps make them; a top-level wildcard or a URL is refused.
+    @Test func handoffCanBeKeptOffByTheConfiguration() throws {
+        var settings = DaemonSettings()
+        #expect(settings.handoffAllowed)
+        try settings.apply(try parse("handoff = false\n"))
+        #expect(!settings.handoffAllowed)
+        do {
+            try settings.apply(try parse("handoff = \"off\"\n"))
+            Issue.record("accepted a string")
+        } catch {
+            #expect(error.reason.contains("handoff must be true or false"), "\(error)")
+        }
+    }
+
     @Test func claimsTurnedOffAreClaims() throws {
         var settings = DaemonSettings()
         try settings.apply(try parse("[web_domains]\noff = [\"Example.com\", \"*.example.org\"]\n"))

@@ -249,8 +249,80 @@ import Testing
             #expect(try await daemon.client.send(.currentActivity).activity.title == "Draft")
             _ = try await app.call("Update", [.string("w1"), Self.note("Draft 2")])
             #expect(try await daemon.client.send(.currentActivity).activity.title == "Draft 2")
+            // The advice on size reaches the app in the reply, as handoffctl prints it.
+            #expect(try await app.call("Update", [.string("w1"), Self.note("Draft 3")]).last == .strings([]))
+            let large = DBusValue.vardict(["type": .string(Self.type), "title": .string("Large"), "userInfo": .vardict(["text": .string(String(repeating: "x", count: 4096))])])
+            let advised = try await app.call("BecomeCurrent", [.string("w1"), large])
+            #expect(advised.count == 2 && advised[1].arrayItems?.first?.stringValue?.contains("continuation stream") == true, "\(advised)")
+            // A window's activation conditions: bounded; closing it may keep its activity for next time.
+            await app.refused("org.handoff.Error.invalid_value", "SetActivationConditions", [.string("w1"), .strings([""]), .strings([])])
+            _ = try await app.call("SetActivationConditions", [.string("w1"), .strings(["item-*"]), .strings(["item-7"])])
+            _ = try await app.call("CloseWindowKeepingRestoration", [.string("w1")])
+            app.bus.close()
+            let again = App(bus: try DBusConnection.connect(address: bus.address))
+            defer { again.bus.close() }
+            let restored = try await Self.register(again).first?.arrayItems ?? []
+            #expect(restored.count == 1, "\(restored)")
+
+            // The handoff switch as a property: read, written, and followed (PropertiesChanged,
+            // also when it changes by other means).
+            func properties(_ member: String, _ arguments: [DBusValue]) async throws -> [DBusValue] {
+                try await again.bus.call(
+                    DBusMethodCall(destination: DesktopAgent.busName, path: DesktopInterface.path, interface: "org.freedesktop.DBus.Properties", member: member, arguments: arguments),
+                    timeout: .seconds(20)
+                )
+            }
+            let changes = try await again.bus.signals(matching: "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
+            var changed = changes.makeAsyncIterator()
+            #expect(try await properties("Get", [.string(DesktopInterface.interface), .string("Handoff")]) == [.variant(.bool(true))])
+            #expect(try await properties("GetAll", [.string(DesktopInterface.interface)]) == [.vardict(["Handoff": .bool(true)])])
+            _ = try await properties("Set", [.string(DesktopInterface.interface), .string("Handoff"), .variant(.bool(false))])
+            #expect(try await daemon.client.send(.settings).handoff == false)
+            #expect(await changed.next()?.arguments.dropFirst().first == .vardict(["Handoff": .bool(false)]))
+            _ = try await daemon.client.send(.changeSettings(SettingsChange(handoff: true)))
+            #expect(await changed.next()?.arguments.dropFirst().first == .vardict(["Handoff": .bool(true)]))
+            do {
+                _ = try await properties("Set", [.string(DesktopInterface.interface), .string("Handoff"), .variant(.string("yes"))])
+                Issue.record("a string set the switch")
+            } catch {}
         }
         try await daemon.finish()
+        await bus.stop()
+    }
+
+    /// A continuation a D-Bus app heard `WillContinue` for, which then fails (what desk showed
+    /// changed as laptop asked for it): the app gets `ContinueFailed` with the code and reason.
+    @Test func aReceivingAppHearsWhyAContinuationFailed() async throws {
+        let directory = try TempDirectory.make(prefix: "handoff-dbus")
+        defer { TempDirectory.remove(directory) }
+        let bus = try await SessionBus(directory: directory)
+        var content = ActivityContent(type: Self.type, title: "Item 3")
+        content.needsSave = true
+        let (a, b, current) = try await ContinuationTests.paired(content)
+        let attachment = try await a.client.subscribe(.attach(AttachRequest(activityID: current.id)))
+        _ = try await attachment.next()
+        let aClient = a.client
+        // Desk's app answers willSave with another activity: what laptop saw is gone.
+        let originator = Task { () async throws in
+            guard case .willSave = try await attachment.next()?.body else { throw TestFailure("no willSave") }
+            _ = try await aClient.send(.becomeCurrent(PutCurrentActivityRequest(content: ActivityContent(type: Self.type, title: "Item 4"))))
+        }
+        try await DesktopAgentTests.withAgent(b, bus: bus) {
+            let app = App(bus: try DBusConnection.connect(address: bus.address))
+            defer { app.bus.close() }
+            let signals = try await app.bus.signals(matching: "type='signal',interface='org.handoff.Desktop1'")
+            _ = try await Self.register(app, continues: [Self.type])
+            await expectFailure(.activityChanged) { _ = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))) }
+            var heard = signals.makeAsyncIterator()
+            let will = try #require(await heard.next())
+            let failed = try #require(await heard.next())
+            #expect(will.member == "WillContinue" && failed.member == "ContinueFailed", "\(will.member) \(failed.member)")
+            #expect(failed.arguments.count == 4 && failed.arguments[0] == will.arguments[0] && failed.arguments[1] == .string(Self.type))
+            #expect(failed.arguments[2] == .string("activity_changed") && failed.arguments[3].stringValue?.isEmpty == false, "\(failed.arguments)")
+        }
+        try await originator.value
+        try await a.finish()
+        try await b.finish()
         await bus.stop()
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import HandoffAPI
 @testable import HandoffClient
+import HandoffDaemon
 import HandoffDiscovery
 import HandoffModel
 import HandoffTestSupport
@@ -96,6 +97,25 @@ import Testing
         }
         try await a.finish()
         try await b.finish()
+    }
+
+    /// `handoff = false` in handoffd.toml: off whatever the switch says, and it cannot be turned
+    /// on; a reload without it gives the switch back, as the user left it.
+    @Test func theConfigurationCanKeepHandoffOff() async throws {
+        let a = try await TestDaemon.start { $0.settings.handoffAllowed = false }
+        #expect(try await a.client.send(.settings).handoff == false)
+        let message = await expectFailure(.handoffOff) { _ = try await a.client.send(.changeSettings(SettingsChange(handoff: true))) }
+        #expect(message.contains("handoffd.toml"), "\(message)")
+        #expect(try await a.client.send(.changeSettings(SettingsChange(handoff: false))).handoff == false)
+        var settings = DaemonSettings()
+        settings.handoffAllowed = true
+        _ = try a.daemon.reload(settings)
+        #expect(try await a.client.send(.settings).handoff == false, "the user turned it off meanwhile")
+        #expect(try await a.client.send(.changeSettings(SettingsChange(handoff: true))).handoff)
+        settings.handoffAllowed = false
+        _ = try a.daemon.reload(settings)
+        #expect(try await a.client.send(.settings).handoff == false)
+        try await a.finish()
     }
 
     @Test func aBadSettingsRequestChangesNothing() async throws {

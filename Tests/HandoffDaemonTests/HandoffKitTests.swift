@@ -136,6 +136,31 @@ import Testing
         }
     }
 
+    /// `addUserInfoEntries` merges into what the activity has (a key given again takes the new
+    /// value) and reaches handoffd without another becomeCurrent; `becomeCurrent` returns
+    /// handoffd's advice on size.
+    @Test func userInfoEntriesAreAddedAndAdviceReturned() async throws {
+        let d = try await TestDaemon.start()
+        let app = HandoffApp(appID: "org.example.Notes", socketPath: d.socketPath)
+        try await app.connect()
+        try await withThrowingTaskGroup { group in
+            group.addTask { await app.run() }
+            defer { group.cancelAll() }
+            let activity = UserActivity(activityType: Self.note, app: app)
+            activity.title = "Groceries"
+            activity.userInfo = ["items": .int(2), "list": .string("milk")]
+            #expect(try await activity.becomeCurrent() == [])
+            activity.addUserInfoEntries(["list": .string("milk, eggs"), "shop": .string("corner")])
+            #expect(activity.userInfo == ["items": .int(2), "list": .string("milk, eggs"), "shop": .string("corner")])
+            try await waitUntil("the entries given") { (try? await d.client.send(.currentActivity).activity.content.userInfo["shop"]) == .string("corner") }
+            #expect(try await d.client.send(.currentActivity).activity.content.userInfo == activity.userInfo)
+            activity.addUserInfoEntries(["notes": .string(String(repeating: "x", count: 4096))])
+            let advice = try await activity.becomeCurrent()
+            #expect(advice.count == 1 && advice[0].contains("continuation stream"), "\(advice)")
+        }
+        try await d.finish()
+    }
+
     @Test func needsSaveAsksTheDelegateAndTheOtherDeviceGetsWhatItSaved() async throws {
         let originator = Notes(onSave: { $0.userInfo = ["text": .string("typed just now")] })
         let receiver = Notes()

@@ -226,7 +226,7 @@ struct BusApp: Sendable {
                         windows.invalidated.remove(window)
                     }
                 }
-                reply = [.string(answer.activityID?.lowercasedString ?? "")]
+                reply = [.string(answer.activityID?.lowercasedString ?? ""), .strings(answer.warnings)]
             case "Resign", "Invalidate":
                 _ = try await relayed(&registration) { id async throws(HandoffClientError) in
                     try await client.send(.withdrawWindowActivity(window: window, registration: id))

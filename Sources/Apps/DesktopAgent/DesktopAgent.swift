@@ -98,7 +98,7 @@ package struct DesktopAgent: Sendable {
                 post.finish()
                 trayPost.finish()
             }
-            group.addTask { await followHandoffd(post, tray: trayPost, refreshes: refreshes) }
+            group.addTask { await followHandoffd(post, tray: trayPost, refreshes: refreshes, switched: interface.handoffChanged) }
             group.addTask {
                 await tray.run(trayInbox, post: trayPost, refreshes: refreshes, listening: iconListening) { post.yield(.continueOffer($0)) }
             }
@@ -127,7 +127,13 @@ package struct DesktopAgent: Sendable {
     /// handoffd's events, for as long as the agent runs: each change of a device is a reason to
     /// look at the offers again, and so is each (re)connection; the status icon also follows the
     /// device's own status (account, switch, devices inviting nearby).
-    private func followHandoffd(_ post: AsyncStream<Input>.Continuation, tray: AsyncStream<TrayAgent.Input>.Continuation, refreshes: RefreshRequests) async {
+    private func followHandoffd(
+        _ post: AsyncStream<Input>.Continuation, tray: AsyncStream<TrayAgent.Input>.Continuation, refreshes: RefreshRequests,
+        switched: @escaping @Sendable (Bool) -> Void
+    ) async {
+        // The switch as handoffd has it: D-Bus apps following the `Handoff` property hear changes.
+        let client = client
+        let readSwitch = { @Sendable () async in if let on = try? await client.send(.settings).handoff { switched(on) } }
         var failures = 0
         while !Task.isCancelled {
             do throws(HandoffClientError) {
@@ -136,6 +142,7 @@ package struct DesktopAgent: Sendable {
                 failures = 0
                 post.yield(.offersChanged)
                 refreshes.request()
+                await readSwitch()
                 let ended = await withTaskCancellationHandler { () async -> HandoffClientError? in
                     do throws(HandoffClientError) {
                         while let event = try await events.next() {
@@ -143,7 +150,9 @@ package struct DesktopAgent: Sendable {
                             case .peerChanged, .peerGone:
                                 post.yield(.offersChanged)
                                 refreshes.request()
-                            case .statusChanged: refreshes.request()
+                            case .statusChanged:
+                                refreshes.request()
+                                await readSwitch()
                             default: break
                             }
                         }

@@ -22,6 +22,12 @@ package struct DesktopInterface: Sendable {
     let bus: DBusConnection
     let client: HandoffClient
     let logger: Logger
+    /// The `Handoff` property as last told (`PropertiesChanged` only when it changes).
+    private let told = LastTold()
+
+    final class LastTold: Sendable {
+        let value = Mutex<Bool?>(nil)
+    }
 
     package init(bus: DBusConnection, client: HandoffClient, logger: Logger) {
         self.bus = bus
@@ -39,6 +45,15 @@ package struct DesktopInterface: Sendable {
         "CloseWindow": "s", "CloseWindowKeepingRestoration": "s", "SetActivationConditions": "sasas", "SaveRestoration": "sa{sv}", "RemoveRestoration": "s", "Continue": "s", "OpenStream": "s", "TakeStream": "s",
         "History": "", "SavedActivity": "s", "OpenLink": "s", "DeleteSavedActivities": "asas", "DeleteAllSavedActivities": "as",
     ]
+    /// The methods that are one local-API request each, answered as they complete (no
+    /// registration needed).
+    static let requests: Set<String> = [
+        "Continue", "OpenStream", "TakeStream", "History", "SavedActivity", "OpenLink", "DeleteSavedActivities", "DeleteAllSavedActivities",
+    ]
+    static let propertiesInterface = "org.freedesktop.DBus.Properties"
+    /// The properties' calls and what they take.
+    static let propertySignatures: [String: String] = ["Get": "ss", "GetAll": "s", "Set": "ssv"]
+
     /// Registered apps at once (each holds a local-API connection to handoffd).
     static let maximumApps = 64
     /// Window calls of one app waiting their turn.
@@ -91,13 +106,13 @@ package struct DesktopInterface: Sendable {
                     }
                     // Answered once the calls before it are.
                     inbox.yield(.end(answering: call))
-                case "Continue", "OpenStream", "TakeStream", "History", "SavedActivity", "OpenLink", "DeleteSavedActivities", "DeleteAllSavedActivities":
+                case _ where call.interface == Self.propertiesInterface || Self.requests.contains(call.member):
                     guard apps.startRequest() else {
                         bus.reply(to: call, error: Self.error("limits_exceeded", "handoff-desktop has \(Self.maximumRequests) requests under way; try again"))
                         continue
                     }
                     group.addTask {
-                        await request(call)
+                        if call.interface == Self.propertiesInterface { await property(call) } else { await request(call) }
                         apps.requestEnded()
                     }
                 default:
@@ -117,6 +132,14 @@ package struct DesktopInterface: Sendable {
     private func check(_ call: DBusIncomingCall) async throws(DBusError) {
         guard (try? await bus.unixUser(of: call.sender)) == getuid() else {
             throw DBusError(name: DBusError.accessDeniedName, message: "handoff-desktop answers its own user only")
+        }
+        if call.interface == Self.propertiesInterface {
+            guard let expected = Self.propertySignatures[call.member] else {
+                throw DBusError(name: DBusError.unknownMethodName, message: "\(Self.propertiesInterface) has no method \(call.member)")
+            }
+            let given = call.arguments.map(\.signature).joined()
+            guard given == expected else { throw DBusError(name: DBusError.invalidArgsName, message: "\(call.member) takes (\(expected)), not (\(given))") }
+            return
         }
         guard call.interface.isEmpty || call.interface == Self.interface, let expected = Self.signatures[call.member] else {
             throw DBusError(name: DBusError.unknownMethodName, message: "\(Self.path) has no method \(call.interface).\(call.member) (see its introspection)")
@@ -212,6 +235,52 @@ package struct DesktopInterface: Sendable {
         } catch {
             bus.reply(to: call, error: error)
         }
+    }
+
+    /// The interface's one property, `Handoff` (b, read and write): the device's handoff switch
+    /// (docs/local-api.md, "Settings"), as `handoffctl config handoff on|off` sets it.
+    private func property(_ call: DBusIncomingCall) async {
+        let a = call.arguments
+        do throws(DBusError) {
+            guard a[0].stringValue == Self.interface else {
+                // Another interface of ours (Introspectable) has no properties.
+                guard call.member == "GetAll" else { throw DBusError(name: "org.freedesktop.DBus.Error.UnknownInterface", message: "no properties in \(a[0].stringValue ?? "")") }
+                return bus.reply(to: call, [.vardict([:])])
+            }
+            if call.member != "GetAll", a[1].stringValue != "Handoff" {
+                throw DBusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(a[1].stringValue ?? "") in \(Self.interface); it has Handoff")
+            }
+            switch call.member {
+            case "Set":
+                guard case .variant(let value) = a[2], let on = value.boolValue else {
+                    throw DBusError(name: DBusError.invalidArgsName, message: "Handoff is a boolean")
+                }
+                let now = try await relayed { () async throws(HandoffClientError) in try await client.send(.changeSettings(SettingsChange(handoff: on))) }
+                bus.reply(to: call)
+                handoffChanged(to: now.handoff)
+            default:
+                let now = try await relayed { () async throws(HandoffClientError) in try await client.send(.settings) }
+                bus.reply(to: call, [call.member == "Get" ? .variant(.bool(now.handoff)) : .vardict(["Handoff": .bool(now.handoff)])])
+            }
+        } catch {
+            bus.reply(to: call, error: error)
+        }
+    }
+
+    /// Tells whoever follows the property that the switch is now `on` (`PropertiesChanged`),
+    /// when that is news: the agent calls it whenever handoffd says its status changed.
+    package func handoffChanged(to on: Bool) {
+        let news = told.value.withLock { last in
+            defer { last = on }
+            return last != nil && last != on
+        }
+        guard news else { return }
+        bus.emit(
+            DBusSignal(
+                path: Self.path, interface: Self.propertiesInterface, member: "PropertiesChanged",
+                arguments: [.string(Self.interface), .vardict(["Handoff": .bool(on)]), .array(element: "s", [])]
+            )
+        )
     }
 
     /// One entry of `History`: the activity as apps give theirs (`a{sv}`), the device, when.

@@ -200,14 +200,15 @@ public actor HandoffApp {
 
     // MARK: Windows
 
-    func becomeCurrent(_ activity: UserActivity) async throws(HandoffError) {
+    func becomeCurrent(_ activity: UserActivity) async throws(HandoffError) -> [String] {
         await lockWindows()
         defer { unlockWindows() }
         windows[activity.window] = activity
         focused = activity.window
         guard let registration else { throw Self.notConnected }
-        try await give(activity.window)
+        let warnings = try await give(activity.window)
         try await call(registration) { _ = try await $0.send(.focusWindow(activity.window, registration: registration)) }
+        return warnings
     }
 
     func resign(_ activity: UserActivity) async throws(HandoffError) {
@@ -340,24 +341,28 @@ public actor HandoffApp {
     /// Hands handoffd `window`'s activity as it is now, or withdraws it; nothing when handoffd
     /// has it already. While `needsSave` is set, only the flag goes: the content follows at
     /// willSave (`saving`). Callers hold `windowLock`.
-    private func give(_ window: String, saving: Bool = false) async throws(HandoffError) {
-        guard let registration else { return }
+    /// Returns handoffd's advice on what it was given (a large activity).
+    @discardableResult
+    private func give(_ window: String, saving: Bool = false) async throws(HandoffError) -> [String] {
+        guard let registration else { return [] }
         let before = given[window]
         guard let activity = windows[window], activity.eligible else {
-            guard before != nil else { return }
+            guard before != nil else { return [] }
             given[window] = nil
             try await call(registration) { _ = try await $0.send(.withdrawWindowActivity(window: window, registration: registration)) }
-            return
+            return []
         }
         var content = saving ? activity.saved() : activity.content
         if content.needsSave, let before, before.activity == ObjectIdentifier(activity) {
             content = before.content
             content.needsSave = true
         }
-        guard saving || before?.content != content else { return }
-        try await call(registration) { _ = try await $0.send(.setWindowActivity(content, window: window, registration: registration)) }
+        guard saving || before?.content != content else { return [] }
+        var warnings: [String] = []
+        try await call(registration) { warnings = try await $0.send(.setWindowActivity(content, window: window, registration: registration)).warnings }
         // Only once it is taken: refused, handoffd still has what it had.
         given[window] = (ObjectIdentifier(activity), content)
+        return warnings
     }
 
     /// Changes made to the windows' activities, handed over as they come (the latest of each).
@@ -390,9 +395,9 @@ public actor HandoffApp {
                 try? await call(registration) { _ = try await $0.send(.setActivationConditions(declared, window: window, registration: registration)) }
             }
         }
-        for window in windows.keys.sorted() where window != focused { try? await give(window) }
+        for window in windows.keys.sorted() where window != focused { _ = try? await give(window) }
         if let focused, let registration {
-            try? await give(focused)
+            _ = try? await give(focused)
             try? await call(registration) { _ = try await $0.send(.focusWindow(focused, registration: registration)) }
         }
     }

@@ -164,11 +164,13 @@ public final class UserActivity: Sendable {
     /// Makes this the window's activity and the window the focused one: the device's current
     /// activity, which the user's other devices see. Throws what handoffd said is wrong with the
     /// activity; when handoffd is not running it throws `handoffdNotRunning`, and HandoffKit
-    /// makes the activity current once handoffd is back.
-    public func becomeCurrent() async throws(HandoffError) {
+    /// makes the activity current once handoffd is back. Returns handoffd's advice, if any (an
+    /// activity over 3 KiB: keep it small, move bulk data into a continuation stream).
+    @discardableResult
+    public func becomeCurrent() async throws(HandoffError) -> [String] {
         guard let app else { throw HandoffError(.invalidated, "a received activity cannot become current; make a new UserActivity") }
         guard isValid else { throw HandoffError(.invalidated, "this activity was invalidated; make a new UserActivity") }
-        try await app.becomeCurrent(self)
+        return try await app.becomeCurrent(self)
     }
 
     /// This window no longer has an activity: other devices stop seeing it (when it was current).

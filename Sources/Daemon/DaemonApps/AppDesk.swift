@@ -117,8 +117,11 @@ package actor AppDesk {
     // MARK: Windows
 
     /// Sets `window`'s activity (a new one, or an update of the one it has: same id). It is the
-    /// device's current activity while the window has focus.
-    package func setActivity(_ content: ActivityContent, window: String, of registration: AppWindows.Registration) async throws(DaemonError) -> UUID {
+    /// device's current activity while the window has focus. Returns its id and the advice on
+    /// its size (`ActivityLimits.warnings`).
+    package func setActivity(
+        _ content: ActivityContent, window: String, of registration: AppWindows.Registration
+    ) async throws(DaemonError) -> (id: UUID, warnings: [String]) {
         let app = try windowOK(window, registration)
         try admit(window, in: app)
         let existing = app.windows[window]?.activity
@@ -138,7 +141,7 @@ package actor AppDesk {
         }
         windows.setActivity(WindowActivity(id: id, content: content, encodedSize: size), of: window, in: registration)
         await follow(focusChanged: false)
-        return id
+        return (id, ActivityLimits.warnings(encodedSize: size))
     }
 
     package func withdrawActivity(window: String, of registration: AppWindows.Registration) async throws(DaemonError) {

@@ -136,13 +136,7 @@ public actor ActivityRegistry {
         guard case .became(let activity, let size, _, _) = try apply(.put(request)) else {
             throw DaemonError(.internalError, "the activity did not become current")
         }
-        var warnings: [String] = []
-        if size > ActivityLimits.warningEncodedSize {
-            warnings.append(
-                "the activity encodes to \(size) bytes, more than \(ActivityLimits.warningEncodedSize / 1024) KiB; keep activities small and move bulk data into a continuation stream"
-            )
-        }
-        return CurrentActivityResponse(activity: activity, encodedSize: size, warnings: warnings)
+        return CurrentActivityResponse(activity: activity, encodedSize: size, warnings: ActivityLimits.warnings(encodedSize: size))
     }
 
     /// How a window's app hears about its activity while that is current (`Attachments`).

@@ -22,7 +22,16 @@ package final class DeviceSwitch: Sendable {
     private let path: String
     private let announce: Announce
     private struct State {
+        /// As the user set them (kept in the file).
         var settings: DeviceSettings
+        /// `handoff = false` in handoffd.toml: off, whatever `settings` says.
+        var allowed = true
+        /// What is in effect.
+        var effective: DeviceSettings {
+            var s = settings
+            s.handoff = s.handoff && allowed
+            return s
+        }
         /// Who waits in `waitUntilOn`, by key (so that a cancelled wait can take itself out).
         var waitingForOn: [Int: CheckedContinuation<Void, Never>] = [:]
         var nextWaiter = 0
@@ -34,7 +43,7 @@ package final class DeviceSwitch: Sendable {
 
     /// Reads the settings kept in `stateDirectory`; an unreadable file is moved aside (and
     /// logged), and handoff is off.
-    package init(stateDirectory: String, announce: @escaping Announce, logger: Logger) {
+    package init(stateDirectory: String, allowed: Bool = true, announce: @escaping Announce, logger: Logger) {
         path = stateDirectory + "/" + Self.fileName
         self.announce = announce
         var settings = DeviceSettings()
@@ -49,22 +58,42 @@ package final class DeviceSwitch: Sendable {
             let aside = PrivateFiles.quarantine(path)
             logger.warning("the device's settings are unreadable; moved them aside, and handoff stays off until turned on", metadata: ["path": "\(aside)"])
         }
-        state = Mutex(State(settings: settings))
+        state = Mutex(State(settings: settings, allowed: allowed))
     }
 
-    package var settings: DeviceSettings { state.withLock { $0.settings } }
+    /// The settings in effect.
+    package var settings: DeviceSettings { state.withLock { $0.effective } }
 
     /// Whether handoff runs between this device and the others.
-    package var isOn: Bool { state.withLock { $0.settings.handoff } }
+    package var isOn: Bool { state.withLock { $0.effective.handoff } }
+
+    /// Whether handoffd.toml allows handoff (`handoff = false` does not); applied at once on
+    /// reload, announced when what is in effect changes.
+    package func allow(_ allowed: Bool) {
+        writing.withLock { _ in
+            let (before, after, woken) = state.withLock { s -> (DeviceSettings, DeviceSettings, [CheckedContinuation<Void, Never>]) in
+                let before = s.effective
+                s.allowed = allowed
+                guard s.effective.handoff else { return (before, s.effective, []) }
+                defer { s.waitingForOn.removeAll() }
+                return (before, s.effective, Array(s.waitingForOn.values))
+            }
+            for waiter in woken { waiter.resume() }
+            if before != after { announce(.settingsChanged(after)) }
+        }
+    }
 
     /// Applies `change`, keeps it, and announces it if anything changed; the settings as they
     /// now are.
     package func change(_ change: SettingsChange) throws(DaemonError) -> DeviceSettings {
         try writing.withLock { _ throws(DaemonError) -> DeviceSettings in
-            let old = settings
+            let (old, allowed) = state.withLock { ($0.settings, $0.allowed) }
+            if change.handoff == true, !allowed {
+                throw DaemonError(.handoffOff, "handoff is turned off in handoffd.toml (handoff = false); remove that line and reload handoffd to turn it on")
+            }
             var new = old
             if let handoff = change.handoff { new.handoff = handoff }
-            guard new != old else { return old }
+            guard new != old else { return settings }
             let bytes: [UInt8]
             do {
                 bytes = Array(try JSONEncoder().encode(new))
@@ -72,15 +101,15 @@ package final class DeviceSwitch: Sendable {
                 throw DaemonError(.io, "cannot encode the device's settings", cause: error)
             }
             try PrivateFiles.writeAtomically(bytes, to: path)
-            let woken = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            let (effective, woken) = state.withLock { s -> (DeviceSettings, [CheckedContinuation<Void, Never>]) in
                 s.settings = new
-                guard new.handoff else { return [] }
+                guard s.effective.handoff else { return (s.effective, []) }
                 defer { s.waitingForOn.removeAll() }
-                return Array(s.waitingForOn.values)
+                return (s.effective, Array(s.waitingForOn.values))
             }
             for waiter in woken { waiter.resume() }
-            announce(.settingsChanged(new))
-            return new
+            announce(.settingsChanged(effective))
+            return effective
         }
     }
 
@@ -93,7 +122,7 @@ package final class DeviceSwitch: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 let now = state.withLock { s -> Bool in
-                    if s.settings.handoff || Task.isCancelled { return true }
+                    if s.effective.handoff || Task.isCancelled { return true }
                     s.waitingForOn[key] = done
                     return false
                 }

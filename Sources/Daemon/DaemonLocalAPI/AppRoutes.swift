@@ -37,8 +37,8 @@ struct AppRoutes: Sendable {
         case .activity:
             let content = try request.decoded(PutCurrentActivityRequest.self).content
             try ActivityRoutes.refuseDocument(content)
-            let id = try await desk.setActivity(content, window: window, of: registration)
-            return .ok(WindowResponse(window: window, activityID: id))
+            let set = try await desk.setActivity(content, window: window, of: registration)
+            return .ok(WindowResponse(window: window, activityID: set.id, warnings: set.warnings))
         case .restoration:
             let content = try request.decoded(PutCurrentActivityRequest.self).content
             try await desk.saveRestoration(content, window: window, of: registration)

@@ -29,6 +29,9 @@ public struct DaemonSettings: Sendable, Equatable {
     public var browser = "xdg-open"
     /// Activity type → command line, ahead of the apps' `.desktop` files.
     public var handlers: [String: String] = [:]
+    /// `handoff`: false turns handoff off on this device and keeps it off whatever the switch
+    /// says (a managed machine's policy); true or absent, the switch decides (`DeviceSwitch`).
+    public var handoffAllowed = true
     /// `[notifications] enabled`: the desktop shows what the other devices are doing.
     public var notifications = true
     /// `[notifications] muted_types`: activity types never shown.
@@ -105,6 +108,9 @@ public struct DaemonSettings: Sendable, Equatable {
                     throw fail("max_activity_bytes must be an integer from 1024 to 16777216")
                 }
                 maxActivityBytes = Int(v)
+            case "handoff":
+                guard case .boolean(let v) = entry.value else { throw fail("handoff must be true or false") }
+                handoffAllowed = v
             case "log_level":
                 guard case .string(let v) = entry.value, DaemonSettings.logLevels.contains(v) else {
                     throw fail("log_level must be one of \(DaemonSettings.logLevels.map { "\"\($0)\"" }.joined(separator: ", "))")

@@ -204,7 +204,9 @@ public final class HandoffDaemon: Sendable {
         let route = EventRoute()
         self.statusChanges = route.statusChanges
         self.admission = AdmissionControl(limits: configuration.admissionLimits, clock: configuration.clock)
-        let deviceSwitch = DeviceSwitch(stateDirectory: configuration.stateDirectory, announce: route.announce, logger: logger)
+        let deviceSwitch = DeviceSwitch(
+            stateDirectory: configuration.stateDirectory, allowed: configuration.settings.handoffAllowed, announce: route.announce, logger: logger
+        )
         self.deviceSwitch = deviceSwitch
         _ = presence.share(deviceSwitch.isOn)
         admission.open(deviceSwitch.isOn)
@@ -361,6 +363,7 @@ public final class HandoffDaemon: Sendable {
         offers.replace(policy: NotificationPolicy(enabled: settings.notifications, mutedTypes: Set(settings.mutedNotificationTypes)))
         documents.replace(settings.documents(home: home))
         history.change(to: settings.history)
+        deviceSwitch.allow(settings.handoffAllowed)
         var needRestart: [String] = []
         let running = configuration.settings
         if settings.port != running.port, running.port != 0 { needRestart.append("port") }

@@ -202,18 +202,29 @@ extension AppEvent {
 public struct WindowResponse: Codable, Sendable, Equatable {
     public var window: String
     public var activityID: UUID?
+    /// (Setting an activity) Advice, as `CurrentActivityResponse.warnings`: a large activity.
+    public var warnings: [String]
 
-    public init(window: String, activityID: UUID? = nil) {
+    public init(window: String, activityID: UUID? = nil, warnings: [String] = []) {
         self.window = window
         self.activityID = activityID
+        self.warnings = warnings
     }
 
-    enum CodingKeys: String, CodingKey { case window, activityID }
+    enum CodingKeys: String, CodingKey { case window, activityID, warnings }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        window = try c.decode(String.self, forKey: .window)
+        activityID = try c.decodeIfPresent(UUID.self, forKey: .activityID)
+        warnings = try c.decodeIfPresent([String].self, forKey: .warnings) ?? []
+    }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(window, forKey: .window)
         try c.encodeIfPresent(activityID?.lowercasedString, forKey: .activityID)
+        if !warnings.isEmpty { try c.encode(warnings, forKey: .warnings) }
     }
 }
 

@@ -47,4 +47,13 @@ public struct ActivityLimits: Sendable, Equatable {
     public init(maximumEncodedSize: Int = ActivityLimits.defaultMaximumEncodedSize) {
         self.maximumEncodedSize = maximumEncodedSize
     }
+
+    /// The advice for an activity of `size` encoded bytes, which every way of making one current
+    /// passes on (handoffctl, the local API, HandoffKit, D-Bus): none up to `warningEncodedSize`.
+    public static func warnings(encodedSize size: Int) -> [String] {
+        guard size > warningEncodedSize else { return [] }
+        return [
+            "the activity encodes to \(size) bytes, more than \(warningEncodedSize / 1024) KiB; keep activities small and move bulk data into a continuation stream"
+        ]
+    }
 }
