@@ -23,6 +23,8 @@ import Testing
 
     @Test func theWindowShowingTheTargetTakesItInTheRunningApp() async throws {
         let (a, b) = try await Self.setUp(ActivityContent(type: Self.type, title: "Item 7", targetContentIdentifier: "item-7"))
+        // The session's notice says the target too: the window is known before the activity.
+        try await PeerDiscoveryTests.waitForPeers(b, "A's activity's target") { $0.peers.first?.activity?.targetContentIdentifier == "item-7" }
         let app = try await b.client.subscribe(.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type])))
         let (registration, _) = try await AppRoutesTests.registered(app)
         _ = try await b.client.send(.setWindowActivity(
@@ -32,15 +34,15 @@ import Testing
         _ = try await b.client.send(.focusWindow("eight", registration: registration))
         let client = b.client
         // The app: willContinue, then continue in window "seven"; it takes it there.
-        let appSide = Task { () async throws -> (String?, String?) in
-            guard case .willContinue(let id, let type, _, _) = try await app.next()?.body, type == Self.type else { throw TestFailure("no willContinue") }
+        let appSide = Task { () async throws -> (String?, String?, String?) in
+            guard case .willContinue(let id, let type, _, let named) = try await app.next()?.body, type == Self.type else { throw TestFailure("no willContinue") }
             guard case .continue(let same, let activity, _, let window) = try await app.next()?.body, same == id else { throw TestFailure("no continue") }
             _ = try await client.send(.answerContinuation(id, registration: registration, ContinuationAnswer(taken: true, window: window)))
-            return (window, activity.title)
+            return (named, window, activity.title)
         }
         let response = try await b.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch)))
-        let (window, title) = try await appSide.value
-        #expect(window == "seven" && title == "Item 7")
+        let (named, window, title) = try await appSide.value
+        #expect(named == "seven" && window == "seven" && title == "Item 7", "\(String(describing: named))")
         #expect(response.delivered?.kind == .app && response.delivered?.handler == "org.example.Viewer" && response.delivered?.window == "seven")
         try await a.finish()
         try await b.finish()

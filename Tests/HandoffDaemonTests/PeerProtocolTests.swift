@@ -65,6 +65,8 @@ import Testing
             .streamAccepted(streamID: UUID()),
             .streamRefused(StreamRefusal(.noServer, "no app serves streams")),
             .savedDeletions([]),
+            .activityTarget(sequence: 7, target: "item-7"),
+            .activityTarget(sequence: 1 << 40, target: nil),
             .savedDeletions([
                 SavedActivityDeletion(at: Timestamp(microsecondsSinceEpoch: 1_700_000_000_000_000), persistentIdentifiers: ["note-7", "home:ü.txt"]),
                 SavedActivityDeletion(at: Timestamp(microsecondsSinceEpoch: -5), types: ["org.example.notes.edit"], everything: true),
@@ -85,7 +87,7 @@ import Testing
     @Test func randomPayloadsNeverCrashTheDecoder() {
         var rng = SystemRandomNumberGenerator()
         for _ in 0..<20_000 {
-            let kind = UInt8.random(in: 0...21, using: &rng)
+            let kind = UInt8.random(in: 0...22, using: &rng)
             let payload = (0..<Int.random(in: 0..<64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             _ = try? PeerMessage(kind: kind, payload: payload)
         }

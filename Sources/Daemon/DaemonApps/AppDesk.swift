@@ -292,18 +292,19 @@ package actor AppDesk {
     }
 
     /// The user asked to continue an activity of `type`: the running app that would take it
-    /// hears `willContinue` at once (docs/apps.md) — with the window that takes it when
-    /// `activity` is known already; only its type is, when an advert told it.
-    package func willContinue(continuationID: UUID, type: String, activity: Activity?, from peer: LocalEvent.PeerRef) {
+    /// hears `willContinue` at once (docs/apps.md) — with the window that takes it when the
+    /// activity's `target` is known already (the activity is here, or the other device's notice
+    /// said it); else only the type is.
+    package func willContinue(continuationID: UUID, type: String, target: String?, targetKnown: Bool, from peer: LocalEvent.PeerRef) {
         let registration: AppWindows.Registration
         var window: String?
-        switch windows.receiver(for: type, target: activity?.content.targetContentIdentifier) {
+        switch windows.receiver(for: type, target: target) {
         case .launch: return
         case .app(let r): registration = r
         case .window(let r, let w): (registration, window) = (r, w)
         }
-        // Without the activity, its target is not known: the window is not either.
-        if activity == nil { window = nil }
+        // The target not known, neither is the window.
+        if !targetKnown { window = nil }
         guard announced.count < Self.registrationsAtMost * 4 else { return }
         if tell(registration, .willContinue(continuationID: continuationID, type: type, peer: peer, window: window)) {
             announced[continuationID] = (registration, type)

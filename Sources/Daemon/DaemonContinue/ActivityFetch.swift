@@ -37,10 +37,10 @@ package struct ActivityFetch: Sendable {
     }
 
     /// The current activity of `text` (a device name, id prefix or `HOST:PORT`) — only if it is
-    /// `expected`, when given. `seen` hears the activity's type and device as soon as they are
+    /// `expected`, when given. `seen` hears the activity (its summary) and device as soon as they are
     /// known from an advert, before anything is asked.
     package func run(
-        _ text: String, expected: UUID? = nil, state: AccountState, me: DeviceID, seen: (String, LocalEvent.PeerRef) async -> Void
+        _ text: String, expected: UUID? = nil, state: AccountState, me: DeviceID, seen: (ActivitySummary, LocalEvent.PeerRef) async -> Void
     ) async throws(DaemonError) -> Fetched {
         let target = try await PeerTarget.resolve(text, state: state, me: me, directory: directory, defaultPort: peerPort())
         // Asked for by id, the other device answers `changed` unless that one is still current.
@@ -48,7 +48,7 @@ package struct ActivityFetch: Sendable {
         if let expected, let latest = target.seen, latest.id != expected, let device = target.device {
             throw DaemonError(.activityChanged, "\(device.name)'s activity changed since it was offered; continue the new one")
         }
-        if let device = target.device, let advertised = target.seen { await seen(advertised.type, device) }
+        if let device = target.device, let advertised = target.seen { await seen(advertised, device) }
         var session = try await target.session(links: links, directory: directory)
         var answer: PeerMessage?
         // A session can end under us (both devices dialled at once and one connection gave

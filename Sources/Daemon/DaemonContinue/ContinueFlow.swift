@@ -58,9 +58,10 @@ package struct ContinueFlow: Sendable {
         let continuation = Continuation(id: UUID(), request: request, flow: self)
         let fetched: ActivityFetch.Fetched
         do throws(DaemonError) {
-            fetched = try await fetch.run(request.peer, expected: request.activityID, state: state, me: me) { type, peer async in
+            fetched = try await fetch.run(request.peer, expected: request.activityID, state: state, me: me) { summary, peer async in
                 // A link's activity is announced only once it is known to be the linked one.
-                if link == nil { await continuation.announce(type, peer, activity: nil) }
+                let target: Continuation.Target = summary.targetKnown ? .known(summary.targetContentIdentifier) : .unknown
+                if link == nil { await continuation.announce(summary.type, peer, target: target) }
             }
         } catch {
             if link != nil { return .unavailable(reason: error.message) }
@@ -102,13 +103,20 @@ package struct ContinueFlow: Sendable {
         let flow: ContinueFlow
         private let announced = Mutex<(type: String, peer: LocalEvent.PeerRef)?>(nil)
 
+        /// What is known of the activity's target when it is announced: its window follows
+        /// from it (docs/apps.md, "Where a continuation goes").
+        enum Target {
+            case unknown
+            case known(String?)
+        }
+
         init(id: UUID, request: ContinueRequest, flow: ContinueFlow) {
             self.id = id
             self.request = request
             self.flow = flow
         }
 
-        func announce(_ type: String, _ peer: LocalEvent.PeerRef, activity: Activity?) async {
+        func announce(_ type: String, _ peer: LocalEvent.PeerRef, target: Target) async {
             let first = announced.withLock { now in
                 guard now == nil else { return false }
                 now = (type, peer)
@@ -116,7 +124,11 @@ package struct ContinueFlow: Sendable {
             }
             guard first else { return }
             flow.events.publish(LocalEvent(at: .now(), .willContinue(continuationID: id, type: type, peer: peer)))
-            if request.delivery == .dispatch { await flow.handover.willContinue(continuationID: id, type: type, activity: activity, from: peer) }
+            guard request.delivery == .dispatch else { return }
+            switch target {
+            case .unknown: await flow.handover.willContinue(continuationID: id, type: type, target: nil, targetKnown: false, from: peer)
+            case .known(let known): await flow.handover.willContinue(continuationID: id, type: type, target: known, targetKnown: true, from: peer)
+            }
         }
 
         /// Says the continuation failed, if it was announced (else no continuation of any
@@ -131,7 +143,7 @@ package struct ContinueFlow: Sendable {
 
         /// Announces `activity` (if it was not yet) and hands it where the request says.
         func hand(_ activity: Activity, from peer: LocalEvent.PeerRef) async throws(DaemonError) -> ContinueResponse {
-            await announce(activity.type, peer, activity: activity)
+            await announce(activity.type, peer, target: .known(activity.content.targetContentIdentifier))
             do throws(DaemonError) {
                 let delivered: DeliveryOutcome
                 switch request.delivery {

@@ -24,10 +24,10 @@ package struct Handover: Sendable {
     }
 
     /// The user asked to continue an activity of `type`: the running app that would take it
-    /// hears `willContinue` now, before the activity arrives (or, `activity` known already,
-    /// with the window that takes it).
-    func willContinue(continuationID: UUID, type: String, activity: Activity?, from peer: LocalEvent.PeerRef) async {
-        await apps.willContinue(continuationID: continuationID, type: type, activity: activity, from: peer)
+    /// hears `willContinue` now, before the activity arrives — with the window that takes it
+    /// when its target is known already.
+    func willContinue(continuationID: UUID, type: String, target: String?, targetKnown: Bool, from peer: LocalEvent.PeerRef) async {
+        await apps.willContinue(continuationID: continuationID, type: type, target: target, targetKnown: targetKnown, from: peer)
     }
 
     /// The continuation failed: a running app told `willContinue` hears why.

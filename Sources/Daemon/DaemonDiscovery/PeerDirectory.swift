@@ -159,6 +159,14 @@ package actor PeerDirectory {
         }
     }
 
+    /// The target of the activity `id` announced with `sequence` (`activityTarget`), if that is
+    /// still the one it has.
+    package func target(_ id: DeviceID, sequence: UInt64, _ target: String?) {
+        guard let entry = entries[id], entry.sequence == sequence, entry.activity != nil else { return }
+        entries[id]?.activity?.targetContentIdentifier = target
+        entries[id]?.activity?.targetKnown = true
+    }
+
     package func staticPeer(_ id: DeviceID, name: String, address: String) {
         update(id, name: name) { $0.staticAddresses.insert(address) }
     }

@@ -14,16 +14,18 @@ package struct ActivityMessages: PeerMessageHandler {
         self.desk = desk
     }
 
-    package var kinds: Set<PeerMessage.Kind> { [.activityNotice, .getActivity, .activityContinued] }
+    package var kinds: Set<PeerMessage.Kind> { [.activityNotice, .activityTarget, .getActivity, .activityContinued] }
 
     package func opened(_ talk: PeerTalk) async throws {
-        try await talk.send(.activityNotice(desk.notice))
+        for message in PeerMessage.telling(desk.notice) { try await talk.send(message) }
     }
 
     package func handle(_ message: PeerMessage, _ talk: PeerTalk) async throws {
         switch message {
         case .activityNotice(let notice):
             await directory.notice(talk.session.peerID, notice)
+        case .activityTarget(let sequence, let target):
+            await directory.target(talk.session.peerID, sequence: sequence, target)
         case .getActivity(let id, let seen):
             // Its own task: saving a needsSave activity may take a second, and the session must
             // not stall meanwhile.

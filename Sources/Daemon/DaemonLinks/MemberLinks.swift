@@ -200,6 +200,15 @@ package actor MemberLinks {
         return told
     }
 
+    /// Tells every session of this device's activity: the notice, then its target, in order.
+    package func tell(_ notice: ActivityNotice) {
+        let messages = PeerMessage.telling(notice)
+        for session in sessions.values {
+            let s = session
+            spawn { for message in messages { try? await s.send(message) } }
+        }
+    }
+
     /// Ends the sessions of devices that have been removed from the account, telling each first.
     func dropRevoked(_ revoked: Set<DeviceID>) async {
         for id in sessions.keys where revoked.contains(id) {
@@ -247,7 +256,7 @@ package actor MemberLinks {
             for session in slots.removeAll() { session.close() }
             return
         }
-        broadcast(.activityNotice(notice))
+        tell(notice)
         for id in await directory.sightedIDs { consider(id, fresh: true) }
     }
 

@@ -193,6 +193,7 @@ extension PeerMessage {
         case .leaving: "leave notice"
         case .renameRequest: "rename request"
         case .savedDeletions: "saved-activity deletions"
+        case .activityTarget: "activity target"
         case .unknown(let kind): "message of unknown type \(kind)"
         }
     }

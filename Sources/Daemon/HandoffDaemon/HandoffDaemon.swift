@@ -695,7 +695,7 @@ final class EventRoute: Sendable {
             // Peers with a session hear at once; the advert follows as fast as Avahi allows.
             let notice = f.presence.update(activity)
             let links = f.links
-            links.spawn { await links.broadcast(.activityNotice(notice)) }
+            links.spawn { await links.tell(notice) }
             f.discovery.advertise(notice)
         case .accountChanged:
             f.discovery.accountChanged()

@@ -58,6 +58,10 @@ public enum PeerMessage: Sendable, Equatable {
     /// The saved activities deleted on the account's devices that the sender knows of (at most
     /// `maximumSavedDeletions`): told when a session opens, and each new one at once.
     case savedDeletions([SavedActivityDeletion])
+    /// Right after an `activityNotice` of an activity: its `targetContentIdentifier` (none:
+    /// it has none), so the device that continues it knows the window that will take it as
+    /// soon as the user asks. A device that does not know the kind skips it.
+    case activityTarget(sequence: UInt64, target: String?)
     /// A message type this version does not know (a newer peer's); sessions skip it.
     case unknown(kind: UInt8)
 
@@ -67,7 +71,7 @@ public enum PeerMessage: Sendable, Equatable {
         case activityNotice = 7, getActivity = 8, activity = 9, activityUnavailable = 10
         case activityContinued = 11, openStream = 12, streamAccepted = 13, streamRefused = 14
         case getAccountState = 15, accountStateReply = 16, removed = 17, leaving = 18, renameRequest = 19
-        case savedDeletions = 20
+        case savedDeletions = 20, activityTarget = 21
     }
 
     var kindByte: UInt8 {
@@ -99,6 +103,7 @@ public enum PeerMessage: Sendable, Equatable {
         case .leaving: .leaving
         case .renameRequest: .renameRequest
         case .savedDeletions: .savedDeletions
+        case .activityTarget: .activityTarget
         case .unknown: nil
         }
     }
@@ -255,6 +260,12 @@ extension PeerMessage {
     /// (the TLS certificate says who is talking).
     static let placeholderID = DeviceID(digest: [UInt8](repeating: 0, count: 32))
 
+    /// What tells another device of `notice`: the notice, then its activity's target when known.
+    public static func telling(_ notice: ActivityNotice) -> [PeerMessage] {
+        guard let activity = notice.activity, activity.targetKnown else { return [.activityNotice(notice)] }
+        return [.activityNotice(notice), .activityTarget(sequence: notice.sequence, target: activity.targetContentIdentifier)]
+    }
+
     /// The most deletions one message (and so one device's list of them) carries.
     public static let maximumSavedDeletions = 128
 
@@ -353,6 +364,14 @@ extension PeerMessage {
         case .savedDeletions(let deletions):
             w.varint(UInt64(deletions.count))
             for deletion in deletions { deletion.encode(into: &w) }
+        case .activityTarget(let sequence, let target):
+            w.varint(sequence)
+            if let target {
+                w.byte(1)
+                w.lengthPrefixed(Array(target.utf8))
+            } else {
+                w.byte(0)
+            }
         case .unknown:
             break
         }
@@ -455,6 +474,11 @@ extension PeerMessage {
                     }
                 }
                 self = .savedDeletions(deletions)
+            case .activityTarget:
+                let sequence = try r.varint()
+                let target = try r.byte() == 1 ? try r.utf8String() : nil
+                guard (target?.utf8.count ?? 0) <= ActivitySummary.maximumTargetBytes else { throw PeerMessageError(description: "an activity target over 512 bytes") }
+                self = .activityTarget(sequence: sequence, target: target)
             }
         } catch let e as PeerMessageError {
             throw e

@@ -65,6 +65,16 @@ public struct ActivitySummary: Sendable, Equatable, Codable {
     /// It has a web page, so a device without an app for its type can still continue it in the
     /// browser (the desktop offers it). The address itself stays out of adverts.
     public var hasWebpage: Bool
+    /// The activity's `targetContentIdentifier`, for the window that will take it, once known
+    /// (`targetKnown`): adverts do not carry it (they stay small and sealed as they are); the
+    /// sessions' `activityTarget` message does, right after each notice (docs/peer-protocol.md).
+    /// Not in adverts; the local API shows it once known (`peers --json`).
+    public var targetContentIdentifier: String?
+    public var targetKnown = false
+
+    /// The longest target the notice carries: a longer one is not told (the window is then
+    /// known only once the activity is).
+    public static let maximumTargetBytes = 512
 
     public init(_ a: Activity) {
         id = a.id
@@ -75,6 +85,10 @@ public struct ActivitySummary: Sendable, Equatable, Codable {
         supportsContinuationStreams = a.supportsContinuationStreams
         titleTruncated = false
         hasWebpage = a.content.webpageURL != nil
+        if (a.content.targetContentIdentifier?.utf8.count ?? 0) <= Self.maximumTargetBytes {
+            targetContentIdentifier = a.content.targetContentIdentifier
+            targetKnown = true
+        }
     }
 
     public init(
@@ -144,7 +158,7 @@ public struct ActivitySummary: Sendable, Equatable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, type, title, updatedAt, expirationDate, supportsContinuationStreams, titleTruncated, hasWebpage
+        case id, type, title, updatedAt, expirationDate, supportsContinuationStreams, titleTruncated, hasWebpage, targetContentIdentifier
     }
 
     public init(from decoder: any Decoder) throws {
@@ -157,6 +171,8 @@ public struct ActivitySummary: Sendable, Equatable, Codable {
         supportsContinuationStreams = try c.decodeIfPresent(Bool.self, forKey: .supportsContinuationStreams) ?? false
         titleTruncated = try c.decodeIfPresent(Bool.self, forKey: .titleTruncated) ?? false
         hasWebpage = try c.decodeIfPresent(Bool.self, forKey: .hasWebpage) ?? false
+        targetContentIdentifier = try c.decodeIfPresent(String.self, forKey: .targetContentIdentifier)
+        targetKnown = targetContentIdentifier != nil
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -169,5 +185,6 @@ public struct ActivitySummary: Sendable, Equatable, Codable {
         try c.encode(supportsContinuationStreams, forKey: .supportsContinuationStreams)
         if titleTruncated { try c.encode(true, forKey: .titleTruncated) }
         if hasWebpage { try c.encode(true, forKey: .hasWebpage) }
+        try c.encodeIfPresent(targetContentIdentifier, forKey: .targetContentIdentifier)
     }
 }
