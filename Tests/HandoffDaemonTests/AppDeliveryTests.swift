@@ -217,7 +217,8 @@ extension AppDeliveryTests {
     /// Activation conditions over the local API: the window that prefers the target takes it
     /// over one that can; a link reopened here knows the activity before the app hears of it,
     /// so `willContinue` names that window; a window closed keeping its restoration activity
-    /// comes back at the next registration; bad conditions are refused.
+    /// comes back at the next registration (a window closed without keeping loses its own);
+    /// bad conditions are refused.
     @Test func conditionsChooseTheWindowAndWillContinueNamesIt() async throws {
         let (a, b) = try await Self.setUp(ActivityContent(type: Self.type, title: "Item 7", targetContentIdentifier: "item-7"))
         let app = try await b.client.subscribe(.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type])))
@@ -240,9 +241,10 @@ extension AppDeliveryTests {
         let (named, window) = try await appSide.value
         #expect(named == "seven" && window == "seven" && opened.continued.delivered?.window == "seven", "\(String(describing: named)) \(String(describing: window))")
 
-        // Closed keeping its restoration activity: the window's activity as it was comes back.
-        _ = try await b.client.send(.setWindowActivity(ActivityContent(type: Self.type, title: "Item 7 here", targetContentIdentifier: "item-7"), window: "seven", registration: registration))
+        // Closed keeping the restoration activity saved for it as it closed: it comes back.
+        _ = try await b.client.send(.saveRestoration(ActivityContent(type: Self.type, title: "Item 7 here", targetContentIdentifier: "item-7"), window: "seven", registration: registration))
         _ = try await b.client.send(.closeWindow("seven", registration: registration, keepingRestoration: true))
+        _ = try await b.client.send(.saveRestoration(ActivityContent(type: Self.type, title: "Items"), window: "items", registration: registration))
         _ = try await b.client.send(.closeWindow("items", registration: registration))
         app.close()
         let again = try await b.client.subscribe(.registerApp(AppRegistration(appID: "org.example.Viewer", continues: [Self.type])))

@@ -146,8 +146,13 @@ import Testing
             current: "-", ask: Ask(type: item, target: "item-8"), receiver: "window v/a"
         ),
         Row(
+            "without a target, a window that takes * is as one that declared nothing",
+            [.register("v"), .conditions("v", window: "a", can: ["*"]), .conditions("v", window: "b", prefers: ["item-7"]), .focus("v", window: "a"), .focus("v", window: "b")],
+            current: "-", ask: Ask(type: item), receiver: "window v/a"
+        ),
+        Row(
             "without a target, the app's last-focused window that declared nothing",
-            [.register("v"), .conditions("v", window: "a", can: ["*"]), .focus("v", window: "b"), .focus("v", window: "a")],
+            [.register("v"), .conditions("v", window: "a", can: ["item-*"]), .focus("v", window: "b"), .focus("v", window: "a")],
             current: "-", ask: Ask(type: item), receiver: "window v/b"
         ),
         Row(

@@ -103,7 +103,7 @@ import DaemonDocuments
         }
     }
 
-    /// `[web_domains] off`: claims as apps make them; a top-level wildcard or a URL is refused.
+    /// `handoff = false`: the configuration keeps handoff off; only a boolean is taken.
     @Test func handoffCanBeKeptOffByTheConfiguration() throws {
         var settings = DaemonSettings()
         #expect(settings.handoffAllowed)
@@ -117,6 +117,7 @@ import DaemonDocuments
         }
     }
 
+    /// `[web_domains] off`: claims as apps make them; a top-level wildcard or a URL is refused.
     @Test func claimsTurnedOffAreClaims() throws {
         var settings = DaemonSettings()
         try settings.apply(try parse("[web_domains]\noff = [\"Example.com\", \"*.example.org\"]\n"))

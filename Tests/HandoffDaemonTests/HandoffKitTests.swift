@@ -351,6 +351,16 @@ import Testing
         let reopened = UserActivity(copying: try #require(restored["w7"]), app: second, window: "w7")
         try await reopened.becomeCurrent()
         #expect(try await d.client.send(.currentActivity).activity.title == "Item 7")
+        // Closed keeping its restoration activity: the window's activity as the app has it —
+        // here one never handed over (not eligible for Handoff) — comes back next time.
+        let eight = UserActivity(activityType: "org.example.item", app: second, window: "w8")
+        eight.title = "Item 8, private"
+        eight.isEligibleForHandoff = false
+        try await eight.becomeCurrent()
+        try await second.close(window: "w8", keepingRestoration: true)
+        let third = HandoffApp(appID: "org.example.Viewer", socketPath: d.socketPath)
+        try await third.connect()
+        #expect(await third.restoredWindows["w8"]?.title == "Item 8, private")
         try await d.finish()
     }
 

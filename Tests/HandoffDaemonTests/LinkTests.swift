@@ -67,6 +67,14 @@ import Testing
         #expect(t.persistentIdentifier == nil && t.webpageURL == nil && t.activityID == activity.id)
     }
 
+    @Test func activationConditionsAreBounded() {
+        #expect(ActivationConditions(can: ["item-*"], prefers: ["item-7"]).problem == nil)
+        #expect(ActivationConditions(can: [""]).problem != nil)
+        #expect(ActivationConditions(can: (0..<33).map { "p\($0)" }).problem != nil)
+        #expect(ActivationConditions(can: (0..<10).map { _ in String(repeating: "p", count: 500) }).problem?.contains("together") == true)
+        #expect(ActivationConditions(can: ["*"]).takesAnything && !ActivationConditions(prefers: ["item-*"]).takesAnything)
+    }
+
     @Test func queryValuesRoundTrip() {
         for text in ["note-7", "a b&c=d", "home:Notes/ü €.txt", "%41+", "", "🙂/?#"] {
             let encoded = QueryText.encode(text)

@@ -63,7 +63,7 @@ import Testing
         // Seen well after: content shown again since, it stays.
         await store.record(Self.note("new 7", persistent: "note-7", type: "org.example.notes.list"), device: nil, own: true, at: at(600))
         let deletion = SavedActivityDeletion(at: t0, persistentIdentifiers: ["note-7"])
-        #expect(await store.apply(deletion, now: at(700)) == 2)
+        #expect(await store.apply(deletion, now: at(700)) == HistoryStore.Applied(removed: 2, kept: true))
         #expect(await store.list().entries.map(\.activity.title) == ["new 7", "other"])
         #expect(await store.apply(deletion, now: at(700)) == nil)
         #expect(await store.deletionsToTell(now: at(700)) == [deletion])
@@ -79,14 +79,20 @@ import Testing
         let kept = await again.deletionsToTell(now: at(700))
         #expect(kept.count == 128 && kept.last?.types == ["org.example.t199"])
 
-        // What this device no longer keeps is not applied nor told again (else it would go round
-        // for ever): older than the oldest of the full list, older than the lifetime, or dated
-        // in this device's future — the far future included, which must not overflow.
-        #expect(await again.apply(SavedActivityDeletion(at: at(-1), types: ["org.example.old"]), now: at(700)) == nil)
-        #expect(await again.apply(SavedActivityDeletion(at: at(-91 * 86_400), types: ["org.example.old"]), now: at(700)) == nil)
+        // What this device does not keep is applied, but neither kept nor told on (else it would
+        // go round for ever): older than the oldest of the full list, older than the lifetime,
+        // or dated in this device's future — the far future included, which must not overflow,
+        // and which deletes as if made now.
+        await again.record(Self.note("old one", persistent: nil, type: "org.example.old"), device: nil, own: true, at: at(-2000))
+        #expect(await again.apply(SavedActivityDeletion(at: at(-1), types: ["org.example.old"]), now: at(700)) == HistoryStore.Applied(removed: 1, kept: false))
+        #expect(await again.apply(SavedActivityDeletion(at: at(-91 * 86_400), types: ["org.example.old"]), now: at(700))?.kept == false)
+        await again.record(Self.note("seen later", persistent: nil, type: "org.example.later"), device: nil, own: true, at: at(650))
         for future in [at(700 + 3600), Timestamp(microsecondsSinceEpoch: .max), Timestamp(microsecondsSinceEpoch: .min)] {
-            #expect(await again.apply(SavedActivityDeletion(at: future, everything: true), now: at(700)) == nil)
+            #expect(await again.apply(SavedActivityDeletion(at: future, types: ["org.example.later"]), now: at(700))?.kept == false)
         }
+        #expect(!(await again.list().entries.contains { $0.activity.title == "seen later" }))
+        let stillKept = await again.deletionsToTell(now: at(700))
+        #expect(stillKept.count == 128 && !stillKept.contains { $0.types == ["org.example.old"] || $0.types == ["org.example.later"] })
         // An entry a kept deletion names is not recorded again (its event came late, or it was
         // reopened from the history).
         let late = Activity(content: ActivityContent(type: "org.example.t150", title: "late"), createdAt: at(100))
@@ -95,7 +101,7 @@ import Testing
 
         // History off: the deletions are still kept (to tell others).
         await again.replace(HistoryStore.Limits(enabled: false))
-        #expect(await again.apply(SavedActivityDeletion(at: at(800), everything: true), now: at(900)) == 0)
+        #expect(await again.apply(SavedActivityDeletion(at: at(800), everything: true), now: at(900)) == HistoryStore.Applied(removed: 0, kept: true))
         #expect(await again.deletionsToTell(now: at(900)).last?.everything == true)
     }
 
@@ -114,6 +120,16 @@ import Testing
         #expect(kept.count > 10 && kept.count < 40 && payload.count <= 512 * 1024 + 8, "\(kept.count) deletions, \(payload.count) bytes")
         #expect(try PeerMessage(kind: kind, payload: payload) == .savedDeletions(kept))
         #expect(kept.last?.persistentIdentifiers.first?.hasPrefix("39-") == true, "the newest are kept")
+        // One older than all kept, with the list held by its bytes (not its count): applied, not
+        // kept, so not told on.
+        let older = SavedActivityDeletion(at: now.adding(seconds: -500), persistentIdentifiers: (0..<64).map { "old-\($0)-" + String(repeating: "p", count: 500) })
+        #expect(await store.apply(older, now: now)?.kept == false)
+        #expect(await store.deletionsToTell(now: now) == kept)
+        // A deletion made here does not stop what is shown after it from being kept.
+        _ = await store.apply(SavedActivityDeletion(at: now, everything: true), now: now)
+        let after = Activity(content: ActivityContent(type: "org.example.notes.edit", title: "after"), createdAt: now.adding(microseconds: 1000))
+        await store.record(after, device: nil, own: true, at: now.adding(microseconds: 1000))
+        #expect(await store.list().entries.map(\.activity.title) == ["after"])
     }
 
     @Test func restorationActivitiesOfADeletedContentGo() async throws {

@@ -59,6 +59,9 @@ struct BusApp: Sendable {
         /// What windows declared they take (SetActivationConditions), given again with the rest.
         var conditions: [String: ActivationConditions] = [:]
 
+        /// The windows it knows of: with an activity, invalidated, or with conditions.
+        var count: Int { Set(activities.keys).union(invalidated).union(conditions.keys).count }
+
         /// The activities' size together if `window`'s were `size` bytes.
         func bytes(with size: Int, for window: String) -> Int { bytes - (sizes[window] ?? 0) + size }
 
@@ -193,7 +196,7 @@ struct BusApp: Sendable {
             guard window.utf8.count <= Self.maximumWindowIDBytes else {
                 throw DesktopInterface.error("invalid_window_id", "a window id is 1 to \(Self.maximumWindowIDBytes) bytes")
             }
-            guard windows.activities.count + windows.invalidated.count < Self.maximumWindows || windows.activities[window] != nil
+            guard windows.count < Self.maximumWindows || windows.activities[window] != nil || windows.conditions[window] != nil
                 || windows.invalidated.contains(window)
                 || ["Resign", "Focus", "CloseWindow", "CloseWindowKeepingRestoration", "RemoveRestoration"].contains(call.member)
             else {
@@ -239,9 +242,13 @@ struct BusApp: Sendable {
                     windows.focused = window
                 }
             case "CloseWindow", "CloseWindowKeepingRestoration":
+                // Kept: the window's activity as the app last gave it (also one handoffd has not
+                // had yet), as its restoration activity.
                 let keeping = call.member == "CloseWindowKeepingRestoration"
+                let last = keeping ? windows.activities[window] : nil
                 _ = try await relayed(&registration) { id async throws(HandoffClientError) in
-                    try await client.send(.closeWindow(window, registration: id, keepingRestoration: keeping))
+                    if let last { _ = try await client.send(.saveRestoration(last, window: window, registration: id)) }
+                    return try await client.send(.closeWindow(window, registration: id, keepingRestoration: keeping))
                 } keep: {
                     windows.forget(window)
                     windows.invalidated.remove(window)
@@ -251,12 +258,11 @@ struct BusApp: Sendable {
             case "SetActivationConditions":
                 let strings = { (value: DBusValue) in value.arrayItems?.compactMap(\.stringValue) ?? [] }
                 let declared = ActivationConditions(can: strings(call.arguments[1]), prefers: strings(call.arguments[2]))
-                let cleared = declared.can.isEmpty && declared.prefers.isEmpty
                 if let problem = declared.problem { throw DesktopInterface.error("invalid_value", "activation conditions: \(problem)") }
                 _ = try await relayed(&registration) { id async throws(HandoffClientError) in
-                    try await client.send(.setActivationConditions(cleared ? nil : declared, window: window, registration: id))
+                    try await client.send(.setActivationConditions(declared, window: window, registration: id))
                 } keep: {
-                    windows.conditions[window] = cleared ? nil : declared
+                    windows.conditions[window] = declared
                 }
             case "SaveRestoration":
                 let content = try ActivityDictionary.content(from: call.arguments[1])

@@ -201,6 +201,10 @@ package struct DesktopInterface: Sendable {
                 bus.reply(to: call, [.array(element: "a{sv}", response.entries.map(Self.historyEntry))])
             case "DeleteSavedActivities", "DeleteAllSavedActivities":
                 let strings = { (value: DBusValue?) in value?.arrayItems?.compactMap(\.stringValue) ?? [] }
+                // No ids is nothing to delete (as Apple's call with none), never "all of these types".
+                if call.member == "DeleteSavedActivities", strings(call.arguments.first).isEmpty {
+                    throw Self.error("invalid_value", "name the persistent identifiers to delete; DeleteAllSavedActivities deletes all of your types")
+                }
                 let request =
                     call.member == "DeleteSavedActivities"
                     ? DeleteSavedRequest(persistentIdentifiers: strings(call.arguments.first), types: strings(call.arguments.last))
@@ -255,11 +259,15 @@ package struct DesktopInterface: Sendable {
                 guard case .variant(let value) = a[2], let on = value.boolValue else {
                     throw DBusError(name: DBusError.invalidArgsName, message: "Handoff is a boolean")
                 }
+                // What it was, so that the change is told even if the agent had not read it yet.
+                let before = try await relayed { () async throws(HandoffClientError) in try await client.send(.settings) }
+                handoffChanged(to: before.handoff)
                 let now = try await relayed { () async throws(HandoffClientError) in try await client.send(.changeSettings(SettingsChange(handoff: on))) }
                 bus.reply(to: call)
                 handoffChanged(to: now.handoff)
             default:
                 let now = try await relayed { () async throws(HandoffClientError) in try await client.send(.settings) }
+                handoffChanged(to: now.handoff)
                 bus.reply(to: call, [call.member == "Get" ? .variant(.bool(now.handoff)) : .vardict(["Handoff": .bool(now.handoff)])])
             }
         } catch {

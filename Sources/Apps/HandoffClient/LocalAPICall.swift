@@ -223,7 +223,7 @@ extension LocalAPICall where Answer == WindowResponse {
     }
 
     /// The user closed the window: its activity goes, and its restoration activity — unless
-    /// `keepingRestoration`: then its activity becomes its restoration activity.
+    /// `keepingRestoration` (the one the app saved for it stays).
     public static func closeWindow(_ window: String, registration: UUID, keepingRestoration: Bool = false) -> Self {
         Self(.deleteWindow, LocalAPIRoute.window(window, of: registration) + (keepingRestoration ? "?keepRestoration=1" : ""))
     }

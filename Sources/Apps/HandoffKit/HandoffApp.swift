@@ -48,7 +48,7 @@ public actor HandoffApp {
     /// Each window's activity, as the app set it.
     private var windows: [String: UserActivity] = [:]
     /// What handoffd has for each window: which activity, as it was given.
-    private var given: [String: (activity: ObjectIdentifier, content: ActivityContent)] = [:]
+    private var given: [String: (activity: ObjectIdentifier, content: ActivityContent, warnings: [String])] = [:]
     private var focused: String?
     /// What each window declared it takes (`setActivationConditions`), given again whenever
     /// handoffd restarts.
@@ -62,8 +62,9 @@ public actor HandoffApp {
     /// continuations go the way they would if it were not running.
     private var hungCalls = 0
     private var running = false
-    /// The continuation this process was started for went to the receiver (once per process).
-    private var launchedTaken = false
+    /// The continuation this process was started for went to a receiver (once per process,
+    /// whichever `HandoffApp` runs first).
+    private static let launchedTaken = Mutex(false)
     /// The windows' state-restoration activities handoffd kept from the app's last run.
     public private(set) var restoredWindows: [String: UserActivity] = [:]
 
@@ -150,8 +151,7 @@ public actor HandoffApp {
         defer { running = false }
         await withDiscardingTaskGroup { group in
             group.addTask { await self.giveChanges() }
-            if takingLaunched, let receiver, !launchedTaken {
-                launchedTaken = true
+            if takingLaunched, let receiver, Self.launchedTaken.withLock({ taken in defer { taken = true }; return !taken }) {
                 group.addTask { await Self.takeLaunched(receiver, environment: ProcessInfo.processInfo.environment) }
             }
             var wait = Duration.milliseconds(50)
@@ -235,11 +235,15 @@ public actor HandoffApp {
     public func close(window: String, keepingRestoration: Bool = false) async throws(HandoffError) {
         await lockWindows()
         defer { unlockWindows() }
+        // The window's activity as the app has it now (a change not yet given, what needsSave
+        // holds back, one not eligible for Handoff): what it would show when reopened.
+        let last = keepingRestoration ? windows[window]?.saved() : nil
         windows[window] = nil
         given[window] = nil
         conditions[window] = nil
         if focused == window { focused = nil }
         guard let registration else { throw Self.notConnected }
+        if let last { try await call(registration) { _ = try await $0.send(.saveRestoration(last, window: window, registration: registration)) } }
         try await call(registration) { _ = try await $0.send(.closeWindow(window, registration: registration, keepingRestoration: keepingRestoration)) }
     }
 
@@ -250,6 +254,7 @@ public actor HandoffApp {
     /// those that declared nothing, else to a new window (`IncomingContinuation.window` nil).
     /// Nil clears them. Kept across handoffd's restarts.
     public func setActivationConditions(_ conditions: ActivationConditions?, for window: String) async throws(HandoffError) {
+        if let problem = conditions?.problem { throw HandoffError(.refused(.invalidValue), "activation conditions: \(problem)") }
         await lockWindows()
         defer { unlockWindows() }
         self.conditions[window] = conditions
@@ -303,26 +308,28 @@ public actor HandoffApp {
     /// saved activities"). The app's are those of its types (`ownTypes`): another app's content
     /// with the same id stays. Devices away hear it when they are back.
     public func deleteSavedActivities(withPersistentIdentifiers ids: [String]) async throws(HandoffError) {
-        let types = await ownTypes()
-        guard !ids.isEmpty, !types.isEmpty else { return }
+        guard !ids.isEmpty else { return }
+        let types = try await ownTypesOrRefuse()
         try await deleteSaved(DeleteSavedRequest(persistentIdentifiers: ids, types: types))
     }
 
     /// Deletes every saved activity of this app's types on every device of the account (Apple's
     /// `deleteAllSavedUserActivities`).
     public func deleteAllSavedActivities() async throws(HandoffError) {
-        let types = await ownTypes()
-        guard !types.isEmpty else { return }
-        try await deleteSaved(DeleteSavedRequest(types: types))
+        try await deleteSaved(DeleteSavedRequest(types: try await ownTypesOrRefuse()))
     }
 
     /// This app's activity types: those it continues, and those of the activities it made in
     /// this run or had restored.
-    private func ownTypes() async -> [String] {
+    private func ownTypesOrRefuse() async throws(HandoffError) -> [String] {
         await lockWindows()
         defer { unlockWindows() }
         let made = Set(windows.values.map(\.activityType)).union(restoredWindows.values.map(\.activityType))
-        return Array(made.union(continuedTypes)).sorted()
+        let types = Array(made.union(continuedTypes)).sorted()
+        guard !types.isEmpty else {
+            throw HandoffError(.refused(.invalidValue), "this app has no activity types yet to delete saved activities of; declare them in HandoffApp(continues:)")
+        }
+        return types
     }
 
     private func deleteSaved(_ request: DeleteSavedRequest) async throws(HandoffError) {
@@ -357,11 +364,11 @@ public actor HandoffApp {
             content = before.content
             content.needsSave = true
         }
-        guard saving || before?.content != content else { return [] }
+        if !saving, let before, before.content == content { return before.warnings }
         var warnings: [String] = []
         try await call(registration) { warnings = try await $0.send(.setWindowActivity(content, window: window, registration: registration)).warnings }
         // Only once it is taken: refused, handoffd still has what it had.
-        given[window] = (ObjectIdentifier(activity), content)
+        given[window] = (ObjectIdentifier(activity), content, warnings)
         return warnings
     }
 
@@ -443,9 +450,6 @@ public actor HandoffApp {
         }
     }
 
-    /// Hands `continuation` to the receiver and answers handoffd with what it said — or, when it
-    /// has not said within `continueDeadline`, refuses it for the receiver and stops receiving
-    /// until that call returns (docs/handoffkit.md, "What differs").
     /// The continuation this process was started for, if it was: `willContinue`, then the
     /// activity, to `receiver` (handoffd handed it over already; the window is the app's).
     package static func takeLaunched(_ receiver: any ContinuationReceiver, environment: [String: String]) async {
@@ -465,6 +469,9 @@ public actor HandoffApp {
         }
     }
 
+    /// Hands `continuation` to the receiver and answers handoffd with what it said — or, when it
+    /// has not said within `continueDeadline`, refuses it for the receiver and stops receiving
+    /// until that call returns (docs/handoffkit.md, "What differs").
     private func deliver(_ continuation: IncomingContinuation, to receiver: (any ContinuationReceiver)?) async {
         guard let registration else { return }
         guard let receiver else {

@@ -158,18 +158,15 @@ package actor AppDesk {
     }
 
     /// The user closed `window`: its activity goes, and its restoration activity — unless
-    /// `keepingRestoration`: then the window's activity as it was becomes its restoration
-    /// activity (a scene's `stateRestorationActivity`, taken as it disconnects).
+    /// `keepingRestoration` (the app saved the one it wants for it just before: a scene's
+    /// `stateRestorationActivity`, taken as it disconnects).
     package func close(window: String, of registration: AppWindows.Registration, keepingRestoration: Bool = false) async throws(DaemonError) {
         let app = try windowOK(window, registration)
-        let last = app.windows[window]?.activity
         windows.close(window, in: registration)
-        if keepingRestoration, let last {
-            try await restoration.save(Activity(id: last.id, content: last.content, createdAt: clock.now()), appID: app.appID, window: window)
-        } else if !keepingRestoration {
-            try await restoration.remove(appID: app.appID, window: window)
-        }
+        // Closed whatever comes of its restoration activity: the device's current activity
+        // follows first.
         await follow(focusChanged: false)
+        if !keepingRestoration { try await restoration.remove(appID: app.appID, window: window) }
     }
 
     /// Keeps `content` as `window`'s state-restoration activity, for the app's next registration.

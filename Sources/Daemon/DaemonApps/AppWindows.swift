@@ -113,7 +113,7 @@ package struct AppWindows {
     /// 1. a window that prefers `target`, or shows it (its activity names it);
     /// 2. else a window that declared it can take `target`;
     /// 3. else, in the app that had focus last, its last-focused window of those that declared
-    ///    nothing (they take anything);
+    ///    nothing or `*` (they take anything, also without a target);
     /// 4. else that app, in a new window; with no such app, `.launch`.
     /// Among several windows, the one focused last; among windows never focused, the app
     /// registered last, then the window's name: never the order of a dictionary.
@@ -128,7 +128,7 @@ package struct AppWindows {
             }
         }
         guard case .app(let registration) = Self.focusedLast(candidates), let app = candidates[registration] else { return .launch }
-        return Self.focusedLast(windows: [registration: app], where: { $0.conditions == nil && $0.focused > 0 }) ?? .app(registration)
+        return Self.focusedLast(windows: [registration: app], where: { ($0.conditions?.takesAnything ?? true) && $0.focused > 0 }) ?? .app(registration)
     }
 
     /// Of the windows of `candidates` that `takes`, the one focused last, as a receiver.

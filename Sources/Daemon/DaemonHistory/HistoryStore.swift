@@ -152,8 +152,9 @@ package actor HistoryStore: Service {
     package func record(_ activity: Activity, device: LocalEvent.PeerRef?, own: Bool, at: Timestamp) {
         guard limits.enabled else { return }
         // Deleted already (a deletion that came before the event saying it was seen, or an
-        // activity reopened from the history): not kept again.
-        if deletions.contains(where: { $0.deletes(activity, seenAt: min(at, activity.updatedAt), tolerance: Self.tolerance) }) { return }
+        // activity reopened from the history): not kept again. No tolerance here: what was
+        // shown after a deletion is kept.
+        if deletions.contains(where: { $0.deletes(activity, seenAt: min(at, activity.updatedAt).adding(microseconds: 1), tolerance: .zero) }) { return }
         let entry = HistoryEntry(activity: activity, device: device, own: own, seenAt: at)
         guard let line = Self.line(entry) else { return }
         guard line.count <= limits.maximumBytes else {
@@ -191,27 +192,43 @@ package actor HistoryStore: Service {
         return named.first { ($0.device?.id ?? target.device) == target.device } ?? named.first
     }
 
+    /// What applying a deletion did.
+    package struct Applied: Sendable, Equatable {
+        /// The history entries that went.
+        package var removed: Int
+        /// Whether it is kept, to tell the other devices: false for one this device does not
+        /// keep (older than the lifetime, or than what a full list holds; dated in its future),
+        /// so that no deletion goes round for ever.
+        package var kept: Bool
+
+        package init(removed: Int, kept: Bool) {
+            self.removed = removed
+            self.kept = kept
+        }
+    }
+
     /// Applies `deletion` (docs/apps.md, "Deleting saved activities"), made here or heard from
-    /// another device, and keeps it to tell others; nil when there is nothing to do and nothing
-    /// to tell — it was heard already, or it is one this device no longer keeps: older than the
-    /// lifetime, or than the oldest of a full list (so a deletion never goes round for ever), or
-    /// dated in this device's future (a clock far ahead, or a forgery, would outlive every other).
-    /// Else how many entries went: those it names, seen before it was made (within
-    /// `clockTolerance`), so that what was seen since stays.
-    package func apply(_ deletion: SavedActivityDeletion, now: Timestamp = .now()) -> Int? {
+    /// another device: the entries it names that were seen before it was made (within
+    /// `clockTolerance`; one dated in this device's future counts as made now) go, so that what
+    /// was seen since stays. Nil when it was heard already: nothing to do, nothing to tell.
+    package func apply(_ deletion: SavedActivityDeletion, now: Timestamp = .now()) -> Applied? {
         prune(now: now)
-        guard !deletions.contains(where: { $0.id == deletion.id }), Self.isFresh(deletion.at, now: now),
-            deletions.count < Self.deletionsKept || deletion.at > deletions[0].at
-        else { return nil }
-        deletions.append(deletion)
-        deletions.sort { $0.at < $1.at }
-        deletions = Self.bounded(deletions)
-        deletionsDirty = true
+        guard !deletions.contains(where: { $0.id == deletion.id }) else { return nil }
+        var kept = false
+        if Self.isFresh(deletion.at, now: now) {
+            deletions.append(deletion)
+            deletions.sort { $0.at < $1.at }
+            deletions = Self.bounded(deletions)
+            kept = deletions.contains { $0.id == deletion.id }
+            deletionsDirty = true
+        }
+        var effective = deletion
+        effective.at = min(deletion.at, now)
         let before = entries.count
-        entries.removeAll { deletion.deletes($0.entry.activity, seenAt: $0.entry.seenAt, tolerance: Self.tolerance) }
+        entries.removeAll { effective.deletes($0.entry.activity, seenAt: $0.entry.seenAt, tolerance: Self.tolerance) }
         if entries.count != before { dirty = true }
         save.yield()
-        return before - entries.count
+        return Applied(removed: before - entries.count, kept: kept)
     }
 
     static let tolerance = Duration.seconds(clockTolerance)

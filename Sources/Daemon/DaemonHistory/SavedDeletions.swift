@@ -5,6 +5,7 @@ import HandoffAPI
 import HandoffModel
 import HandoffPeer
 import Logging
+import Synchronization
 
 /// Saved activities deleted account-wide (docs/apps.md, "Deleting saved activities"): a deletion
 /// made here (`delete`, the local API) or heard from another device (`savedDeletions`) removes
@@ -40,16 +41,43 @@ package struct SavedDeletions: PeerMessageHandler {
 
     package func handle(_ message: PeerMessage, _ talk: PeerTalk) async throws {
         guard case .savedDeletions(let deletions) = message else { return }
-        // Its own task: applying reads the restoration activities from disk, and the session
-        // must not stall meanwhile.
         let (me, peer, from) = (self, talk.peer, talk.session.peerID)
-        talk.links.spawn {
-            var new: [SavedActivityDeletion] = []
-            for deletion in deletions where await me.apply(deletion) != nil { new.append(deletion) }
-            guard !new.isEmpty else { return }
-            me.logger.info("saved activities deleted on another device", metadata: ["device": "\(peer.name)", "deletions": "\(new.count)"])
-            await me.links.broadcast(.savedDeletions(new), except: [from])
+        let work = { @Sendable () async in
+            var told: [SavedActivityDeletion] = []
+            for deletion in deletions {
+                // One this device does not keep is applied, and told no further.
+                if let done = await me.apply(deletion), done.kept { told.append(deletion) }
+            }
+            guard !told.isEmpty else { return }
+            me.logger.info("saved activities deleted on another device", metadata: ["device": "\(peer.name)", "deletions": "\(told.count)"])
+            await me.links.broadcast(.savedDeletions(told), except: [from])
         }
+        // Applying reads the restoration activities from disk: in a task of its own, so the
+        // session does not stall — a few at a time; beyond that, in the session's own turn,
+        // which holds up a device that sends faster than they are applied.
+        guard inFlight.start() else { return await work() }
+        talk.links.spawn {
+            await work()
+            me.inFlight.end()
+        }
+    }
+
+    /// Deletion messages being applied in tasks of their own.
+    let inFlight = InFlight()
+
+    final class InFlight: Sendable {
+        static let most = 2
+        private let count = Mutex(0)
+
+        func start() -> Bool {
+            count.withLock { n in
+                guard n < Self.most else { return false }
+                n += 1
+                return true
+            }
+        }
+
+        func end() { count.withLock { $0 -= 1 } }
     }
 
     /// `POST /v1/history/delete`.
@@ -58,22 +86,33 @@ package struct SavedDeletions: PeerMessageHandler {
             at: clock.now(), persistentIdentifiers: request.persistentIdentifiers, types: request.types, everything: request.all
         )
         if let problem = deletion.problem { throw DaemonError(ActivityError(.invalidValue, "cannot delete saved activities: \(problem)")) }
-        let done = await apply(deletion) ?? (0, 0, false)
+        let done = await apply(deletion) ?? Done(history: 0, restorations: 0, current: false, kept: false)
         let told = await links.broadcast(.savedDeletions([deletion]))
         return DeleteSavedResponse(deletion: deletion.id, historyEntries: done.history, restorations: done.restorations, current: done.current, devicesTold: told)
     }
 
+    struct Done {
+        var history: Int
+        var restorations: Int
+        var current: Bool
+        /// Kept, to tell the other devices (`HistoryStore.Applied.kept`).
+        var kept: Bool
+    }
+
     /// What `deletion` removed here; nil when it was known already.
-    private func apply(_ deletion: SavedActivityDeletion) async -> (history: Int, restorations: Int, current: Bool)? {
-        guard let removed = await history.apply(deletion, now: clock.now()) else { return nil }
+    private func apply(_ deletion: SavedActivityDeletion) async -> Done? {
+        let now = clock.now()
+        guard let applied = await history.apply(deletion, now: now) else { return nil }
         // What was saved or changed since the deletion was made stays (a device that was away
-        // hears it late).
+        // hears it late); one dated in this device's future counts as made now.
+        var effective = deletion
+        effective.at = min(deletion.at, now)
         let tolerance = HistoryStore.tolerance
-        let restored = await restorations.remove { deletion.deletes($0, seenAt: $0.updatedAt, tolerance: tolerance) }
+        let restored = await restorations.remove { effective.deletes($0, seenAt: $0.updatedAt, tolerance: tolerance) }
         var resigned = false
-        if let current = await registry.currentActivity(), deletion.deletes(current, seenAt: current.updatedAt, tolerance: tolerance) {
+        if let current = await registry.currentActivity(), effective.deletes(current, seenAt: current.updatedAt, tolerance: tolerance) {
             resigned = (try? await registry.resignCurrent(ifID: current.id)) != nil
         }
-        return (removed, restored, resigned)
+        return Done(history: applied.removed, restorations: restored, current: resigned, kept: applied.kept)
     }
 }

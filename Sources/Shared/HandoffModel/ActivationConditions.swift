@@ -9,6 +9,8 @@ public struct ActivationConditions: Codable, Sendable, Equatable {
 
     public static let maximumPatterns = 32
     public static let maximumPatternBytes = 512
+    /// All of a window's patterns together: what handoffd keeps for an app stays small.
+    public static let maximumBytes = 4096
 
     public init(can: [String] = [], prefers: [String] = []) {
         self.can = can
@@ -21,6 +23,17 @@ public struct ActivationConditions: Codable, Sendable, Equatable {
 
     public func prefersToActivate(for target: String) -> Bool {
         prefers.contains { Self.pattern($0, matches: target) }
+    }
+
+    /// It takes anything (`*`): also a continuation without a target.
+    public var takesAnything: Bool { can.contains("*") || prefers.contains("*") }
+
+    enum CodingKeys: String, CodingKey { case can, prefers }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        can = try c.decodeIfPresent([String].self, forKey: .can) ?? []
+        prefers = try c.decodeIfPresent([String].self, forKey: .prefers) ?? []
     }
 
     public static func pattern(_ pattern: String, matches target: String) -> Bool {
@@ -36,6 +49,8 @@ public struct ActivationConditions: Codable, Sendable, Equatable {
                 return "a pattern of \(name) is 1 to \(Self.maximumPatternBytes) bytes (one is \(bad.utf8.count))"
             }
         }
+        let bytes = (can + prefers).reduce(0) { $0 + $1.utf8.count }
+        if bytes > Self.maximumBytes { return "the patterns are \(bytes) bytes together; at most \(Self.maximumBytes)" }
         return nil
     }
 }
