@@ -431,9 +431,15 @@ import Testing
             }
             return "main"
         })
-        // The deadline this test is about, short enough to wait for: handoffd gives the app 10 s,
-        // HandoffKit its receiver 8 (the test daemons' minute would make each hang last 48 s).
-        try await Self.withApps(laptopReceiver: receiver, configure: { $0.deadlines.appAnswer = .seconds(10) }) { desk, laptop, deskApp, _ in
+        // The deadline this test is about, HandoffKit's for its receiver, short enough to wait
+        // for (2 s) and far below handoffd's (the test daemons' minute): the two never race, as
+        // a 10 s against 8 s pair did once on a loaded machine. What the app is given of
+        // handoffd's deadline by default is a table below.
+        #expect(AppEvent.receiverDeadline(answerWithin: .seconds(10)) == .seconds(8))
+        #expect(AppEvent.receiverDeadline(answerWithin: .seconds(5)) == .seconds(4))
+        #expect(AppEvent.receiverDeadline(answerWithin: .seconds(60)) == .seconds(48))
+        try await Self.withApps(laptopReceiver: receiver) { desk, laptop, deskApp, laptopApp in
+            await laptopApp.setReceiverDeadline(.seconds(2))
             try await Self.draftSeen(desk, laptop, deskApp)
             // Refused by HandoffKit (handler_failed, its words) before handoffd's own deadline (timeout).
             let message = await expectFailure(.handlerFailed) { _ = try await laptop.client.send(.continueActivity(ContinueRequest(peer: "desk", delivery: .dispatch))) }

@@ -28,7 +28,15 @@ public actor HandoffApp {
     /// registration: a little less than handoffd gives the app (docs/apps.md, 5 s), so that
     /// HandoffKit answers for an app that hangs (`AppEvent.receiverDeadline`).
     public var continueDeadline: Duration { receiverDeadline }
-    private var receiverDeadline = AppEvent.receiverDeadline(answerWithin: nil)
+    private var receiverDeadline: Duration { receiverDeadlineSet ?? derivedReceiverDeadline }
+    private var derivedReceiverDeadline = AppEvent.receiverDeadline(answerWithin: nil)
+    /// Set by a test that is about the receiver's deadline alone: one far below handoffd's, so
+    /// that the two never race on a loaded machine (docs/testing.md).
+    private var receiverDeadlineSet: Duration?
+
+    package func setReceiverDeadline(_ deadline: Duration) {
+        receiverDeadlineSet = deadline
+    }
 
     public nonisolated let appID: String
     /// The activity types this app continues (declared once, at registration).
@@ -127,7 +135,7 @@ public actor HandoffApp {
         report(nil)
         self.subscription = subscription
         self.registration = registration
-        receiverDeadline = AppEvent.receiverDeadline(answerWithin: answerWithin)
+        derivedReceiverDeadline = AppEvent.receiverDeadline(answerWithin: answerWithin)
         // A hung receiver call started or returned while this registration was being made (its
         // close found none to close): this one has the wrong types; `run` registers again.
         if (hungCalls == 0) != receiving { subscription.close() }
