@@ -222,8 +222,7 @@ package actor HistoryStore: Service {
             kept = deletions.contains { $0.id == deletion.id }
             deletionsDirty = true
         }
-        var effective = deletion
-        effective.at = min(deletion.at, now)
+        let effective = deletion.applying(at: now)
         let before = entries.count
         entries.removeAll { effective.deletes($0.entry.activity, seenAt: $0.entry.seenAt, tolerance: Self.tolerance) }
         if entries.count != before { dirty = true }

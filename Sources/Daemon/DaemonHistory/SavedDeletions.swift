@@ -105,8 +105,7 @@ package struct SavedDeletions: PeerMessageHandler {
         guard let applied = await history.apply(deletion, now: now) else { return nil }
         // What was saved or changed since the deletion was made stays (a device that was away
         // hears it late); one dated in this device's future counts as made now.
-        var effective = deletion
-        effective.at = min(deletion.at, now)
+        let effective = deletion.applying(at: now)
         let tolerance = HistoryStore.tolerance
         let restored = await restorations.remove { effective.deletes($0, seenAt: $0.updatedAt, tolerance: tolerance) }
         var resigned = false

@@ -55,6 +55,14 @@ public struct SavedActivityDeletion: Codable, Sendable, Equatable {
         return persistentIdentifiers.contains(id)
     }
 
+    /// As it applies on a device whose clock says `now`: one dated in its future counts as made
+    /// now.
+    public func applying(at now: Timestamp) -> SavedActivityDeletion {
+        var effective = self
+        effective.at = min(at, now)
+        return effective
+    }
+
     /// Whether it deletes `activity`, seen (or last changed) at `seenAt`: it names it, and it was
     /// seen before the deletion was made, give or take `tolerance` (two devices' clocks) — what
     /// was shown again since stays.
