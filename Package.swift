@@ -14,7 +14,7 @@ let lifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "
 /// from here ("Module graph"; ModuleGraphTests compares them).
 let floors: KeyValuePairs<String, [String]> = [
     // C importers: each is imported by exactly one Swift module.
-    "C": ["CHandoffLinux", "CHandoffOpenSSL", "CHandoffDNSSD", "CHandoffSDBus", "CHandoffReadGuard"],
+    "C": ["CHandoffLinux", "CHandoffOpenSSL", "CHandoffDNSSD", "CHandoffLDNS", "CHandoffSDBus", "CHandoffReadGuard"],
     // What every side shares: the model, the local-API contract, system plumbing.
     "Shared": ["HandoffModel", "HandoffAPI", "HandoffSystem"],
     // The daemon: its adapters (TLS, DNS-SD, the peer protocol), then `daemonLine`.
@@ -72,6 +72,7 @@ let package = Package(
         // No pkg-config here: avahi's .pc file adds -D_REENTRANT (which SwiftPM flags), and the
         // package installs /usr/include/dns_sd.h anyway.
         .systemLibrary(name: "CHandoffDNSSD", path: sources("CHandoffDNSSD"), providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
+        .systemLibrary(name: "CHandoffLDNS", path: sources("CHandoffLDNS"), pkgConfig: "ldns", providers: [.apt(["libldns-dev"])]),
         .systemLibrary(name: "CHandoffSDBus", path: sources("CHandoffSDBus"), pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
         // Pure logic: no sockets, no threads, no C.
@@ -88,9 +89,10 @@ let package = Package(
             path: sources("HandoffTLS"), swiftSettings: strict
         ),
 
-        // The only importer of CHandoffDNSSD: advertising, browsing, resolving; and an in-memory
-        // backend so that in-process tests can run several daemons with discovery.
-        .target(name: "HandoffDiscovery", dependencies: ["CHandoffDNSSD", "HandoffModel", "HandoffSystem"], path: sources("HandoffDiscovery"), swiftSettings: strict),
+        // The only importer of CHandoffDNSSD and CHandoffLDNS: advertising, browsing, resolving, on
+        // the link and in a unicast zone; and an in-memory backend so that in-process tests can run
+        // several daemons with discovery.
+        .target(name: "HandoffDiscovery", dependencies: ["CHandoffDNSSD", "CHandoffLDNS", "HandoffModel", "HandoffSystem"], path: sources("HandoffDiscovery"), swiftSettings: strict),
 
         // Daemon-to-daemon messages and framing; knows nothing about TLS.
         .target(

@@ -7,11 +7,11 @@
 #   scripts/install-deps.sh package — to test them in a fresh Debian 12 (make test-package)
 set -euo pipefail
 
-build=(pkg-config libssl-dev libavahi-compat-libdnssd-dev libsystemd-dev)
-run=(avahi-daemon libnss-mdns dbus openssl)
+build=(pkg-config libssl-dev libavahi-compat-libdnssd-dev libldns-dev libsystemd-dev)
+run=(avahi-daemon libnss-mdns dbus openssl libldns3)
 deb=(debhelper lintian fakeroot dpkg-dev)
 package=(debootstrap binutils)
-test=(curl util-linux iproute2 avahi-utils socat tcpdump procps strace systemd man-db python3 dbus-daemon dunst xvfb x11-apps imagemagick python3-dbus python3-gi gir1.2-glib-2.0 gir1.2-gtk-3.0 shared-mime-info desktop-file-utils libnotify-bin chromium firefox-esr stress-ng xfce4-panel zenity xdotool)
+test=(curl util-linux iproute2 avahi-utils socat tcpdump procps strace systemd man-db python3 dbus-daemon dunst xvfb x11-apps imagemagick python3-dbus python3-gi gir1.2-glib-2.0 gir1.2-gtk-3.0 shared-mime-info desktop-file-utils libnotify-bin chromium firefox-esr stress-ng xfce4-panel zenity xdotool bind9 bind9-utils bind9-dnsutils knot knot-dnsutils)
 
 case "${1:-test}" in
   build) wanted=("${build[@]}") ;;

@@ -65,7 +65,7 @@ check "! in_root dpkg -s avahi-daemon >/dev/null 2>&1" "no avahi-daemon before"
 echo "== apt-get install ./handoff_….deb ./webext-handoff_….deb"
 cp "$HANDOFF_DEB" "$WEBEXT_DEB" "$ROOT/tmp/"
 DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -qq "/tmp/$(basename "$HANDOFF_DEB")" "/tmp/$(basename "$WEBEXT_DEB")" >/dev/null
-for package in avahi-daemon libavahi-compat-libdnssd1 libssl3; do
+for package in avahi-daemon libavahi-compat-libdnssd1 libldns3 libssl3; do
   check "in_root dpkg -s $package >/dev/null 2>&1" "$package came with handoff"
 done
 for file in /usr/bin/handoffd /usr/bin/handoffctl /usr/bin/handoff-desktop /usr/bin/handoff-browser-host \

@@ -11,7 +11,7 @@ import Testing
     @Test func handoffctlLinksNeitherOpenSSLNorDNSSD() async throws {
         let ldd = try await Subprocess.run("/usr/bin/ldd", [CLI.handoffctl])
         #expect(ldd.status == 0, "\(ldd)")
-        for library in ["libssl", "libcrypto", "libdns_sd", "libavahi", "libFoundation.so", "NIO"] {
+        for library in ["libssl", "libcrypto", "libdns_sd", "libavahi", "libldns", "libFoundation.so", "NIO"] {
             #expect(!ldd.stdout.contains(library), "handoffctl links \(library):\n\(ldd.stdout)")
         }
     }
@@ -24,7 +24,7 @@ import Testing
         let binary = Subprocess.product(example)
         let ldd = try await Subprocess.run("/usr/bin/ldd", [binary])
         #expect(ldd.status == 0, "\(ldd)")
-        for library in ["libssl", "libcrypto", "libdns_sd", "libavahi"] {
+        for library in ["libssl", "libcrypto", "libdns_sd", "libavahi", "libldns"] {
             #expect(!ldd.stdout.contains(library), "\(example) links \(library):\n\(ldd.stdout)")
         }
         let symbols = try await Subprocess.run("/usr/bin/nm", [binary])

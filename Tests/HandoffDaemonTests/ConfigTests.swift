@@ -5,6 +5,7 @@ import Testing
 @testable import DaemonCore
 import DaemonDocuments
 @testable import HandoffDaemon
+import HandoffDiscovery
 
 @Suite(.timeLimit(.minutes(3))) struct ConfigTests {
     func parse(_ text: String) throws(ConfigFile.ParseError) -> ConfigFile {
@@ -176,7 +177,8 @@ import DaemonDocuments
         try settings.apply(try ConfigFile(path: example, text: text))
         #expect(settings == DaemonSettings(), "the example, as shipped (all commented), sets nothing")
         // Uncommented, every documented key is accepted and is at its default; [handlers] has an
-        // example entry (there is no default handler).
+        // example entry (there is no default handler), and [wide_area] an example zone (there is
+        // no default zone).
         let uncommented = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
             line.hasPrefix("# ") && (line.contains(" = ") || line.hasPrefix("# [")) ? String(line.dropFirst(2)) : String(line)
         }.joined(separator: "\n")
@@ -184,6 +186,9 @@ import DaemonDocuments
         try all.apply(try ConfigFile(path: example, text: uncommented))
         #expect(all.handlers == ["org.example.editor.edit": "/usr/bin/example-editor --continue %f"])
         all.handlers = [:]
+        #expect(all.wideAreaDomain == "handoff.example.net." && all.wideAreaServer == DNSServer(address: "192.0.2.53"))
+        #expect(all.wideAreaKeyFile == "~/.config/handoff/handoff-laptop.key")
+        (all.wideAreaDomain, all.wideAreaServer, all.wideAreaKeyFile) = (nil, nil, nil)
         #expect(all == DaemonSettings())
     }
 }

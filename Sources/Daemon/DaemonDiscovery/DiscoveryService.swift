@@ -38,6 +38,7 @@ package final class DiscoveryService: Service {
 
     private struct State {
         var backend: DiscoveryState = .starting
+        var wideArea: WideAreaState?
         var identity = Identity()
         var publishedName: String?
         var advertising = false
@@ -189,7 +190,8 @@ package final class DiscoveryService: Service {
                 case .running: (.running, s.advertising ? nil : browsingOnly, nil)
                 case .unavailable(let reason, let at): (.unavailable, reason, at)
                 }
-            return DiscoveryStatus(state: name, detail: detail, retryAt: retryAt, instanceName: s.publishedName, staticPeers: staticPeers)
+            let wideArea = s.wideArea.map { WideAreaStatus(domain: $0.domain, registering: $0.registering, registered: $0.registered, problem: $0.problem) }
+            return DiscoveryStatus(state: name, detail: detail, retryAt: retryAt, instanceName: s.publishedName, staticPeers: staticPeers, wideArea: wideArea)
         }
     }
 
@@ -297,6 +299,17 @@ package final class DiscoveryService: Service {
             }
             reportInviting()
             await directory.stranger(instance)
+        case .wideArea(let wideArea):
+            let was = state.withLock { s in
+                defer { s.wideArea = wideArea }
+                return s.wideArea
+            }
+            announce(.discoveryStateChanged)
+            if let problem = wideArea.problem, problem != was?.problem {
+                logger.warning("wide-area discovery failed", metadata: ["domain": "\(wideArea.domain)", "reason": "\(problem)"])
+            } else if wideArea.problem == nil, was?.problem != nil {
+                logger.notice("wide-area discovery works again", metadata: ["domain": "\(wideArea.domain)"])
+            }
         case .gone(let instance):
             state.withLock { s in
                 s.sightings[instance] = nil

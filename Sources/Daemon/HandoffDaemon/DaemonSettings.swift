@@ -8,7 +8,9 @@ import DaemonCore
 import DaemonDocuments
 import DaemonHistory
 import HandoffAPI
+import HandoffDiscovery
 import HandoffModel
+import HandoffSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -51,6 +53,15 @@ public struct DaemonSettings: Sendable, Equatable {
     public var historyEnabled = true
     public var historyMaxEntries = HistoryStore.Limits.defaultEntries
     public var historyMaxBytes = HistoryStore.Limits.defaultBytes
+
+    /// `[wide_area]`: DNS-SD in a unicast zone (docs/discovery.md, "Beyond one link"), when a
+    /// `domain` is given: where updates and queries go (nil: found from the zone), the TSIG key
+    /// that signs updates (nil: browse only), how often the zone is browsed, the records' TTL.
+    public var wideAreaDomain: String?
+    public var wideAreaServer: DNSServer?
+    public var wideAreaKeyFile: String?
+    public var wideAreaBrowseInterval = 60
+    public var wideAreaTTL = 120
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -200,6 +211,27 @@ public struct DaemonSettings: Sendable, Equatable {
                     throw fail("[history] max_bytes must be an integer from 65536 to \(HistoryStore.Limits.largestBytes)")
                 }
                 historyMaxBytes = Int(v)
+            case "wide_area.domain":
+                guard case .string(let text) = entry.value, let domain = Self.zoneName(text) else {
+                    throw fail("[wide_area] domain must be a domain name (e.g. \"handoff.example.net\")")
+                }
+                wideAreaDomain = domain
+            case "wide_area.server":
+                guard case .string(let text) = entry.value, let server = try? PeerAddress(parsing: text, defaultPort: 53), PeerAddress.isIPAddress(server.host) else {
+                    throw fail("[wide_area] server must be the DNS server's IP address, with a port if not 53 (e.g. \"192.0.2.53\" or \"[2001:db8::53]:5353\")")
+                }
+                wideAreaServer = DNSServer(address: server.host, port: UInt16(server.port))
+            case "wide_area.key_file":
+                guard case .string(let text) = entry.value, text.hasPrefix("/") || text.hasPrefix("~/") else {
+                    throw fail("[wide_area] key_file must be an absolute path or ~/… (the key tsig-keygen wrote)")
+                }
+                wideAreaKeyFile = text
+            case "wide_area.browse_interval":
+                guard case .integer(let v) = entry.value, (5...3600).contains(v) else { throw fail("[wide_area] browse_interval must be a number of seconds from 5 to 3600") }
+                wideAreaBrowseInterval = Int(v)
+            case "wide_area.ttl":
+                guard case .integer(let v) = entry.value, (10...86400).contains(v) else { throw fail("[wide_area] ttl must be a number of seconds from 10 to 86400") }
+                wideAreaTTL = Int(v)
             case let key where key.hasPrefix("handlers."):
                 let type = String(key.dropFirst("handlers.".count))
                 do {
@@ -230,6 +262,39 @@ extension DaemonSettings {
     package func documents(home: String) -> DocumentSettings {
         let folders = documentFolders.map { $0.hasPrefix("~/") ? home + "/" + $0.dropFirst(2) : $0 }
         return DocumentSettings(follow: documentsFollow, folders: DocumentFolders(home: home, folders: folders), maximumSize: documentsMaxSize)
+    }
+
+    /// A domain name as `[wide_area] domain` takes it: fully qualified, lowercased; nil if it is none.
+    static func zoneName(_ text: String) -> String? {
+        let name = (text.hasSuffix(".") ? String(text.dropLast()) : text).lowercased()
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard !name.isEmpty, name.utf8.count <= 200, labels.allSatisfy({ label in
+            (1...63).contains(label.utf8.count) && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+        }) else { return nil }
+        return name + "."
+    }
+
+    /// What `[wide_area]` says, with its key read (or why it cannot be); nil without a domain.
+    /// `~/` is the home; the names we put in the zone are kept in `stateDirectory`.
+    package func wideArea(home: String, stateDirectory: String) -> WideAreaConfiguration? {
+        guard let domain = wideAreaDomain else { return nil }
+        var key: TSIGKey?
+        var keyProblem: String?
+        if let file = wideAreaKeyFile {
+            let path = file.hasPrefix("~/") ? home + "/" + file.dropFirst(2) : file
+            do {
+                key = try TSIGKey.load(path: path)
+            } catch {
+                keyProblem = "registering in \(domain) is off: \(error.description)"
+            }
+        }
+        var configuration = WideAreaConfiguration(
+            domain: domain, server: wideAreaServer, key: key, leftoverFile: stateDirectory + "/wide-area-names", addresses: { LocalAddresses.routable() }
+        )
+        configuration.keyProblem = keyProblem
+        configuration.browseInterval = .seconds(wideAreaBrowseInterval)
+        configuration.ttl = wideAreaTTL
+        return configuration
     }
 
     /// What `[history]` says.

@@ -61,6 +61,9 @@ public struct DaemonConfiguration: Sendable {
     public var handshakeTimeoutSeconds: Double = 10
     /// DNS-SD: Avahi normally; tests connect in-process daemons through an in-memory network.
     public var discovery: any DiscoveryBackend = DNSSDDiscovery()
+    /// The addresses registered in `[wide_area]`'s zone; nil: this host's routable ones (tests on
+    /// loopback give 127.0.0.1).
+    public var wideAreaAddresses: (@Sendable () -> [String])?
     /// Wide-area DNS-SD domains browsed besides `local.`.
     public var browseDomains: [String] {
         get { settings.browseDomains }
@@ -303,8 +306,15 @@ public final class HandoffDaemon: Sendable {
         )
         self.listener = listener
         let configuredPort = configuration.peerPort
+        // The link's discovery, and a unicast zone's beside it when `[wide_area]` names one.
+        let backend: any DiscoveryBackend =
+            configuration.settings.wideArea(home: home, stateDirectory: configuration.stateDirectory).map { wideArea in
+                var wideArea = wideArea
+                if let addresses = configuration.wideAreaAddresses { wideArea.addresses = addresses }
+                return CombinedDiscovery(link: configuration.discovery, wideArea: WideAreaDiscovery(configuration: wideArea))
+            } ?? configuration.discovery
         self.discovery = DiscoveryService(
-            backend: configuration.discovery,
+            backend: backend,
             browseDomains: configuration.browseDomains,
             staticPeers: configuration.staticPeers,
             store: accounts,
@@ -371,6 +381,11 @@ public final class HandoffDaemon: Sendable {
         if settings.maxActivityBytes != running.maxActivityBytes { needRestart.append("max_activity_bytes") }
         if settings.peers != running.peers { needRestart.append("peers") }
         if settings.browseDomains != running.browseDomains { needRestart.append("browse_domains") }
+        if settings.wideAreaDomain != running.wideAreaDomain || settings.wideAreaServer != running.wideAreaServer || settings.wideAreaKeyFile != running.wideAreaKeyFile
+            || settings.wideAreaBrowseInterval != running.wideAreaBrowseInterval || settings.wideAreaTTL != running.wideAreaTTL
+        {
+            needRestart.append("wide_area")
+        }
         logger.notice("configuration reloaded", metadata: ["handlers": "\(configured.count)", "restart-needed-for": "\(needRestart.joined(separator: ","))"])
         return needRestart
     }

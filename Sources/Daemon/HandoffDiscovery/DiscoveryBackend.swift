@@ -58,6 +58,25 @@ public enum DiscoveryEvent: Sendable, Equatable {
     /// interest changes).
     case stranger(ServiceInstance)
     case gone(ServiceInstance)
+    /// How registering in and browsing a unicast zone goes (`WideAreaDiscovery`).
+    case wideArea(WideAreaState)
+}
+
+/// Registering in a unicast zone and browsing it, as `status` and `doctor` tell it.
+public struct WideAreaState: Sendable, Equatable {
+    public var domain: String
+    /// Whether we register there (a TSIG key is configured), and whether our records are there now.
+    public var registering: Bool
+    public var registered: Bool
+    /// What failed last (registering, then browsing), as a user should read it; nil when all is well.
+    public var problem: String?
+
+    public init(domain: String, registering: Bool, registered: Bool, problem: String?) {
+        self.domain = domain
+        self.registering = registering
+        self.registered = registered
+        self.problem = problem
+    }
 }
 
 /// DNS-SD as the daemon needs it: advertise one service, browse for others, follow their TXT.

@@ -60,13 +60,38 @@ public struct DiscoveryStatus: Codable, Sendable, Equatable {
     public var instanceName: String?
     /// Static peers from the configuration.
     public var staticPeers: [String]
+    /// DNS-SD in a unicast zone (`[wide_area]`), when configured.
+    public var wideArea: WideAreaStatus?
 
-    public init(state: State, detail: String? = nil, retryAt: Timestamp? = nil, instanceName: String? = nil, staticPeers: [String] = []) {
+    public init(
+        state: State, detail: String? = nil, retryAt: Timestamp? = nil, instanceName: String? = nil, staticPeers: [String] = [], wideArea: WideAreaStatus? = nil
+    ) {
         self.state = state
         self.detail = detail
         self.retryAt = retryAt
         self.instanceName = instanceName
         self.staticPeers = staticPeers
+        self.wideArea = wideArea
+    }
+}
+
+/// How registering in a unicast zone and browsing it goes (docs/discovery.md, "Beyond one link").
+public struct WideAreaStatus: Codable, Sendable, Equatable {
+    /// The zone (`handoff.example.net.`).
+    public var domain: String
+    /// Whether this device registers there (a key is configured), and whether its records are
+    /// there now (the last write succeeded).
+    public var registering: Bool
+    public var registered: Bool
+    /// What failed last, as a user should read it ("registering in … failed: the server refused
+    /// the key …"); absent when all is well.
+    public var problem: String?
+
+    public init(domain: String, registering: Bool, registered: Bool, problem: String? = nil) {
+        self.domain = domain
+        self.registering = registering
+        self.registered = registered
+        self.problem = problem
     }
 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import HandoffAPI
 import HandoffClient
+import HandoffSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -52,27 +53,5 @@ struct AccountInvite: ParsableCommand {
             }
         }
         throw CLIError(.daemonNotRunning, "handoffd stopped while waiting for the invite")
-    }
-}
-
-/// This host's IPv4 addresses other devices may reach, for the hint printed with an invite.
-enum LocalAddresses {
-    static func ipv4() -> [String] {
-        var list: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&list) == 0, let first = list else { return [] }
-        defer { freeifaddrs(list) }
-        var out: [String] = []
-        var cursor: UnsafeMutablePointer<ifaddrs>? = first
-        while let entry = cursor {
-            defer { cursor = entry.pointee.ifa_next }
-            guard let address = entry.pointee.ifa_addr, address.pointee.sa_family == sa_family_t(AF_INET),
-                entry.pointee.ifa_flags & UInt32(IFF_LOOPBACK) == 0, entry.pointee.ifa_flags & UInt32(IFF_UP) != 0
-            else { continue }
-            var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-            if getnameinfo(address, socklen_t(MemoryLayout<sockaddr_in>.size), &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0 {
-                out.append(host.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
-            }
-        }
-        return out
     }
 }

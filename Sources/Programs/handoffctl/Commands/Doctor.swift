@@ -101,6 +101,19 @@ struct Doctor: ParsableCommand {
             checks.append(Check(name: "avahi", verdict: .ok, message: "discovery waits for an account"))
         }
 
+        if let wideArea = status.discovery.wideArea {
+            if let problem = wideArea.problem {
+                checks.append(
+                    Check(
+                        name: "wide-area", verdict: .problem, message: "\(safe(problem)); discovery on this link is not affected",
+                        fix: "check [wide_area] in handoffd.toml and the DNS server (docs/discovery.md, \"Beyond one link\")"
+                    )
+                )
+            } else {
+                checks.append(Check(name: "wide-area", verdict: .ok, message: Peers.describe(wideArea)))
+            }
+        }
+
         if let account = status.account, let removal = account.removal {
             checks.append(
                 Check(

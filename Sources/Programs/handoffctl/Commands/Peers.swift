@@ -44,6 +44,13 @@ struct Peers: ParsableCommand {
         }
     }
 
+    /// `handoff.example.net.: registered`, or what failed there.
+    static func describe(_ w: WideAreaStatus) -> String {
+        if let problem = w.problem { return "\(w.domain): \(problem)" }
+        guard w.registering else { return "\(w.domain): browsing (no key_file: not registered there)" }
+        return "\(w.domain): \(w.registered ? "registered and browsing" : "registering")"
+    }
+
     static func describe(_ d: DiscoveryStatus) -> String {
         switch d.state {
         case .running: d.detail.map { "running (\($0))" } ?? "running"

@@ -40,6 +40,7 @@ struct Status: ParsableCommand {
         }
         Terminal.out("  port:      \(status.peerPort)")
         Terminal.out("  discovery: \(Peers.describe(status.discovery))")
+        if let wideArea = status.discovery.wideArea { Terminal.out("  wide area: \(Peers.describe(wideArea))") }
         Terminal.out("  peers:     \(status.reachablePeers) reachable\(status.strangers > 0 ? "; \(status.strangers) other handoff device\(status.strangers == 1 ? "" : "s") on this network" : "")")
         Terminal.out("  current:   \(status.currentActivity.map(HumanFormat.summary) ?? "none")")
         Terminal.out("  limit:     \(status.maximumActivityBytes) bytes per activity")

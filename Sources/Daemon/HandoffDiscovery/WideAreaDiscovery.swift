@@ -1,0 +1,387 @@
+import Foundation
+import HandoffModel
+import HandoffSystem
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where and how to take part in DNS-SD in a unicast zone (`[wide_area]` in handoffd.toml).
+public struct WideAreaConfiguration: Sendable {
+    /// The zone, fully qualified and lowercased (`handoff.example.net.`).
+    public var domain: String
+    /// Where updates (and queries) go; nil: found from the zone (RFC 6763 §11: the SRV record
+    /// `_dns-update._udp.DOMAIN`, else the primary server named by its SOA), and queries go to
+    /// the system's resolvers.
+    public var server: DNSServer?
+    /// Signs our updates; nil: browse only.
+    public var key: TSIGKey?
+    /// Why there is no key although one was configured (the file is unreadable, or others can read it).
+    public var keyProblem: String?
+    /// A file where the names we put in the zone are kept, so that the next start deletes what a
+    /// crash left there.
+    public var leftoverFile: String?
+    /// The addresses to register (evaluated at every write).
+    public var addresses: @Sendable () -> [String]
+    /// How often the zone is browsed while nothing is being looked for.
+    public var browseInterval: Duration = .seconds(60)
+    /// While a join looks for its inviter (our interest changes), the zone is browsed this often.
+    public var lookingInterval: Duration = .seconds(1)
+    /// The records' TTL, seconds; they are written again every half of it.
+    public var ttl = 120
+    /// How long one query or update may wait for its answer.
+    public var timeout: Duration = .seconds(3)
+
+    public init(domain: String, server: DNSServer?, key: TSIGKey?, leftoverFile: String?, addresses: @escaping @Sendable () -> [String]) {
+        self.domain = domain
+        self.server = server
+        self.key = key
+        self.leftoverFile = leftoverFile
+        self.addresses = addresses
+    }
+}
+
+/// DNS-SD in a unicast zone (docs/discovery.md, "Beyond one link"): our service registered there
+/// by signed DNS UPDATEs (`WideAreaRegistrar`), the zone browsed by plain queries.
+///
+/// Browsing asks for the zone's `_handoff._tcp` PTR records once a minute while idle, at once at
+/// start and when what we look for changes (an account made or joined, a join looking for its
+/// inviter: then every second). What it lists goes through the same `DiscoveryBudget` as adverts
+/// on the link: each new instance is resolved once (SRV, TXT, addresses), only those whose TXT
+/// we are interested in are followed (resolved again at every browse), and the rest cost nothing
+/// but their line in the listing. A device that appears is found by its own browse at start: it
+/// dials us, so neither side waits for the other's minute.
+public actor WideAreaDiscovery: DiscoveryBackend {
+    private let configuration: WideAreaConfiguration
+    private var continuation: AsyncStream<DiscoveryEvent>.Continuation?
+    private var budget: DiscoveryBudget
+    private var interest: @Sendable (ServiceInstance, TXTRecord) -> Bool = { _, _ in false }
+    private var registrar: WideAreaRegistrar
+    /// Where updates go, once found.
+    private var updateServer: DNSServer?
+    private var desired: (name: String, port: Int, txt: TXTRecord)?
+    /// What the last listing held (the tracked ones), and what resolving found of each.
+    private var listed: Set<ServiceInstance> = []
+    private var found: [ServiceInstance: Sighting] = [:]
+    private var resolveQueue: [ServiceInstance] = []
+    private var nextBrowse: ContinuousClock.Instant = .now
+    private var lookingUntil: ContinuousClock.Instant?
+    private var browseProblem: String?
+    private var browseFailures = 0
+    private var lastState: WideAreaState?
+    private var worker: Task<Void, Never>?
+    private var working = false
+    private var again = false
+    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    private var ticker: Task<Void, Never>?
+    private var stopped = false
+
+    public init(configuration: WideAreaConfiguration) {
+        self.init(configuration: configuration, limits: DiscoveryBudget.Limits(), timing: WideAreaRegistrar.Timing(refresh: .seconds(configuration.ttl / 2)))
+    }
+
+    init(configuration: WideAreaConfiguration, limits: DiscoveryBudget.Limits, timing: WideAreaRegistrar.Timing) {
+        self.configuration = configuration
+        self.budget = DiscoveryBudget(limits: limits)
+        self.updateServer = configuration.server
+        let leftover = configuration.leftoverFile.map(Self.readLeftover) ?? []
+        self.registrar = WideAreaRegistrar(timing: timing, leftover: leftover)
+    }
+
+    public func start(browseDomains: [String]) -> AsyncStream<DiscoveryEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: DiscoveryEvent.self)
+        self.continuation = continuation
+        report()
+        poke()
+        return stream
+    }
+
+    public func setInterest(_ interest: @escaping @Sendable (ServiceInstance, TXTRecord) -> Bool) {
+        self.interest = interest
+        queue(budget.interestChanged(interest, now: .now))
+        // Something new is looked for: browse now, and often for a while.
+        let now = ContinuousClock.now
+        lookingUntil = now + .seconds(10)
+        nextBrowse = min(nextBrowse, now)
+        poke()
+    }
+
+    public func publish(instanceName: String, port: Int, txt: TXTRecord) {
+        desired = (instanceName, port, txt)
+        poke()
+    }
+
+    /// Withdraws our records, and waits (bounded by the queries' timeouts) until the zone has
+    /// heard it, so that an exit leaves nothing behind.
+    public func withdraw() async {
+        desired = nil
+        guard configuration.key != nil, !stopped else { return }
+        poke()
+        if working { await withCheckedContinuation { idleWaiters.append($0) } }
+    }
+
+    public func stop() {
+        stopped = true
+        ticker?.cancel()
+        worker?.cancel()
+        for waiter in idleWaiters { waiter.resume() }
+        idleWaiters = []
+        continuation?.finish()
+    }
+
+    // MARK: The loop
+
+    /// Something may be due: do it (once at a time; a poke during the work runs it again).
+    private func poke() {
+        guard !stopped else { return }
+        if working {
+            again = true
+            return
+        }
+        working = true
+        worker = Task(executorPreference: ProgramExecutor.current) { [weak self] in await self?.work() }
+    }
+
+    private func work() async {
+        repeat {
+            again = false
+            await register()
+            await browseIfDue()
+            await resolveQueued()
+            queue(budget.tick(now: .now))
+            if !resolveQueue.isEmpty { again = true }
+        } while again && !stopped
+        working = false
+        for waiter in idleWaiters { waiter.resume() }
+        idleWaiters = []
+        schedule()
+    }
+
+    private func schedule() {
+        ticker?.cancel()
+        guard !stopped else { return }
+        let deadline = [registrar.nextDeadline, budget.nextDeadline, nextBrowse].compactMap { $0 }.min()!
+        ticker = Task(executorPreference: ProgramExecutor.current) { [weak self] in
+            try? await QuietSleep.sleep(until: deadline)
+            guard !Task.isCancelled else { return }
+            await self?.poke()
+        }
+    }
+
+    // MARK: Registering
+
+    private func register() async {
+        guard let key = configuration.key else { return }
+        let wanted = desired.flatMap { desired in
+            desired.txt.rdata.map {
+                WideAreaRegistrar.Registration(instanceName: desired.name, port: desired.port, txt: $0, addresses: configuration.addresses())
+            }
+        }
+        // A new registration is written at once, whatever back-off a failure started.
+        var write = wanted != registrar.desired ? registrar.want(wanted, now: .now) : registrar.tick(now: .now)
+        while let current = write, !stopped {
+            let error = await send(current, key: key)
+            write = registrar.finished(error, now: .now)
+            report()
+        }
+    }
+
+    /// One write; nil when it took effect, else why not.
+    private func send(_ write: WideAreaRegistrar.Write, key: TSIGKey) async -> String? {
+        let domain = configuration.domain
+        if let file = configuration.leftoverFile {
+            let names = write.withdraw + (write.put.map { [$0.instanceName] } ?? [])
+            await UnicastDNS.thread.run { Self.writeLeftover(names, to: file) }
+        }
+        guard let server = await findUpdateServer() else {
+            return "registering in \(domain) failed: no server found for it (set `server` in [wide_area])"
+        }
+        let changes = WideAreaRegistrar.changes(write, domain: domain, ttl: configuration.ttl)
+        switch await UnicastDNS.update(zone: domain, changes, at: server, key: key, timeout: configuration.timeout) {
+        case .done:
+            if write.put == nil, let file = configuration.leftoverFile { await UnicastDNS.thread.run { Self.writeLeftover([], to: file) } }
+            return nil
+        case .refused(let why), .failed(let why):
+            if configuration.server == nil { updateServer = nil }  // found again next time
+            return "registering in \(domain) failed: \(why)"
+        }
+    }
+
+    /// The server named for updates (RFC 6763 §11), asked of the system's resolvers.
+    private func findUpdateServer() async -> DNSServer? {
+        if let updateServer { return updateServer }
+        let domain = configuration.domain
+        var target: (host: String, port: Int)?
+        if case .success(let records) = await UnicastDNS.query("_dns-update._udp.\(domain)", .srv, at: .system, timeout: configuration.timeout),
+            let srv = records.first, srv.fields.count == 4, let port = UnicastDNS.number(srv.fields[2]), let host = UnicastDNS.hostName(srv.fields[3])
+        {
+            target = (host, port)
+        } else if case .success(let records) = await UnicastDNS.query(domain, .soa, at: .system, timeout: configuration.timeout),
+            let soa = records.first, let primary = soa.fields.first.flatMap(UnicastDNS.hostName)
+        {
+            target = (primary, 53)
+        }
+        guard let target else { return nil }
+        for type in [UnicastDNS.RecordType.a, .aaaa] {
+            if case .success(let records) = await UnicastDNS.query(target.host, type, at: .system, timeout: configuration.timeout),
+                let address = records.first?.fields.first.flatMap(UnicastDNS.address)
+            {
+                updateServer = DNSServer(address: address, port: UInt16(clamping: target.port))
+                return updateServer
+            }
+        }
+        return nil
+    }
+
+    // MARK: Browsing
+
+    private var queryServer: DNSServer { configuration.server ?? .system }
+    private var service: String { "\(DNSSDDiscovery.serviceType).\(configuration.domain)" }
+
+    private func browseIfDue() async {
+        let now = ContinuousClock.now
+        guard now >= nextBrowse else { return }
+        let looking = lookingUntil.map { now < $0 } ?? false
+        nextBrowse = now + (looking ? configuration.lookingInterval : configuration.browseInterval)
+        switch await UnicastDNS.query(service, .ptr, at: queryServer, timeout: configuration.timeout) {
+        case .failure(let failure):
+            browseFailures += 1
+            browseProblem = "browsing \(configuration.domain) failed: \(failure.description)"
+            // Back off while the server is away: 1 s, 2 s … up to the idle interval.
+            let delay = min(.seconds(1) * (1 << min(browseFailures - 1, 10)), configuration.browseInterval)
+            if !looking { nextBrowse = now + delay }
+            report()
+        case .success(let records):
+            browseFailures = 0
+            browseProblem = nil
+            listing(records.compactMap { $0.fields.first.flatMap(instance(named:)) })
+            report()
+            // Followed instances are looked at again: a TXT or an address may have changed.
+            for instance in budget.followed where !resolveQueue.contains(instance) { resolveQueue.append(instance) }
+        }
+    }
+
+    /// `N._handoff._tcp.DOMAIN` in wire form → the instance N; nil for names elsewhere.
+    private func instance(named wire: [UInt8]) -> ServiceInstance? {
+        guard let labels = UnicastDNS.labels(wire), labels.count >= 3, !labels[0].isEmpty else { return nil }
+        let rest = labels.dropFirst().map { String(decoding: $0, as: UTF8.self).lowercased() + "." }.joined()
+        guard rest == service.lowercased() else { return nil }
+        return ServiceInstance(name: String(decoding: labels[0], as: UTF8.self), domain: configuration.domain)
+    }
+
+    private func listing(_ instances: [ServiceInstance]) {
+        let now = ContinuousClock.now
+        let mine = Set([desired?.name].compactMap { $0 } + registrar.stale)
+        let current = Set(instances.filter { !mine.contains($0.name) })
+        for instance in listed.subtracting(current) {
+            listed.remove(instance)
+            found[instance] = nil
+            resolveQueue.removeAll { $0 == instance }
+            queue(budget.disappeared(instance, interest: interest, now: now))
+            continuation?.yield(.gone(instance))
+        }
+        for instance in current.subtracting(listed) {
+            let actions = budget.appeared(instance, now: now)
+            guard budget.tracks(instance) else { continue }  // beyond maximumKnown: counted only
+            listed.insert(instance)
+            queue(actions)
+        }
+    }
+
+    /// Carries out what the budget decided: resolves are queued, follows reported.
+    private func queue(_ actions: [DiscoveryBudget.Action]) {
+        for action in actions {
+            switch action {
+            case .resolve(let instance):
+                if !resolveQueue.contains(instance) { resolveQueue.append(instance) }
+            case .cancelResolve(let instance):
+                resolveQueue.removeAll { $0 == instance }
+            case .follow(let instance):
+                if let sighting = found[instance] { continuation?.yield(.seen(sighting)) }
+            case .unfollow(let instance):
+                continuation?.yield(.stranger(instance))
+            case .endAddressQueries:
+                break  // addresses are asked again at every browse
+            }
+        }
+    }
+
+    private func resolveQueued() async {
+        while !resolveQueue.isEmpty, !stopped {
+            let instance = resolveQueue.removeFirst()
+            guard listed.contains(instance) else { continue }
+            let result = await resolve(instance)
+            guard listed.contains(instance) else { continue }  // gone while we asked
+            let now = ContinuousClock.now
+            guard let sighting = result else {
+                if budget.followed.contains(instance) {
+                    queue(budget.followFailed(instance, now: now))
+                } else {
+                    queue(budget.resolveFailed(instance, now: now))
+                }
+                continue
+            }
+            let before = found[instance]
+            found[instance] = sighting
+            if budget.followed.contains(instance) {
+                queue(budget.txtChanged(instance, txt: sighting.txt, interest: interest, now: now))
+                if budget.followed.contains(instance), before != sighting { continuation?.yield(.seen(sighting)) }
+            } else {
+                let interesting = interest(instance, sighting.txt)
+                queue(budget.resolved(instance, txt: sighting.txt, interesting: interesting, now: now))
+                if !budget.followed.contains(instance) { continuation?.yield(.stranger(instance)) }
+            }
+        }
+    }
+
+    /// The instance's SRV, TXT and addresses; nil if any of them cannot be had.
+    private func resolve(_ instance: ServiceInstance) async -> Sighting? {
+        let name = "\(instance.name).\(service)"
+        let timeout = configuration.timeout
+        guard case .success(let srvs) = await UnicastDNS.query(name, .srv, at: queryServer, timeout: timeout),
+            let srv = srvs.first, srv.fields.count == 4, let port = UnicastDNS.number(srv.fields[2]), let host = UnicastDNS.hostName(srv.fields[3]),
+            case .success(let txts) = await UnicastDNS.query(name, .txt, at: queryServer, timeout: timeout), let txt = txts.first
+        else { return nil }
+        var addresses: [String] = []
+        for type in [UnicastDNS.RecordType.a, .aaaa] {
+            guard case .success(let records) = await UnicastDNS.query(host, type, at: queryServer, timeout: timeout) else { continue }
+            addresses += records.compactMap { $0.fields.first.flatMap(UnicastDNS.address) }
+        }
+        guard !addresses.isEmpty else { return nil }
+        return Sighting(
+            instance: instance, txt: TXTRecord(rdata: txt.fields.flatMap { $0 }), host: host, port: port,
+            addresses: Array(addresses.prefix(Self.maximumAddresses)), source: .wideArea
+        )
+    }
+
+    static let maximumAddresses = 8
+
+    // MARK: Saying how it goes
+
+    private func report() {
+        let state = WideAreaState(
+            domain: configuration.domain, registering: configuration.key != nil, registered: registrar.written != nil && registrar.problem == nil,
+            problem: configuration.keyProblem ?? registrar.problem ?? browseProblem
+        )
+        guard state != lastState else { return }
+        lastState = state
+        continuation?.yield(.wideArea(state))
+    }
+
+    // MARK: What a crash leaves behind
+
+    private static func readLeftover(_ path: String) -> [String] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8), text.utf8.count < 4096 else { return [] }
+        return text.split(separator: "\n").map(String.init).filter { name in
+            !name.isEmpty && name.utf8.count <= 63 && name.allSatisfy { $0.isLetter || $0.isNumber }
+        }
+    }
+
+    private static func writeLeftover(_ names: [String], to path: String) {
+        if names.isEmpty {
+            unlink(path)
+            return
+        }
+        try? (names.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    }
+}

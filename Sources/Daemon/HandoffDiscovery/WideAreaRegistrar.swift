@@ -1,0 +1,158 @@
+import HandoffModel
+
+/// What we keep in a unicast zone, and when to write it (docs/discovery.md, "Beyond one link").
+///
+/// Our service is four kinds of record: `_handoff._tcp.DOMAIN PTR N._handoff._tcp.DOMAIN`, the SRV
+/// and TXT of `N._handoff._tcp.DOMAIN`, and `N.DOMAIN`'s A/AAAA records — N the same random,
+/// rotating instance name as on the link, so that nothing in the zone stays the same across a
+/// rotation. Every write is one UPDATE that deletes what we put there before and adds what we
+/// want now, so each is whole on its own: a TXT change, a new name, a refresh and a retry are the
+/// same write. The zone does not expire records by their TTL (RFC 2136 has no leases); so we
+/// write again before `refresh` passes (a zone restored from an old copy gets them back), delete
+/// ours at exit, and delete at the next start what an exit that never came left behind.
+///
+/// A value: events in, writes out; the clock is the caller's (table-tested).
+struct WideAreaRegistrar {
+    struct Registration: Sendable, Equatable {
+        var instanceName: String
+        var port: Int
+        var txt: [UInt8]
+        var addresses: [String]
+    }
+
+    /// One UPDATE: delete the names of `withdraw`, then (if any) write `put`.
+    struct Write: Sendable, Equatable {
+        var withdraw: [String]
+        var put: Registration?
+    }
+
+    struct Timing {
+        /// How often what is in the zone is written again.
+        var refresh: Duration = .seconds(60)
+        var firstRetry: Duration = .seconds(1)
+        var longestRetry: Duration = .seconds(300)
+    }
+
+    let timing: Timing
+    /// What should be in the zone (nil: nothing).
+    private(set) var desired: Registration?
+    /// What the last write that succeeded put there.
+    private(set) var written: Registration?
+    /// Names of ours that may still be in the zone and must go (a rotation, an exit not seen
+    /// through, the last run's): a few at most.
+    private(set) var stale: [String] = []
+    private var inFlight: Write?
+    private var refreshAt: ContinuousClock.Instant?
+    private var retryAt: ContinuousClock.Instant?
+    private var failures = 0
+    /// Why the last write failed; nil once one succeeds.
+    private(set) var problem: String?
+
+    init(timing: Timing = Timing(), leftover: [String] = []) {
+        self.timing = timing
+        self.stale = Array(leftover.prefix(Self.maximumStale))
+    }
+
+    static let maximumStale = 4
+
+    var isWriting: Bool { inFlight != nil }
+
+    /// The registration we want now (nil: withdraw).
+    mutating func want(_ registration: Registration?, now: ContinuousClock.Instant) -> Write? {
+        let old = desired
+        desired = registration
+        if let old, old.instanceName != registration?.instanceName { addStale(old.instanceName) }
+        if let registration { stale.removeAll { $0 == registration.instanceName } }
+        // A change waits for no retry's back-off: the server may be back.
+        retryAt = nil
+        return next(now: now)
+    }
+
+    /// The write in flight finished.
+    mutating func finished(_ error: String?, now: ContinuousClock.Instant) -> Write? {
+        guard let write = inFlight else { return nil }
+        inFlight = nil
+        if let error {
+            problem = error
+            failures += 1
+            let delay = min(timing.firstRetry * (1 << min(failures - 1, 16)), timing.longestRetry)
+            retryAt = now + delay
+            if let put = write.put, written?.instanceName != put.instanceName { addStale(put.instanceName) }
+            return nil
+        }
+        problem = nil
+        failures = 0
+        retryAt = nil
+        stale.removeAll { write.withdraw.contains($0) }
+        written = write.put
+        refreshAt = write.put == nil ? nil : now + timing.refresh
+        return next(now: now)
+    }
+
+    mutating func tick(now: ContinuousClock.Instant) -> Write? {
+        next(now: now)
+    }
+
+    /// When `tick` has something to do.
+    var nextDeadline: ContinuousClock.Instant? {
+        guard inFlight == nil else { return nil }
+        if let retryAt { return retryAt }
+        if written != desired || !stale.isEmpty { return nil }  // written at once by `next`
+        return refreshAt
+    }
+
+    /// What the names in the zone should say when we stop: the write to do before exiting.
+    mutating func withdrawAll() -> Write? {
+        let wanted = desired
+        desired = nil
+        if let wanted { addStale(wanted.instanceName) }
+        if let written { addStale(written.instanceName) }
+        guard !stale.isEmpty else { return nil }
+        let write = Write(withdraw: stale, put: nil)
+        inFlight = write
+        return write
+    }
+
+    private mutating func next(now: ContinuousClock.Instant) -> Write? {
+        guard inFlight == nil else { return nil }
+        if let retryAt, now < retryAt { return nil }
+        let due = written != desired || !stale.isEmpty || (desired != nil && refreshAt.map { now >= $0 } ?? true)
+        guard due, desired != nil || !stale.isEmpty else { return nil }
+        let write = Write(withdraw: stale, put: desired)
+        inFlight = write
+        return write
+    }
+
+    private mutating func addStale(_ name: String) {
+        guard !stale.contains(name), name != desired?.instanceName else { return }
+        stale.append(name)
+        if stale.count > Self.maximumStale { stale.removeFirst() }
+    }
+
+    // MARK: The records
+
+    /// The changes of `write` in `domain` (`example.net.`), records living `ttl` seconds.
+    static func changes(_ write: Write, domain: String, ttl: Int) -> [UnicastDNS.Change] {
+        let service = "\(DNSSDDiscovery.serviceType).\(domain)"
+        var changes: [UnicastDNS.Change] = []
+        var names = write.withdraw
+        if let put = write.put { names.append(put.instanceName) }
+        for name in names {
+            changes.append(.deleteRecord(owner: service, type: "PTR", rdata: "\(name).\(service)"))
+            changes.append(.deleteRRset(owner: "\(name).\(service)", type: .srv))
+            changes.append(.deleteRRset(owner: "\(name).\(service)", type: .txt))
+            changes.append(.deleteRRset(owner: "\(name).\(domain)", type: .a))
+            changes.append(.deleteRRset(owner: "\(name).\(domain)", type: .aaaa))
+        }
+        guard let put = write.put else { return changes }
+        let instance = "\(put.instanceName).\(service)"
+        let host = "\(put.instanceName).\(domain)"
+        changes.append(.add(owner: service, ttl: ttl, type: "PTR", rdata: instance))
+        changes.append(.add(owner: instance, ttl: ttl, type: "SRV", rdata: "0 0 \(put.port) \(host)"))
+        changes.append(.add(owner: instance, ttl: ttl, type: "TXT", rdata: UnicastDNS.txtPresentation(put.txt)))
+        for address in put.addresses {
+            changes.append(.add(owner: host, ttl: ttl, type: address.contains(":") ? "AAAA" : "A", rdata: address))
+        }
+        return changes
+    }
+}

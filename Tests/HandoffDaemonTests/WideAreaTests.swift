@@ -1,0 +1,227 @@
+import Foundation
+import HandoffAPI
+import HandoffClient
+import HandoffDaemon
+import HandoffModel
+import HandoffTestSupport
+import Testing
+
+@testable import HandoffDiscovery
+
+/// The key file: BIND's format, refused when others may read it.
+@Suite struct TSIGKeyTests {
+    static let secret = "u2sJhmmWcUi+VHa01V7mqVPhFfp+DUORv2uJsb9Ipl8="
+
+    @Test func readsWhatTsigKeygenWrites() throws {
+        let text = "key \"handoff-laptop\" {\n\talgorithm hmac-sha256;\n\tsecret \"\(Self.secret)\";\n};\n"
+        #expect(try TSIGKey.parse(text) == TSIGKey(name: "handoff-laptop", algorithm: "hmac-sha256", secret: Self.secret))
+        let commented = "# made by hand\n/* a key */ key handoff-laptop { // the key\n algorithm HMAC-SHA512; secret \"\(Self.secret)\"; };"
+        #expect(try TSIGKey.parse(commented).algorithm == "hmac-sha512")
+    }
+
+    @Test(arguments: [
+        ("", "no `key"),
+        ("key \"k\" { secret \"\(secret)\"; };", "no algorithm"),
+        ("key \"k\" { algorithm hmac-sha256; };", "no secret"),
+        ("key \"k\" { algorithm hmac-sha256; secret \"c2hvcnQ=\"; };", "no secret"),
+        ("key \"k\" { algorithm gss-tsig; secret \"\(secret)\"; };", "handoff signs with"),
+        ("key \"k k\" { algorithm hmac-sha256; secret \"\(secret)\"; };", "not a domain name"),
+        ("key \"k\" { algorithm hmac-sha256; secret \"\(secret)\";", "no closing"),
+    ])
+    func refusesWhatIsNotAKey(text: String, says: String) {
+        #expect(throws: TSIGKey.Problem.self) { try TSIGKey.parse(text) }
+        do {
+            _ = try TSIGKey.parse(text)
+        } catch {
+            #expect(error.description.contains(says), "\(error.description)")
+        }
+    }
+
+    @Test func aKeyOthersMayReadIsRefusedWithTheFix() throws {
+        let directory = try TempDirectory.make()
+        defer { TempDirectory.remove(directory) }
+        let path = directory + "/key"
+        try "key \"k\" { algorithm hmac-sha256; secret \"\(Self.secret)\"; };".write(toFile: path, atomically: false, encoding: .utf8)
+        chmod(path, 0o644)
+        #expect(throws: TSIGKey.Problem(description: "the TSIG key file \(path) is readable by others; run: chmod 600 \(path)")) {
+            try TSIGKey.load(path: path)
+        }
+        chmod(path, 0o600)
+        #expect(try TSIGKey.load(path: path).name == "k")
+        #expect(throws: TSIGKey.Problem.self) { try TSIGKey.load(path: directory + "/none") }
+    }
+}
+
+/// `WideAreaRegistrar` by a table: every write deletes what we had and puts what we want.
+@Suite struct WideAreaRegistrarTests {
+    static func registration(_ name: String, txt: UInt8 = 1) -> WideAreaRegistrar.Registration {
+        WideAreaRegistrar.Registration(instanceName: name, port: 47810, txt: [1, txt], addresses: ["192.0.2.7"])
+    }
+
+    /// `write` says what a step returned: "put A, withdraw B C" or "" for nothing.
+    static func said(_ write: WideAreaRegistrar.Write?) -> String {
+        guard let write else { return "" }
+        var words: [String] = []
+        if let put = write.put { words.append("put \(put.instanceName)") }
+        if !write.withdraw.isEmpty { words.append("withdraw " + write.withdraw.joined(separator: " ")) }
+        return words.joined(separator: ", ")
+    }
+
+    @Test func writesRefreshesRetriesAndRotates() {
+        let t0 = ContinuousClock.now
+        func at(_ s: Int) -> ContinuousClock.Instant { t0 + .seconds(s) }
+        var r = WideAreaRegistrar(leftover: ["old"])
+        #expect(Self.said(r.want(Self.registration("a"), now: at(0))) == "put a, withdraw old", "what the last run left goes in the first write")
+        #expect(Self.said(r.want(Self.registration("a", txt: 2), now: at(0))) == "", "one write at a time")
+        #expect(Self.said(r.finished(nil, now: at(1))) == "put a", "the change made while writing follows")
+        #expect(r.stale.isEmpty)
+        #expect(Self.said(r.finished(nil, now: at(1))) == "")
+        #expect(r.nextDeadline == at(61), "written again before its TTL")
+        #expect(Self.said(r.tick(now: at(30))) == "")
+        #expect(Self.said(r.tick(now: at(61))) == "put a")
+        #expect(Self.said(r.finished("registering failed: the server did not answer", now: at(62))) == "")
+        #expect(r.problem == "registering failed: the server did not answer")
+        #expect(r.nextDeadline == at(63), "retried after 1 s")
+        #expect(Self.said(r.tick(now: at(63))) == "put a")
+        #expect(Self.said(r.finished("again", now: at(64))) == "")
+        #expect(r.nextDeadline == at(66), "then 2 s")
+        #expect(Self.said(r.want(Self.registration("b"), now: at(65))) == "put b, withdraw a", "a rotation replaces the name in one write, at once")
+        #expect(Self.said(r.finished(nil, now: at(66))) == "")
+        #expect(r.problem == nil)
+        #expect(r.written == Self.registration("b"))
+        #expect(Self.said(r.withdrawAll()) == "withdraw b", "at exit")
+        #expect(Self.said(r.finished(nil, now: at(67))) == "")
+        #expect(r.written == nil && r.stale.isEmpty && r.nextDeadline == nil)
+    }
+
+    @Test func aRotationWhoseWriteFailedIsWithdrawnLater() {
+        let t0 = ContinuousClock.now
+        var r = WideAreaRegistrar()
+        #expect(Self.said(r.want(Self.registration("a"), now: t0)) == "put a")
+        #expect(Self.said(r.want(Self.registration("b"), now: t0)) == "")
+        #expect(Self.said(r.finished("timed out", now: t0)) == "", "a may be there after all")
+        #expect(r.stale == ["a"])
+        #expect(Self.said(r.tick(now: t0 + .seconds(1))) == "put b, withdraw a")
+    }
+
+    @Test func theRecordsOfOneWrite() {
+        let write = WideAreaRegistrar.Write(
+            withdraw: ["old"], put: WideAreaRegistrar.Registration(instanceName: "new", port: 47810, txt: [3, 0x61, 0x3D, 0x22], addresses: ["192.0.2.7", "2001:db8::7"])
+        )
+        let changes = WideAreaRegistrar.changes(write, domain: "handoff.example.net.", ttl: 120)
+        let service = "_handoff._tcp.handoff.example.net."
+        #expect(changes == [
+            .deleteRecord(owner: service, type: "PTR", rdata: "old.\(service)"), .deleteRRset(owner: "old.\(service)", type: .srv),
+            .deleteRRset(owner: "old.\(service)", type: .txt), .deleteRRset(owner: "old.handoff.example.net.", type: .a),
+            .deleteRRset(owner: "old.handoff.example.net.", type: .aaaa),
+            .deleteRecord(owner: service, type: "PTR", rdata: "new.\(service)"), .deleteRRset(owner: "new.\(service)", type: .srv),
+            .deleteRRset(owner: "new.\(service)", type: .txt), .deleteRRset(owner: "new.handoff.example.net.", type: .a),
+            .deleteRRset(owner: "new.handoff.example.net.", type: .aaaa),
+            .add(owner: service, ttl: 120, type: "PTR", rdata: "new.\(service)"),
+            .add(owner: "new.\(service)", ttl: 120, type: "SRV", rdata: "0 0 47810 new.handoff.example.net."),
+            .add(owner: "new.\(service)", ttl: 120, type: "TXT", rdata: "\"a=\\034\""),
+            .add(owner: "new.handoff.example.net.", ttl: 120, type: "A", rdata: "192.0.2.7"),
+            .add(owner: "new.handoff.example.net.", ttl: 120, type: "AAAA", rdata: "2001:db8::7"),
+        ])
+    }
+}
+
+/// Daemons that share no link find each other through a real DNS server's zone (BIND 9 and
+/// Knot, run as the test user on loopback): each is on a discovery network of its own.
+@Suite(.timeLimit(.minutes(5))) struct WideAreaTests {
+    static let kinds: [ZoneServer.Kind] = [.bind, .knot]
+
+    static func daemon(_ zone: ZoneServer, key: String? = nil, configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws -> TestDaemon {
+        let keyFile = try copyKey(zone, text: key)
+        return try await TestDaemon.start(network: DiscoveryNetwork()) { configuration in
+            configuration.settings.wideAreaDomain = zone.zone
+            configuration.settings.wideAreaServer = DNSServer(address: zone.address, port: UInt16(zone.port))
+            configuration.settings.wideAreaKeyFile = keyFile
+            configuration.settings.wideAreaBrowseInterval = 5
+            configuration.settings.wideAreaTTL = 10
+            configuration.wideAreaAddresses = { ["127.0.0.1"] }
+            configure(&configuration)
+        }
+    }
+
+    /// The key as this process's (the in-process daemon's) own 0600 file.
+    static func copyKey(_ zone: ZoneServer, text: String? = nil) throws -> String {
+        let path = try TempDirectory.make(prefix: "handoff-key") + "/key"
+        let contents = try text ?? String(contentsOfFile: zone.keyFile, encoding: .utf8)
+        _ = FileManager.default.createFile(atPath: path, contents: Data(contents.utf8), attributes: [.posixPermissions: 0o600])
+        return path
+    }
+
+    static func status(_ daemon: TestDaemon) async throws -> WideAreaStatus? {
+        try await daemon.client.send(.status).discovery.wideArea
+    }
+
+    @Test(arguments: kinds) func devicesOnSeparateLinksJoinAndSeeEachOtherThroughTheZone(kind: ZoneServer.Kind) async throws {
+        let zone = try await ZoneServer(kind)
+        let a = try await Self.daemon(zone)
+        let b = try await Self.daemon(zone)
+        _ = try await a.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
+        try await waitFor("desk registered in the zone") { try await Self.status(a)?.registered == true }
+        let updates = try await a.client.subscribe(.invite)
+        let code = try #require(try await updates.next()?.invite?.code)
+        // No --peer, and no link in common: B finds the inviter's join tag in the zone.
+        _ = try await b.client.send(.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop")))
+        _ = try await updates.next()
+        let aID = try await a.client.send(.account).deviceID
+        let bID = try await b.client.send(.account).deviceID
+        try await waitFor("desk reachable from laptop, found in the zone") {
+            try await b.client.send(.peers).peers.contains { $0.id == aID && $0.reachable && $0.foundVia.contains("wide-area") }
+        }
+        try await waitFor("laptop reachable from desk") { try await a.client.send(.peers).peers.contains { $0.id == bID && $0.reachable } }
+        try await waitFor("both registered") { try await zone.records().filter { $0.contains("\tPTR\t") && $0.contains("_handoff._tcp") }.count == 2 }
+        let records = try await zone.records()
+        #expect(!records.joined().contains("desk") && !records.joined().contains("laptop"), "nothing in the zone names a device")
+
+        // At exit a device takes its records out.
+        try await b.stop()
+        try await waitFor("laptop's records gone") { try await zone.records().filter { $0.contains("\tPTR\t") }.count == 1 }
+        try await a.stop()
+        #expect(try await zone.records().filter { $0.contains("_handoff") }.isEmpty)
+    }
+
+    @Test func aKeyTheServerDoesNotKnowIsNamedInTheStatus() async throws {
+        let zone = try await ZoneServer(.bind)
+        let stranger = "key \"handoff-stranger\" { algorithm hmac-sha256; secret \"\(TSIGKeyTests.secret)\"; };\n"
+        let a = try await Self.daemon(zone, key: stranger)
+        _ = try await a.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
+        try await waitFor("the refusal in the status") { try await Self.status(a)?.problem != nil }
+        let problem = try await Self.status(a)?.problem
+        #expect(problem == "registering in handoff.test. failed: the server refused the key handoff-stranger")
+        #expect(try await Self.status(a)?.registered == false)
+        try await a.stop()
+    }
+
+    @Test func whileTheServerIsAwayTheStatusSaysSoAndItsRecordsReturnWithIt() async throws {
+        let zone = try await ZoneServer(.bind)
+        let a = try await Self.daemon(zone)
+        _ = try await a.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
+        try await waitFor("registered") { try await Self.status(a)?.registered == true }
+        try await zone.stop()
+        try await waitFor("the failure in the status") {
+            try await Self.status(a)?.problem?.contains("did not answer") == true
+        }
+        #expect(try await a.client.send(.status).discovery.state == .running, "discovery on the link goes on")
+        // The server comes back without what updates had added: the records return.
+        try await zone.start(forgetting: true)
+        try await waitFor("registered again") {
+            let back = try await zone.records().contains { $0.contains("\tPTR\t") && $0.contains("_handoff._tcp") }
+            let problem = try await Self.status(a)?.problem
+            return back && problem == nil
+        }
+        try await a.stop()
+    }
+}
+
+/// Polls `condition` every 100 ms until it holds; fails after a minute.
+private func waitFor(_ what: String, _ condition: () async throws -> Bool) async throws {
+    for _ in 0..<600 {
+        if (try? await condition()) == true { return }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+    throw TestFailure("timed out waiting for: \(what)")
+}
