@@ -21,7 +21,8 @@ public struct TSIGKey: Sendable, Equatable {
     /// Base64, as in the file.
     public var secret: String
 
-    public static let algorithms = ["hmac-md5", "hmac-sha1", "hmac-sha224", "hmac-sha256", "hmac-sha384", "hmac-sha512"]
+    /// What ldns signs with (it has no HMAC-SHA224, and misspells HMAC-SHA384's name).
+    public static let algorithms = ["hmac-md5", "hmac-sha1", "hmac-sha256", "hmac-sha512"]
 
     public init(name: String, algorithm: String, secret: String) {
         self.name = name

@@ -57,6 +57,9 @@ enum UnicastDNS {
         await thread.run { () -> Result<[Record], Failure> in
             guard let resolver = resolver(server, timeout: timeout) else { return .failure(Failure(description: "cannot use \(server) as a DNS server")) }
             defer { ldns_resolver_deep_free(resolver) }
+            // TCP: ldns takes the first datagram that comes, whoever sent it; a forged listing could
+            // hide every device, a forged address send a dial elsewhere.
+            ldns_resolver_set_usevc(resolver, 1)
             guard let owner = ldns_dname_new_frm_str(name) else { return .failure(Failure(description: "\(name) is not a domain name")) }
             defer { ldns_rdf_deep_free(owner) }
             var answer: UnsafeMutablePointer<ldns_pkt>?
@@ -105,8 +108,8 @@ enum UnicastDNS {
         await thread.run { () -> UpdateOutcome in
             guard let resolver = resolver(server, timeout: timeout) else { return .failed("cannot use \(server) as a DNS server") }
             defer { ldns_resolver_deep_free(resolver) }
-            // Updates go over TCP: a record set may not fit in a datagram, and it keeps a forged
-            // answer out (RFC 2136 §6.3 allows either).
+            // Updates go over TCP too: a record set may not fit in a datagram (RFC 2136 §6.3
+            // allows either).
             ldns_resolver_set_usevc(resolver, 1)
             guard let list = ldns_rr_list_new() else { return .failed("out of memory") }
             for change in changes {
@@ -157,7 +160,8 @@ enum UnicastDNS {
 
     private static func describe(_ status: ldns_status, server: DNSServer) -> String {
         switch status {
-        case LDNS_STATUS_NETWORK_ERR, LDNS_STATUS_RES_NO_NS: "\(server) did not answer"
+        // Over TCP, nothing listening (or no route) shows as ldns's general error.
+        case LDNS_STATUS_NETWORK_ERR, LDNS_STATUS_RES_NO_NS, LDNS_STATUS_ERR, LDNS_STATUS_SOCKET_ERROR: "\(server) did not answer"
         case LDNS_STATUS_CRYPTO_TSIG_BOGUS: "the answer from \(server) was not signed with our key"
         default: "asking \(server) failed: \(String(cString: ldns_get_errorstr_by_id(status)))"
         }
@@ -219,6 +223,21 @@ enum UnicastDNS {
     /// A 16-bit field (SRV's priority, weight, port).
     static func number(_ bytes: [UInt8]) -> Int? {
         bytes.count == 2 ? Int(bytes[0]) << 8 | Int(bytes[1]) : nil
+    }
+
+    /// A label (an instance name: Avahi may have renamed ours `N #2`) for a zone-file line: bytes
+    /// other than letters, digits, `-` and `_` as `\DDD`.
+    static func label(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            if (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2D || byte == 0x5F {
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                let digits = String(byte)
+                out += "\\" + String(repeating: "0", count: 3 - digits.count) + digits
+            }
+        }
+        return out
     }
 
     /// TXT rdata as `\DDD`-escaped character-strings for a zone-file line.

@@ -73,6 +73,11 @@ public actor WideAreaDiscovery: DiscoveryBackend {
     private var working = false
     private var again = false
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Withdrawals waiting: the work loop only writes until they are done (no browsing, no
+    /// resolving), so that an exit is held up by one write at most.
+    private var withdrawing = 0
+    /// The names `wide-area-names` holds now (written only when they change).
+    private var leftoverNames: [String]?
     private var ticker: Task<Void, Never>?
     private var stopped = false
 
@@ -116,8 +121,10 @@ public actor WideAreaDiscovery: DiscoveryBackend {
     public func withdraw() async {
         desired = nil
         guard configuration.key != nil, !stopped else { return }
+        withdrawing += 1
         poke()
         if working { await withCheckedContinuation { idleWaiters.append($0) } }
+        withdrawing -= 1
     }
 
     public func stop() {
@@ -146,6 +153,7 @@ public actor WideAreaDiscovery: DiscoveryBackend {
         repeat {
             again = false
             await register()
+            if withdrawing > 0 { break }
             await browseIfDue()
             await resolveQueued()
             queue(budget.tick(now: .now))
@@ -189,8 +197,10 @@ public actor WideAreaDiscovery: DiscoveryBackend {
     /// One write; nil when it took effect, else why not.
     private func send(_ write: WideAreaRegistrar.Write, key: TSIGKey) async -> String? {
         let domain = configuration.domain
-        if let file = configuration.leftoverFile {
-            let names = write.withdraw + (write.put.map { [$0.instanceName] } ?? [])
+        // Before the write: a crash while it is under way leaves names that may be in the zone.
+        let names = write.withdraw + (write.put.map { [$0.instanceName] } ?? [])
+        if let file = configuration.leftoverFile, names != leftoverNames {
+            leftoverNames = names
             await UnicastDNS.thread.run { Self.writeLeftover(names, to: file) }
         }
         guard let server = await findUpdateServer() else {
@@ -199,7 +209,10 @@ public actor WideAreaDiscovery: DiscoveryBackend {
         let changes = WideAreaRegistrar.changes(write, domain: domain, ttl: configuration.ttl)
         switch await UnicastDNS.update(zone: domain, changes, at: server, key: key, timeout: configuration.timeout) {
         case .done:
-            if write.put == nil, let file = configuration.leftoverFile { await UnicastDNS.thread.run { Self.writeLeftover([], to: file) } }
+            if write.put == nil, let file = configuration.leftoverFile {
+                leftoverNames = []
+                await UnicastDNS.thread.run { Self.writeLeftover([], to: file) }
+            }
             return nil
         case .refused(let why), .failed(let why):
             if configuration.server == nil { updateServer = nil }  // found again next time
@@ -235,12 +248,18 @@ public actor WideAreaDiscovery: DiscoveryBackend {
 
     // MARK: Browsing
 
-    private var queryServer: DNSServer { configuration.server ?? .system }
+    /// The zone's own server: a caching resolver would answer from its cache for the records' TTL,
+    /// and a join would not see its inviter's new TXT in time.
+    private func queryServer() async -> DNSServer {
+        if let server = configuration.server { return server }
+        return await findUpdateServer() ?? .system
+    }
     private var service: String { "\(DNSSDDiscovery.serviceType).\(configuration.domain)" }
 
     private func browseIfDue() async {
         let now = ContinuousClock.now
-        guard now >= nextBrowse else { return }
+        guard now >= nextBrowse, withdrawing == 0 else { return }
+        let queryServer = await queryServer()
         let looking = lookingUntil.map { now < $0 } ?? false
         nextBrowse = now + (looking ? configuration.lookingInterval : configuration.browseInterval)
         switch await UnicastDNS.query(service, .ptr, at: queryServer, timeout: configuration.timeout) {
@@ -307,7 +326,7 @@ public actor WideAreaDiscovery: DiscoveryBackend {
     }
 
     private func resolveQueued() async {
-        while !resolveQueue.isEmpty, !stopped {
+        while !resolveQueue.isEmpty, !stopped, withdrawing == 0 {
             let instance = resolveQueue.removeFirst()
             guard listed.contains(instance) else { continue }
             let result = await resolve(instance)
@@ -329,18 +348,24 @@ public actor WideAreaDiscovery: DiscoveryBackend {
             } else {
                 let interesting = interest(instance, sighting.txt)
                 queue(budget.resolved(instance, txt: sighting.txt, interesting: interesting, now: now))
-                if !budget.followed.contains(instance) { continuation?.yield(.stranger(instance)) }
+                if !budget.followed.contains(instance) {
+                    // The budget remembers a stranger's TXT; what else it said is not kept.
+                    found[instance] = nil
+                    continuation?.yield(.stranger(instance))
+                }
             }
         }
     }
 
     /// The instance's SRV, TXT and addresses; nil if any of them cannot be had.
     private func resolve(_ instance: ServiceInstance) async -> Sighting? {
-        let name = "\(instance.name).\(service)"
+        let name = "\(UnicastDNS.label(instance.name)).\(service)"
         let timeout = configuration.timeout
+        let queryServer = await queryServer()
         guard case .success(let srvs) = await UnicastDNS.query(name, .srv, at: queryServer, timeout: timeout),
             let srv = srvs.first, srv.fields.count == 4, let port = UnicastDNS.number(srv.fields[2]), let host = UnicastDNS.hostName(srv.fields[3]),
-            case .success(let txts) = await UnicastDNS.query(name, .txt, at: queryServer, timeout: timeout), let txt = txts.first
+            case .success(let txts) = await UnicastDNS.query(name, .txt, at: queryServer, timeout: timeout), let txt = txts.first,
+            txt.fields.reduce(0, { $0 + $1.count }) <= Self.maximumTXTBytes
         else { return nil }
         var addresses: [String] = []
         for type in [UnicastDNS.RecordType.a, .aaaa] {
@@ -355,6 +380,8 @@ public actor WideAreaDiscovery: DiscoveryBackend {
     }
 
     static let maximumAddresses = 8
+    /// Well above the largest sealed advert (1300 bytes): a stranger's larger record is not kept.
+    static let maximumTXTBytes = 2048
 
     // MARK: Saying how it goes
 
@@ -372,9 +399,7 @@ public actor WideAreaDiscovery: DiscoveryBackend {
 
     private static func readLeftover(_ path: String) -> [String] {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8), text.utf8.count < 4096 else { return [] }
-        return text.split(separator: "\n").map(String.init).filter { name in
-            !name.isEmpty && name.utf8.count <= 63 && name.allSatisfy { $0.isLetter || $0.isNumber }
-        }
+        return text.split(separator: "\n").map(String.init).filter { !$0.isEmpty && $0.utf8.count <= 63 }
     }
 
     private static func writeLeftover(_ names: [String], to path: String) {

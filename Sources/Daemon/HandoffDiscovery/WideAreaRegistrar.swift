@@ -30,6 +30,9 @@ struct WideAreaRegistrar {
         /// How often what is in the zone is written again.
         var refresh: Duration = .seconds(60)
         var firstRetry: Duration = .seconds(1)
+        /// Writes under one name are at least this far apart (each is a new serial, a journal
+        /// entry and a NOTIFY for the server): activity changes in a burst become one write.
+        var minimumInterval: Duration = .seconds(1)
         var longestRetry: Duration = .seconds(300)
     }
 
@@ -43,6 +46,7 @@ struct WideAreaRegistrar {
     private(set) var stale: [String] = []
     private var inFlight: Write?
     private var refreshAt: ContinuousClock.Instant?
+    private var lastWriteAt: ContinuousClock.Instant?
     private var retryAt: ContinuousClock.Instant?
     private var failures = 0
     /// Why the last write failed; nil once one succeeds.
@@ -61,10 +65,13 @@ struct WideAreaRegistrar {
     mutating func want(_ registration: Registration?, now: ContinuousClock.Instant) -> Write? {
         let old = desired
         desired = registration
-        if let old, old.instanceName != registration?.instanceName { addStale(old.instanceName) }
+        if let old, old.instanceName != registration?.instanceName {
+            addStale(old.instanceName)
+            // A new name (or none) waits for no retry's back-off: the server may be back. A new
+            // TXT under the same name waits for it, and for `minimumInterval` after the last write.
+            retryAt = nil
+        }
         if let registration { stale.removeAll { $0 == registration.instanceName } }
-        // A change waits for no retry's back-off: the server may be back.
-        retryAt = nil
         return next(now: now)
     }
 
@@ -97,7 +104,7 @@ struct WideAreaRegistrar {
     var nextDeadline: ContinuousClock.Instant? {
         guard inFlight == nil else { return nil }
         if let retryAt { return retryAt }
-        if written != desired || !stale.isEmpty { return nil }  // written at once by `next`
+        if written != desired || !stale.isEmpty { return throttledUntil }  // else written at once by `next`
         return refreshAt
     }
 
@@ -113,20 +120,29 @@ struct WideAreaRegistrar {
         return write
     }
 
+    /// When a change under the name in the zone may be written (nil: now).
+    private var throttledUntil: ContinuousClock.Instant? {
+        guard let lastWriteAt, let written, written.instanceName == desired?.instanceName, stale.isEmpty else { return nil }
+        return lastWriteAt + timing.minimumInterval
+    }
+
     private mutating func next(now: ContinuousClock.Instant) -> Write? {
         guard inFlight == nil else { return nil }
         if let retryAt, now < retryAt { return nil }
+        if let throttledUntil, now < throttledUntil, written != desired { return nil }
         let due = written != desired || !stale.isEmpty || (desired != nil && refreshAt.map { now >= $0 } ?? true)
         guard due, desired != nil || !stale.isEmpty else { return nil }
         let write = Write(withdraw: stale, put: desired)
         inFlight = write
+        lastWriteAt = now
         return write
     }
 
     private mutating func addStale(_ name: String) {
         guard !stale.contains(name), name != desired?.instanceName else { return }
         stale.append(name)
-        if stale.count > Self.maximumStale { stale.removeFirst() }
+        // Beyond the cap, a name never written goes first; the one in the zone never does.
+        if stale.count > Self.maximumStale, let index = stale.firstIndex(where: { $0 != written?.instanceName }) { stale.remove(at: index) }
     }
 
     // MARK: The records
@@ -135,8 +151,8 @@ struct WideAreaRegistrar {
     static func changes(_ write: Write, domain: String, ttl: Int) -> [UnicastDNS.Change] {
         let service = "\(DNSSDDiscovery.serviceType).\(domain)"
         var changes: [UnicastDNS.Change] = []
-        var names = write.withdraw
-        if let put = write.put { names.append(put.instanceName) }
+        var names = write.withdraw.map(UnicastDNS.label)
+        if let put = write.put { names.append(UnicastDNS.label(put.instanceName)) }
         for name in names {
             changes.append(.deleteRecord(owner: service, type: "PTR", rdata: "\(name).\(service)"))
             changes.append(.deleteRRset(owner: "\(name).\(service)", type: .srv))
@@ -145,8 +161,8 @@ struct WideAreaRegistrar {
             changes.append(.deleteRRset(owner: "\(name).\(domain)", type: .aaaa))
         }
         guard let put = write.put else { return changes }
-        let instance = "\(put.instanceName).\(service)"
-        let host = "\(put.instanceName).\(domain)"
+        let instance = "\(UnicastDNS.label(put.instanceName)).\(service)"
+        let host = "\(UnicastDNS.label(put.instanceName)).\(domain)"
         changes.append(.add(owner: service, ttl: ttl, type: "PTR", rdata: instance))
         changes.append(.add(owner: instance, ttl: ttl, type: "SRV", rdata: "0 0 \(put.port) \(host)"))
         changes.append(.add(owner: instance, ttl: ttl, type: "TXT", rdata: UnicastDNS.txtPresentation(put.txt)))

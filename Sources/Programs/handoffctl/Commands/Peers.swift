@@ -48,7 +48,7 @@ struct Peers: ParsableCommand {
     static func describe(_ w: WideAreaStatus) -> String {
         if let problem = w.problem { return "\(w.domain): \(problem)" }
         guard w.registering else { return "\(w.domain): browsing (no key_file: not registered there)" }
-        return "\(w.domain): \(w.registered ? "registered and browsing" : "registering")"
+        return "\(w.domain): \(w.registered ? "registered and browsing" : "browsing; not registered yet (no account, or handoff is off)")"
     }
 
     static func describe(_ d: DiscoveryStatus) -> String {
