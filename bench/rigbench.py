@@ -60,7 +60,9 @@ def local_api(socket_path, method, path, body):
 class Pair:
     """alpha and bravo in one account, each with its own handoffd."""
 
-    def __init__(self, bindir, hosts=("alpha", "bravo")):
+    def __init__(self, bindir, hosts=("alpha", "bravo"), rig_hosts=None):
+        """`rig_hosts`: rig.sh's host list when it differs from `hosts` (more hosts, or
+        `HOST@2` on a second subnet)."""
         if os.geteuid() != 0:
             sys.exit("benchmarks need root (network namespaces)")
         self.bindir = bindir
@@ -76,7 +78,7 @@ class Pair:
         import pwd
         entry = pwd.getpwnam(self.user)
         self.uid, self.gid = entry.pw_uid, entry.pw_gid
-        subprocess.run([RIG, "up", self.rig, *hosts], check=True, stdout=subprocess.DEVNULL,
+        subprocess.run([RIG, "up", self.rig, *(rig_hosts or hosts)], check=True, stdout=subprocess.DEVNULL,
                        env={**os.environ, "HANDOFF_RIG_OWNER": str(os.getpid())})
 
     def env(self, host):
@@ -92,6 +94,17 @@ class Pair:
         setpriv, env), so a Popen's pid is the command's own."""
         user = ["/usr/bin/setpriv", "--reuid=%d" % self.uid, "--regid=%d" % self.gid, "--init-groups", "--inh-caps=-all", "--bounding-set=-all"]
         return [RIG, "exec", self.rig, host] + user + ["/usr/bin/env", "-i"] + ["%s=%s" % kv for kv in self.env(host).items()] + args
+
+    def write(self, path, text, mode=0o644):
+        """A file of the benchmark's user (under `dir`), and the directories made for it."""
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, mode)
+        p = path
+        while p.startswith(self.dir + "/"):
+            os.chown(p, self.uid, self.gid)
+            p = os.path.dirname(p)
 
     def ctl(self, host, *args, check=True):
         r = subprocess.run(self.argv(host, [os.path.join(self.bindir, "handoffctl"), *args]), capture_output=True, text=True)

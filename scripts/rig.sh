@@ -7,7 +7,11 @@
 #   rig.sh up RIG HOST...      create the bridge and hosts (RIG: a short unique name, e.g. hof12345);
 #                              with RIG_IP=6 the link is IPv6 only, link-local addresses only
 #                              (as many home networks' second stack), Avahi on IPv6 only; with
-#                              RIG_IP=46 it carries both, and Avahi answers on both
+#                              RIG_IP=46 it carries both, and Avahi answers on both.
+#                              HOST@2 puts a host on a second subnet: the rig is then two links
+#                              (10.77.1.0/24 and 10.77.2.0/24, a bridge each) joined by a router
+#                              namespace (RIG-gw, .254 on each) that forwards unicast IPv4 and
+#                              nothing multicast, and each host routes through it
 #   rig.sh exec RIG HOST CMD…  run CMD inside HOST (network, mounts, host name); it keeps this
 #                              script's pid, so `rig.sh exec … &` then `$!` is CMD's pid
 #   rig.sh avahi RIG HOST stop|start|restart|crash   (crash: SIGKILL, then start again)
@@ -103,9 +107,34 @@ up)
   ip -n "$bridge_ns" link set br0 type bridge mcast_snooping 0
   ip -n "$bridge_ns" link set br0 up
   ip -n "$bridge_ns" link set lo up
+  routed=0
+  if [[ " $* " == *@2* ]]; then routed=1; fi
+  if [[ $routed == 1 ]]; then
+    [[ $family == 4 ]] || die "a rig of two subnets is IPv4 only"
+    echo 1 >"$root/routed"
+    ip -n "$bridge_ns" link add br1 type bridge
+    ip -n "$bridge_ns" link set br1 type bridge mcast_snooping 0
+    ip -n "$bridge_ns" link set br1 up
+    # The router: plain forwarding. The kernel routes no multicast without a multicast routing
+    # daemon, and mDNS (224.0.0.251, TTL 255, link-local by definition) never crosses it.
+    ip netns add "$rig-gw"
+    ip netns exec "$rig-gw" sysctl -qw net.ipv4.ip_forward=1
+    ip -n "$rig-gw" link set lo up
+    for subnet in 1 2; do
+      ip link add "g$rig$subnet" type veth peer name "net$subnet" netns "$rig-gw"
+      ip link set "g$rig$subnet" netns "$bridge_ns"
+      ip -n "$bridge_ns" link set "g$rig$subnet" master "br$((subnet - 1))" up
+      ip -n "$rig-gw" addr add "10.77.$subnet.254/24" dev "net$subnet"
+      ip -n "$rig-gw" link set "net$subnet" up
+    done
+  fi
   index=0
-  for host in "$@"; do
-    [[ $host =~ ^[a-z][a-z0-9]{0,7}$ ]] || die "host names are 1-8 lower-case letters/digits: $host"
+  for spec in "$@"; do
+    host=${spec%@*}
+    subnet=1
+    if [[ $spec == *@* ]]; then subnet=${spec#*@}; fi
+    [[ $subnet == 1 || $subnet == 2 ]] || die "a host's subnet is @1 or @2: $spec"
+    [[ $host =~ ^[a-z][a-z0-9]{0,7}$ && $host != gw && $host != br ]] || die "host names are 1-8 lower-case letters/digits, not gw or br: $host"
     index=$((index + 1))
     dir=$root/$host
     mkdir -p "$dir"
@@ -119,12 +148,16 @@ up)
       || [ "$family" == 4 ] || die "this kernel has IPv6 disabled; a rig with IPv6 (RIG_IP=6 or 46) needs it"
     ip link add "v$rig$index" type veth peer name eth0 netns "$rig-$host"
     ip link set "v$rig$index" netns "$bridge_ns"
-    ip -n "$bridge_ns" link set "v$rig$index" master br0 up
+    ip -n "$bridge_ns" link set "v$rig$index" master "br$((subnet - 1))" up
     ip -n "$rig-$host" link set lo up
-    if [[ $family != 6 ]]; then
+    if [[ $routed == 1 ]]; then
+      echo "10.77.$subnet.$index" >"$dir/addr"
+      ip -n "$rig-$host" addr add "10.77.$subnet.$index/24" dev eth0
+    elif [[ $family != 6 ]]; then
       ip -n "$rig-$host" addr add "169.254.77.$index/24" dev eth0
     fi
     ip -n "$rig-$host" link set eth0 up multicast on
+    if [[ $routed == 1 ]]; then ip -n "$rig-$host" route add default via "10.77.$subnet.254"; fi
     touch "$dir/mnt" "$dir/uts"
     # A persistent mount namespace (private /run/dbus, /run/avahi-daemon, a /sys of this netns)
     # and UTS namespace (its own host name).
@@ -175,6 +208,10 @@ avahi)
   esac
   ;;
 addr)
+  if [[ -f $root/${1:?host}/addr ]]; then
+    cat "$root/$1/addr"
+    exit 0
+  fi
   if [[ $(cat "$root/family" 2>/dev/null || echo 4) == 6 ]]; then
     exec "$0" addr6 "$rig" "${1:?host}"
   fi
@@ -208,6 +245,7 @@ down)
     umount "$dir/uts" 2>/dev/null || umount -l "$dir/uts" 2>/dev/null || true
     ip netns del "$rig-$host" 2>/dev/null || true
   done
+  ip netns del "$rig-gw" 2>/dev/null || true
   ip netns del "$bridge_ns" 2>/dev/null || true
   umount "$root" 2>/dev/null || umount -l "$root" 2>/dev/null || true
   rm -rf "$root"

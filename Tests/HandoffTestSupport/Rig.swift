@@ -39,7 +39,9 @@ public final class Rig: @unchecked Sendable {
         case dual = "46"
     }
 
-    public static func up(_ hosts: [String], family: Family = .ipv4) async throws -> Rig {
+    /// `secondSubnet`: hosts on a second link, routed to the first (rig.sh's `HOST@2`): then every
+    /// host has a 10.77.N.x address, and no multicast crosses between the links.
+    public static func up(_ hosts: [String], family: Family = .ipv4, secondSubnet: Set<String> = []) async throws -> Rig {
         HeavyTrait.mustHoldASlot("simulated hosts")
         // Rigs of earlier runs that crashed (their test process is gone) are taken down first.
         _ = try? await Subprocess.run(script, ["sweep", "-"])
@@ -55,7 +57,7 @@ public final class Rig: @unchecked Sendable {
         var env = ProcessInfo.processInfo.environment
         env["HANDOFF_RIG_OWNER"] = String(getpid())
         env["RIG_IP"] = family.rawValue
-        let result = try await Subprocess.run(script, ["up", name] + hosts, environment: env)
+        let result = try await Subprocess.run(script, ["up", name] + hosts.map { secondSubnet.contains($0) ? $0 + "@2" : $0 }, environment: env)
         guard result.status == 0 else {
             _ = try? await Subprocess.run(script, ["down", name])
             throw TestFailure("rig up failed: \(result)")
@@ -92,6 +94,12 @@ public final class Rig: @unchecked Sendable {
     /// Runs a command inside `host` as the test user.
     public func run(_ host: String, _ command: [String]) async throws -> ProcessResult {
         try await Subprocess.run(Rig.script, ["exec", name, host] + user.command(command, environment: environment(host)))
+    }
+
+    /// `command` as a command line that runs inside `host` as the test user (for a program the
+    /// test starts itself, e.g. `ZoneServer`'s).
+    public func asUser(_ host: String, _ command: [String]) -> [String] {
+        [Rig.script, "exec", name, host] + user.command(command, environment: environment(host))
     }
 
     /// Runs a command inside `host` as root: only for what a user cannot do on their own
@@ -214,7 +222,8 @@ extension Rig {
     /// A failure is recorded as the test's; a machine that cannot build hosts fails the test,
     /// loudly, rather than skipping it.
     public static func withHosts(
-        _ hosts: [String], family: Family = .ipv4, sourceLocation: SourceLocation = #_sourceLocation, _ body: (Rig) async throws -> Void
+        _ hosts: [String], family: Family = .ipv4, secondSubnet: Set<String> = [], sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: (Rig) async throws -> Void
     ) async {
         if let reason = unavailableReason {
             Issue.record(Comment(rawValue: reason), sourceLocation: sourceLocation)
@@ -222,7 +231,7 @@ extension Rig {
         }
         let rig: Rig
         do {
-            rig = try await up(hosts, family: family)
+            rig = try await up(hosts, family: family, secondSubnet: secondSubnet)
         } catch {
             Issue.record(error, sourceLocation: sourceLocation)
             return

@@ -114,9 +114,10 @@ public final class ZoneServer: @unchecked Sendable {
                     """, mode: 0o644)
                 command = ["/usr/sbin/knotd", "-c", directory + "/knot.conf"]
             }
-            let process = try RunningProcess(wrap(command).first!, Array(wrap(command).dropFirst()))
+            let line = wrap(command)
+            let process = try RunningProcess(line[0], Array(line.dropFirst()))
             for _ in 0..<100 where process.isRunning {
-                if let soa = try? await Subprocess.run("/usr/bin/dig", ["@\(address)", "-p", "\(port)", "+short", "+time=1", "+tries=1", zone, "SOA"]),
+                if let soa = try? await run(["/usr/bin/dig", "@\(address)", "-p", "\(port)", "+short", "+time=1", "+tries=1", zone, "SOA"]),
                     soa.stdout.contains("hostmaster")
                 {
                     self.port = port
@@ -139,14 +140,28 @@ public final class ZoneServer: @unchecked Sendable {
 
     /// The zone's records now (a transfer signed with the key), one presentation line each.
     public func records() async throws -> [String] {
-        let result = try await Subprocess.run("/usr/bin/dig", ["@\(address)", "-p", "\(port)", "-y", "hmac-sha256:\(keyName):\(secret)", "+noall", "+answer", zone, "AXFR"])
+        let result = try await run(["/usr/bin/dig", "@\(address)", "-p", "\(port)", "-y", "hmac-sha256:\(keyName):\(secret)", "+noall", "+answer", zone, "AXFR"])
         guard result.status == 0 else { throw TestFailure("dig AXFR: \(result)") }
         return result.stdout.split(separator: "\n").map(String.init).filter { !$0.hasPrefix(";") && !$0.isEmpty }
     }
 
-    /// `[wide_area]` for a device of this zone.
-    public var configuration: String {
-        "[wide_area]\ndomain = \"\(zone)\"\nserver = \"\(address):\(port)\"\nkey_file = \"\(keyFile)\"\n"
+    /// The zone's records of `type` (`PTR`), whole lines as dig prints them.
+    public func records(_ type: String) async throws -> [String] {
+        try await records().filter { line in
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            return fields.count > 3 && fields[3] == type
+        }
+    }
+
+    /// `[wide_area]` for a device of this zone, browsing every `browseInterval` seconds.
+    public func configuration(browseInterval: Int = 60, ttl: Int = 120) -> String {
+        "[wide_area]\ndomain = \"\(zone)\"\nserver = \"\(address):\(port)\"\nkey_file = \"\(keyFile)\"\nbrowse_interval = \(browseInterval)\nttl = \(ttl)\n"
+    }
+
+    /// Runs `command` where the server runs (`wrap`).
+    private func run(_ command: [String]) async throws -> ProcessResult {
+        let line = wrap(command)
+        return try await Subprocess.run(line[0], Array(line.dropFirst()))
     }
 
     private func write(_ path: String, _ text: String, mode: mode_t) throws {
