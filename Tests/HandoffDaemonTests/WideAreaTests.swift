@@ -238,6 +238,40 @@ import Testing
     }
 }
 
+extension WideAreaTests {
+    /// A zone full of what no device of ours wrote — records that are not handoff's, names that
+    /// point elsewhere, a label with a space, a TXT too large, an SRV without an address — costs
+    /// what forged adverts do: each resolved once, none followed, counted; two members find each
+    /// other all the same.
+    @Test func aZoneFullOfStrangersCostsWhatForgedAdvertsDo() async throws {
+        var junk = ""
+        for index in 0..<300 {
+            junk += "_handoff._tcp PTR junk\(index)._handoff._tcp\njunk\(index)._handoff._tcp SRV 0 0 47810 junk\(index)\n"
+            junk += "junk\(index)._handoff._tcp TXT \"x=\(index)\"\njunk\(index) A 127.0.0.9\n"
+        }
+        junk += "_handoff._tcp PTR elsewhere.example.\n_handoff._tcp PTR we\\032ird._handoff._tcp\n"
+        junk += "we\\032ird._handoff._tcp SRV 0 0 1 nowhere\nnowhere A 127.0.0.9\nwe\\032ird._handoff._tcp TXT \"v=1\" \"t=x\"\n"
+        junk += "_handoff._tcp PTR huge._handoff._tcp\nhuge._handoff._tcp SRV 0 0 1 junk1\nhuge._handoff._tcp TXT "
+        junk += String(repeating: "\"v=\(String(repeating: "a", count: 200))\" ", count: 15) + "\n"
+        let zone = try await ZoneServer(.bind, extra: junk)
+        let a = try await Self.daemon(zone)
+        let b = try await Self.daemon(zone)
+        _ = try await a.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
+        try await waitFor("desk registered") { try await Self.status(a)?.registered == true }
+        let updates = try await a.client.subscribe(.invite)
+        let code = try #require(try await updates.next()?.invite?.code)
+        _ = try await b.client.send(.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop")))
+        _ = try await updates.next()
+        let aID = try await a.client.send(.account).deviceID
+        try await waitFor("desk reachable from laptop") { try await b.client.send(.peers).peers.contains { $0.id == aID && $0.reachable } }
+        try await waitFor("the junk counted as strangers") { try await a.client.send(.status).strangers >= 300 }
+        let status = try await a.client.send(.status)
+        #expect(status.reachablePeers == 1 && status.discovery.wideArea?.problem == nil, "\(status)")
+        try await a.stop()
+        try await b.stop()
+    }
+}
+
 /// Polls `condition` every 100 ms until it holds; fails after a minute.
 private func waitFor(_ what: String, _ condition: () async throws -> Bool) async throws {
     for _ in 0..<600 {

@@ -342,9 +342,9 @@ package final class DiscoveryService: Service {
         announce(.memberSighted(advert.deviceID, fresh: fresh))
     }
 
-    /// For `account join` without `--peer`: the address of the device advertising `code`'s join
-    /// tag, waiting up to `timeout` for it to appear.
-    package func findInviter(code: InviteCode, timeout: Duration) async -> PeerAddress? {
+    /// For `account join` without `--peer`: the addresses of the device advertising `code`'s join
+    /// tag (IPv4 first), waiting up to `timeout` for it to appear; none if it does not.
+    package func findInviter(code: InviteCode, timeout: Duration) async -> [PeerAddress] {
         let wanted = AdvertSeal.joinTag(code: code)
         state.withLock { $0.wantedJoinTags.append(wanted) }
         await updateInterest()
@@ -356,7 +356,7 @@ package final class DiscoveryService: Service {
         return found
     }
 
-    private func lookForInviter(_ wanted: [UInt8], timeout: Duration) async -> PeerAddress? {
+    private func lookForInviter(_ wanted: [UInt8], timeout: Duration) async -> [PeerAddress] {
         let deadline = ContinuousClock.now + timeout
         var lookedAgain = ContinuousClock.now
         while ContinuousClock.now < deadline {
@@ -369,8 +369,8 @@ package final class DiscoveryService: Service {
             let match = state.withLock { s in
                 s.sightings.values.first { s.joinTags[$0.instance]?.contains(wanted) == true && !$0.addresses.isEmpty }
             }
-            if let match, let address = match.addresses.sorted(by: { !$0.contains(":") && $1.contains(":") }).first {
-                return PeerAddress(host: address, port: match.port)
+            if let match, !match.addresses.isEmpty {
+                return match.addresses.sorted { !$0.contains(":") && $1.contains(":") }.map { PeerAddress(host: $0, port: match.port) }
             }
             // Cancelled (the join gave up, or shutdown): the sleep would no longer wait.
             guard (try? await QuietSleep.sleep(for: .milliseconds(100))) != nil else { break }
@@ -383,6 +383,6 @@ package final class DiscoveryService: Service {
         logger.notice(
             "no device seen inviting with the code", metadata: ["services": "\(seen)", "with-its-tag": "\(tagged)", "with-an-address": "\(addressed)", "state": "\(status.state.rawValue)"]
         )
-        return nil
+        return []
     }
 }

@@ -220,14 +220,17 @@ package actor PeerDirectory {
 
     package func info(_ id: DeviceID) -> PeerInfo? { entries[id]?.info(now: .now()) }
 
-    /// Where to dial `id`: each advert's host name (looked up now), its addresses as last
-    /// resolved (IPv4 before IPv6), then static ones.
+    /// Where to dial `id`: each advert's host name (looked up now; not a zone's), its addresses
+    /// as last resolved (IPv4 before IPv6), then static ones.
     package func dialTargets(_ id: DeviceID) -> [PeerAddress] {
         guard let e = entries[id] else { return [] }
         var out: [PeerAddress] = []
         for s in e.sightings.values.sorted(by: { $0.at > $1.at }) {
             let name = PeerAddress(host: s.host.hasSuffix(".") ? String(s.host.dropLast()) : s.host, port: s.port)
-            if !name.host.isEmpty, !out.contains(name) { out.append(name) }
+            // A zone's host names were resolved at the zone's server, and are again at every
+            // browse: the system's resolver may not reach that server, and would hold the dial
+            // for its whole timeout (5 s) before the addresses are tried.
+            if s.source != .wideArea, !name.host.isEmpty, !out.contains(name) { out.append(name) }
             for a in s.addresses.sorted(by: { !$0.contains(":") && $1.contains(":") }) {
                 let target = PeerAddress(host: a, port: s.port)
                 if !out.contains(target) { out.append(target) }

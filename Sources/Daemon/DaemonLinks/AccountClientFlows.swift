@@ -17,7 +17,7 @@ package enum AccountJoiner {
 
     package static func join(
         _ request: JoinAccountRequest, store: AccountStore, defaultPort: Int, logger: Logger,
-        findInviter: @Sendable (InviteCode) async -> PeerAddress?
+        findInviter: @Sendable (InviteCode) async -> [PeerAddress]
     ) async throws(DaemonError) -> AccountInfo {
         guard await !store.isMember else {
             throw .alreadyMember
@@ -28,13 +28,16 @@ package enum AccountJoiner {
         } catch {
             throw DaemonError(.invalidCode, error.description)
         }
-        let address: PeerAddress
+        let addresses: [PeerAddress]
         if let peerText = request.peer {
-            address = try PeerAddress(parsing: peerText, defaultPort: defaultPort)
-        } else if let found = await findInviter(code) {
-            // The inviter advertises a tag derived from the code while the invite is open.
-            address = found
+            addresses = [try PeerAddress(parsing: peerText, defaultPort: defaultPort)]
         } else {
+            // The inviter advertises a tag derived from the code while the invite is open, with
+            // every address it has (in a zone: all of a host's networks, of which only some
+            // may lead here).
+            addresses = await findInviter(code)
+        }
+        guard var address = addresses.first else {
             throw DaemonError(
                 .unreachable,
                 "no device on this network is inviting with this code (is `handoffctl account invite` still waiting there, on the same network?); or give its address: --peer HOST:PORT"
@@ -50,7 +53,17 @@ package enum AccountJoiner {
         } catch {
             throw DaemonError(.internalError, "cannot prepare the join: \(error)")
         }
-        let (link, _) = try await PeerDialer.connect(address, context: context)
+        var dialed: PeerLink?
+        for (index, candidate) in addresses.enumerated() {
+            address = candidate
+            do {
+                dialed = try await PeerDialer.connect(candidate, context: context).0
+                break
+            } catch where index < addresses.count - 1 {
+                logger.debug("the inviter does not answer at this address; trying the next", metadata: ["address": "\(candidate)", "error": "\(error)"])
+            }
+        }
+        guard let link = dialed else { throw DaemonError(.unreachable, "the inviting device does not answer") }
         let reply: PeerMessage
         do {
             reply = try await link.channel.executeThenClose { inbound, outbound in

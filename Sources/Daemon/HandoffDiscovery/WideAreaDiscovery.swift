@@ -325,8 +325,12 @@ public actor WideAreaDiscovery: DiscoveryBackend {
         }
     }
 
+    /// Resolves a few queued instances: the loop writes our registration between rounds, so that
+    /// a zone full of strangers holds up no refresh or TXT change for longer than a round.
     private func resolveQueued() async {
-        while !resolveQueue.isEmpty, !stopped, withdrawing == 0 {
+        var round = 0
+        while !resolveQueue.isEmpty, !stopped, withdrawing == 0, round < Self.resolvesPerRound {
+            round += 1
             let instance = resolveQueue.removeFirst()
             guard listed.contains(instance) else { continue }
             let result = await resolve(instance)
@@ -380,6 +384,7 @@ public actor WideAreaDiscovery: DiscoveryBackend {
     }
 
     static let maximumAddresses = 8
+    static let resolvesPerRound = 8
     /// Well above the largest sealed advert (1300 bytes): a stranger's larger record is not kept.
     static let maximumTXTBytes = 2048
 
