@@ -13,12 +13,31 @@ import Testing
         try await rig.ctlJSON(host, PeersResponse.self, ["peers"]).peers
     }
 
-    /// The zone's server on `dns`, and handoffd on each of `hosts` configured for it.
-    func start(_ rig: Rig, _ kind: ZoneServer.Kind, hosts: [String]) async throws -> ZoneServer {
-        let zone = try await ZoneServer(kind, address: try await rig.address("dns")) { rig.asUser("dns", $0) }
+    /// The zone's server on `dns`, and handoffd on each of `hosts` configured for it. Without
+    /// `namingTheServer`, the server listens on port 53, the zone names it for updates
+    /// (`_dns-update._udp` SRV, RFC 6763 §11), and each host's resolver is that server: the
+    /// devices are given the domain and the key only.
+    func start(_ rig: Rig, _ kind: ZoneServer.Kind, hosts: [String], namingTheServer: Bool = true) async throws -> ZoneServer {
+        let address = try await rig.address("dns")
+        if !namingTheServer {
+            // Root, for the namespace's settings only: port 53 for the unprivileged server, and
+            // each host's /etc/resolv.conf (its own mount namespace) pointing at it.
+            #expect(try await rig.root("dns", ["/usr/sbin/sysctl", "-qw", "net.ipv4.ip_unprivileged_port_start=53"]).status == 0)
+            let resolver = rig.directory + "/resolv.conf"
+            try rig.write(to: resolver, "nameserver \(address)\n")
+            for host in hosts {
+                let mounted = try await rig.root(host, ["/usr/bin/mount", "--bind", resolver, "/etc/resolv.conf"])
+                #expect(mounted.status == 0, "\(mounted)")
+            }
+        }
+        let zone = try await ZoneServer(
+            kind, address: address, port: namingTheServer ? nil : 53, extra: namingTheServer ? "" : "_dns-update._udp SRV 0 0 53 ns\n"
+        ) { rig.asUser("dns", $0) }
         for host in hosts {
             // Browsing every 5 s and records of 10 s, so that a change shows within the test's patience.
-            try rig.write(to: rig.home(host) + "/.config/handoff/handoffd.toml", zone.configuration(browseInterval: 5, ttl: 10))
+            try rig.write(
+                to: rig.home(host) + "/.config/handoff/handoffd.toml", zone.configuration(browseInterval: 5, ttl: 10, namingTheServer: namingTheServer)
+            )
             try await rig.startDaemon(host)
         }
         return zone
@@ -43,7 +62,7 @@ import Testing
     }
 
     @Test func acrossTwoSubnetsThroughBIND() async throws {
-        await Rig.withHosts(["alpha", "dns", "charlie", "bravo"], secondSubnet: ["bravo"]) { rig in
+        await Rig.withHosts(["alpha", "dns", "charlie", "bravo", "delta"], secondSubnet: ["bravo", "delta"]) { rig in
             let zone = try await start(rig, .bind, hosts: ["alpha", "bravo", "charlie"])
             let alphaID = try await rig.ctlJSON("alpha", AccountInfo.self, ["account", "create", "--device-name", "desk"]).deviceID
             // No multicast crosses the router: bravo's Avahi sees nothing of alpha's subnet.
@@ -91,6 +110,11 @@ import Testing
             try await Rig.waitFor("charlie back on alpha by mDNS, the zone's server away") {
                 try await peers(rig, "alpha").contains { $0.id == charlieID && $0.reachable && $0.foundVia.contains("mdns") }
             }
+            // And on bravo's link: delta (no handoffd) sees bravo's advert there.
+            let bravoAddress = try await rig.address("bravo")
+            try await Rig.waitFor("bravo's advert on its own link") {
+                try await rig.run("delta", ["avahi-browse", "-rpt", "_handoff._tcp"]).stdout.contains(bravoAddress)
+            }
 
             // It comes back without its journal: every device's records return.
             try await zone.start(forgetting: true)
@@ -103,9 +127,10 @@ import Testing
         }
     }
 
+    /// With Knot, and a configuration that names only the zone and the key.
     @Test func acrossTwoSubnetsThroughKnot() async throws {
         await Rig.withHosts(["alpha", "dns", "bravo"], secondSubnet: ["bravo"]) { rig in
-            let zone = try await start(rig, .knot, hosts: ["alpha", "bravo"])
+            let zone = try await start(rig, .knot, hosts: ["alpha", "bravo"], namingTheServer: false)
             let alphaID = try await rig.ctlJSON("alpha", AccountInfo.self, ["account", "create", "--device-name", "desk"]).deviceID
             let bravoID = try await join(rig, zone, "bravo", name: "laptop")
             try await Rig.waitFor("alpha reachable from bravo, found in the zone") {

@@ -35,7 +35,7 @@ public final class ZoneServer: @unchecked Sendable {
     /// Writes the configuration and the zone into a directory of the test user's (removed with
     /// this) and starts the server on a free port of `address`.
     public init(
-        _ kind: Kind, zone: String = "handoff.test.", address: String = "127.0.0.1", keyName: String = "handoff-test", extra: String = "",
+        _ kind: Kind, zone: String = "handoff.test.", address: String = "127.0.0.1", port: Int? = nil, keyName: String = "handoff-test", extra: String = "",
         wrap: (@Sendable ([String]) -> [String])? = nil
     ) async throws {
         if let reason = Self.unavailableReason { throw TestFailure(reason) }
@@ -47,7 +47,7 @@ public final class ZoneServer: @unchecked Sendable {
         self.directory = directory
         self.keyName = keyName
         self.keyFile = directory + "/\(keyName).key"
-        self.port = 0
+        self.port = port ?? 0
         self.extra = extra
         self.wrap = wrap ?? { user.command($0, environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]) }
         try user.makeDirectory(directory)
@@ -161,9 +161,11 @@ public final class ZoneServer: @unchecked Sendable {
         }
     }
 
-    /// `[wide_area]` for a device of this zone, browsing every `browseInterval` seconds.
-    public func configuration(browseInterval: Int = 60, ttl: Int = 120) -> String {
-        "[wide_area]\ndomain = \"\(zone)\"\nserver = \"\(address):\(port)\"\nkey_file = \"\(keyFile)\"\nbrowse_interval = \(browseInterval)\nttl = \(ttl)\n"
+    /// `[wide_area]` for a device of this zone, browsing every `browseInterval` seconds; without
+    /// `server` when `namingTheServer` is false (the device finds it from the zone).
+    public func configuration(browseInterval: Int = 60, ttl: Int = 120, namingTheServer: Bool = true) -> String {
+        let server = namingTheServer ? "server = \"\(address):\(port)\"\n" : ""
+        return "[wide_area]\ndomain = \"\(zone)\"\n\(server)key_file = \"\(keyFile)\"\nbrowse_interval = \(browseInterval)\nttl = \(ttl)\n"
     }
 
     /// Runs `command` where the server runs (`wrap`).
