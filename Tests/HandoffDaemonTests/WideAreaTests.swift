@@ -125,6 +125,26 @@ import Testing
         #expect(r.stale.contains("a"), "the name last written is in the zone: it is withdrawn, whatever the rotations in between")
     }
 
+    @Test func aRetryWhoseChangeWentAwayWakesNobodyAndTheServerBackCutsTheBackOff() {
+        let t0 = ContinuousClock.now
+        func at(_ ms: Int) -> ContinuousClock.Instant { t0 + .milliseconds(ms) }
+        var moved = Self.registration("a")
+        moved.addresses = ["198.51.100.7"]
+        var r = WideAreaRegistrar()
+        #expect(Self.said(r.want(Self.registration("a"), now: at(0))) == "put a")
+        #expect(Self.said(r.finished(nil, now: at(100))) == "")
+        #expect(Self.said(r.want(moved, now: at(10_000))) == "put a", "the address changed")
+        #expect(Self.said(r.finished("down", now: at(10_100))) == "")
+        #expect(r.nextDeadline == at(11_100))
+        #expect(Self.said(r.want(Self.registration("a"), now: at(10_500))) == "", "the address came back")
+        #expect(r.nextDeadline == at(60_100), "no retry of nothing: the refresh")
+        #expect(Self.said(r.tick(now: at(11_100))) == "")
+        #expect(Self.said(r.want(moved, now: at(12_000))) == "put a", "it changed again, the back-off over")
+        #expect(Self.said(r.finished("down", now: at(12_100))) == "")
+        #expect(r.nextDeadline == at(14_100), "2 s")
+        #expect(Self.said(r.serverAnswered(now: at(13_000))) == "put a", "the server answered a browse: at once")
+    }
+
     @Test func theRecordsOfOneWrite() {
         let write = WideAreaRegistrar.Write(
             withdraw: ["old"], put: WideAreaRegistrar.Registration(instanceName: "new", port: 47810, txt: [3, 0x61, 0x3D, 0x22], addresses: ["192.0.2.7", "2001:db8::7"])
@@ -258,6 +278,9 @@ extension WideAreaTests {
         let b = try await Self.daemon(zone)
         _ = try await a.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
         try await waitFor("desk registered") { try await Self.status(a)?.registered == true }
+        // Each is looked at once (a TXT query), a few at a time: a join waits for that first look
+        // as it would behind forged adverts on the link.
+        try await waitFor("the junk looked at from laptop") { try await b.client.send(.status).strangers >= 300 }
         let updates = try await a.client.subscribe(.invite)
         let code = try #require(try await updates.next()?.invite?.code)
         _ = try await b.client.send(.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop")))

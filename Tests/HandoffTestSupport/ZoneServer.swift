@@ -50,7 +50,12 @@ public final class ZoneServer: @unchecked Sendable {
         self.port = port ?? 0
         self.extra = extra
         self.wrap = wrap ?? { user.command($0, environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]) }
-        try user.makeDirectory(directory)
+        do {
+            try user.makeDirectory(directory)
+        } catch {
+            TempDirectory.remove(directory)
+            throw error
+        }
         let key = try await Subprocess.run("/usr/sbin/tsig-keygen", ["-a", "hmac-sha256", keyName])
         guard key.status == 0, let secret = key.stdout.split(separator: "\"").dropFirst(3).first else { throw TestFailure("tsig-keygen: \(key)") }
         self.secret = String(secret)
@@ -121,7 +126,7 @@ public final class ZoneServer: @unchecked Sendable {
             }
             let line = wrap(command)
             let process = try RunningProcess(line[0], Array(line.dropFirst()))
-            for _ in 0..<100 where process.isRunning {
+            for _ in 0..<100 where process.isRunning && !(process.stdout + process.stderr).contains("in use") {
                 if let soa = try? await run(["/usr/bin/dig", "@\(address)", "-p", "\(port)", "+short", "+time=1", "+tries=1", zone, "SOA"]),
                     soa.stdout.contains("hostmaster")
                 {

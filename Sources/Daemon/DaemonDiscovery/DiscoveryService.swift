@@ -366,8 +366,10 @@ package final class DiscoveryService: Service {
                 lookedAgain = ContinuousClock.now
                 await updateInterest()
             }
+            // Seen on the link, if it is: its addresses there lead here.
             let match = state.withLock { s in
-                s.sightings.values.first { s.joinTags[$0.instance]?.contains(wanted) == true && !$0.addresses.isEmpty }
+                s.sightings.values.filter { s.joinTags[$0.instance]?.contains(wanted) == true && !$0.addresses.isEmpty }
+                    .min { ($0.source == .wideArea ? 1 : 0) < ($1.source == .wideArea ? 1 : 0) }
             }
             if let match, !match.addresses.isEmpty {
                 return match.addresses.sorted { !$0.contains(":") && $1.contains(":") }.map { PeerAddress(host: $0, port: match.port) }

@@ -221,11 +221,14 @@ package actor PeerDirectory {
     package func info(_ id: DeviceID) -> PeerInfo? { entries[id]?.info(now: .now()) }
 
     /// Where to dial `id`: each advert's host name (looked up now; not a zone's), its addresses
-    /// as last resolved (IPv4 before IPv6), then static ones.
+    /// as last resolved (IPv4 before IPv6), the link's adverts before a zone's, newest first;
+    /// then static ones.
     package func dialTargets(_ id: DeviceID) -> [PeerAddress] {
         guard let e = entries[id] else { return [] }
         var out: [PeerAddress] = []
-        for s in e.sightings.values.sorted(by: { $0.at > $1.at }) {
+        // The link's adverts first: a zone lists every network of a device (a VPN's, a
+        // container bridge's), and most of those do not lead here.
+        for s in e.sightings.values.sorted(by: { ($0.source == .wideArea ? 1 : 0, $1.at) < ($1.source == .wideArea ? 1 : 0, $0.at) }) {
             let name = PeerAddress(host: s.host.hasSuffix(".") ? String(s.host.dropLast()) : s.host, port: s.port)
             // A zone's host names were resolved at the zone's server, and are again at every
             // browse: the system's resolver may not reach that server, and would hold the dial

@@ -53,17 +53,23 @@ package enum AccountJoiner {
         } catch {
             throw DaemonError(.internalError, "cannot prepare the join: \(error)")
         }
+        // Each address in turn, until one answers. If none does, the error that says most:
+        // an inviter's refusal over a silent address's time-out.
         var dialed: PeerLink?
-        for (index, candidate) in addresses.enumerated() {
-            address = candidate
+        var failures: [DaemonError] = []
+        for candidate in addresses {
             do {
                 dialed = try await PeerDialer.connect(candidate, context: context).0
+                address = candidate
                 break
-            } catch where index < addresses.count - 1 {
-                logger.debug("the inviter does not answer at this address; trying the next", metadata: ["address": "\(candidate)", "error": "\(error)"])
+            } catch {
+                logger.debug("the inviter does not answer at this address", metadata: ["address": "\(candidate)", "error": "\(error)"])
+                failures.append(error)
             }
         }
-        guard let link = dialed else { throw DaemonError(.unreachable, "the inviting device does not answer") }
+        guard let link = dialed else {
+            throw failures.first { $0.code != .unreachable && $0.code != .timeout } ?? failures.last ?? DaemonError(.unreachable, "the inviting device does not answer")
+        }
         let reply: PeerMessage
         do {
             reply = try await link.channel.executeThenClose { inbound, outbound in

@@ -125,6 +125,7 @@ public actor WideAreaDiscovery: DiscoveryBackend {
         poke()
         if working { await withCheckedContinuation { idleWaiters.append($0) } }
         withdrawing -= 1
+        if !working { schedule() }  // browsing, left out while it waited, is due again
     }
 
     public func stop() {
@@ -162,13 +163,20 @@ public actor WideAreaDiscovery: DiscoveryBackend {
         working = false
         for waiter in idleWaiters { waiter.resume() }
         idleWaiters = []
+        // A change that came while a withdrawal cut the loop short is looked at at once.
+        if again, withdrawing > 0, !stopped {
+            again = false
+            poke()
+            return
+        }
         schedule()
     }
 
     private func schedule() {
         ticker?.cancel()
         guard !stopped else { return }
-        let deadline = [registrar.nextDeadline, budget.nextDeadline, nextBrowse].compactMap { $0 }.min()!
+        // While a withdrawal waits, the loop does not browse: a browse due would wake it at once.
+        guard let deadline = [registrar.nextDeadline, budget.nextDeadline, withdrawing > 0 ? nil : nextBrowse].compactMap({ $0 }).min() else { return }
         ticker = Task(executorPreference: ProgramExecutor.current) { [weak self] in
             try? await QuietSleep.sleep(until: deadline)
             guard !Task.isCancelled else { return }
@@ -182,11 +190,19 @@ public actor WideAreaDiscovery: DiscoveryBackend {
         guard let key = configuration.key else { return }
         let wanted = desired.flatMap { desired in
             desired.txt.rdata.map {
-                WideAreaRegistrar.Registration(instanceName: desired.name, port: desired.port, txt: $0, addresses: configuration.addresses())
+                WideAreaRegistrar.Registration(
+                    instanceName: desired.name, port: desired.port, txt: $0, addresses: Array(configuration.addresses().prefix(Self.maximumAddresses))
+                )
             }
         }
-        // A new registration is written at once, whatever back-off a failure started.
-        var write = wanted != registrar.desired ? registrar.want(wanted, now: .now) : registrar.tick(now: .now)
+        // A new name is written at once; a new record under the same name after the back-off
+        // and the throttle (`WideAreaRegistrar`).
+        await write(wanted != registrar.desired ? registrar.want(wanted, now: .now) : registrar.tick(now: .now), key: key)
+    }
+
+    /// `first`, and what the registrar wants written after it.
+    private func write(_ first: WideAreaRegistrar.Write?, key: TSIGKey) async {
+        var write = first
         while let current = write, !stopped {
             let error = await send(current, key: key)
             write = registrar.finished(error, now: .now)
@@ -273,6 +289,10 @@ public actor WideAreaDiscovery: DiscoveryBackend {
         case .success(let records):
             browseFailures = 0
             browseProblem = nil
+            // The zone's server answers again: a registration waiting for its back-off goes now.
+            if let key = configuration.key, queryServer == updateServer {
+                await write(registrar.serverAnswered(now: now), key: key)
+            }
             listing(records.compactMap { $0.fields.first.flatMap(instance(named:)) })
             report()
             // Followed instances are looked at again: a TXT or an address may have changed.
@@ -333,27 +353,27 @@ public actor WideAreaDiscovery: DiscoveryBackend {
             round += 1
             let instance = resolveQueue.removeFirst()
             guard listed.contains(instance) else { continue }
-            let result = await resolve(instance)
+            let followed = budget.followed.contains(instance)
+            let result = await resolve(instance, whole: followed)
             guard listed.contains(instance) else { continue }  // gone while we asked
             let now = ContinuousClock.now
-            guard let sighting = result else {
-                if budget.followed.contains(instance) {
-                    queue(budget.followFailed(instance, now: now))
-                } else {
-                    queue(budget.resolveFailed(instance, now: now))
-                }
-                continue
-            }
-            let before = found[instance]
-            found[instance] = sighting
-            if budget.followed.contains(instance) {
+            switch result {
+            case .failed:
+                queue(followed ? budget.followFailed(instance, now: now) : budget.resolveFailed(instance, now: now))
+            case .stranger(let txt):
+                queue(budget.resolved(instance, txt: txt, interesting: false, now: now))
+                continuation?.yield(.stranger(instance))
+            case .found(let sighting) where followed:
+                let before = found[instance]
+                found[instance] = sighting
                 queue(budget.txtChanged(instance, txt: sighting.txt, interest: interest, now: now))
                 if budget.followed.contains(instance), before != sighting { continuation?.yield(.seen(sighting)) }
-            } else {
-                let interesting = interest(instance, sighting.txt)
-                queue(budget.resolved(instance, txt: sighting.txt, interesting: interesting, now: now))
+            case .found(let sighting):
+                found[instance] = sighting
+                queue(budget.resolved(instance, txt: sighting.txt, interesting: true, now: now))
                 if !budget.followed.contains(instance) {
-                    // The budget remembers a stranger's TXT; what else it said is not kept.
+                    // Ours beyond the cap, or a copy of a record of ours: the budget remembers its
+                    // TXT; what else it said is not kept.
                     found[instance] = nil
                     continuation?.yield(.stranger(instance))
                 }
@@ -361,26 +381,35 @@ public actor WideAreaDiscovery: DiscoveryBackend {
         }
     }
 
-    /// The instance's SRV, TXT and addresses; nil if any of them cannot be had.
-    private func resolve(_ instance: ServiceInstance) async -> Sighting? {
+    private enum Resolution {
+        /// The TXT is not one we are interested in: nothing more was asked.
+        case stranger(TXTRecord)
+        case found(Sighting)
+        case failed
+    }
+
+    /// The instance's TXT, then — if it interests us, or `whole` — its SRV and addresses: a
+    /// stranger costs one query each time it is looked at (a join looks every second).
+    private func resolve(_ instance: ServiceInstance, whole: Bool) async -> Resolution {
         let name = "\(UnicastDNS.label(instance.name)).\(service)"
         let timeout = configuration.timeout
         let queryServer = await queryServer()
+        guard case .success(let txts) = await UnicastDNS.query(name, .txt, at: queryServer, timeout: timeout), let rdata = txts.first,
+            rdata.fields.reduce(0, { $0 + $1.count }) <= Self.maximumTXTBytes
+        else { return .failed }
+        let txt = TXTRecord(rdata: rdata.fields.flatMap { $0 })
+        guard whole || interest(instance, txt) else { return .stranger(txt) }
         guard case .success(let srvs) = await UnicastDNS.query(name, .srv, at: queryServer, timeout: timeout),
-            let srv = srvs.first, srv.fields.count == 4, let port = UnicastDNS.number(srv.fields[2]), let host = UnicastDNS.hostName(srv.fields[3]),
-            case .success(let txts) = await UnicastDNS.query(name, .txt, at: queryServer, timeout: timeout), let txt = txts.first,
-            txt.fields.reduce(0, { $0 + $1.count }) <= Self.maximumTXTBytes
-        else { return nil }
+            let srv = srvs.first, srv.fields.count == 4, let port = UnicastDNS.number(srv.fields[2]), let host = UnicastDNS.hostName(srv.fields[3])
+        else { return .failed }
         var addresses: [String] = []
         for type in [UnicastDNS.RecordType.a, .aaaa] {
             guard case .success(let records) = await UnicastDNS.query(host, type, at: queryServer, timeout: timeout) else { continue }
             addresses += records.compactMap { $0.fields.first.flatMap(UnicastDNS.address) }
         }
-        guard !addresses.isEmpty else { return nil }
-        return Sighting(
-            instance: instance, txt: TXTRecord(rdata: txt.fields.flatMap { $0 }), host: host, port: port,
-            addresses: Array(addresses.prefix(Self.maximumAddresses)), source: .wideArea
-        )
+        guard !addresses.isEmpty else { return .failed }
+        // A device registers 8 at most: more are not its.
+        return .found(Sighting(instance: instance, txt: txt, host: host, port: port, addresses: Array(addresses.prefix(Self.maximumAddresses)), source: .wideArea))
     }
 
     static let maximumAddresses = 8

@@ -103,8 +103,13 @@ struct WideAreaRegistrar {
     /// When `tick` has something to do.
     var nextDeadline: ContinuousClock.Instant? {
         guard inFlight == nil else { return nil }
-        if let retryAt { return retryAt }
-        if written != desired || !stale.isEmpty { return throttledUntil }  // else written at once by `next`
+        let pending = written != desired || !stale.isEmpty
+        // A retry only when there is something to retry — a change, or a refresh that failed: one
+        // whose change went away meanwhile (the same address back) would wake the loop at a past
+        // instant for ever.
+        let refreshDue = desired != nil && (refreshAt.map { $0 <= (retryAt ?? $0) } ?? true)
+        if let retryAt, pending || refreshDue { return retryAt }
+        if pending { return throttledUntil }  // else written at once by `next`
         return refreshAt
     }
 
@@ -126,9 +131,20 @@ struct WideAreaRegistrar {
         return lastWriteAt + timing.minimumInterval
     }
 
+    /// The server answered something else (a browse): a write waiting for its back-off goes now,
+    /// rather than up to `longestRetry` after the server came back.
+    mutating func serverAnswered(now: ContinuousClock.Instant) -> Write? {
+        guard retryAt != nil else { return nil }
+        retryAt = nil
+        return next(now: now)
+    }
+
     private mutating func next(now: ContinuousClock.Instant) -> Write? {
         guard inFlight == nil else { return nil }
-        if let retryAt, now < retryAt { return nil }
+        if let retryAt {
+            guard now >= retryAt else { return nil }
+            self.retryAt = nil
+        }
         if let throttledUntil, now < throttledUntil, written != desired { return nil }
         let due = written != desired || !stale.isEmpty || (desired != nil && refreshAt.map { now >= $0 } ?? true)
         guard due, desired != nil || !stale.isEmpty else { return nil }
