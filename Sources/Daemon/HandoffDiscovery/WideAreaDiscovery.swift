@@ -68,6 +68,10 @@ public actor WideAreaDiscovery: DiscoveryBackend {
     private var lookingUntil: ContinuousClock.Instant?
     private var browseProblem: String?
     private var browseFailures = 0
+    /// Browses that answered: a followed device's SRV and addresses are asked again every
+    /// `addressesEvery`th (or when its TXT changed); its TXT at every one.
+    private var browses = 0
+    static let addressesEvery = 5
     private var lastState: WideAreaState?
     private var worker: Task<Void, Never>?
     private var working = false
@@ -197,7 +201,9 @@ public actor WideAreaDiscovery: DiscoveryBackend {
         }
         // A new name is written at once; a new record under the same name after the back-off
         // and the throttle (`WideAreaRegistrar`).
-        await write(wanted != registrar.desired ? registrar.want(wanted, now: .now) : registrar.tick(now: .now), key: key)
+        let now = ContinuousClock.now
+        let browsing = now >= nextBrowse && withdrawing == 0
+        await write(wanted != registrar.desired ? registrar.want(wanted, now: now) : registrar.tick(now: now, early: browsing ? registrar.timing.refresh / 2 : .zero), key: key)
     }
 
     /// `first`, and what the registrar wants written after it.
@@ -289,6 +295,7 @@ public actor WideAreaDiscovery: DiscoveryBackend {
         case .success(let records):
             browseFailures = 0
             browseProblem = nil
+            browses += 1
             // The zone's server answers again: a registration waiting for its back-off goes now.
             if let key = configuration.key, queryServer == updateServer {
                 await write(registrar.serverAnswered(now: now), key: key)
@@ -354,7 +361,8 @@ public actor WideAreaDiscovery: DiscoveryBackend {
             let instance = resolveQueue.removeFirst()
             guard listed.contains(instance) else { continue }
             let followed = budget.followed.contains(instance)
-            let result = await resolve(instance, whole: followed)
+            let known = followed && browses % Self.addressesEvery != 0 ? found[instance] : nil
+            let result = await resolve(instance, whole: followed, known: known)
             guard listed.contains(instance) else { continue }  // gone while we asked
             let now = ContinuousClock.now
             switch result {
@@ -389,8 +397,9 @@ public actor WideAreaDiscovery: DiscoveryBackend {
     }
 
     /// The instance's TXT, then — if it interests us, or `whole` — its SRV and addresses: a
-    /// stranger costs one query each time it is looked at (a join looks every second).
-    private func resolve(_ instance: ServiceInstance, whole: Bool) async -> Resolution {
+    /// stranger costs one query each time it is looked at (a join looks every second). A TXT
+    /// the same as `known`'s is taken to mean the rest is too.
+    private func resolve(_ instance: ServiceInstance, whole: Bool, known: Sighting? = nil) async -> Resolution {
         let name = "\(UnicastDNS.label(instance.name)).\(service)"
         let timeout = configuration.timeout
         let queryServer = await queryServer()
@@ -398,6 +407,7 @@ public actor WideAreaDiscovery: DiscoveryBackend {
             rdata.fields.reduce(0, { $0 + $1.count }) <= Self.maximumTXTBytes
         else { return .failed }
         let txt = TXTRecord(rdata: rdata.fields.flatMap { $0 })
+        if let known, known.txt == txt { return .found(known) }
         guard whole || interest(instance, txt) else { return .stranger(txt) }
         guard case .success(let srvs) = await UnicastDNS.query(name, .srv, at: queryServer, timeout: timeout),
             let srv = srvs.first, srv.fields.count == 4, let port = UnicastDNS.number(srv.fields[2]), let host = UnicastDNS.hostName(srv.fields[3])

@@ -96,8 +96,10 @@ struct WideAreaRegistrar {
         return next(now: now)
     }
 
-    mutating func tick(now: ContinuousClock.Instant) -> Write? {
-        next(now: now)
+    /// Time passed. `early`: a refresh due within it is written now — the caller is awake anyway
+    /// (a browse), and a refresh kept in step with the browses costs no wake-up of its own.
+    mutating func tick(now: ContinuousClock.Instant, early: Duration = .zero) -> Write? {
+        next(now: now, early: early)
     }
 
     /// When `tick` has something to do.
@@ -139,14 +141,14 @@ struct WideAreaRegistrar {
         return next(now: now)
     }
 
-    private mutating func next(now: ContinuousClock.Instant) -> Write? {
+    private mutating func next(now: ContinuousClock.Instant, early: Duration = .zero) -> Write? {
         guard inFlight == nil else { return nil }
         if let retryAt {
             guard now >= retryAt else { return nil }
             self.retryAt = nil
         }
         if let throttledUntil, now < throttledUntil, written != desired { return nil }
-        let due = written != desired || !stale.isEmpty || (desired != nil && refreshAt.map { now >= $0 } ?? true)
+        let due = written != desired || !stale.isEmpty || (desired != nil && refreshAt.map { now + early >= $0 } ?? true)
         guard due, desired != nil || !stale.isEmpty else { return nil }
         let write = Write(withdraw: stale, put: desired)
         inFlight = write
