@@ -74,7 +74,7 @@ test-repeat: build-tests
 # unit test in a release build, then libFuzzer (coverage-guided, with AddressSanitizer) on every
 # decoder of outside input, one target at a time, each from its committed seed corpus under fuzz/
 # (docs/security.md, "Decoders under a fuzzer"). lld: gold fails on the sanitizers' symbols.
-FUZZ_TARGETS = activity-decoder advert-decoder advert-txt invite-code peer-frames local-api-http config-file desktop-entry ndjson-events browser-messages
+FUZZ_TARGETS = activity-decoder advert-decoder advert-txt invite-code peer-frames local-api-http config-file desktop-entry ndjson-events browser-messages zone-answer
 FUZZ_BUILD = $(SWIFT) build -c release --product handoff-fuzz --scratch-path .build/fuzz \
 	-Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING -Xswiftc -use-ld=lld
 fuzz: deps-build

@@ -172,7 +172,11 @@ import Testing
 
 /// Daemons that share no link find each other through a real DNS server's zone (BIND 9 and
 /// Knot, run as the test user on loopback): each is on a discovery network of its own.
-@Suite(.timeLimit(.minutes(5))) struct WideAreaTests {
+///
+/// One test at a time: the daemons of one process share its one DNS thread (a daemon has it to
+/// itself), and the zone full of strangers keeps it busy enough to hold up another test's
+/// registration on a loaded machine (seen under `make test-repeat LOAD=1`).
+@Suite(.serialized, .timeLimit(.minutes(5))) struct WideAreaTests {
     static let kinds: [ZoneServer.Kind] = [.bind, .knot]
 
     static func daemon(_ zone: ZoneServer, key: String? = nil, configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws -> TestDaemon {
@@ -252,10 +256,15 @@ import Testing
         #expect(try await a.client.send(.status).discovery.state == .running, "discovery on the link goes on")
         // The server comes back without what updates had added: the records return.
         try await zone.start(forgetting: true)
-        try await waitFor("registered again") {
-            let back = try await !zone.records("PTR").isEmpty
-            let problem = try await Self.status(a)?.problem
-            return back && problem == nil
+        do {
+            try await waitFor("registered again") {
+                let back = try await !zone.records("PTR").isEmpty
+                let problem = try await Self.status(a)?.problem
+                return back && problem == nil
+            }
+        } catch {
+            let status = try? await Self.status(a)
+            throw TestFailure("\(error): the zone \((try? await zone.records()) ?? []), the status \(String(describing: status))")
         }
         try await a.stop()
     }

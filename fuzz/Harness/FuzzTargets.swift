@@ -34,6 +34,7 @@ enum FuzzTargets {
         "desktop-entry": desktopEntry,
         "ndjson-events": ndjsonEvents,
         "browser-messages": browserMessages,
+        "zone-answer": zoneAnswer,
     ]
 
     static func check(_ condition: Bool, _ message: String) {
@@ -141,6 +142,28 @@ enum FuzzTargets {
         guard let file = try? ConfigFile(path: "fuzz.toml", text: String(decoding: bytes, as: UTF8.self)) else { return }
         var settings = DaemonSettings()
         _ = try? settings.apply(file)
+    }
+
+    /// What a unicast zone's server (or anyone who can write to the zone) answers a browse with
+    /// (docs/discovery.md, "Beyond one link"): read by ldns, then by us as `WideAreaDiscovery`
+    /// reads a PTR listing, an SRV, a TXT and addresses.
+    static let zoneAnswer: Target = { bytes in
+        let domain = "handoff.example.net."
+        for type: UInt16 in [12, 33, 16, 1, 28] {
+            guard let records = UnicastDNS.records(inAnswer: bytes, type: type) else { return }
+            for fields in records {
+                for field in fields {
+                    if let labels = UnicastDNS.labels(field) { check(labels.allSatisfy { $0.count < 64 }, "a label over 63 bytes") }
+                    if let name = UnicastDNS.hostName(field) { check(name.hasSuffix("."), "a host name not fully qualified") }
+                    _ = UnicastDNS.address(field)
+                    _ = UnicastDNS.number(field)
+                    if let instance = WideAreaDiscovery.instance(named: field, domain: domain) {
+                        check(!instance.name.isEmpty && instance.domain == domain, "an instance elsewhere")
+                    }
+                }
+                if type == 16 { _ = AdvertSeal.open(TXTRecord(rdata: fields.flatMap { $0 }), keys: fuzzKeys, instanceName: "abcdefghijklmnop") }
+            }
+        }
     }
 
     /// A `.desktop` file any installed package can bring, and its Exec line.

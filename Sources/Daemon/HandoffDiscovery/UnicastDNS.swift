@@ -27,7 +27,7 @@ public struct DNSServer: Sendable, Equatable, CustomStringConvertible {
 /// Queries and updates through ldns (CHandoffLDNS), one at a time on one thread of their own:
 /// ldns blocks until the server answers or the timeout passes, and nothing else may wait for it.
 /// Each call makes its resolver and frees it, so nothing of ldns outlives a call.
-enum UnicastDNS {
+package enum UnicastDNS {
     /// Started on first use; it sleeps while there is nothing to ask.
     static let thread = DiskThread(name: "handoff-dns")
 
@@ -68,20 +68,34 @@ enum UnicastDNS {
             defer { ldns_pkt_free(answer) }
             let rcode = Int(ldns_pkt_get_rcode(answer).rawValue)
             guard rcode == 0 || rcode == 3 else { return .failure(Failure(description: "\(server) answered \(rcodeName(rcode)) for \(name)")) }
-            var records: [Record] = []
-            for index in 0..<handoff_ldns_answer_count(answer) {
-                guard let rr = handoff_ldns_answer_rr(answer, index) else { continue }
-                let rrType = UInt16(ldns_rr_get_type(rr).rawValue)
-                guard rrType == type.rawValue else { continue }  // CNAMEs and the like on the way
-                var fields: [[UInt8]] = []
-                for field in 0..<ldns_rr_rd_count(rr) {
-                    guard let rdf = ldns_rr_rdf(rr, field), let data = ldns_rdf_data(rdf) else { continue }
-                    fields.append(Array(UnsafeBufferPointer(start: data, count: ldns_rdf_size(rdf))))
-                }
-                records.append(Record(type: rrType, fields: fields))
-            }
-            return .success(records)
+            return .success(records(in: answer, type: type.rawValue))
         }
+    }
+
+    /// The answer section's records of `type`, each field as ldns holds it.
+    private static func records(in answer: UnsafeMutablePointer<ldns_pkt>, type: UInt16) -> [Record] {
+        var records: [Record] = []
+        for index in 0..<handoff_ldns_answer_count(answer) {
+            guard let rr = handoff_ldns_answer_rr(answer, index) else { continue }
+            let rrType = UInt16(ldns_rr_get_type(rr).rawValue)
+            guard rrType == type else { continue }  // CNAMEs and the like on the way
+            var fields: [[UInt8]] = []
+            for field in 0..<ldns_rr_rd_count(rr) {
+                guard let rdf = ldns_rr_rdf(rr, field), let data = ldns_rdf_data(rdf) else { continue }
+                fields.append(Array(UnsafeBufferPointer(start: data, count: ldns_rdf_size(rdf))))
+            }
+            records.append(Record(type: rrType, fields: fields))
+        }
+        return records
+    }
+
+    /// A DNS message as a server could send it, read as `query` reads its answer: for the fuzzer
+    /// (fuzz/Harness), which has no server. Nil when ldns cannot read it.
+    package static func records(inAnswer wire: [UInt8], type: UInt16) -> [[[UInt8]]]? {
+        var packet: UnsafeMutablePointer<ldns_pkt>?
+        guard ldns_wire2pkt(&packet, wire, wire.count) == LDNS_STATUS_OK, let packet else { return nil }
+        defer { ldns_pkt_free(packet) }
+        return records(in: packet, type: type).map(\.fields)
     }
 
     /// One change of an UPDATE (RFC 2136 §2.5), records in presentation form.
@@ -186,7 +200,7 @@ enum UnicastDNS {
     // MARK: Reading fields
 
     /// A name in wire form as labels (each label's bytes); nil if malformed.
-    static func labels(_ wire: [UInt8]) -> [[UInt8]]? {
+    package static func labels(_ wire: [UInt8]) -> [[UInt8]]? {
         var labels: [[UInt8]] = []
         var index = 0
         while index < wire.count {
@@ -201,7 +215,7 @@ enum UnicastDNS {
 
     /// A name in wire form as text (`a.b.c.`), lowercased; labels holding dots or other bytes
     /// outside letters, digits, `-` and `_` are not names of ours: nil.
-    static func hostName(_ wire: [UInt8]) -> String? {
+    package static func hostName(_ wire: [UInt8]) -> String? {
         guard let labels = labels(wire) else { return nil }
         var text = ""
         for label in labels {
@@ -212,7 +226,7 @@ enum UnicastDNS {
     }
 
     /// An A or AAAA record's address as text.
-    static func address(_ bytes: [UInt8]) -> String? {
+    package static func address(_ bytes: [UInt8]) -> String? {
         guard bytes.count == 4 || bytes.count == 16 else { return nil }
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         let family = bytes.count == 4 ? AF_INET : AF_INET6
@@ -221,7 +235,7 @@ enum UnicastDNS {
     }
 
     /// A 16-bit field (SRV's priority, weight, port).
-    static func number(_ bytes: [UInt8]) -> Int? {
+    package static func number(_ bytes: [UInt8]) -> Int? {
         bytes.count == 2 ? Int(bytes[0]) << 8 | Int(bytes[1]) : nil
     }
 

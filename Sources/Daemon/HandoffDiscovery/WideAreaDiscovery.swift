@@ -158,7 +158,9 @@ public actor WideAreaDiscovery: DiscoveryBackend {
         repeat {
             again = false
             await register()
-            if withdrawing > 0 { break }
+            // Once the withdrawal itself went to the registrar: a round under way when it was
+            // asked for wrote what was wanted before it.
+            if withdrawing > 0, registrar.desired == nil { break }
             await browseIfDue()
             await resolveQueued()
             queue(budget.tick(now: .now))
@@ -307,12 +309,16 @@ public actor WideAreaDiscovery: DiscoveryBackend {
         }
     }
 
-    /// `N._handoff._tcp.DOMAIN` in wire form → the instance N; nil for names elsewhere.
     private func instance(named wire: [UInt8]) -> ServiceInstance? {
+        Self.instance(named: wire, domain: configuration.domain)
+    }
+
+    /// `N._handoff._tcp.DOMAIN` in wire form → the instance N; nil for names elsewhere.
+    package static func instance(named wire: [UInt8], domain: String) -> ServiceInstance? {
         guard let labels = UnicastDNS.labels(wire), labels.count >= 3, !labels[0].isEmpty else { return nil }
         let rest = labels.dropFirst().map { String(decoding: $0, as: UTF8.self).lowercased() + "." }.joined()
-        guard rest == service.lowercased() else { return nil }
-        return ServiceInstance(name: String(decoding: labels[0], as: UTF8.self), domain: configuration.domain)
+        guard rest == "\(DNSSDDiscovery.serviceType).\(domain)".lowercased() else { return nil }
+        return ServiceInstance(name: String(decoding: labels[0], as: UTF8.self), domain: domain)
     }
 
     private func listing(_ instances: [ServiceInstance]) {
