@@ -20,7 +20,7 @@ let floors: KeyValuePairs<String, [String]> = [
     // The daemon: its adapters (TLS, DNS-SD, the peer protocol), then `daemonLine`.
     "Daemon": [
         "HandoffTLS", "HandoffDiscovery", "HandoffPeer", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps",
-        "DaemonHistory", "DaemonDocuments", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
+        "DaemonHistory", "DaemonDocuments", "DaemonClipboard", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
     ],
     // The user's side: the client, apps' library, D-Bus, the desktop agent, the browser host.
     "Apps": ["HandoffClient", "HandoffKit", "HandoffDBus", "DesktopAgent", "BrowserHost"],
@@ -36,8 +36,8 @@ func sources(_ target: String) -> String {
 
 /// The daemon's feature modules, lowest first: each may import only those before it.
 let daemonLine = [
-    "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonHistory", "DaemonDocuments", "DaemonContinue",
-    "DaemonLocalAPI", "HandoffDaemon",
+    "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonHistory", "DaemonDocuments", "DaemonClipboard",
+    "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
 ]
 
 /// A daemon module, declaring exactly what its files import (ModuleGraphTests compares them):
@@ -159,6 +159,9 @@ let package = Package(
             imports: ["DaemonCore", "DaemonLinks", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", "HandoffTLS", logging]
         ),
         daemonModule(
+            "DaemonClipboard", imports: ["DaemonCore", "DaemonLinks", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffPeer", logging]
+        ),
+        daemonModule(
             "DaemonContinue",
             imports: [
                 "DaemonAccounts", "DaemonApps", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory", "DaemonLinks", "DaemonStreams", "HandoffAPI",
@@ -168,15 +171,16 @@ let package = Package(
         daemonModule(
             "DaemonLocalAPI",
             imports: [
-                "DaemonAccounts", "DaemonApps", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory", "DaemonLinks", "DaemonStreams",
-                "HandoffAPI", "HandoffModel", "HandoffSystem", "HandoffTLS", nioCore, nioPosix, .product(name: "NIOHTTP1", package: "swift-nio"), logging, lifecycle,
+                "DaemonAccounts", "DaemonApps", "DaemonClipboard", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory", "DaemonLinks",
+                "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", "HandoffTLS", nioCore, nioPosix, .product(name: "NIOHTTP1", package: "swift-nio"),
+                logging, lifecycle,
             ]
         ),
         daemonModule(
             "HandoffDaemon",
             imports: [
-                "DaemonAccounts", "DaemonApps", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory", "DaemonLinks",
-                "DaemonLocalAPI", "DaemonStreams", "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffSystem", nioCore, nioPosix, logging, lifecycle,
+                "DaemonAccounts", "DaemonApps", "DaemonClipboard", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory",
+                "DaemonLinks", "DaemonLocalAPI", "DaemonStreams", "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffSystem", nioCore, nioPosix, logging, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
@@ -254,7 +258,7 @@ let package = Package(
             name: "HandoffDaemonTests",
             dependencies: [
                 "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonDocuments",
-                "DaemonHistory", "DaemonContinue",
+                "DaemonHistory", "DaemonClipboard", "DaemonContinue",
                 "DaemonLocalAPI",
                 "HandoffClient", "HandoffKit", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
                 "HandoffDBus", "DesktopAgent",

@@ -149,7 +149,7 @@ import Testing
     /// status and the way back), on again; a wrong setting or value changes nothing.
     @Test func handoffIsSwitchedOffAndOnForTheWholeDevice() async throws {
         let d = try await TestDaemon.start()
-        #expect(try await CLI.run(d, ["config"]).stdout == "handoff on\n")
+        #expect(try await CLI.run(d, ["config"]).stdout == "handoff on\nclipboard on\n")
         let off = try await CLI.run(d, ["config", "handoff", "off"])
         #expect(off.status == 0 && off.stdout == "handoff off\n", "\(off)")
         #expect(try await CLI.run(d, ["status"]).stdout.contains("handoff:   off on this device"))
@@ -161,7 +161,13 @@ import Testing
         #expect(invite.stderr.contains("handoffctl config handoff on"), "\(invite)")
         let wrong = try await CLI.run(d, ["config", "handoff", "maybe"])
         #expect(wrong.status == 64 && wrong.stderr.contains("handoff is on or off, not maybe"), "\(wrong)")
-        #expect(try await CLI.run(d, ["config", "clipboard", "on"]).status == 64)
+        #expect(try await CLI.run(d, ["config", "bluetooth", "on"]).status == 64)
+        // The clipboard's switch is its own (and `handoffctl clipboard off` the same one).
+        #expect(try await CLI.run(d, ["config", "clipboard", "off"]).stdout == "clipboard off\n")
+        #expect(try await CLI.run(d, ["clipboard"]).stdout == "the clipboard is off on this device (handoffctl clipboard on)\n")
+        #expect(try await CLI.run(d, ["clipboard", "on"]).stdout == "clipboard on\n")
+        let nothing = try await CLI.run(d, ["clipboard", "paste"])
+        #expect(nothing.status == 49 && nothing.stderr.contains("no other device copied anything"), "\(nothing)")
         let json = try await CLI.run(d, ["config", "--json"])
         #expect(json.stdout.contains("\"handoff\" : false") || json.stdout.contains("\"handoff\": false"), "\(json)")
         #expect(try await CLI.run(d, ["config", "handoff", "on"]).stdout == "handoff on\n")

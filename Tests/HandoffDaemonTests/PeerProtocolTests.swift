@@ -67,6 +67,11 @@ import Testing
             .savedDeletions([]),
             .activityTarget(sequence: 7, target: "item-7"),
             .activityTarget(sequence: 1 << 40, target: nil),
+            .clipboardNotice(ClipboardNotice(copiedAt: Timestamp(microsecondsSinceEpoch: 1_700_000_000_000_000), lifetimeSeconds: 120, items: [
+                ClipboardItem(type: "text/plain;charset=utf-8", size: 11), ClipboardItem(type: "image/png", size: 5 << 20),
+            ])),
+            .clipboardNotice(ClipboardNotice(copiedAt: Timestamp(microsecondsSinceEpoch: 0), lifetimeSeconds: 1, items: [])),
+            .openClipboardStream(copyID: UUID(), type: "image/png"),
             .savedDeletions([
                 SavedActivityDeletion(at: Timestamp(microsecondsSinceEpoch: 1_700_000_000_000_000), persistentIdentifiers: ["note-7", "home:ü.txt"]),
                 SavedActivityDeletion(at: Timestamp(microsecondsSinceEpoch: -5), types: ["org.example.notes.edit"], everything: true),

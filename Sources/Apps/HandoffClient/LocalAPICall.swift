@@ -50,6 +50,11 @@ public struct LocalAPIStream: Sendable {
         Self(endpoint: .openContinuationStream, path: LocalAPIRoute.continuationStreams(continuationID))
     }
 
+    /// Pastes form `type` of another device's copy `copyID` (docs/clipboard.md).
+    public static func pasteClipboard(_ copyID: UUID, type: String) -> Self {
+        Self(endpoint: .pasteClipboard, path: LocalAPIRoute.clipboardPaste(copyID, type: type))
+    }
+
     /// (Originating) Takes a stream announced by `streamRequested`.
     public static func takeStream(_ id: UUID) -> Self {
         Self(endpoint: .takeStream, path: LocalAPIRoute.stream(id))
@@ -57,6 +62,14 @@ public struct LocalAPIStream: Sendable {
 }
 
 // MARK: The current activity and the device
+
+extension LocalAPICall where Answer == ClipboardState {
+    /// The newest copy heard of, and this device's own.
+    public static var clipboard: Self { Self(.getClipboard) }
+
+    /// Something was copied here (no items: nothing carried is on the clipboard any more).
+    public static func announceClipboard(_ announcement: ClipboardAnnouncement) -> Self { Self(.announceClipboard, body: announcement) }
+}
 
 extension LocalAPICall where Answer == DaemonStatus {
     public static var status: Self { Self(.status) }

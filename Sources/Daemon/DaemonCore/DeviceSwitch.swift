@@ -26,10 +26,14 @@ package final class DeviceSwitch: Sendable {
         var settings: DeviceSettings
         /// `handoff = false` in handoffd.toml: off, whatever `settings` says.
         var allowed = true
+        /// `[clipboard] enabled = false` in handoffd.toml: the clipboard is off, whatever
+        /// `settings` says.
+        var clipboardAllowed = true
         /// What is in effect.
         var effective: DeviceSettings {
             var s = settings
             s.handoff = s.handoff && allowed
+            s.clipboard = s.clipboard && clipboardAllowed
             return s
         }
         /// Who waits in `waitUntilOn`, by key (so that a cancelled wait can take itself out).
@@ -43,7 +47,7 @@ package final class DeviceSwitch: Sendable {
 
     /// Reads the settings kept in `stateDirectory`; an unreadable file is moved aside (and
     /// logged), and handoff is off.
-    package init(stateDirectory: String, allowed: Bool = true, announce: @escaping Announce, logger: Logger) {
+    package init(stateDirectory: String, allowed: Bool = true, clipboardAllowed: Bool = true, announce: @escaping Announce, logger: Logger) {
         path = stateDirectory + "/" + Self.fileName
         self.announce = announce
         var settings = DeviceSettings()
@@ -58,7 +62,7 @@ package final class DeviceSwitch: Sendable {
             let aside = PrivateFiles.quarantine(path)
             logger.warning("the device's settings are unreadable; moved them aside, and handoff stays off until turned on", metadata: ["path": "\(aside)"])
         }
-        state = Mutex(State(settings: settings, allowed: allowed))
+        state = Mutex(State(settings: settings, allowed: allowed, clipboardAllowed: clipboardAllowed))
     }
 
     /// The settings in effect.
@@ -67,13 +71,15 @@ package final class DeviceSwitch: Sendable {
     /// Whether handoff runs between this device and the others.
     package var isOn: Bool { state.withLock { $0.effective.handoff } }
 
-    /// Whether handoffd.toml allows handoff (`handoff = false` does not); applied at once on
-    /// reload, announced when what is in effect changes.
-    package func allow(_ allowed: Bool) {
+    /// Whether handoffd.toml allows handoff (`handoff = false` does not) and the clipboard
+    /// (`[clipboard] enabled = false` does not); applied at once on reload, announced when what
+    /// is in effect changes.
+    package func allow(_ allowed: Bool, clipboard: Bool = true) {
         writing.withLock { _ in
             let (before, after, woken) = state.withLock { s -> (DeviceSettings, DeviceSettings, [CheckedContinuation<Void, Never>]) in
                 let before = s.effective
                 s.allowed = allowed
+                s.clipboardAllowed = clipboard
                 guard s.effective.handoff else { return (before, s.effective, []) }
                 defer { s.waitingForOn.removeAll() }
                 return (before, s.effective, Array(s.waitingForOn.values))
@@ -87,12 +93,18 @@ package final class DeviceSwitch: Sendable {
     /// now are.
     package func change(_ change: SettingsChange) throws(DaemonError) -> DeviceSettings {
         try writing.withLock { _ throws(DaemonError) -> DeviceSettings in
-            let (old, allowed) = state.withLock { ($0.settings, $0.allowed) }
+            let (old, allowed, clipboardAllowed) = state.withLock { ($0.settings, $0.allowed, $0.clipboardAllowed) }
             if change.handoff == true, !allowed {
                 throw DaemonError(.handoffOff, "handoff is turned off in handoffd.toml (handoff = false); remove that line and reload handoffd to turn it on")
             }
+            if change.clipboard == true, !clipboardAllowed {
+                throw DaemonError(
+                    .clipboardOff, "the clipboard is turned off in handoffd.toml ([clipboard] enabled = false); remove that line and reload handoffd to turn it on"
+                )
+            }
             var new = old
             if let handoff = change.handoff { new.handoff = handoff }
+            if let clipboard = change.clipboard { new.clipboard = clipboard }
             guard new != old else { return settings }
             let bytes: [UInt8]
             do {
@@ -137,4 +149,6 @@ package final class DeviceSwitch: Sendable {
 extension DaemonError.Code {
     /// What needs handoff on was asked while it is off here.
     public static let handoffOff = Self(.handoffOff)
+    /// The clipboard was asked for while it is off here.
+    public static let clipboardOff = Self(.clipboardOff)
 }

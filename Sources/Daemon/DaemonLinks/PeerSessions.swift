@@ -194,6 +194,8 @@ extension PeerMessage {
         case .renameRequest: "rename request"
         case .savedDeletions: "saved-activity deletions"
         case .activityTarget: "activity target"
+        case .clipboardNotice: "clipboard notice"
+        case .openClipboardStream: "paste request"
         case .unknown(let kind): "message of unknown type \(kind)"
         }
     }

@@ -1,25 +1,29 @@
+import DaemonClipboard
 import DaemonCore
 import DaemonHistory
 import HandoffAPI
 import HandoffModel
 
 /// This device itself: its status (`GET /v1/status`), its settings (`GET`/`PUT
-/// /v1/settings`) and what it saw (`GET /v1/history`, `POST /v1/history/delete`;
-/// docs/local-api.md). Every handler's first line checks who is asking.
+/// /v1/settings`), what it saw (`GET /v1/history`, `POST /v1/history/delete`) and its clipboard
+/// (`GET`/`POST /v1/clipboard`; docs/local-api.md). Every handler's first line checks who is asking.
 package struct DeviceRoutes: Sendable {
     let deviceSwitch: DeviceSwitch
     let history: HistoryStore
     let deletions: SavedDeletions
+    let clipboard: ClipboardDesk
     /// What `status` shows, gathered by the composition root from every feature; with the
     /// claims of web domains (which reads every app's `.desktop` file) when asked.
     let gather: @Sendable (_ webDomains: Bool) async -> DaemonStatus
 
     package init(
-        deviceSwitch: DeviceSwitch, history: HistoryStore, deletions: SavedDeletions, status: @escaping @Sendable (_ webDomains: Bool) async -> DaemonStatus
+        deviceSwitch: DeviceSwitch, history: HistoryStore, deletions: SavedDeletions, clipboard: ClipboardDesk,
+        status: @escaping @Sendable (_ webDomains: Bool) async -> DaemonStatus
     ) {
         self.deviceSwitch = deviceSwitch
         self.history = history
         self.deletions = deletions
+        self.clipboard = clipboard
         self.gather = status
     }
 
@@ -58,5 +62,16 @@ package struct DeviceRoutes: Sendable {
     func changeSettings(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
         let change = try request.decoded(SettingsChange.self)
         return .ok(try deviceSwitch.change(change))
+    }
+
+    /// `GET /v1/clipboard`: the newest copy heard of and this device's own.
+    func getClipboard(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
+        return .ok(clipboard.state)
+    }
+
+    /// `POST /v1/clipboard`: something was copied here (the desktop agent).
+    func announceClipboard(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        let announcement = try request.decoded(ClipboardAnnouncement.self)
+        return .ok(try await clipboard.announce(announcement))
     }
 }

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import DaemonClipboard
 import DaemonCore
 import DaemonStreams
 import HandoffAPI
@@ -15,12 +16,15 @@ package struct StreamRoutes: Sendable {
     let book: StreamBook
     let resuming: ResumingStreams
     let originating: OriginatingStreams
+    /// Pastes from another device's copy are streams too.
+    let clipboard: ClipboardDesk
     package let daemonUID: UInt32
 
-    package init(book: StreamBook, resuming: ResumingStreams, originating: OriginatingStreams, daemonUID: UInt32) {
+    package init(book: StreamBook, resuming: ResumingStreams, originating: OriginatingStreams, clipboard: ClipboardDesk, daemonUID: UInt32) {
         self.book = book
         self.resuming = resuming
         self.originating = originating
+        self.clipboard = clipboard
         self.daemonUID = daemonUID
     }
 
@@ -69,6 +73,17 @@ package struct StreamRoutes: Sendable {
         case .endpoint(.openContinuationStream) where path.hasSuffix("/streams"):
             let id = try Self.uuid(after: LocalAPIRoute.continuations + "/", in: path.dropLast("/streams".count), what: "continuation")
             do throws(DaemonError) { return try await resuming.open(continuationID: id) } catch { throw LocalAPIError(error) }
+        case .endpoint(.pasteClipboard):
+            guard let (copyID, type) = LocalAPIRoute.parseClipboardPaste(path) else {
+                throw LocalAPIError(.badRequest, "a paste is POST \(LocalAPIRoute.clipboard)/COPY-ID/TYPE (the type percent-encoded)")
+            }
+            do throws(DaemonError) {
+                var (prepared, limit) = try await clipboard.paste(copyID: copyID, type: type)
+                prepared.receiveLimit = limit
+                return prepared
+            } catch {
+                throw LocalAPIError(error)
+            }
         case .endpoint(.takeStream):
             let id = try Self.uuid(after: LocalAPIRoute.streams + "/", in: path, what: "stream")
             do throws(DaemonError) { return try originating.take(streamID: id) } catch { throw LocalAPIError(error) }

@@ -47,10 +47,20 @@ package enum ContinuationStreams {
         let peerName: String
         /// (Originator) `streamAccepted` is still to be sent.
         let mustAccept: Bool
+        /// (Receiving into a file) at most this many bytes: a paste's announced size.
+        package var receiveLimit: Int64?
+
+        init(record: StreamRecord, connection: StreamConnection, peerName: String, mustAccept: Bool) {
+            self.record = record
+            self.connection = connection
+            self.peerName = peerName
+            self.mustAccept = mustAccept
+        }
 
         /// Joins `local` to the other device: the upgraded local-API connection itself, or the
         /// file handed over on the file socket (`local` is then that connection).
         package func splice(to local: any Channel, file: StreamFile? = nil, logger: Logger) {
+            if let receiveLimit, let file, file.role == .receive { file.bound(to: receiveLimit) }
             let splice = StreamSplice(
                 record: record, local: local, localEnd: file.map { .file($0) } ?? .pipe, peer: connection.channel, peerName: peerName, logger: logger
             )
@@ -136,6 +146,27 @@ package struct ResumingStreams: Sendable {
         }
         var targets = await directory.dialTargets(peer.id)
         if let given = continuation.address { targets.insert(given, at: 0) }
+        return try await dial(
+            peer, targets: targets, request: .openStream(activityID: continuation.activityID), contexts: contexts,
+            activityID: continuation.activityID, continuationID: continuationID
+        )
+    }
+
+    /// Pastes: a stream of form `type` of the copy `copyID` that `peer` announced
+    /// (docs/clipboard.md). The stream's record names the copy where an activity's would be.
+    package func openClipboard(copyID: UUID, type: String, from peer: LocalEvent.PeerRef) async throws(DaemonError) -> ContinuationStreams.Prepared {
+        guard let contexts = security.contexts else {
+            throw DaemonError(.noAccount, "this device has no account any more")
+        }
+        let targets = await directory.dialTargets(peer.id)
+        return try await dial(
+            peer, targets: targets, request: .openClipboardStream(copyID: copyID, type: type), contexts: contexts, activityID: copyID, continuationID: nil
+        )
+    }
+
+    private func dial(
+        _ peer: LocalEvent.PeerRef, targets: [PeerAddress], request: PeerMessage, contexts: PeerSecurity.Contexts, activityID: UUID, continuationID: UUID?
+    ) async throws(DaemonError) -> ContinuationStreams.Prepared {
         guard !targets.isEmpty else {
             throw DaemonError(.unreachable, "\(peer.name) is no longer seen on the network")
         }
@@ -144,11 +175,11 @@ package struct ResumingStreams: Sendable {
             do {
                 let (connection, streamID, length) = try await PeerDialer.openStream(
                     target, context: contexts.streamClient, expectedPeer: peer.id, addressee: await directory.addressee(peer.id),
-                    activityID: continuation.activityID, peerName: peer.name
+                    request: request, peerName: peer.name
                 )
-                let record = book.makeRecord(id: streamID, role: .resuming, peer: peer, activityID: continuation.activityID, continuationID: continuationID)
+                let record = book.makeRecord(id: streamID, role: .resuming, peer: peer, activityID: activityID, continuationID: continuationID)
                 if let length { record.expect(length) }
-                logger.info("continuation stream opened", metadata: ["stream": "\(streamID.lowercasedString)", "peer": "\(peer.id.short)"])
+                logger.info("stream opened", metadata: ["stream": "\(streamID.lowercasedString)", "peer": "\(peer.id.short)", "kind": "\(request.kindName)"])
                 return ContinuationStreams.Prepared(record: record, connection: connection, peerName: peer.name, mustAccept: false)
             } catch {
                 lastError = error
@@ -168,24 +199,45 @@ package protocol StreamFileSource: Sendable {
     func file(for activity: Activity) async throws(DaemonError) -> StreamFile?
 }
 
+/// Copies this device announced, whose forms another device may paste (docs/clipboard.md): the
+/// desktop agent that announced one takes each paste's stream and hands it the form's bytes.
+package protocol ClipboardStreamServer: Sendable {
+    /// `peer` asks to paste form `type` of copy `copyID` as stream `streamID`: the agent is told to
+    /// take it. Throws, with words for the other device, when that copy is not this device's or no
+    /// longer given out, or nothing here can serve it.
+    func requestStream(_ streamID: UUID, copyID: UUID, type: String, from peer: LocalEvent.PeerRef) throws(DaemonError)
+}
+
 /// The originating side: a device that continued the current activity asks for a stream, and
 /// the attached app that serves streams takes it — or handoffd sends the file itself (`files`).
+/// A paste from this device's clipboard is taken the same way, by the desktop agent (`clipboard`).
 package struct OriginatingStreams: Sendable {
     let book: StreamBook
     let registry: ActivityRegistry
     let attachments: Attachments
     let store: AccountStore
-    let files: (any StreamFileSource)?
+    let sources: Sources
     let logger: Logger
 
+    /// Who else serves streams: handoffd's own files, the clipboard's agent.
+    package struct Sources: Sendable {
+        let files: (any StreamFileSource)?
+        let clipboard: (any ClipboardStreamServer)?
+
+        package init(files: (any StreamFileSource)? = nil, clipboard: (any ClipboardStreamServer)? = nil) {
+            self.files = files
+            self.clipboard = clipboard
+        }
+    }
+
     package init(
-        book: StreamBook, registry: ActivityRegistry, attachments: Attachments, store: AccountStore, files: (any StreamFileSource)? = nil, logger: Logger
+        book: StreamBook, registry: ActivityRegistry, attachments: Attachments, store: AccountStore, sources: Sources = Sources(), logger: Logger
     ) {
         self.book = book
         self.registry = registry
         self.attachments = attachments
         self.store = store
-        self.files = files
+        self.sources = sources
         self.logger = logger
     }
 
@@ -200,7 +252,14 @@ package struct OriginatingStreams: Sendable {
             connection.close()
             return
         }
-        guard case .openStream(let activityID) = message else {
+        let activityID: UUID
+        switch message {
+        case .openStream(let id):
+            activityID = id
+        case .openClipboardStream(let copyID, let type):
+            await serveClipboard(copyID: copyID, type: type, on: connection)
+            return
+        default:
             refuse(connection, .internalError, "expected a stream request, got a \(message.kindName)")
             return
         }
@@ -217,7 +276,7 @@ package struct OriginatingStreams: Sendable {
             refuse(connection, .notContinued, "this device has not continued that activity")
             return
         }
-        if let files {
+        if let files = sources.files {
             do throws(DaemonError) {
                 if let file = try await files.file(for: current) {
                     await send(file, on: connection, to: peer, activityID: activityID)
@@ -228,26 +287,52 @@ package struct OriginatingStreams: Sendable {
                 return
             }
         }
+        await offer(connection, peer: peer, activityID: activityID, taker: "the originating app") { streamID throws(DaemonError) in
+            guard attachments.requestStream(streamID, activityID: activityID, peer: peer) else {
+                throw DaemonError(.streamRefused, "no app serves streams for that activity right now")
+            }
+        }
+    }
+
+    /// A paste of one form of a copy announced here: the agent that announced it takes it.
+    private func serveClipboard(copyID: UUID, type: String, on connection: StreamConnection) async {
+        let peer = await store.peerRef(connection.peerID)
+        guard let clipboard = sources.clipboard else {
+            refuse(connection, .unsupported, "this device does not share its clipboard")
+            return
+        }
+        await offer(connection, peer: peer, activityID: copyID, taker: "the desktop agent") { streamID throws(DaemonError) in
+            try clipboard.requestStream(streamID, copyID: copyID, type: type, from: peer)
+        }
+    }
+
+    /// Offers the stream to whoever takes it here (an app, the agent), told by `ask`, and waits
+    /// `takeDeadline` for it to take it.
+    private func offer(
+        _ connection: StreamConnection, peer: LocalEvent.PeerRef, activityID: UUID, taker: String, ask: (UUID) throws(DaemonError) -> Void
+    ) async {
         let streamID = UUID()
         let record = book.makeRecord(id: streamID, role: .originating, peer: peer, activityID: activityID, continuationID: nil)
         let taken = Once<Bool>()
         book.offer(StreamBook.Offer(record: record, connection: connection, taken: taken))
-        guard attachments.requestStream(streamID, activityID: activityID, peer: peer) else {
+        do throws(DaemonError) {
+            try ask(streamID)
+        } catch {
             _ = book.claim(streamID)
-            record.fail("no app serves streams for the activity")
-            refuse(connection, .noServer, "no app serves streams for that activity right now")
+            record.fail(error.message)
+            refuse(connection, error.code == .activityChanged ? .activityChanged : .noServer, error.message)
             return
         }
-        logger.info("continuation stream requested", metadata: ["stream": "\(streamID.lowercasedString)", "peer": "\(peer.id.short)"])
+        logger.info("stream requested", metadata: ["stream": "\(streamID.lowercasedString)", "peer": "\(peer.id.short)"])
         let wasTaken = await taken.value(within: ContinuationStreams.takeDeadline) ?? false
-        // Claiming settles the race with an app arriving right at the deadline.
+        // Claiming settles the race with a taker arriving right at the deadline.
         if !wasTaken, book.claim(streamID) != nil {
             if Task.isCancelled {
-                record.fail("handoffd stopped before the app took the stream")
+                record.fail("handoffd stopped before \(taker) took the stream")
                 refuse(connection, .noServer, "the device is shutting down")
             } else {
-                record.fail("the originating app did not take the stream within \(ContinuationStreams.takeDeadline)")
-                refuse(connection, .noServer, "the app did not take the stream in time")
+                record.fail("\(taker) did not take the stream within \(ContinuationStreams.takeDeadline)")
+                refuse(connection, .noServer, "\(taker) did not take the stream in time")
             }
         }
     }

@@ -59,10 +59,10 @@ struct StreamConnection: Sendable {
 
     /// Installs the preamble (on the channel's event loop).
     static func configure(
-        _ channel: any Channel, peerID: DeviceID, remote: String, opening activityID: UUID?, deadline: TimeAmount
+        _ channel: any Channel, peerID: DeviceID, remote: String, opening: PeerMessage?, deadline: TimeAmount
     ) throws -> StreamConnection {
         let promise = channel.eventLoop.makePromise(of: PeerMessage.self)
-        let preamble = StreamPreamble(frame: promise, opening: activityID, deadline: deadline)
+        let preamble = StreamPreamble(frame: promise, opening: opening, deadline: deadline)
         try channel.pipeline.syncOperations.addHandler(preamble)
         return StreamConnection(
             channel: channel, peerID: peerID, remote: remote, frame: promise.futureResult,
@@ -80,7 +80,8 @@ final class StreamPreamble: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = ByteBuffer
 
     private let frame: EventLoopPromise<PeerMessage>
-    private let opening: UUID?
+    /// The request frame sent first, by the side that opens the stream.
+    private let opening: PeerMessage?
     private let deadline: TimeAmount
     private var context: ChannelHandlerContext?
     private var collected = ByteBuffer()
@@ -89,7 +90,7 @@ final class StreamPreamble: ChannelDuplexHandler, RemovableChannelHandler {
     private var heldEnd = false
     private var timer: Scheduled<Void>?
 
-    init(frame: EventLoopPromise<PeerMessage>, opening: UUID?, deadline: TimeAmount) {
+    init(frame: EventLoopPromise<PeerMessage>, opening: PeerMessage?, deadline: TimeAmount) {
         self.frame = frame
         self.opening = opening
         self.deadline = deadline
@@ -102,7 +103,7 @@ final class StreamPreamble: ChannelDuplexHandler, RemovableChannelHandler {
             loopBound.value.settle(.failure(PeerRequestTimeout()))
         }
         // The TLS handler holds this until its handshake is done.
-        if let opening { send(.openStream(activityID: opening)) }
+        if let opening { send(opening) }
     }
 
     func send(_ message: PeerMessage) {
@@ -187,11 +188,11 @@ extension StreamPreamble: Sendable {}
 
 
 extension PeerDialer {
-    /// Connects a continuation stream to `address` and asks for `activityID`'s stream; returns once
-    /// the originator accepted it, with the stream id it gave. Offers are tried as for sessions
-    /// (`helloAttempts`).
+    /// Connects a stream to `address` and asks for it with `request` (`openStream` of an activity,
+    /// `openClipboardStream` of a copy); returns once the other device accepted it, with the
+    /// stream id it gave. Offers are tried as for sessions (`helloAttempts`).
     static func openStream(
-        _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID, addressee: HelloAddressee, activityID: UUID, peerName: String
+        _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID, addressee: HelloAddressee, request: PeerMessage, peerName: String
     ) async throws(DaemonError) -> (StreamConnection, UUID, length: Int64?) {
         let attempts = helloAttempts(addressee, secretGenerations: context.secretGenerations, resuming: context.canResume(with: expectedPeer))
         var next = 0
@@ -199,7 +200,7 @@ extension PeerDialer {
             let attempt = attempts[next]
             next += 1
             let (connection, handshake) = try await connectStream(
-                address, context: context, expectedPeer: expectedPeer, attempt: attempt, activityID: activityID, peerName: peerName
+                address, context: context, expectedPeer: expectedPeer, attempt: attempt, request: request, peerName: peerName
             )
             do {
                 _ = try await handshake.get()
@@ -214,7 +215,7 @@ extension PeerDialer {
 
     private static func connectStream(
         _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID, attempt: HelloAttempt,
-        activityID: UUID, peerName: String
+        request: PeerMessage, peerName: String
     ) async throws(DaemonError) -> (StreamConnection, EventLoopFuture<TLSHandshakeCompleted>) {
         do {
             return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -234,7 +235,7 @@ extension PeerDialer {
                         )
                         try sync.addHandler(HandshakeGate(promise: promise, remote: remote))
                         let stream = try StreamConnection.configure(
-                            channel, peerID: expectedPeer, remote: address.host, opening: activityID,
+                            channel, peerID: expectedPeer, remote: address.host, opening: request,
                             deadline: ContinuationStreams.requestDeadline + .seconds(5)
                         )
                         return (stream, promise.futureResult)

@@ -15,14 +15,21 @@ package final class StreamFile: Sendable {
     let descriptor: Int32
     let role: FileStreamRequest.Role
     /// (Receiving) More bytes than this fail the stream: what was offered has a size.
-    let limit: Int64?
+    var limit: Int64? { bound.withLock { $0 } }
+    private let bound: Mutex<Int64?>
 
     /// Takes `descriptor` if it can serve `role`; closes it and throws otherwise.
     package init(descriptor: Int32, role: FileStreamRequest.Role, limit: Int64? = nil) throws(DaemonError) {
         self.descriptor = descriptor
         self.role = role
-        self.limit = limit
+        self.bound = Mutex(limit)
         try check()
+    }
+
+    /// (Receiving) At most `limit` bytes, whatever the file was handed over with: a paste's size
+    /// is known only once its stream opened.
+    func bound(to limit: Int64) {
+        bound.withLock { $0 = min($0 ?? limit, limit) }
     }
 
     deinit {

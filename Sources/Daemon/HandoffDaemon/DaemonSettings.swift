@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import DaemonClipboard
 import DaemonContinue
 import DaemonCore
 import DaemonDocuments
@@ -53,6 +54,12 @@ public struct DaemonSettings: Sendable, Equatable {
     public var historyEnabled = true
     public var historyMaxEntries = HistoryStore.Limits.defaultEntries
     public var historyMaxBytes = HistoryStore.Limits.defaultBytes
+
+    /// `[clipboard]` (docs/clipboard.md): `enabled = false` keeps the clipboard off whatever the
+    /// switch says; how long a copy is given out; the largest form announced or pasted.
+    public var clipboardAllowed = true
+    public var clipboardLifetime = Int(ClipboardSettings.defaultLifetimeSeconds)
+    public var clipboardMaxSize: Int64 = ClipboardSettings.defaultMaximumSize
 
     /// `[wide_area]`: DNS-SD in a unicast zone (docs/discovery.md, "Beyond one link"), when a
     /// `domain` is given: where updates and queries go (nil: found from the zone), the TSIG key
@@ -232,6 +239,17 @@ public struct DaemonSettings: Sendable, Equatable {
             case "wide_area.ttl":
                 guard case .integer(let v) = entry.value, (10...86400).contains(v) else { throw fail("[wide_area] ttl must be a number of seconds from 10 to 86400") }
                 wideAreaTTL = Int(v)
+            case "clipboard.enabled":
+                guard case .boolean(let v) = entry.value else { throw fail("[clipboard] enabled must be true or false") }
+                clipboardAllowed = v
+            case "clipboard.lifetime":
+                guard case .integer(let v) = entry.value, (1...3600).contains(v) else { throw fail("[clipboard] lifetime must be a number of seconds from 1 to 3600") }
+                clipboardLifetime = Int(v)
+            case "clipboard.max_size":
+                guard case .integer(let v) = entry.value, (0...ClipboardNotice.maximumSize).contains(v) else {
+                    throw fail("[clipboard] max_size must be a number of bytes (e.g. 67108864)")
+                }
+                clipboardMaxSize = v
             case let key where key.hasPrefix("handlers."):
                 let type = String(key.dropFirst("handlers.".count))
                 do {
@@ -262,6 +280,11 @@ extension DaemonSettings {
     package func documents(home: String) -> DocumentSettings {
         let folders = documentFolders.map { $0.hasPrefix("~/") ? home + "/" + $0.dropFirst(2) : $0 }
         return DocumentSettings(follow: documentsFollow, folders: DocumentFolders(home: home, folders: folders), maximumSize: documentsMaxSize)
+    }
+
+    /// What `[clipboard]` says of copies.
+    package var clipboard: ClipboardSettings {
+        ClipboardSettings(lifetimeSeconds: UInt32(clipboardLifetime), maximumSize: clipboardMaxSize)
     }
 
     /// A domain name as `[wide_area] domain` takes it: fully qualified, lowercased; nil if it is none.

@@ -5,6 +5,7 @@ import Foundation
 #endif
 import DaemonAccounts
 import DaemonApps
+import DaemonClipboard
 import DaemonContinue
 import DaemonCore
 import DaemonDiscovery
@@ -163,8 +164,8 @@ public final class HandoffDaemon: Sendable {
     let launcher: Launcher
     let resuming: ResumingStreams
     let originating: OriginatingStreams
-    /// Documents made current, and sent to the devices that continue them.
     let documents: DocumentShelf
+    let clipboard: ClipboardDesk
     /// The recent activities this device saw.
     let history: HistoryStore
     let deletions: SavedDeletions
@@ -208,7 +209,8 @@ public final class HandoffDaemon: Sendable {
         self.statusChanges = route.statusChanges
         self.admission = AdmissionControl(limits: configuration.admissionLimits, clock: configuration.clock)
         let deviceSwitch = DeviceSwitch(
-            stateDirectory: configuration.stateDirectory, allowed: configuration.settings.handoffAllowed, announce: route.announce, logger: logger
+            stateDirectory: configuration.stateDirectory, allowed: configuration.settings.handoffAllowed, clipboardAllowed: configuration.settings.clipboardAllowed,
+            announce: route.announce, logger: logger
         )
         self.deviceSwitch = deviceSwitch
         _ = presence.share(deviceSwitch.isOn)
@@ -291,7 +293,16 @@ public final class HandoffDaemon: Sendable {
         let deletions = SavedDeletions(history: history, restorations: restorations, registry: registry, links: links, clock: configuration.clock, logger: logger)
         peerMessages.register(deletions)
         self.deletions = deletions
-        self.originating = OriginatingStreams(book: book, registry: registry, attachments: attachments, store: accounts, files: documents, logger: logger)
+        let clipboard = ClipboardDesk(
+            enabled: deviceSwitch.settings.clipboard, settings: configuration.settings.clipboard, clock: configuration.clock, events: events, links: links,
+            resuming: resuming, logger: logger
+        )
+        peerMessages.register(ClipboardMessages(desk: clipboard))
+        self.clipboard = clipboard
+        self.originating = OriginatingStreams(
+            book: book, registry: registry, attachments: attachments, store: accounts, sources: OriginatingStreams.Sources(files: documents, clipboard: clipboard),
+            logger: logger
+        )
         let listener = PeerListener(
             port: configuration.peerPort,
             bindAddresses: configuration.peerBindAddresses,
@@ -328,7 +339,7 @@ public final class HandoffDaemon: Sendable {
         route.connect(
             EventRoute.Features(
                 events: events, attachments: attachments, book: book, presence: presence, links: links, discovery: discovery, admission: admission,
-                accounts: accounts, history: history
+                accounts: accounts, history: history, clipboard: clipboard
             )
         )
     }
@@ -373,7 +384,8 @@ public final class HandoffDaemon: Sendable {
         offers.replace(policy: NotificationPolicy(enabled: settings.notifications, mutedTypes: Set(settings.mutedNotificationTypes)))
         documents.replace(settings.documents(home: home))
         history.change(to: settings.history)
-        deviceSwitch.allow(settings.handoffAllowed)
+        deviceSwitch.allow(settings.handoffAllowed, clipboard: settings.clipboardAllowed)
+        clipboard.replace(settings.clipboard)
         var needRestart: [String] = []
         let running = configuration.settings
         if settings.port != running.port, running.port != 0 { needRestart.append("port") }
@@ -427,9 +439,9 @@ public final class HandoffDaemon: Sendable {
                 directory: directory, discovery: discovery, continueFlow: continueFlow, offers: offers,
                 links: LinkDesk(accounts: accounts, registry: registry, history: history, fetch: fetch, continueFlow: continueFlow)
             ),
-            streams: StreamRoutes(book: book, resuming: resuming, originating: originating, daemonUID: daemonUID),
+            streams: StreamRoutes(book: book, resuming: resuming, originating: originating, clipboard: clipboard, daemonUID: daemonUID),
             device: DeviceRoutes(
-                deviceSwitch: deviceSwitch, history: history, deletions: deletions, status: { [self] webDomains in await self.status(webDomains: webDomains) }
+                deviceSwitch: deviceSwitch, history: history, deletions: deletions, clipboard: clipboard, status: { [self] webDomains in await self.status(webDomains: webDomains) }
             ),
             daemonUID: daemonUID,
             logger: logger
@@ -674,6 +686,7 @@ final class EventRoute: Sendable {
         let admission: AdmissionControl
         let accounts: AccountStore
         let history: HistoryStore
+        let clipboard: ClipboardDesk
     }
 
     private let features = Mutex<Features?>(nil)
@@ -734,6 +747,8 @@ final class EventRoute: Sendable {
             f.admission.open(settings.handoff)
             let links = f.links
             links.spawn { await links.switched(on: settings.handoff, notice: notice) }
+            let clipboard = f.clipboard
+            links.spawn { await clipboard.setEnabled(settings.clipboard) }
             f.discovery.advertise(notice)
             f.events.publish(LocalEvent(at: .now(), .statusChanged))
             statusChanged.yield()

@@ -62,6 +62,14 @@ public enum PeerMessage: Sendable, Equatable {
     /// it has none), so the device that continues it knows the window that will take it as
     /// soon as the user asks. A device that does not know the kind skips it.
     case activityTarget(sequence: UInt64, target: String?)
+    /// Something was copied on the sender (or its clipboard holds nothing carried any more: no
+    /// items): the forms it offers and their sizes, never the content (docs/clipboard.md). Sent
+    /// to every member with a session; a device that does not know the kind skips it.
+    case clipboardNotice(ClipboardNotice)
+    /// The one frame that opens a stream connection for a paste: one form of a copy the sender
+    /// heard of. Answered like `openStream` (`streamAccepted` with the length, or
+    /// `streamRefused`), then the form's bytes follow.
+    case openClipboardStream(copyID: UUID, type: String)
     /// A message type this version does not know (a newer peer's); sessions skip it.
     case unknown(kind: UInt8)
 
@@ -71,7 +79,7 @@ public enum PeerMessage: Sendable, Equatable {
         case activityNotice = 7, getActivity = 8, activity = 9, activityUnavailable = 10
         case activityContinued = 11, openStream = 12, streamAccepted = 13, streamRefused = 14
         case getAccountState = 15, accountStateReply = 16, removed = 17, leaving = 18, renameRequest = 19
-        case savedDeletions = 20, activityTarget = 21
+        case savedDeletions = 20, activityTarget = 21, clipboardNotice = 22, openClipboardStream = 23
     }
 
     var kindByte: UInt8 {
@@ -104,6 +112,8 @@ public enum PeerMessage: Sendable, Equatable {
         case .renameRequest: .renameRequest
         case .savedDeletions: .savedDeletions
         case .activityTarget: .activityTarget
+        case .clipboardNotice: .clipboardNotice
+        case .openClipboardStream: .openClipboardStream
         case .unknown: nil
         }
     }
@@ -280,10 +290,7 @@ extension PeerMessage {
         }
     }
 
-    static func uuid(_ r: inout ByteReader) throws -> UUID {
-        let b = Array(try r.take(16))
-        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
-    }
+    static func uuid(_ r: inout ByteReader) throws -> UUID { try r.uuid() }
 }
 
 public struct PeerMessageError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -372,6 +379,11 @@ extension PeerMessage {
             } else {
                 w.byte(0)
             }
+        case .clipboardNotice(let notice):
+            notice.encode(into: &w)
+        case .openClipboardStream(let id, let type):
+            w.uuid(id)
+            w.lengthPrefixed(Array(type.utf8))
         case .unknown:
             break
         }
@@ -479,6 +491,17 @@ extension PeerMessage {
                 let target = try r.byte() == 1 ? try r.utf8String() : nil
                 guard (target?.utf8.count ?? 0) <= ActivitySummary.maximumTargetBytes else { throw PeerMessageError(description: "an activity target over 512 bytes") }
                 self = .activityTarget(sequence: sequence, target: target)
+            case .clipboardNotice:
+                do {
+                    self = .clipboardNotice(try ClipboardNotice(decoding: &r))
+                } catch {
+                    throw PeerMessageError(description: error.description)
+                }
+            case .openClipboardStream:
+                let id = try PeerMessage.uuid(&r)
+                let type = try r.utf8String()
+                guard ClipboardNotice.carriedTypes.contains(type) else { throw PeerMessageError(description: "a clipboard form not carried") }
+                self = .openClipboardStream(copyID: id, type: type)
             }
         } catch let e as PeerMessageError {
             throw e

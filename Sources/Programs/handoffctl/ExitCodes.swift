@@ -44,6 +44,8 @@ enum ExitStatus: Int32, CaseIterable {
     case documentMismatch = 45
     case invalidLink = 46
     case notSaved = 47
+    case clipboardOff = 48
+    case noClipboard = 49
     /// ArgumentParser's own status for unknown flags and missing arguments (EX_USAGE).
     case usage = 64
 
@@ -89,6 +91,8 @@ enum ExitStatus: Int32, CaseIterable {
         case .documentMismatch: "the document that came is not the one offered; it was discarded"
         case .invalidLink: "not a handoff: link of this account (or made before its secret changed twice)"
         case .notSaved: "the linked activity is neither current on its device nor in this device's history"
+        case .clipboardOff: "the clipboard is not shared on this device (handoffctl clipboard on)"
+        case .noClipboard: "no copy from another device to paste (none, or it ran out)"
         case .usage: "wrong command-line usage"
         }
     }
@@ -126,6 +130,8 @@ enum ExitStatus: Int32, CaseIterable {
         case .documentMismatch: self = .documentMismatch
         case .invalidLink: self = .invalidLink
         case .notSaved: self = .notSaved
+        case .clipboardOff: self = .clipboardOff
+        case .noClipboard: self = .noClipboard
         case .noHandler: self = .noHandler
         case .handlerFailed: self = .handlerFailed
         case .streamsUnsupported: self = .streamsUnsupported

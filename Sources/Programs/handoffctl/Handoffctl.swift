@@ -28,6 +28,7 @@ struct Handoffctl: ParsableCommand {
             Continue.self,
             Streams.self,
             History.self,
+            Clipboard.self,
             Link.self,
             Open.self,
             Account.self,

@@ -25,12 +25,12 @@ enum StreamTransfer {
     ///
     /// `progress`: show how far it is on stderr while it runs, if that is a terminal (never when
     /// the stream itself goes to standard output).
-    static func receive(continuationID: UUID, into destination: String, client: HandoffClient, progress: Bool) throws -> StreamInfo {
+    static func receive(_ opening: LocalAPIStream, into destination: String, client: HandoffClient, progress: Bool) throws -> StreamInfo {
         if destination == "-" {
             if HandedOverFile.isAccepted(1) {
-                return try outcome(of: client.fileStream(.openStream(continuationID: continuationID), file: 1, role: .receive))
+                return try outcome(of: client.fileStream(opening, file: 1, role: .receive))
             }
-            return try receive(client.pipe(.openStream(continuationID: continuationID)), toStandardOutputWith: client)
+            return try receive(client.pipe(opening), toStandardOutputWith: client)
         }
         let (temporary, fd) = try temporaryFile(beside: destination)
         var kept = false
@@ -38,7 +38,7 @@ enum StreamTransfer {
             close(fd)
             if !kept { unlink(temporary) }
         }
-        let stream = try client.fileStream(.openStream(continuationID: continuationID), file: fd, role: .receive)
+        let stream = try client.fileStream(opening, file: fd, role: .receive)
         let shown = StreamProgress.show(stream.info.id, client: client, receiving: true, enabled: progress)
         let finished = Result { try outcome(of: stream) }
         shown?.stop()

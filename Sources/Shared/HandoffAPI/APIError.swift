@@ -59,6 +59,12 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
     /// Handoff is off on this device (`handoffctl config handoff on` turns it on).
     case handoffOff = "handoff_off"
 
+    // The clipboard (docs/clipboard.md)
+    /// The clipboard is not shared on this device (`handoffctl clipboard on`).
+    case clipboardOff = "clipboard_off"
+    /// No copy from another device to paste (none, it ran out, or a newer one replaced it).
+    case noClipboard = "no_clipboard"
+
     // Continuations and streams
     /// No app on this device declares the activity's type, and it has no web page.
     case noHandler = "no_handler"
@@ -139,7 +145,8 @@ public enum APIErrorCode: String, Codable, Sendable, CaseIterable {
         case .documentMismatch: 502
         case .invalidLink: 400
         case .notSaved: 404
-        case .accountExists, .inviteUsed, .ambiguousDevice, .handoffOff: 409
+        case .accountExists, .inviteUsed, .ambiguousDevice, .handoffOff, .clipboardOff: 409
+        case .noClipboard: 404
         case .invalidCode, .badPeerAddress: 400
         case .codeRejected, .refused, .revoked, .notAccountAdmin: 403
         case .inviteExpired: 410

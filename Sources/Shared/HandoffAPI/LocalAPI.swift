@@ -50,6 +50,10 @@ public enum LocalAPIRoute {
     /// GET: `StreamsResponse`; `GET /v1/streams/ID`: `StreamInfo`; `POST /v1/streams/ID` with
     /// `Upgrade: handoff-stream`: the originating app takes a requested stream.
     public static let streams = "/v1/streams"
+    /// GET: `ClipboardState`; POST `ClipboardAnnouncement`: something was copied here (the
+    /// desktop agent); under it, `POST /v1/clipboard/COPY/TYPE` (an upgrade, or the file socket)
+    /// pastes one form of another device's copy (docs/clipboard.md).
+    public static let clipboard = "/v1/clipboard"
     /// GET: `DeviceSettings`; PUT `SettingsChange`: change them (answers the new `DeviceSettings`).
     public static let settings = "/v1/settings"
 
@@ -105,6 +109,19 @@ public enum LocalAPIRoute {
 
     public static func stream(_ id: UUID) -> String {
         streams + "/" + id.lowercasedString
+    }
+
+    /// The stream that pastes form `type` of copy `copyID`.
+    public static func clipboardPaste(_ copyID: UUID, type: String) -> String {
+        clipboard + "/" + copyID.lowercasedString + "/" + PathSegment.escape(type)
+    }
+
+    /// The copy and form a paste's path names.
+    public static func parseClipboardPaste(_ path: Substring) -> (copyID: UUID, type: String)? {
+        guard path.hasPrefix(clipboard + "/") else { return nil }
+        let parts = path.dropFirst(clipboard.count + 1).split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let id = UUID(uuidString: String(parts[0])), let type = PathSegment.strictUnescape(parts[1]) else { return nil }
+        return (id, type)
     }
 
     /// `DELETE` removes the device whose name or id (prefix) is `nameOrID`.

@@ -15,6 +15,7 @@ public enum LocalAPIEndpoints {
         case makeLink, openLink
         case listStreams, getStream, takeStream
         case openContinuationStream
+        case getClipboard, announceClipboard, pasteClipboard
         case registerApp, putWindow, postWindow, deleteWindow, answerContinuation
     }
 
@@ -74,6 +75,9 @@ public enum LocalAPIEndpoints {
         Route(method: "GET", path: .under(LocalAPIRoute.streams), endpoint: .getStream),
         Route(method: "POST", path: .under(LocalAPIRoute.streams), endpoint: .takeStream),
         Route(method: "POST", path: .under(LocalAPIRoute.continuations), endpoint: .openContinuationStream),
+        Route(method: "GET", path: .exact(LocalAPIRoute.clipboard), endpoint: .getClipboard),
+        Route(method: "POST", path: .exact(LocalAPIRoute.clipboard), endpoint: .announceClipboard),
+        Route(method: "POST", path: .under(LocalAPIRoute.clipboard), endpoint: .pasteClipboard),
         Route(method: "POST", path: .exact(LocalAPIRoute.apps), endpoint: .registerApp),
         Route(method: "DELETE", path: .window(.window), endpoint: .deleteWindow),
         Route(method: "PUT", path: .window(.activity), endpoint: .putWindow),

@@ -40,6 +40,12 @@ public struct LocalEvent: Codable, Sendable, Equatable {
         /// What `GET /v1/status` says of the device changed: its account (created, joined, left),
         /// its settings (`PUT /v1/settings`), or how many devices nearby are inviting.
         case statusChanged
+        /// A copy here or on another device, a copy withdrawn or run out, or the clipboard
+        /// turned on or off (docs/clipboard.md).
+        case clipboardChanged(ClipboardState)
+        /// (This device's copy) another device pastes form `type` of copy `copyID`: the agent
+        /// that announced it takes stream `streamID` (`POST /v1/streams/ID`) with the bytes.
+        case clipboardStreamRequested(streamID: UUID, copyID: UUID, type: String, peer: PeerRef)
         case unknown(name: String)
 
         public var name: String {
@@ -55,6 +61,8 @@ public struct LocalEvent: Codable, Sendable, Equatable {
             case .wasContinued: "wasContinued"
             case .streamChanged: "streamChanged"
             case .statusChanged: "statusChanged"
+            case .clipboardChanged: "clipboardChanged"
+            case .clipboardStreamRequested: "clipboardStreamRequested"
             case .unknown(let name): name
             }
         }
@@ -80,7 +88,7 @@ public struct LocalEvent: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case event, at, activity, activityID, reason, peer, peerID, continuationID, type, delivered, code, stream
+        case event, at, activity, activityID, reason, peer, peerID, continuationID, type, delivered, code, stream, clipboard, streamID, copyID
     }
 
     public init(from decoder: any Decoder) throws {
@@ -123,6 +131,13 @@ public struct LocalEvent: Codable, Sendable, Equatable {
             body = .streamChanged(try c.decode(StreamInfo.self, forKey: .stream))
         case "statusChanged":
             body = .statusChanged
+        case "clipboardChanged":
+            body = .clipboardChanged(try c.decode(ClipboardState.self, forKey: .clipboard))
+        case "clipboardStreamRequested":
+            body = .clipboardStreamRequested(
+                streamID: try c.decode(UUID.self, forKey: .streamID), copyID: try c.decode(UUID.self, forKey: .copyID),
+                type: try c.decode(String.self, forKey: .type), peer: try c.decode(PeerRef.self, forKey: .peer)
+            )
         default:
             body = .unknown(name: name)
         }
@@ -162,6 +177,13 @@ public struct LocalEvent: Codable, Sendable, Equatable {
             try c.encode(peer, forKey: .peer)
         case .streamChanged(let info):
             try c.encode(info, forKey: .stream)
+        case .clipboardChanged(let state):
+            try c.encode(state, forKey: .clipboard)
+        case .clipboardStreamRequested(let stream, let copy, let type, let peer):
+            try c.encode(stream.lowercasedString, forKey: .streamID)
+            try c.encode(copy.lowercasedString, forKey: .copyID)
+            try c.encode(type, forKey: .type)
+            try c.encode(peer, forKey: .peer)
         case .statusChanged, .unknown:
             break
         }

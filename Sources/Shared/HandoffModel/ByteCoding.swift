@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// Little building blocks shared by every binary format we define (the activity encoding, the
 /// sealed advert, peer frames): an append-only writer and a bounds-checked reader that never
 /// traps on hostile input.
@@ -152,5 +158,27 @@ extension Sequence<UInt8> {
     public var lowercaseHex: String {
         let digits = Array("0123456789abcdef".utf8)
         return String(decoding: flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] }, as: UTF8.self)
+    }
+}
+
+
+extension ByteWriter {
+    /// A UUID's 16 bytes, as RFC 9562 orders them.
+    public mutating func uuid(_ id: UUID) { raw(withUnsafeBytes(of: id.uuid) { Array($0) }) }
+}
+
+extension ByteReader {
+    public mutating func uuid() throws(ByteReaderError) -> UUID {
+        let b = Array(try take(16))
+        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+    }
+}
+
+/// A value from another device that breaks its format or its bounds: refused before it is kept.
+public struct MalformedInput: Error, Sendable, CustomStringConvertible {
+    public let description: String
+
+    public init(description: String) {
+        self.description = description
     }
 }

@@ -72,7 +72,7 @@ public struct SavedActivityDeletion: Codable, Sendable, Equatable {
 
     /// Its form in peer messages: id, time, flags, then each list, length-prefixed.
     public func encode(into w: inout ByteWriter) {
-        w.raw(withUnsafeBytes(of: id.uuid) { Array($0) })
+        w.uuid(id)
         w.zigzag(at.microsecondsSinceEpoch)
         w.byte(everything ? 1 : 0)
         for list in [persistentIdentifiers, types] {
@@ -81,16 +81,13 @@ public struct SavedActivityDeletion: Codable, Sendable, Equatable {
         }
     }
 
-    public struct Malformed: Error, Sendable, CustomStringConvertible {
-        public let description: String
-    }
+    public typealias Malformed = MalformedInput
 
     /// Reads one, refusing anything over the bounds (from another device: nothing it sends makes
     /// this device keep more).
     public init(decoding r: inout ByteReader) throws(Malformed) {
         do {
-            let b = Array(try r.take(16))
-            id = UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+            id = try r.uuid()
             at = Timestamp(microsecondsSinceEpoch: try r.zigzag())
             everything = try r.byte() == 1
             var lists: [[String]] = []

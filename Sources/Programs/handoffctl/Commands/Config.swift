@@ -4,7 +4,7 @@ import HandoffClient
 
 struct Config: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show or change this device's settings (handoff on or off).",
+        abstract: "Show or change this device's settings (handoff, clipboard: on or off).",
         discussion: """
             `handoffctl config` shows the settings; `handoffctl config handoff off` turns handoff \
             off on this device: it is no longer advertised, no other device is answered, and no \
@@ -17,7 +17,7 @@ struct Config: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @ParentCommand var root: Handoffctl
 
-    @Argument(help: "The setting: handoff.")
+    @Argument(help: "The setting: handoff or clipboard.")
     var setting: String?
 
     @Argument(help: "Its new value: on or off.")
@@ -26,7 +26,7 @@ struct Config: ParsableCommand {
     @Flag(help: "Print the local API's answer (DeviceSettings) as JSON.")
     var json = false
 
-    static let settings = ["handoff"]
+    static let settings = ["handoff", "clipboard"]
 
     func validate() throws {
         if let setting, !Config.settings.contains(setting) {
@@ -39,8 +39,12 @@ struct Config: ParsableCommand {
 
     func run() throws {
         let client = global.client(root)
-        let settings = try value.map { try client.send(.changeSettings(SettingsChange(handoff: $0 == "on"))) } ?? client.send(.settings)
+        let change = value.map { value in
+            setting == "clipboard" ? SettingsChange(clipboard: value == "on") : SettingsChange(handoff: value == "on")
+        }
+        let settings = try change.map { try client.send(.changeSettings($0)) } ?? client.send(.settings)
         if json { return try Terminal.json(settings) }
-        Terminal.out("handoff \(settings.handoff ? "on" : "off")")
+        if setting != "clipboard" { Terminal.out("handoff \(settings.handoff ? "on" : "off")") }
+        if setting != "handoff" { Terminal.out("clipboard \(settings.clipboard ? "on" : "off")") }
     }
 }

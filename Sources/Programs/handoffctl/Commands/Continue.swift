@@ -65,7 +65,7 @@ struct Continue: ParsableCommand {
         guard streaming else { return }
         let info: StreamInfo
         if let streamTo {
-            info = try StreamTransfer.receive(continuationID: response.continuationID, into: streamTo, client: client, progress: !json)
+            info = try StreamTransfer.receive(.openStream(continuationID: response.continuationID), into: streamTo, client: client, progress: !json)
         } else {
             info = try StreamTransfer.exec(streamExec!, on: client.pipe(.openStream(continuationID: response.continuationID)), client: client)
         }

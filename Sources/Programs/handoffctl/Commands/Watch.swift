@@ -104,6 +104,10 @@ struct WatchFormat {
             (what, text, subject) = ("stream", "\(direction) \(safe(s.peerName)): \(s.state.rawValue)\(bytes)\(error)", "stream " + s.id.lowercasedString)
         case .statusChanged:
             (what, text, subject) = ("status", "this device changed (account, switch or invites): handoffctl status", nil)
+        case .clipboardChanged(let state):
+            (what, text, subject) = ("clipboard", ClipboardText.summary(state), "clipboard")
+        case .clipboardStreamRequested(_, _, let type, let peer):
+            (what, text, subject) = ("pasting", "\(safe(peer.name)) pastes \(safe(type)) from this device's copy", nil)
         case .unknown:
             return nil
         }

@@ -1,0 +1,200 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import DaemonCore
+import DaemonLinks
+import DaemonStreams
+import HandoffAPI
+import HandoffModel
+import HandoffPeer
+import Logging
+import Synchronization
+
+extension DaemonError.Code {
+    /// No copy from another device to paste: none, it ran out, or it is not the newest.
+    package static let noClipboard = Self(.noClipboard)
+}
+
+/// The clipboard between the account's devices (docs/clipboard.md): a copy here is announced to
+/// the devices with a session (`clipboardNotice`: forms and sizes, never the content); a notice
+/// from one of them is offered here (the `clipboardChanged` event, for the desktop agent); a paste
+/// opens a stream to the device that copied, whose agent hands over that one form.
+///
+/// Nothing of the content passes through here but the streams; what runs out is forgotten when
+/// next looked at (each agent sets its own timer by `expiresAt`). Decisions are `ClipboardBoard`'s.
+package final class ClipboardDesk: Sendable {
+    private let board: Mutex<ClipboardBoard>
+    private let settings: Mutex<ClipboardSettings>
+    private let clock: any DaemonClock
+    private let events: EventHub
+    private let links: MemberLinks
+    private let resuming: ResumingStreams
+    private let logger: Logger
+
+    package init(
+        enabled: Bool, settings: ClipboardSettings, clock: any DaemonClock, events: EventHub, links: MemberLinks, resuming: ResumingStreams, logger: Logger
+    ) {
+        self.board = Mutex(ClipboardBoard(enabled: enabled))
+        self.settings = Mutex(settings)
+        self.clock = clock
+        self.events = events
+        self.links = links
+        self.resuming = resuming
+        self.logger = logger
+    }
+
+    package var current: ClipboardSettings { settings.withLock { $0 } }
+
+    /// handoffd.toml read again: for the copies from now on.
+    package func replace(_ new: ClipboardSettings) {
+        settings.withLock { $0 = new }
+    }
+
+    /// `GET /v1/clipboard`.
+    package var state: ClipboardState {
+        let now = clock.now()
+        return board.withLock { b in
+            _ = b.expire(now: now)
+            return b.state
+        }
+    }
+
+    /// `POST /v1/clipboard`: something was copied here.
+    package func announce(_ announcement: ClipboardAnnouncement) async throws(DaemonError) -> ClipboardState {
+        let settings = current
+        let probe = ClipboardNotice(copiedAt: clock.now(), lifetimeSeconds: settings.lifetimeSeconds, items: announcement.items)
+        if let problem = probe.problem { throw DaemonError(ActivityError(.invalidValue, problem)) }
+        if let large = announcement.items.first(where: { $0.size > settings.maximumSize }) {
+            throw DaemonError(
+                DaemonError.Code(.notOffered), "the copy's \(large.type) is \(large.size) bytes, over [clipboard] max_size (\(settings.maximumSize)): it is not announced"
+            )
+        }
+        let now = clock.now()
+        let (tell, state, enabled) = board.withLock { b in
+            _ = b.expire(now: now)
+            let tell = b.copied(announcement.items, now: now, settings: settings)
+            return (tell, b.state, b.enabled)
+        }
+        guard enabled else {
+            throw DaemonError(.clipboardOff, "the clipboard is not shared on this device; turn it on with: handoffctl clipboard on")
+        }
+        await carryOut(tell)
+        events.publish(LocalEvent(at: now, .clipboardChanged(state)))
+        logger.info("a copy was announced", metadata: ["forms": "\(announcement.items.count)"])
+        return state
+    }
+
+    /// The switch changed (`handoffctl clipboard on|off`, the status icon, handoffd.toml).
+    package func setEnabled(_ on: Bool) async {
+        let now = clock.now()
+        let (tell, state, changed) = board.withLock { b in
+            let before = b.enabled
+            let tell = b.setEnabled(on, now: now, settings: current)
+            return (tell, b.state, before != on)
+        }
+        guard changed else { return }
+        await carryOut(tell)
+        events.publish(LocalEvent(at: now, .clipboardChanged(state)))
+        logger.info("the clipboard was turned \(on ? "on" : "off")")
+    }
+
+    /// A member announced a copy, or withdrew one.
+    func heard(_ notice: ClipboardNotice, from peer: LocalEvent.PeerRef) {
+        let now = clock.now()
+        let settings = current
+        let (changed, state) = board.withLock { b in
+            _ = b.expire(now: now)
+            return (b.heard(notice, from: peer, now: now, settings: settings), b.state)
+        }
+        guard changed else { return }
+        events.publish(LocalEvent(at: now, .clipboardChanged(state)))
+        logger.info("another device's copy was heard of", metadata: ["peer": "\(peer.id.short)", "forms": "\(notice.items.count)"])
+    }
+
+    /// What a session that just opened is told: this device's copy, if it still runs.
+    func noticeForNewcomer() -> ClipboardNotice? {
+        let now = clock.now()
+        return board.withLock { $0.noticeForNewcomer(now: now) }
+    }
+
+    private func carryOut(_ tell: ClipboardBoard.Tell) async {
+        guard case .everyone(let notice) = tell else { return }
+        _ = await links.broadcast(.clipboardNotice(notice))
+    }
+
+    /// `POST /v1/clipboard/COPY/TYPE`: a paste of form `type` of another device's copy `copyID`
+    /// — the newest copy, while it lasts. The bytes come on the stream (at most the size
+    /// announced, which is at most `max_size`).
+    package func paste(copyID: UUID, type: String) async throws(DaemonError) -> (ContinuationStreams.Prepared, limit: Int64) {
+        let now = clock.now()
+        let settings = current
+        let (newest, enabled) = board.withLock { b in
+            _ = b.expire(now: now)
+            return (b.newest, b.enabled)
+        }
+        guard enabled else { throw DaemonError(.clipboardOff, "the clipboard is not shared on this device; turn it on with: handoffctl clipboard on") }
+        guard let newest, let peer = newest.peer else {
+            throw DaemonError(.noClipboard, "no copy from another device is on the clipboard (copies last \(settings.lifetimeSeconds) s)")
+        }
+        guard newest.notice.id == copyID else {
+            throw DaemonError(.noClipboard, "that copy is no longer the newest; paste again")
+        }
+        guard let item = newest.notice.items.first(where: { $0.type == type }) else {
+            throw DaemonError(.noClipboard, "the copy from \(peer.name) has no \(type) form (it has \(newest.notice.items.map(\.type).joined(separator: ", ")))")
+        }
+        guard item.size <= settings.maximumSize else {
+            throw DaemonError(DaemonError.Code(.notOffered), "the copy from \(peer.name) is \(item.size) bytes, over [clipboard] max_size here (\(settings.maximumSize))")
+        }
+        let prepared: ContinuationStreams.Prepared
+        do {
+            prepared = try await resuming.openClipboard(copyID: copyID, type: type, from: peer)
+        } catch where error.code == .activityChanged {
+            // Copied over or run out there: for the paster, there is no such copy any more.
+            throw DaemonError(.noClipboard, error.message)
+        }
+        if let length = prepared.record.info.expectedBytes, length != item.size {
+            prepared.abandon(because: "the other device sends another size than it announced")
+            throw DaemonError(.streamRefused, "\(peer.name) sends \(length) bytes of \(type), not the \(item.size) announced; nothing was pasted")
+        }
+        return (prepared, item.size)
+    }
+}
+
+extension ClipboardDesk: ClipboardStreamServer {
+    /// Another device pastes from this device's copy: the agent that announced it is asked to
+    /// take the stream (every subscriber of this user hears it; the first to take it serves it).
+    package func requestStream(_ streamID: UUID, copyID: UUID, type: String, from peer: LocalEvent.PeerRef) throws(DaemonError) {
+        let now = clock.now()
+        let refusal = board.withLock { b in
+            _ = b.expire(now: now)
+            return b.refusal(copyID: copyID, type: type, now: now)
+        }
+        if let refusal { throw DaemonError(.activityChanged, refusal) }
+        guard events.subscriberCount > 0 else { throw DaemonError(.streamRefused, "nothing there serves the clipboard right now") }
+        events.publish(LocalEvent(at: now, .clipboardStreamRequested(streamID: streamID, copyID: copyID, type: type, peer: peer)))
+        logger.info("another device pastes this device's copy", metadata: ["peer": "\(peer.id.short)", "stream": "\(streamID.lowercasedString)"])
+    }
+}
+
+/// `clipboardNotice` on member sessions: what another device copied, and this device's copy told
+/// to a device whose session just opened.
+package struct ClipboardMessages: PeerMessageHandler {
+    let desk: ClipboardDesk
+
+    package init(desk: ClipboardDesk) {
+        self.desk = desk
+    }
+
+    package var kinds: Set<PeerMessage.Kind> { [.clipboardNotice] }
+
+    package func opened(_ talk: PeerTalk) async throws {
+        if let notice = desk.noticeForNewcomer() { try await talk.send(.clipboardNotice(notice)) }
+    }
+
+    package func handle(_ message: PeerMessage, _ talk: PeerTalk) async throws {
+        guard case .clipboardNotice(let notice) = message else { return }
+        desk.heard(notice, from: talk.peer)
+    }
+}

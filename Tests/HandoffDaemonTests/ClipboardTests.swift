@@ -1,0 +1,246 @@
+import DaemonClipboard
+import Foundation
+import HandoffAPI
+import HandoffClient
+import HandoffDaemon
+import HandoffDiscovery
+import HandoffModel
+import HandoffPeer
+import HandoffTestSupport
+import Testing
+
+/// The clipboard's decisions (`ClipboardBoard`), its notice's bounds, and two daemons in this
+/// process: a copy announced on A, offered on B, pasted on B from A's "agent" (this test, taking
+/// the stream with a file, as handoff-desktop does with its memory file).
+@Suite(.timeLimit(.minutes(3))) struct ClipboardTests {
+    static let t0 = Timestamp(microsecondsSinceEpoch: 1_800_000_000_000_000)
+    static let settings = ClipboardSettings(lifetimeSeconds: 120, maximumSize: 1 << 20)
+    static let text = [ClipboardItem(type: "text/plain;charset=utf-8", size: 11)]
+    static let png = [ClipboardItem(type: "image/png", size: 5000)]
+    static let alpha = LocalEvent.PeerRef(id: DeviceID(digest: Array(repeating: 1, count: 32)), name: "alpha")
+    static let bravo = LocalEvent.PeerRef(id: DeviceID(digest: Array(repeating: 2, count: 32)), name: "bravo")
+
+    @Test func aCopyIsToldToEveryoneAndOnlyAWithdrawalOfARealCopyIsTold() {
+        var board = ClipboardBoard(enabled: true)
+        let nothingToWithdraw = board.copied([], now: Self.t0, settings: Self.settings)
+        #expect(nothingToWithdraw == .nothing)
+        guard case .everyone(let notice) = board.copied(Self.text, now: Self.t0, settings: Self.settings) else {
+            Issue.record("a copy is told")
+            return
+        }
+        #expect(notice.items == Self.text && notice.lifetimeSeconds == 120 && notice.copiedAt == Self.t0)
+        #expect(board.state.local?.id == notice.id && board.state.newest?.peer == nil)
+        #expect(board.state.local?.expiresAt == Self.t0.adding(seconds: 120))
+        guard case .everyone(let withdrawal) = board.copied([], now: Self.t0.adding(seconds: 1), settings: Self.settings) else {
+            Issue.record("a withdrawal is told")
+            return
+        }
+        #expect(withdrawal.items.isEmpty && board.state.local == nil && board.state.newest == nil)
+        // A copy that ran out is not withdrawn again: the others forgot it too.
+        _ = board.copied(Self.text, now: Self.t0, settings: Self.settings)
+        let ranOut = board.copied([], now: Self.t0.adding(seconds: 120), settings: Self.settings)
+        #expect(ranOut == .nothing)
+    }
+
+    @Test func theNewestCopyAnywhereWinsAndEachLastsItsLifetime() {
+        var board = ClipboardBoard(enabled: true)
+        _ = board.copied(Self.text, now: Self.t0, settings: Self.settings)
+        let theirs = ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 600, items: Self.png)
+        let heardTheirs = board.heard(theirs, from: Self.alpha, now: Self.t0.adding(seconds: 5), settings: Self.settings)
+        #expect(heardTheirs)
+        #expect(board.newest?.notice.id == theirs.id && board.newest?.peer == Self.alpha)
+        // Kept for the shorter lifetime: ours.
+        #expect(board.newest?.expiresAt == Self.t0.adding(seconds: 125))
+        // This device's copy is still given out, though not the newest.
+        #expect(board.refusal(copyID: board.local!.notice.id, type: "text/plain;charset=utf-8", now: Self.t0.adding(seconds: 6)) == nil)
+        // A copy here after it is the newest again.
+        _ = board.copied(Self.png, now: Self.t0.adding(seconds: 10), settings: Self.settings)
+        #expect(board.newest?.peer == nil)
+        // Another device's withdrawal does not take alpha's copy; alpha's does.
+        let newer = ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 60, items: Self.text)
+        _ = board.heard(newer, from: Self.alpha, now: Self.t0.adding(seconds: 20), settings: Self.settings)
+        let empty = ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 60, items: [])
+        let bravoWithdrew = board.heard(empty, from: Self.bravo, now: Self.t0.adding(seconds: 21), settings: Self.settings)
+        #expect(!bravoWithdrew)
+        #expect(board.newest?.peer == Self.alpha)
+        let alphaWithdrew = board.heard(empty, from: Self.alpha, now: Self.t0.adding(seconds: 22), settings: Self.settings)
+        #expect(alphaWithdrew)
+        #expect(board.newest?.peer == nil && board.remote == nil)
+        // Run out: forgotten when next looked at.
+        _ = board.heard(newer, from: Self.alpha, now: Self.t0.adding(seconds: 30), settings: Self.settings)
+        #expect(board.nextExpiry == Self.t0.adding(seconds: 90))
+        let early = board.expire(now: Self.t0.adding(seconds: 89))
+        let theirsRanOut = board.expire(now: Self.t0.adding(seconds: 90))
+        #expect(!early && theirsRanOut)
+        #expect(board.remote == nil && board.local != nil)
+        let oursRanOut = board.expire(now: Self.t0.adding(seconds: 130))
+        #expect(oursRanOut)
+        #expect(board.state == ClipboardState(enabled: true))
+    }
+
+    @Test(arguments: [
+        // (copy id is ours, type, seconds later, refusal)
+        (true, "text/plain;charset=utf-8", Int64(0), nil),
+        (true, "image/png", 0, "that copy has no image/png form"),
+        (false, "text/plain;charset=utf-8", 0, "that copy is no longer on the clipboard there"),
+        (true, "text/plain;charset=utf-8", 120, "that copy is no longer on the clipboard there"),
+    ] as [(Bool, String, Int64, String?)])
+    func whoMayPasteWhat(ours: Bool, type: String, later: Int64, refusal: String?) {
+        var board = ClipboardBoard(enabled: true)
+        _ = board.copied(Self.text, now: Self.t0, settings: Self.settings)
+        let id = ours ? board.local!.notice.id : UUID()
+        #expect(board.refusal(copyID: id, type: type, now: Self.t0.adding(seconds: later)) == refusal)
+    }
+
+    @Test func offForgetsEverythingAndWithdrawsAndNothingIsHeardWhileOff() {
+        var board = ClipboardBoard(enabled: true)
+        _ = board.copied(Self.text, now: Self.t0, settings: Self.settings)
+        _ = board.heard(ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 60, items: Self.png), from: Self.alpha, now: Self.t0, settings: Self.settings)
+        guard case .everyone(let withdrawal) = board.setEnabled(false, now: Self.t0, settings: Self.settings) else {
+            Issue.record("turning off withdraws this device's copy")
+            return
+        }
+        #expect(withdrawal.items.isEmpty && board.state == ClipboardState(enabled: false))
+        let whileOff = board.copied(Self.text, now: Self.t0, settings: Self.settings)
+        #expect(whileOff == .nothing)
+        let heardWhileOff = board.heard(ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 60, items: Self.png), from: Self.alpha, now: Self.t0, settings: Self.settings)
+        #expect(!heardWhileOff)
+        #expect(board.refusal(copyID: UUID(), type: "image/png", now: Self.t0) == "the clipboard is not shared there")
+        let on = board.setEnabled(true, now: Self.t0, settings: Self.settings)
+        #expect(on == .nothing)
+        #expect(board.state == ClipboardState(enabled: true))
+    }
+
+    @Test func aDeviceThatArrivesHearsWhatIsLeftOfTheCopy() {
+        var board = ClipboardBoard(enabled: true)
+        #expect(board.noticeForNewcomer(now: Self.t0) == nil)
+        _ = board.copied(Self.text, now: Self.t0, settings: Self.settings)
+        #expect(board.noticeForNewcomer(now: Self.t0.adding(seconds: 100))?.lifetimeSeconds == 20)
+        #expect(board.noticeForNewcomer(now: Self.t0.adding(microseconds: 119_999_999))?.lifetimeSeconds == 1)
+        #expect(board.noticeForNewcomer(now: Self.t0.adding(seconds: 120)) == nil)
+    }
+
+    @Test func noticesOutOfBoundsAndSecretsAreRefused() throws {
+        let ok = ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 120, items: Self.text + Self.png)
+        #expect(ok.problem == nil)
+        var bad = ok
+        bad.items.append(ClipboardItem(type: "application/x-kde-something", size: 1))
+        #expect(bad.problem?.contains("is not a form the clipboard carries") == true)
+        bad.items = Self.text + Self.text
+        #expect(bad.problem == "a form is named twice")
+        bad.items = [ClipboardItem(type: "image/png", size: -1)]
+        #expect(bad.problem == "a form's size is out of bounds")
+        bad = ok
+        bad.lifetimeSeconds = 3601
+        #expect(bad.problem != nil)
+        // On the wire: what is out of bounds does not decode.
+        for notice in [bad, ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 1, items: [ClipboardItem(type: "text/x-shell", size: 1)])] {
+            let (kind, payload) = PeerMessage.clipboardNotice(notice).encodedPayload()
+            #expect(throws: PeerMessageError.self) { try PeerMessage(kind: kind, payload: payload) }
+        }
+        let (kind, payload) = PeerMessage.openClipboardStream(copyID: UUID(), type: "application/x-shellscript").encodedPayload()
+        #expect(throws: PeerMessageError.self) { try PeerMessage(kind: kind, payload: payload) }
+        // Secrets, as password managers mark them.
+        #expect(ClipboardNotice.isSecret(types: ["text/plain", "x-kde-passwordManagerHint"], hint: "secret"))
+        #expect(ClipboardNotice.isSecret(types: ["text/plain", "x-kde-passwordManagerHint"], hint: "secret\n"))
+        #expect(!ClipboardNotice.isSecret(types: ["text/plain", "x-kde-passwordManagerHint"], hint: "not-secret"))
+        #expect(ClipboardNotice.isSecret(types: ["UTF8_STRING", "application/x-nspasteboard-concealed-type"], hint: nil))
+        #expect(!ClipboardNotice.isSecret(types: ["UTF8_STRING", "text/plain"], hint: nil))
+    }
+
+    /// The next `clipboardStreamRequested` on `events`.
+    static func nextPasteRequest(_ events: EventSubscription) async throws -> (UUID, UUID, String) {
+        while let event = try await events.next() {
+            if case .clipboardStreamRequested(let stream, let copy, let type, _) = event.body { return (stream, copy, type) }
+        }
+        throw TestFailure("the events ended")
+    }
+
+    static func file(_ path: String, _ flags: Int32) throws -> Int32 {
+        let fd = open(path, flags | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw TestFailure("cannot open \(path): \(String(cString: strerror(errno)))") }
+        return fd
+    }
+
+    @Test func aCopyIsAnnouncedThenPulledOnlyWhenPastedAndBoundedBySize() async throws {
+        let (a, b) = try await ContinuationTests.pair(configureB: { $0.settings.clipboardMaxSize = 4096 })
+        let dir = try TempDirectory.make(prefix: "handoff-clipboard")
+        defer { TempDirectory.remove(dir) }
+        let agent = try await a.client.subscribe(.events)
+        let text = Data("hello there".utf8)
+        try text.write(to: URL(fileURLWithPath: dir + "/copied"))
+
+        let announced = try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.text)))
+        let copy = try #require(announced.local)
+        #expect(announced.newest == copy && copy.peer == nil)
+        try await waitUntil("B hears of A's copy") { try await b.client.send(.clipboard).newest?.id == copy.id }
+        let heard = try #require(try await b.client.send(.clipboard).newest)
+        #expect(heard.peer?.name == "desk" && heard.items == Self.text)
+
+        // B pastes: A's agent is asked for that form, and hands it over.
+        let target = try Self.file(dir + "/pasted", O_WRONLY | O_CREAT | O_TRUNC)
+        defer { close(target) }
+        let pasting = Task { try await b.client.fileStream(.pasteClipboard(copy.id, type: "text/plain;charset=utf-8"), file: target, role: .receive) }
+        let (streamID, copyID, type) = try await Self.nextPasteRequest(agent)
+        #expect(copyID == copy.id && type == "text/plain;charset=utf-8")
+        let source = try Self.file(dir + "/copied", O_RDONLY)
+        defer { close(source) }
+        let sending = try await a.client.fileStream(.takeStream(streamID), file: source, role: .send)
+        let receiving = try await pasting.value
+        #expect(try await receiving.outcome().state == .completed)
+        #expect(try await sending.outcome().state == .completed)
+        #expect(FileManager.default.contents(atPath: dir + "/pasted") == text)
+
+        // A form the copy does not have, or a copy that is not the newest, is not pasted.
+        await expectFailure(.noClipboard) { _ = try await b.client.fileStream(.pasteClipboard(copy.id, type: "image/png"), file: target, role: .receive) }
+        await expectFailure(.noClipboard) { _ = try await b.client.fileStream(.pasteClipboard(UUID(), type: "text/plain;charset=utf-8"), file: target, role: .receive) }
+        // Nothing copied here to paste from: B's own copy is not pasted through handoffd.
+        // Over B's max_size: heard of, not pasted.
+        _ = try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.png)))
+        try await waitUntil("B hears of A's picture") { try await b.client.send(.clipboard).newest?.items == Self.png }
+        let picture = try #require(try await b.client.send(.clipboard).newest)
+        await expectFailure(.notOffered) { _ = try await b.client.fileStream(.pasteClipboard(picture.id, type: "image/png"), file: target, role: .receive) }
+
+        // A's clipboard holds nothing carried (or a secret): B forgets A's copy.
+        _ = try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: [])))
+        try await waitUntil("B hears of the withdrawal") { try await b.client.send(.clipboard).newest == nil }
+
+        // Off on B: A's copy there is forgotten, nothing is pasted, and nothing copied on B is
+        // announced; the switch holds until turned on.
+        _ = try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.text)))
+        try await waitUntil("B hears of A's new copy") { try await b.client.send(.clipboard).newest != nil }
+        let last = try #require(try await b.client.send(.clipboard).newest)
+        #expect(try await b.client.send(.changeSettings(SettingsChange(clipboard: false))).clipboard == false)
+        #expect(try await b.client.send(.clipboard) == ClipboardState(enabled: false))
+        await expectFailure(.clipboardOff) { _ = try await b.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.text))) }
+        await expectFailure(.clipboardOff) { _ = try await b.client.fileStream(.pasteClipboard(last.id, type: "text/plain;charset=utf-8"), file: target, role: .receive) }
+        #expect(try await b.client.send(.changeSettings(SettingsChange(clipboard: true))).clipboard == true)
+        #expect(try await b.client.send(.clipboard) == ClipboardState(enabled: true))
+        for d in [a, b] { try await d.finish() }
+    }
+
+    /// A copy made before the other device joined reaches it as its session opens; it runs out
+    /// where it was made by that device's clock.
+    @Test func aDeviceThatArrivesHearsTheCopyAndItRunsOut() async throws {
+        let clock = ManualDaemonClock()
+        let network = DiscoveryNetwork()
+        let b = try await TestDaemon.start(network: network) { $0.clock = clock }
+        _ = try await b.client.send(.createAccount(CreateAccountRequest(deviceName: "laptop")))
+        let copy = try #require(try await b.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.text))).local)
+        let a = try await TestDaemon.start(network: network)
+        let updates = try await b.client.subscribe(.invite)
+        let code = try #require(try await updates.next()?.invite?.code)
+        _ = try await a.client.send(.joinAccount(JoinAccountRequest(code: code, deviceName: "desk")))
+        try await waitUntil("A hears of B's copy made before it joined") { try await a.client.send(.clipboard).newest?.id == copy.id }
+        // Two minutes later by B's clock, B gives it out no more; A forgets it by its own.
+        clock.advance(seconds: 121)
+        #expect(try await b.client.send(.clipboard) == ClipboardState(enabled: true))
+        let target = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        defer { close(target) }
+        let refused = await expectFailure(.noClipboard) {
+            _ = try await a.client.fileStream(.pasteClipboard(copy.id, type: "text/plain;charset=utf-8"), file: target, role: .receive)
+        }
+        #expect(refused.contains("no longer on the clipboard there"), "\(refused)")
+        for d in [a, b] { try await d.finish() }
+    }
+}
