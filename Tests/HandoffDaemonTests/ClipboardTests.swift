@@ -29,13 +29,13 @@ import Testing
             return
         }
         #expect(notice.items == Self.text && notice.lifetimeSeconds == 120 && notice.copiedAt == Self.t0)
-        #expect(board.state.local?.id == notice.id && board.state.newest?.peer == nil)
-        #expect(board.state.local?.expiresAt == Self.t0.adding(seconds: 120))
+        #expect(board.state(Self.settings).local?.id == notice.id && board.state(Self.settings).newest?.peer == nil)
+        #expect(board.state(Self.settings).local?.expiresAt == Self.t0.adding(seconds: 120))
         guard case .everyone(let withdrawal) = board.copied([], now: Self.t0.adding(seconds: 1), settings: Self.settings) else {
             Issue.record("a withdrawal is told")
             return
         }
-        #expect(withdrawal.items.isEmpty && board.state.local == nil && board.state.newest == nil)
+        #expect(withdrawal.items.isEmpty && board.state(Self.settings).local == nil && board.state(Self.settings).newest == nil)
         // A copy that ran out is not withdrawn again: the others forgot it too.
         _ = board.copied(Self.text, now: Self.t0, settings: Self.settings)
         let ranOut = board.copied([], now: Self.t0.adding(seconds: 120), settings: Self.settings)
@@ -75,7 +75,7 @@ import Testing
         #expect(board.remote == nil && board.local != nil)
         let oursRanOut = board.expire(now: Self.t0.adding(seconds: 130))
         #expect(oursRanOut)
-        #expect(board.state == ClipboardState(enabled: true))
+        #expect(board.state(Self.settings) == ClipboardState(enabled: true, maximumSize: Self.settings.maximumSize))
     }
 
     @Test(arguments: [
@@ -100,7 +100,7 @@ import Testing
             Issue.record("turning off withdraws this device's copy")
             return
         }
-        #expect(withdrawal.items.isEmpty && board.state == ClipboardState(enabled: false))
+        #expect(withdrawal.items.isEmpty && board.state(Self.settings) == ClipboardState(enabled: false, maximumSize: Self.settings.maximumSize))
         let whileOff = board.copied(Self.text, now: Self.t0, settings: Self.settings)
         #expect(whileOff == .nothing)
         let heardWhileOff = board.heard(ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 60, items: Self.png), from: Self.alpha, now: Self.t0, settings: Self.settings)
@@ -108,7 +108,7 @@ import Testing
         #expect(board.refusal(copyID: UUID(), type: "image/png", now: Self.t0) == "the clipboard is not shared there")
         let on = board.setEnabled(true, now: Self.t0, settings: Self.settings)
         #expect(on == .nothing)
-        #expect(board.state == ClipboardState(enabled: true))
+        #expect(board.state(Self.settings) == ClipboardState(enabled: true, maximumSize: Self.settings.maximumSize))
     }
 
     @Test func aDeviceThatArrivesHearsWhatIsLeftOfTheCopy() {
@@ -211,11 +211,11 @@ import Testing
         try await waitUntil("B hears of A's new copy") { try await b.client.send(.clipboard).newest != nil }
         let last = try #require(try await b.client.send(.clipboard).newest)
         #expect(try await b.client.send(.changeSettings(SettingsChange(clipboard: false))).clipboard == false)
-        #expect(try await b.client.send(.clipboard) == ClipboardState(enabled: false))
+        #expect(try await b.client.send(.clipboard) == ClipboardState(enabled: false, maximumSize: 4096))
         await expectFailure(.clipboardOff) { _ = try await b.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.text))) }
         await expectFailure(.clipboardOff) { _ = try await b.client.fileStream(.pasteClipboard(last.id, type: "text/plain;charset=utf-8"), file: target, role: .receive) }
         #expect(try await b.client.send(.changeSettings(SettingsChange(clipboard: true))).clipboard == true)
-        #expect(try await b.client.send(.clipboard) == ClipboardState(enabled: true))
+        #expect(try await b.client.send(.clipboard) == ClipboardState(enabled: true, maximumSize: 4096))
         for d in [a, b] { try await d.finish() }
     }
 
@@ -234,7 +234,7 @@ import Testing
         try await waitUntil("A hears of B's copy made before it joined") { try await a.client.send(.clipboard).newest?.id == copy.id }
         // Two minutes later by B's clock, B gives it out no more; A forgets it by its own.
         clock.advance(seconds: 121)
-        #expect(try await b.client.send(.clipboard) == ClipboardState(enabled: true))
+        #expect(try await b.client.send(.clipboard) == ClipboardState(enabled: true, maximumSize: ClipboardSettings.defaultMaximumSize))
         let target = open("/dev/null", O_WRONLY | O_CLOEXEC)
         defer { close(target) }
         let refused = await expectFailure(.noClipboard) {

@@ -5,6 +5,7 @@ import HandoffModel
 import HandoffSystem
 import Logging
 import Synchronization
+import X11Clipboard
 
 /// What `handoff-desktop` does in a graphical session (docs/desktop.md): it follows handoffd's
 /// events, shows what the other devices are doing as notifications (`NotificationPlanner`
@@ -91,14 +92,20 @@ package struct DesktopAgent: Sendable {
         logger.info("ready", metadata: ["bus-name": "\(Self.busName)"])
         let (inbox, post) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .bufferingNewest(256))
         let alarm = Alarm()
+        let clipboard = connectClipboard()
+        let (clipboardInbox, clipboardPost) = AsyncStream.makeStream(of: ClipboardAgent.Input.self, bufferingPolicy: .bufferingNewest(256))
         await withDiscardingTaskGroup { group in
             group.addTask {
                 await bus.closed()
                 if !Task.isCancelled { logger.notice("the session bus went away") }
                 post.finish()
                 trayPost.finish()
+                clipboardPost.finish()
             }
-            group.addTask { await followHandoffd(post, tray: trayPost, refreshes: refreshes, switched: interface.handoffChanged) }
+            group.addTask {
+                await followHandoffd(post, tray: trayPost, refreshes: refreshes, switched: interface.handoffChanged) { clipboardPost.yield($0) }
+            }
+            if let clipboard { group.addTask { await clipboard.run(clipboardInbox, post: clipboardPost) } }
             group.addTask {
                 await tray.run(trayInbox, post: trayPost, refreshes: refreshes, listening: iconListening) { post.yield(.continueOffer($0)) }
             }
@@ -120,16 +127,32 @@ package struct DesktopAgent: Sendable {
             group.addTask { await RecentDocuments(client: client, environment: dialogEnvironment, logger: logger).run() }
             await drive(inbox, server: server, alarm: alarm, post: post, tray: trayPost)
             trayPost.finish()
+            clipboardPost.finish()
             group.cancelAll()
+        }
+    }
+
+    /// The session's X server's clipboard (docs/clipboard.md, "X11"), if the session has one.
+    private func connectClipboard() -> ClipboardAgent? {
+        guard let display = session["DISPLAY"], !display.isEmpty else {
+            logger.notice("no X display in the session: the clipboard is not shared from it")
+            return nil
+        }
+        do throws(X11ClipboardError) {
+            let x11 = try X11Clipboard.connect(display: display, maximumSize: ClipboardAgent.readLimit)
+            return ClipboardAgent(client: client, x11: x11, logger: logger)
+        } catch {
+            logger.notice("the clipboard is not shared from this session", metadata: ["error": "\(error)"])
+            return nil
         }
     }
 
     /// handoffd's events, for as long as the agent runs: each change of a device is a reason to
     /// look at the offers again, and so is each (re)connection; the status icon also follows the
-    /// device's own status (account, switch, devices inviting nearby).
+    /// device's own status (account, switch, devices inviting nearby); the clipboard its own.
     private func followHandoffd(
         _ post: AsyncStream<Input>.Continuation, tray: AsyncStream<TrayAgent.Input>.Continuation, refreshes: RefreshRequests,
-        switched: @escaping @Sendable (Bool) -> Void
+        switched: @escaping @Sendable (Bool) -> Void, clipboard: @escaping @Sendable (ClipboardAgent.Input) -> Void
     ) async {
         // The switch as handoffd has it: D-Bus apps following the `Handoff` property hear changes.
         let client = client
@@ -143,6 +166,7 @@ package struct DesktopAgent: Sendable {
                 post.yield(.offersChanged)
                 refreshes.request()
                 await readSwitch()
+                if let state = try? await client.send(.clipboard) { clipboard(.daemon(state)) }
                 let ended = await withTaskCancellationHandler { () async -> HandoffClientError? in
                     do throws(HandoffClientError) {
                         while let event = try await events.next() {
@@ -153,6 +177,10 @@ package struct DesktopAgent: Sendable {
                             case .statusChanged:
                                 refreshes.request()
                                 await readSwitch()
+                            case .clipboardChanged(let state):
+                                clipboard(.daemon(state))
+                            case .clipboardStreamRequested(let streamID, let copyID, let type, _):
+                                clipboard(.streamRequested(streamID: streamID, copyID: copyID, type: type))
                             default: break
                             }
                         }

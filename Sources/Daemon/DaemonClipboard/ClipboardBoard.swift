@@ -141,8 +141,8 @@ package struct ClipboardBoard: Sendable, Equatable {
     }
 
     /// What the local API says.
-    package var state: ClipboardState {
-        ClipboardState(enabled: enabled, newest: newest.map(Self.api), local: local.map(Self.api))
+    package func state(_ settings: ClipboardSettings) -> ClipboardState {
+        ClipboardState(enabled: enabled, newest: newest.map(Self.api), local: local.map(Self.api), maximumSize: settings.maximumSize)
     }
 
     static func api(_ copy: Copy) -> ClipboardCopy {

@@ -55,9 +55,10 @@ package final class ClipboardDesk: Sendable {
     /// `GET /v1/clipboard`.
     package var state: ClipboardState {
         let now = clock.now()
+        let settings = current
         return board.withLock { b in
             _ = b.expire(now: now)
-            return b.state
+            return b.state(settings)
         }
     }
 
@@ -72,16 +73,18 @@ package final class ClipboardDesk: Sendable {
             )
         }
         let now = clock.now()
-        let (tell, state, enabled) = board.withLock { b in
+        let (tell, state, enabled, changed) = board.withLock { b in
+            let before = b
             _ = b.expire(now: now)
             let tell = b.copied(announcement.items, now: now, settings: settings)
-            return (tell, b.state, b.enabled)
+            return (tell, b.state(settings), b.enabled, b != before)
         }
         guard enabled else {
             throw DaemonError(.clipboardOff, "the clipboard is not shared on this device; turn it on with: handoffctl clipboard on")
         }
         await carryOut(tell)
-        events.publish(LocalEvent(at: now, .clipboardChanged(state)))
+        // Nothing to withdraw, nothing new: nobody needs to hear of it.
+        if changed { events.publish(LocalEvent(at: now, .clipboardChanged(state))) }
         logger.info("a copy was announced", metadata: ["forms": "\(announcement.items.count)"])
         return state
     }
@@ -89,10 +92,11 @@ package final class ClipboardDesk: Sendable {
     /// The switch changed (`handoffctl clipboard on|off`, the status icon, handoffd.toml).
     package func setEnabled(_ on: Bool) async {
         let now = clock.now()
+        let settings = current
         let (tell, state, changed) = board.withLock { b in
             let before = b.enabled
-            let tell = b.setEnabled(on, now: now, settings: current)
-            return (tell, b.state, before != on)
+            let tell = b.setEnabled(on, now: now, settings: settings)
+            return (tell, b.state(settings), before != on)
         }
         guard changed else { return }
         await carryOut(tell)
@@ -106,7 +110,7 @@ package final class ClipboardDesk: Sendable {
         let settings = current
         let (changed, state) = board.withLock { b in
             _ = b.expire(now: now)
-            return (b.heard(notice, from: peer, now: now, settings: settings), b.state)
+            return (b.heard(notice, from: peer, now: now, settings: settings), b.state(settings))
         }
         guard changed else { return }
         events.publish(LocalEvent(at: now, .clipboardChanged(state)))

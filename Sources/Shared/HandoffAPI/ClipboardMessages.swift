@@ -45,10 +45,14 @@ public struct ClipboardState: Codable, Sendable, Equatable {
     public var newest: ClipboardCopy?
     /// What this device gives out: its own last copy, while it lasts.
     public var local: ClipboardCopy?
+    /// The largest kind announced or pasted here (`[clipboard] max_size`): the agent does not
+    /// read a larger one from the app that copied it.
+    public var maximumSize: Int64
 
-    public init(enabled: Bool, newest: ClipboardCopy? = nil, local: ClipboardCopy? = nil) {
+    public init(enabled: Bool, newest: ClipboardCopy? = nil, local: ClipboardCopy? = nil, maximumSize: Int64) {
         self.enabled = enabled
         self.newest = newest
         self.local = local
+        self.maximumSize = maximumSize
     }
 }

@@ -1,0 +1,173 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HandoffAPI
+import HandoffClient
+import HandoffModel
+import HandoffSystem
+import Logging
+import X11Clipboard
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The clipboard's side of the agent (docs/clipboard.md): what an app copies here is read (the
+/// kinds carried, unless a password manager marked it secret) and announced to handoffd, and kept
+/// in memory until it runs out, for a device that pastes it; another device's copy is offered as
+/// this session's clipboard, and fetched only when an app pastes it.
+///
+/// Decisions are `ClipboardDesk`'s in handoffd; this carries out what its events say, in one
+/// loop, with the X server's clipboard (`X11Clipboard`) as its edge.
+package struct ClipboardAgent: Sendable {
+    let client: HandoffClient
+    let x11: X11Clipboard
+    /// How long an app's paste waits for another device before it gets nothing.
+    let pasteTimeout: Duration
+    let logger: Logger
+
+    /// The largest kind read from an app (a larger `[clipboard] max_size` still applies to
+    /// pastes from other devices).
+    package static let readLimit = 256 << 20
+
+    package init(client: HandoffClient, x11: X11Clipboard, pasteTimeout: Duration = .seconds(10), logger: Logger) {
+        self.client = client
+        self.x11 = x11
+        self.pasteTimeout = pasteTimeout
+        self.logger = logger
+    }
+
+    package enum Input: Sendable {
+        /// What handoffd says of the clipboard (at each connection, then each `clipboardChanged`).
+        case daemon(ClipboardState)
+        /// Another device pastes a kind of this device's copy.
+        case streamRequested(streamID: UUID, copyID: UUID, type: String)
+        case x11(X11Clipboard.Event)
+        case tick
+    }
+
+    /// This device's copy, held until it runs out.
+    private struct Local {
+        let id: UUID
+        let forms: [String: [UInt8]]
+        let expiresAt: Timestamp
+    }
+
+    /// Runs until `inbox` ends; the X server's events join it.
+    package func run(_ inbox: AsyncStream<Input>, post: AsyncStream<Input>.Continuation) async {
+        let alarm = Alarm()
+        var state: ClipboardState?
+        var local: Local?
+        var offered: ClipboardCopy?
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await event in x11.events { post.yield(.x11(event)) }
+            }
+            group.addTask { await alarm.run { post.yield(.tick) } }
+            for await input in inbox {
+                switch input {
+                case .daemon(let new):
+                    if new.enabled != state?.enabled {
+                        x11.read(new.enabled)
+                        logger.info(new.enabled ? "the clipboard is shared: copies here are read" : "the clipboard is off here: copies are not read")
+                    }
+                    state = new
+                    if new.local?.id != local?.id { local = nil }
+                    let wanted = new.enabled ? new.newest.flatMap { $0.peer == nil ? nil : $0 } : nil
+                    if let wanted, wanted.id != offered?.id {
+                        x11.offer(types: wanted.items.map(\.type))
+                        logger.info("another device's copy is offered", metadata: ["device": "\(wanted.peer?.name ?? "")", "kinds": "\(wanted.items.count)"])
+                    } else if wanted == nil, offered != nil {
+                        x11.withdraw()
+                    }
+                    offered = wanted
+                case .x11(.copied(let forms, let secret)):
+                    guard let current = state, current.enabled else { continue }
+                    let kept = secret ? [] : forms.filter { Int64($0.bytes.count) <= current.maximumSize }
+                    local = await announce(kept, secret: secret)
+                case .x11(.pasteRequested(let request)):
+                    guard let copy = offered else {
+                        x11.answer(request, with: nil)
+                        continue
+                    }
+                    group.addTask { x11.answer(request, with: await fetch(request.type, of: copy)) }
+                case .x11(.notRead):
+                    logger.info("a copy here was not read: the clipboard is off")
+                case .x11(.offerEnded):
+                    // Another app copied: its copy comes as `copied`.
+                    offered = nil
+                case .x11(.disconnected):
+                    logger.notice("the X server went away; the clipboard is no longer shared from this session")
+                case .streamRequested(let streamID, let copyID, let type):
+                    guard let local, local.id == copyID, let bytes = local.forms[type] else { continue }
+                    group.addTask { await serve(bytes, on: streamID) }
+                case .tick:
+                    break
+                }
+                let now = Timestamp.now()
+                if let held = local, held.expiresAt <= now { local = nil }
+                if let copy = offered, copy.expiresAt <= now {
+                    x11.withdraw()
+                    offered = nil
+                }
+                alarm.set([local?.expiresAt, offered?.expiresAt].compactMap { $0 }.min())
+            }
+            group.cancelAll()
+        }
+        x11.withdraw()
+    }
+
+    /// Tells handoffd what was copied (nothing carried, or a secret: its last copy is withdrawn);
+    /// what it gives out then, held here.
+    private func announce(_ forms: [X11Clipboard.Form], secret: Bool) async -> Local? {
+        let items = forms.map { ClipboardItem(type: $0.type, size: Int64($0.bytes.count)) }
+        do throws(HandoffClientError) {
+            let answer = try await client.send(.announceClipboard(ClipboardAnnouncement(items: items)))
+            logger.info("a copy here was announced", metadata: ["kinds": "\(items.count)", "secret": "\(secret)"])
+            guard let copy = answer.local, !forms.isEmpty else { return nil }
+            return Local(id: copy.id, forms: Dictionary(forms.map { ($0.type, $0.bytes) }, uniquingKeysWith: { first, _ in first }), expiresAt: copy.expiresAt)
+        } catch {
+            logger.notice("a copy here could not be announced", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Another device pastes: the bytes go out on the stream handoffd offered.
+    private func serve(_ bytes: [UInt8], on streamID: UUID) async {
+        do throws(HandoffClientError) {
+            let pipe = try await client.pipe(.takeStream(streamID))
+            defer { pipe.close() }
+            try await pipe.write(bytes)
+            pipe.finishWriting()
+            _ = try await pipe.readToEnd(limit: 0)
+        } catch {
+            logger.notice("a paste on another device could not be served", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// An app here pastes `type` of another device's copy: its bytes, or nil when they do not
+    /// come whole within `pasteTimeout` (the app then gets nothing rather than waiting).
+    private func fetch(_ type: String, of copy: ClipboardCopy) async -> [UInt8]? {
+        guard let size = copy.items.first(where: { $0.type == type })?.size else { return nil }
+        do throws(HandoffClientError) {
+            let pipe = try await client.pipe(.pasteClipboard(copy.id, type: type))
+            defer { pipe.close() }
+            pipe.finishWriting()
+            let seconds = pasteTimeout.components.seconds
+            var wait = timeval(tv_sec: Int(max(1, seconds)), tv_usec: 0)
+            setsockopt(pipe.fileDescriptor, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+            let bytes = try await pipe.readToEnd(limit: Int(size))
+            guard bytes.count == Int(size) else {
+                logger.notice("a paste from another device came short", metadata: ["expected": "\(size)", "got": "\(bytes.count)"])
+                return nil
+            }
+            logger.info("pasted from another device", metadata: ["device": "\(copy.peer?.name ?? "")", "bytes": "\(size)"])
+            return bytes
+        } catch {
+            logger.notice("a paste from another device failed", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+}

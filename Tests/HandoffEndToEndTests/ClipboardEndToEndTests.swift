@@ -1,0 +1,157 @@
+import Foundation
+import HandoffAPI
+import HandoffModel
+import HandoffTestSupport
+import Testing
+
+/// The clipboard as it runs (docs/clipboard.md): alpha ("desk") and bravo ("laptop"), each with a
+/// graphical session of the test user (Xvfb, a session bus, dunst) and the real handoff-desktop
+/// in it; apps are `xclip` and, copying as a password manager does, `scripts/clipboard-owner.py`
+/// (python3-xlib). Text copied on alpha is pasted on bravo, a 5 MiB picture byte for byte; a
+/// secret is never announced; nothing is announced while the clipboard is off; a copy runs out.
+/// The bridge is captured throughout: nothing copied crosses it in clear. Root only builds the
+/// hosts and captures the bridge.
+@Suite(.heavy, .timeLimit(.minutes(5))) struct ClipboardEndToEndTests {
+    @Test func copiedOnOneHostPastedOnTheOther() async throws {
+        await Rig.withHosts(["alpha", "bravo"]) { rig in
+            try await run(rig)
+        }
+    }
+
+    static let owner = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/clipboard-owner.py").standardizedFileURL.path
+
+    /// `command` in `session` on `host`, as the test user.
+    static func inSession(_ rig: Rig, _ host: String, _ session: DesktopSession, _ command: [String]) -> [String] {
+        rig.asUser(host, ["/usr/bin/env", "DISPLAY=\(session.display)"] + command)
+    }
+
+    static func x(_ rig: Rig, _ host: String, _ session: DesktopSession, _ command: [String], stdin: Data? = nil) async throws -> ProcessResult {
+        let line = inSession(rig, host, session, command)
+        return try await Subprocess.run(line[0], Array(line.dropFirst()), stdin: stdin)
+    }
+
+    /// Copies on `host` with xclip (which stays, serving it, until another app copies).
+    static func copy(_ rig: Rig, _ host: String, _ session: DesktopSession, _ text: String) async throws {
+        let copied = try await x(rig, host, session, ["xclip", "-selection", "clipboard", "-i"], stdin: Data(text.utf8))
+        #expect(copied.status == 0, "\(copied)")
+    }
+
+    static func paste(_ rig: Rig, _ host: String, _ session: DesktopSession) async throws -> ProcessResult {
+        try await x(rig, host, session, ["xclip", "-selection", "clipboard", "-o"])
+    }
+
+    /// The kinds of the newest copy in each `clipboardChanged` bravo's `watch --json` printed
+    /// (none: no copy), in order.
+    static func newestKinds(_ watch: RunningProcess) -> [[String]] {
+        watch.stdout.split(separator: "\n").compactMap { line -> [String]? in
+            guard let event = try? LocalAPIJSON.decoder().decode(LocalEvent.self, from: Data(line.utf8)),
+                case .clipboardChanged(let state) = event.body
+            else { return nil }
+            return state.newest?.items.map(\.type) ?? []
+        }
+    }
+
+    func run(_ rig: Rig) async throws {
+        try await EndToEndTests().startPaired(rig)
+        let pcap = rig.directory + "/clipboard.pcap"
+        let capture = try rig.captureBridge(to: pcap)
+        let (alpha, alphaAgent) = try await rig.desktopAgent(on: "alpha")
+        let (bravo, bravoAgent) = try await rig.desktopAgent(on: "bravo")
+        for agent in [alphaAgent, bravoAgent] {
+            try await agent.wait(for: "the agent to share the clipboard") { $0.stderr.contains("the clipboard is shared") }
+        }
+        // bravo's events from here on: once its watch printed the switch going off and on, it
+        // hears everything after.
+        let watch = try rig.ctlProcess("bravo", ["watch", "--json"])
+        try await Rig.waitFor("bravo's watch to subscribe") {
+            let off = try await rig.ctl("bravo", ["clipboard", "off"])
+            let on = try await rig.ctl("bravo", ["clipboard", "on"])
+            #expect(off.status == 0 && on.status == 0, "\(off) \(on)")
+            return Self.newestKinds(watch).count >= 2
+        }
+        try await bravoAgent.wait(for: "bravo's agent to share the clipboard again") {
+            $0.stderr.components(separatedBy: "the clipboard is shared").count > 2
+        }
+        let before = Self.newestKinds(watch).count
+
+        // 1. Text: announced, then pulled when bravo pastes.
+        let text = "Hello from alpha ✓"
+        try await Self.copy(rig, "alpha", alpha, text)
+        try await bravoAgent.wait(for: "bravo to offer alpha's copy") { $0.stderr.contains("another device's copy is offered") }
+        let pasted = try await Self.paste(rig, "bravo", bravo)
+        #expect(pasted.status == 0 && pasted.stdout == text, "\(pasted)")
+        let cli = try await rig.ctl("bravo", ["clipboard", "paste"])
+        #expect(cli.status == 0 && cli.stdout == text, "\(cli)")
+        let shown = try await rig.ctl("bravo", ["clipboard"])
+        #expect(shown.stdout.hasPrefix("copied on desk") && shown.stdout.contains("text/plain;charset=utf-8 (20 B)"), "\(shown)")
+
+        // 2. A 5 MiB picture, byte for byte.
+        let (alphaHome, bravoHome) = (rig.home("alpha"), rig.home("bravo"))
+        #expect(try await rig.run("alpha", ["sh", "-c", "head -c 5242880 /dev/urandom > \(alphaHome)/picture.png"]).status == 0)
+        let offered = bravoAgent.stderr.components(separatedBy: "another device's copy is offered").count
+        let image = try await Self.x(rig, "alpha", alpha, ["xclip", "-selection", "clipboard", "-t", "image/png", "-i", alphaHome + "/picture.png"])
+        #expect(image.status == 0, "\(image)")
+        try await bravoAgent.wait(for: "bravo to offer the picture") { $0.stderr.components(separatedBy: "another device's copy is offered").count > offered }
+        let out = try await Self.x(rig, "bravo", bravo, ["sh", "-c", "xclip -selection clipboard -o -t image/png > \(bravoHome)/pasted.png"])
+        #expect(out.status == 0, "\(out)")
+        let original = FileManager.default.contents(atPath: alphaHome + "/picture.png")
+        #expect(original?.count == 5 << 20 && FileManager.default.contents(atPath: bravoHome + "/pasted.png") == original, "the picture, byte for byte")
+
+        // 3. A password manager's copy: never announced (alpha withdraws its picture instead),
+        //    and not offered on bravo; the copy after it is.
+        let owner = try RunningProcess(
+            Rig.script,
+            Array(Self.inSession(rig, "alpha", alpha, ["/usr/bin/python3", Self.owner, "UTF8_STRING=hunter2", "x-kde-passwordManagerHint=secret"]).dropFirst())
+        )
+        try await owner.wait(for: "the password manager to copy") { $0.stdout.contains("owned") }
+        try await alphaAgent.wait(for: "alpha to withdraw its copy") { $0.stderr.contains("secret=true") }
+        try await Rig.waitFor("bravo to forget alpha's picture") { try await rig.ctlJSON("bravo", ClipboardState.self, ["clipboard", "--json"]).newest == nil }
+        #expect(try await Self.paste(rig, "bravo", bravo).status != 0, "nothing to paste on bravo")
+        try await Self.copy(rig, "alpha", alpha, "after the secret")
+        try await Rig.waitFor("bravo to hear of the next copy") { try await Self.paste(rig, "bravo", bravo).stdout == "after the secret" }
+        _ = try? await owner.stop()
+
+        // 4. Off on alpha: its copy is withdrawn, a copy is not even read, nothing is announced;
+        //    on again, the next copy is.
+        #expect(try await rig.ctl("alpha", ["clipboard", "off"]).stdout == "clipboard off\n")
+        try await alphaAgent.wait(for: "alpha's agent to stop reading") { $0.stderr.contains("the clipboard is off here") }
+        try await Self.copy(rig, "alpha", alpha, "while off")
+        try await alphaAgent.wait(for: "alpha's agent to skip the copy") { $0.stderr.contains("a copy here was not read") }
+        #expect(try await rig.ctl("alpha", ["clipboard", "on"]).stdout == "clipboard on\n")
+        try await alphaAgent.wait(for: "alpha's agent to read again") { $0.stderr.components(separatedBy: "the clipboard is shared").count > 2 }
+        try await Self.copy(rig, "alpha", alpha, "on again")
+        try await Rig.waitFor("bravo to hear of the copy after the switch") { try await Self.paste(rig, "bravo", bravo).stdout == "on again" }
+
+        // What bravo heard, in order: text, the picture, the withdrawal for the secret, the next
+        // text, the withdrawal when alpha turned off, and the copy after it turned on — nothing
+        // for the secret or the copy made while off.
+        let utf8 = ["text/plain;charset=utf-8"]
+        try await Rig.waitFor("bravo's watch to print the last copy") { Self.newestKinds(watch).count >= before + 6 }
+        #expect(Array(Self.newestKinds(watch).dropFirst(before)) == [utf8, ["image/png"], [], utf8, [], utf8], "\(watch.stdout)")
+
+        // 5. A copy runs out: alpha gives copies out for 3 s from now on (a reload).
+        try rig.write(to: alphaHome + "/.config/handoff/handoffd.toml", "[clipboard]\nlifetime = 3\n")
+        let pid = try await rig.ctlJSON("alpha", DaemonStatus.self, ["status"]).pid
+        #expect(try await rig.run("alpha", ["kill", "-HUP", "\(pid)"]).status == 0)
+        try await Rig.waitFor("alpha's reload") { rig.daemon("alpha")?.stderr.contains("configuration reloaded") == true }
+        try await Self.copy(rig, "alpha", alpha, "short-lived")
+        try await Rig.waitFor("bravo to hear of the short-lived copy") { Self.newestKinds(watch).count >= before + 7 }
+        try await Rig.waitFor("the copy to run out on bravo", seconds: 60) {
+            guard try await rig.ctl("bravo", ["clipboard"]).stdout.hasPrefix("nothing copied") else { return false }
+            return try await Self.paste(rig, "bravo", bravo).status != 0
+        }
+        #expect(try await rig.ctl("alpha", ["clipboard"]).stdout.hasPrefix("nothing copied"))
+
+        _ = try await capture.stop()
+        let wire = FileManager.default.contents(atPath: pcap) ?? Data()
+        #expect(wire.count > 5 << 20, "the picture crossed the bridge (encrypted)")
+        for clear in ["hunter2", "Hello from alpha", "after the secret", "while off"] {
+            #expect(wire.range(of: Data(clear.utf8)) == nil, "\(clear) crossed the bridge in clear")
+        }
+        _ = try? await watch.stop()
+        #expect(try await alphaAgent.stop() == 0, "\(alphaAgent.stderr)")
+        #expect(try await bravoAgent.stop() == 0, "\(bravoAgent.stderr)")
+        await alpha.stop()
+        await bravo.stop()
+    }
+}
