@@ -14,7 +14,7 @@ let lifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "
 /// from here ("Module graph"; ModuleGraphTests compares them).
 let floors: KeyValuePairs<String, [String]> = [
     // C importers: each is imported by exactly one Swift module.
-    "C": ["CHandoffLinux", "CHandoffOpenSSL", "CHandoffDNSSD", "CHandoffLDNS", "CHandoffSDBus", "CHandoffXCB", "CHandoffReadGuard"],
+    "C": ["CHandoffLinux", "CHandoffOpenSSL", "CHandoffDNSSD", "CHandoffLDNS", "CHandoffSDBus", "CHandoffXCB", "CHandoffWayland", "CHandoffReadGuard"],
     // What every side shares: the model, the local-API contract, system plumbing.
     "Shared": ["HandoffModel", "HandoffAPI", "HandoffSystem"],
     // The daemon: its adapters (TLS, DNS-SD, the peer protocol), then `daemonLine`.
@@ -23,7 +23,7 @@ let floors: KeyValuePairs<String, [String]> = [
         "DaemonHistory", "DaemonDocuments", "DaemonClipboard", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
     ],
     // The user's side: the client, apps' library, D-Bus, the desktop agent, the browser host.
-    "Apps": ["HandoffClient", "HandoffKit", "HandoffDBus", "X11Clipboard", "DesktopAgent", "BrowserHost"],
+    "Apps": ["HandoffClient", "HandoffKit", "HandoffDBus", "SessionClipboard", "DesktopAgent", "BrowserHost"],
     // The programs that are installed.
     "Programs": ["handoffd", "handoffctl", "handoff-desktop", "handoff-browser-host"],
 ]
@@ -75,6 +75,9 @@ let package = Package(
         .systemLibrary(name: "CHandoffLDNS", path: sources("CHandoffLDNS"), pkgConfig: "ldns", providers: [.apt(["libldns-dev"])]),
         .systemLibrary(name: "CHandoffSDBus", path: sources("CHandoffSDBus"), pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CHandoffXCB", path: sources("CHandoffXCB"), pkgConfig: "xcb-xfixes", providers: [.apt(["libxcb1-dev", "libxcb-xfixes0-dev"])]),
+        // libwayland-client, with the wlr data-control protocol's tables written from its
+        // specification (CHandoffWayland.h says why).
+        .target(name: "CHandoffWayland", path: sources("CHandoffWayland"), linkerSettings: [.linkedLibrary("wayland-client")]),
 
         // Pure logic: no sockets, no threads, no C.
         .target(name: "HandoffModel", path: sources("HandoffModel"), swiftSettings: strict),
@@ -113,14 +116,18 @@ let package = Package(
         // The only importer of CHandoffSDBus: a session-bus connection on a thread of its own
         // (docs/architecture.md, "D-Bus"), for the desktop agent.
         .target(name: "HandoffDBus", dependencies: ["CHandoffSDBus", "HandoffSystem"], path: sources("HandoffDBus"), swiftSettings: strict),
-        // The only importer of CHandoffXCB: the X11 CLIPBOARD on a thread of its own.
-        .target(name: "X11Clipboard", dependencies: ["CHandoffXCB", "HandoffModel", "HandoffSystem"], path: sources("X11Clipboard"), swiftSettings: strict),
+        // The only importer of CHandoffXCB and of CHandoffWayland: the session's clipboard (X11's
+        // CLIPBOARD selection, or a Wayland compositor's data-control) on a thread of its own.
+        .target(
+            name: "SessionClipboard", dependencies: ["CHandoffXCB", "CHandoffWayland", "HandoffModel", "HandoffSystem"], path: sources("SessionClipboard"),
+            swiftSettings: strict
+        ),
         // The session agent's work (docs/desktop.md, docs/dbus.md): notifications of the other devices' activities and
         // the D-Bus interface for apps, on
         // HandoffClient and HandoffDBus — no NIO, OpenSSL or dns_sd.
         // Its D-Bus interfaces' introspection XML is served as it is in the repository.
         .target(
-            name: "DesktopAgent", dependencies: ["HandoffDBus", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem", "X11Clipboard", logging],
+            name: "DesktopAgent", dependencies: ["HandoffDBus", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem", "SessionClipboard", logging],
             path: sources("DesktopAgent"), resources: [
                 .embedInCode("Interfaces/org.handoff.Desktop1.xml"), .embedInCode("Interfaces/org.handoff.Receiver1.xml"),
                 .embedInCode("Interfaces/org.kde.StatusNotifierItem.xml"), .embedInCode("Interfaces/com.canonical.dbusmenu.xml"),
@@ -264,7 +271,7 @@ let package = Package(
                 "DaemonHistory", "DaemonClipboard", "DaemonContinue",
                 "DaemonLocalAPI",
                 "HandoffClient", "HandoffKit", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
-                "HandoffDBus", "DesktopAgent", "X11Clipboard",
+                "HandoffDBus", "DesktopAgent", "SessionClipboard",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

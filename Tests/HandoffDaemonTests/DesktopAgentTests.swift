@@ -125,6 +125,30 @@ import Testing
         await session.stop()
     }
 
+    /// A session whose compositor has no data-control (GNOME's Wayland; here, a Wayland display
+    /// that is not there) and no X server: the agent runs without the clipboard, and `doctor`
+    /// says so with what still works.
+    @Test func withoutAWayToTheClipboardDoctorSaysSo() async throws {
+        let directory = try TempDirectory.make(prefix: "handoff-desktop")
+        defer { TempDirectory.remove(directory) }
+        let bus = try await SessionBus(directory: directory)
+        let daemon = try await TestDaemon.start()
+        let options = Self.options(directory)
+        try await Self.withAgent(daemon, bus: bus, environment: ["WAYLAND_DISPLAY": "wayland-absent"], options: options) {
+            _ = try await Rig.waitFor("desktop.json") { FileManager.default.fileExists(atPath: options.statusFile) }
+            let data = FileManager.default.contents(atPath: options.statusFile) ?? Data()
+            #expect(try JSONDecoder().decode(DesktopAgentStatus.self, from: data).clipboard == nil)
+            let doctor = try await Subprocess.run(
+                Subprocess.product("handoffctl"), ["doctor", "--socket", daemon.socketPath],
+                environment: ["XDG_RUNTIME_DIR": directory + "/run", "WAYLAND_DISPLAY": "wayland-absent", "PATH": "/usr/bin:/bin"]
+            )
+            #expect(doctor.stdout.contains("warning  this session's clipboard cannot be shared"), "\(doctor)")
+            #expect(doctor.stdout.contains("fix: paste another device's copy with: handoffctl clipboard paste"), "\(doctor)")
+        }
+        try await daemon.finish()
+        await bus.stop()
+    }
+
     /// Where no panel shows status icons (plain GNOME), the agent says so once — a notification
     /// the first time, never again — and notifications go on; `desktop.json` tells `doctor`.
     @Test func withoutAPanelForStatusIconsTheAgentSaysSoOnce() async throws {

@@ -2,7 +2,7 @@ import Foundation
 import HandoffModel
 import HandoffTestSupport
 import Testing
-import X11Clipboard
+import SessionClipboard
 
 /// The X11 clipboard engine against a real X server (Xvfb) and real clients: `xclip` copying and
 /// pasting, and `scripts/clipboard-owner.py` (python3-xlib) copying as a password manager does.
@@ -33,7 +33,7 @@ import X11Clipboard
 
     static let owner = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/clipboard-owner.py").standardizedFileURL.path
 
-    static func next(_ events: inout AsyncStream<X11Clipboard.Event>.Iterator) async throws -> X11Clipboard.Event {
+    static func next(_ events: inout AsyncStream<ClipboardEvent>.Iterator) async throws -> ClipboardEvent {
         guard let event = await events.next() else { throw TestFailure("the clipboard's events ended") }
         return event
     }
@@ -55,12 +55,12 @@ import X11Clipboard
 
         // Another app copies text: read as UTF-8 text.
         try await server.copy(Data("héllo there".utf8), type: "UTF8_STRING")
-        #expect(try await Self.next(&events) == .copied(forms: [X11Clipboard.Form(type: "text/plain;charset=utf-8", bytes: Array("héllo there".utf8))], secret: false))
+        #expect(try await Self.next(&events) == .copied(forms: [ClipboardForm(type: "text/plain;charset=utf-8", bytes: Array("héllo there".utf8))], secret: false))
 
         // A 5 MiB picture: xclip sends it in pieces (INCR), read whole.
         let picture = (0..<(5 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 11) }
         try await server.copy(Data(picture), type: "image/png")
-        #expect(try await Self.next(&events) == .copied(forms: [X11Clipboard.Form(type: "image/png", bytes: picture)], secret: false))
+        #expect(try await Self.next(&events) == .copied(forms: [ClipboardForm(type: "image/png", bytes: picture)], secret: false))
 
         // Over the bound: not read.
         let small = try X11Clipboard.connect(display: server.display, maximumSize: 1000)
@@ -68,7 +68,7 @@ import X11Clipboard
         small.read(true)
         var smallEvents = small.events.makeAsyncIterator()
         try await server.copy(Data(repeating: 1, count: 5000), type: "image/png")
-        #expect(try await Self.next(&events) == .copied(forms: [X11Clipboard.Form(type: "image/png", bytes: Array(repeating: 1, count: 5000))], secret: false))
+        #expect(try await Self.next(&events) == .copied(forms: [ClipboardForm(type: "image/png", bytes: Array(repeating: 1, count: 5000))], secret: false))
         #expect(try await Self.next(&smallEvents) == .copied(forms: [], secret: false))
         // Gone before we offer (it would read what we offer, as any clipboard manager would).
         small.close()
@@ -101,7 +101,7 @@ import X11Clipboard
         // Another app copies: our offer ends, and its copy is read.
         try await server.copy(Data("mine".utf8), type: "UTF8_STRING")
         #expect(try await Self.next(&events) == .offerEnded)
-        #expect(try await Self.next(&events) == .copied(forms: [X11Clipboard.Form(type: "text/plain;charset=utf-8", bytes: Array("mine".utf8))], secret: false))
+        #expect(try await Self.next(&events) == .copied(forms: [ClipboardForm(type: "text/plain;charset=utf-8", bytes: Array("mine".utf8))], secret: false))
         await server.stop()
     }
 
@@ -117,12 +117,12 @@ import X11Clipboard
         // A picture first, in pieces, as in the agent's life.
         let picture = [UInt8](repeating: 9, count: 900 << 10)
         try await server.copy(Data(picture), type: "image/png")
-        #expect(try await Self.next(&events) == .copied(forms: [X11Clipboard.Form(type: "image/png", bytes: picture)], secret: false))
+        #expect(try await Self.next(&events) == .copied(forms: [ClipboardForm(type: "image/png", bytes: picture)], secret: false))
         for (hint, secret) in [("secret", true), ("public", false)] {
             let owner = try RunningProcess("/usr/bin/python3", [Self.owner, "UTF8_STRING=hunter2", "x-kde-passwordManagerHint=\(hint)"], environment: ["DISPLAY": server.display])
             try await owner.wait(for: "the owner to take the clipboard") { $0.stdout.contains("owned") }
-            let expected: X11Clipboard.Event = secret
-                ? .copied(forms: [], secret: true) : .copied(forms: [X11Clipboard.Form(type: "text/plain;charset=utf-8", bytes: Array("hunter2".utf8))], secret: false)
+            let expected: ClipboardEvent = secret
+                ? .copied(forms: [], secret: true) : .copied(forms: [ClipboardForm(type: "text/plain;charset=utf-8", bytes: Array("hunter2".utf8))], secret: false)
             var event = try await Self.next(&events)
             // The previous owner quitting emptied the clipboard first.
             if event == .copied(forms: [], secret: false) { event = try await Self.next(&events) }

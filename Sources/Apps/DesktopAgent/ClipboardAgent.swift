@@ -8,7 +8,7 @@ import HandoffClient
 import HandoffModel
 import HandoffSystem
 import Logging
-import X11Clipboard
+import SessionClipboard
 
 #if canImport(Glibc)
 import Glibc
@@ -20,10 +20,11 @@ import Glibc
 /// this session's clipboard, and fetched only when an app pastes it.
 ///
 /// Decisions are `ClipboardDesk`'s in handoffd; this carries out what its events say, in one
-/// loop, with the X server's clipboard (`X11Clipboard`) as its edge.
+/// loop, with the session's clipboard (`ClipboardBackend`: the X server's, or a Wayland compositor's) as
+/// its edge.
 package struct ClipboardAgent: Sendable {
     let client: HandoffClient
-    let x11: X11Clipboard
+    let backend: any ClipboardBackend
     /// How long an app's paste waits for another device before it gets nothing.
     let pasteTimeout: Duration
     let logger: Logger
@@ -32,9 +33,9 @@ package struct ClipboardAgent: Sendable {
     /// pastes from other devices).
     package static let readLimit = 256 << 20
 
-    package init(client: HandoffClient, x11: X11Clipboard, pasteTimeout: Duration = .seconds(10), logger: Logger) {
+    package init(client: HandoffClient, backend: any ClipboardBackend, pasteTimeout: Duration = .seconds(10), logger: Logger) {
         self.client = client
-        self.x11 = x11
+        self.backend = backend
         self.pasteTimeout = pasteTimeout
         self.logger = logger
     }
@@ -44,7 +45,7 @@ package struct ClipboardAgent: Sendable {
         case daemon(ClipboardState)
         /// Another device pastes a kind of this device's copy.
         case streamRequested(streamID: UUID, copyID: UUID, type: String)
-        case x11(X11Clipboard.Event)
+        case session(ClipboardEvent)
         case tick
     }
 
@@ -63,43 +64,43 @@ package struct ClipboardAgent: Sendable {
         var offered: ClipboardCopy?
         await withDiscardingTaskGroup { group in
             group.addTask {
-                for await event in x11.events { post.yield(.x11(event)) }
+                for await event in backend.events { post.yield(.session(event)) }
             }
             group.addTask { await alarm.run { post.yield(.tick) } }
             for await input in inbox {
                 switch input {
                 case .daemon(let new):
                     if new.enabled != state?.enabled {
-                        x11.read(new.enabled)
+                        backend.read(new.enabled)
                         logger.info(new.enabled ? "the clipboard is shared: copies here are read" : "the clipboard is off here: copies are not read")
                     }
                     state = new
                     if new.local?.id != local?.id { local = nil }
                     let wanted = new.enabled ? new.newest.flatMap { $0.peer == nil ? nil : $0 } : nil
                     if let wanted, wanted.id != offered?.id {
-                        x11.offer(types: wanted.items.map(\.type))
+                        backend.offer(types: wanted.items.map(\.type))
                         logger.info("another device's copy is offered", metadata: ["device": "\(wanted.peer?.name ?? "")", "kinds": "\(wanted.items.count)"])
                     } else if wanted == nil, offered != nil {
-                        x11.withdraw()
+                        backend.withdraw()
                     }
                     offered = wanted
-                case .x11(.copied(let forms, let secret)):
+                case .session(.copied(let forms, let secret)):
                     guard let current = state, current.enabled else { continue }
                     let kept = secret ? [] : forms.filter { Int64($0.bytes.count) <= current.maximumSize }
                     local = await announce(kept, secret: secret)
-                case .x11(.pasteRequested(let request)):
+                case .session(.pasteRequested(let request)):
                     guard let copy = offered else {
-                        x11.answer(request, with: nil)
+                        backend.answer(request, with: nil)
                         continue
                     }
-                    group.addTask { x11.answer(request, with: await fetch(request.type, of: copy)) }
-                case .x11(.notRead):
+                    group.addTask { backend.answer(request, with: await fetch(request.type, of: copy)) }
+                case .session(.notRead):
                     logger.info("a copy here was not read: the clipboard is off")
-                case .x11(.offerEnded):
+                case .session(.offerEnded):
                     // Another app copied: its copy comes as `copied`.
                     offered = nil
-                case .x11(.disconnected):
-                    logger.notice("the X server went away; the clipboard is no longer shared from this session")
+                case .session(.disconnected):
+                    logger.notice("the display server went away; the clipboard is no longer shared from this session")
                 case .streamRequested(let streamID, let copyID, let type):
                     guard let local, local.id == copyID, let bytes = local.forms[type] else { continue }
                     group.addTask { await serve(bytes, on: streamID) }
@@ -109,19 +110,19 @@ package struct ClipboardAgent: Sendable {
                 let now = Timestamp.now()
                 if let held = local, held.expiresAt <= now { local = nil }
                 if let copy = offered, copy.expiresAt <= now {
-                    x11.withdraw()
+                    backend.withdraw()
                     offered = nil
                 }
                 alarm.set([local?.expiresAt, offered?.expiresAt].compactMap { $0 }.min())
             }
             group.cancelAll()
         }
-        x11.withdraw()
+        backend.withdraw()
     }
 
     /// Tells handoffd what was copied (nothing carried, or a secret: its last copy is withdrawn);
     /// what it gives out then, held here.
-    private func announce(_ forms: [X11Clipboard.Form], secret: Bool) async -> Local? {
+    private func announce(_ forms: [ClipboardForm], secret: Bool) async -> Local? {
         let items = forms.map { ClipboardItem(type: $0.type, size: Int64($0.bytes.count)) }
         do throws(HandoffClientError) {
             let answer = try await client.send(.announceClipboard(ClipboardAnnouncement(items: items)))

@@ -5,7 +5,7 @@ import HandoffModel
 import HandoffSystem
 import Logging
 import Synchronization
-import X11Clipboard
+import SessionClipboard
 
 /// What `handoff-desktop` does in a graphical session (docs/desktop.md): it follows handoffd's
 /// events, shows what the other devices are doing as notifications (`NotificationPlanner`
@@ -33,6 +33,8 @@ package struct DesktopAgent: Sendable {
         /// How long the icon waits for a panel that shows it before the agent says there is none:
         /// panels start with the session, maybe after the agent.
         package var statusIconGrace: Duration
+        /// How the session's clipboard is reached (`ClipboardBackend.name`), for `doctor`.
+        var clipboard: String?
 
         package init(environment: [String: String], statusIconGrace: Duration = .seconds(30)) {
             statusFile = HandoffPaths.desktopStatusPath(environment: environment)
@@ -82,6 +84,9 @@ package struct DesktopAgent: Sendable {
         let listening = try await interface.listen()
         let icon = StatusIcon(bus: bus, menu: TrayMenu(TrayFacts(), clock: TrayAgent.timeOfDay))
         let iconListening = try await icon.listen()
+        let clipboard = connectClipboard()
+        var options = self.options
+        options.clipboard = clipboard?.backend.name
         let tray = TrayAgent(client: client, server: server, icon: icon, dialog: JoinDialog(environment: dialogEnvironment), options: options, logger: logger)
         // Unbounded: what handoffd's events add is one refresh at a time (`RefreshRequests`); the
         // rest are the user's clicks and what they started.
@@ -92,7 +97,6 @@ package struct DesktopAgent: Sendable {
         logger.info("ready", metadata: ["bus-name": "\(Self.busName)"])
         let (inbox, post) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .bufferingNewest(256))
         let alarm = Alarm()
-        let clipboard = connectClipboard()
         let (clipboardInbox, clipboardPost) = AsyncStream.makeStream(of: ClipboardAgent.Input.self, bufferingPolicy: .bufferingNewest(256))
         await withDiscardingTaskGroup { group in
             group.addTask {
@@ -132,19 +136,28 @@ package struct DesktopAgent: Sendable {
         }
     }
 
-    /// The session's X server's clipboard (docs/clipboard.md, "X11"), if the session has one.
+    /// The session's clipboard (docs/clipboard.md): a Wayland compositor's with data-control, else
+    /// the X server's (Xwayland's too, which then reaches X11 apps only), else none.
     private func connectClipboard() -> ClipboardAgent? {
-        guard let display = session["DISPLAY"], !display.isEmpty else {
-            logger.notice("no X display in the session: the clipboard is not shared from it")
-            return nil
+        var reasons: [String] = []
+        if let wayland = session["WAYLAND_DISPLAY"], !wayland.isEmpty {
+            do throws(ClipboardBackendError) {
+                let backend = try WaylandClipboard.connect(display: wayland, maximumSize: ClipboardAgent.readLimit)
+                return ClipboardAgent(client: client, backend: backend, logger: logger)
+            } catch {
+                reasons.append(error.description)
+            }
         }
-        do throws(X11ClipboardError) {
-            let x11 = try X11Clipboard.connect(display: display, maximumSize: ClipboardAgent.readLimit)
-            return ClipboardAgent(client: client, x11: x11, logger: logger)
-        } catch {
-            logger.notice("the clipboard is not shared from this session", metadata: ["error": "\(error)"])
-            return nil
+        if let display = session["DISPLAY"], !display.isEmpty {
+            do throws(ClipboardBackendError) {
+                let backend = try X11Clipboard.connect(display: display, maximumSize: ClipboardAgent.readLimit)
+                return ClipboardAgent(client: client, backend: backend, logger: logger)
+            } catch {
+                reasons.append(error.description)
+            }
         }
+        logger.notice("the clipboard is not shared from this session", metadata: ["why": "\(reasons.isEmpty ? "no display" : reasons.joined(separator: "; "))"])
+        return nil
     }
 
     /// handoffd's events, for as long as the agent runs: each change of a device is a reason to

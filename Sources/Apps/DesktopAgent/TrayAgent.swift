@@ -278,7 +278,8 @@ struct TrayAgent: Sendable {
     private func writeStatus(_ notes: Notes) {
         let status = DesktopAgentStatus(
             pid: getpid(), statusIcon: notes.iconState, notifications: notes.notifications,
-            joinDialog: ChildProcess.search(JoinDialog.program, path: dialog.environment["PATH"] ?? "/usr/bin:/bin") != nil
+            joinDialog: ChildProcess.search(JoinDialog.program, path: dialog.environment["PATH"] ?? "/usr/bin:/bin") != nil,
+            clipboard: options.clipboard
         )
         guard let data = try? JSONEncoder().encode(status) else { return }
         let path = options.statusFile

@@ -52,6 +52,20 @@ enum DesktopCheck {
                 )
             )
         }
+        switch status.clipboard {
+        case "x11":
+            checks.append(Doctor.Check(name: "clipboard", verdict: .ok, message: "the clipboard is shared with your other devices through the X server"))
+        case "wayland":
+            checks.append(Doctor.Check(name: "clipboard", verdict: .ok, message: "the clipboard is shared with your other devices through the compositor's data-control"))
+        default:
+            checks.append(
+                Doctor.Check(
+                    name: "clipboard", verdict: .warning,
+                    message: "this session's clipboard cannot be shared: its compositor has no data-control protocol (GNOME's Wayland has none)",
+                    fix: "paste another device's copy with: handoffctl clipboard paste (or log in to an X11 or KDE Plasma session)"
+                )
+            )
+        }
         if !status.joinDialog {
             checks.append(
                 Doctor.Check(

@@ -22,12 +22,16 @@ public struct DesktopAgentStatus: Codable, Sendable, Equatable {
     public var notifications: Bool
     /// Whether the join dialog's program (zenity) is installed.
     public var joinDialog: Bool
+    /// How the session's clipboard is reached: `x11`, `wayland` (data-control); nil: it is not
+    /// (GNOME's Wayland has no data-control; docs/clipboard.md).
+    public var clipboard: String?
 
-    public init(pid: Int32, statusIcon: StatusIcon, notifications: Bool, joinDialog: Bool) {
+    public init(pid: Int32, statusIcon: StatusIcon, notifications: Bool, joinDialog: Bool, clipboard: String? = nil) {
         self.pid = pid
         self.statusIcon = statusIcon
         self.notifications = notifications
         self.joinDialog = joinDialog
+        self.clipboard = clipboard
     }
 }
 

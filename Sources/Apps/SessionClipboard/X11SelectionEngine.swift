@@ -16,7 +16,7 @@ import Glibc
 ///
 /// Serving: `TARGETS` at once; a carried kind becomes a `pasteRequested` event, answered later
 /// with the bytes (in `INCR` pieces above `pieceSize`) or with nothing.
-final class SelectionEngine: @unchecked Sendable {
+final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
     private let connection: OpaquePointer
     private let window: xcb_window_t
     private let xfixesEvent: Int
@@ -29,7 +29,7 @@ final class SelectionEngine: @unchecked Sendable {
         var owner: xcb_window_t
         var time: xcb_timestamp_t
         var step: Step
-        var forms: [X11Clipboard.Form] = []
+        var forms: [ClipboardForm] = []
         var deadline: ContinuousClock.Instant
 
         enum Step {
@@ -70,10 +70,10 @@ final class SelectionEngine: @unchecked Sendable {
     /// The property on our window that conversions are written to.
     static let property = "HANDOFF_SELECTION"
 
-    init(display: String?, maximumSize: Int) throws(X11ClipboardError) {
+    init(display: String, maximumSize: Int) throws(ClipboardBackendError) {
         var screenNumber: Int32 = 0
         guard let connection = xcb_connect(display, &screenNumber), xcb_connection_has_error(connection) == 0 else {
-            throw X11ClipboardError("cannot connect to the X display \(display ?? "$DISPLAY")")
+            throw ClipboardBackendError("cannot connect to the X display \(display)")
         }
         self.connection = connection
         self.maximumSize = maximumSize
@@ -81,12 +81,12 @@ final class SelectionEngine: @unchecked Sendable {
         for _ in 0..<max(0, Int(screenNumber)) { xcb_screen_next(&screens) }
         guard let screen = screens.data?.pointee else {
             xcb_disconnect(connection)
-            throw X11ClipboardError("the X display has no screen \(screenNumber)")
+            throw ClipboardBackendError("the X display has no screen \(screenNumber)")
         }
         let notify = handoff_xfixes_selection_notify(connection)
         guard notify >= 0, let version = xcb_xfixes_query_version_reply(connection, xcb_xfixes_query_version(connection, 5, 0), nil) else {
             xcb_disconnect(connection)
-            throw X11ClipboardError("the X server lacks the XFixes extension, which tells when something is copied")
+            throw ClipboardBackendError("the X server lacks the XFixes extension, which tells when something is copied")
         }
         free(version)
         xfixesEvent = Int(notify)
@@ -107,7 +107,7 @@ final class SelectionEngine: @unchecked Sendable {
         xcb_flush(connection)
         guard xcb_connection_has_error(connection) == 0 else {
             xcb_disconnect(connection)
-            throw X11ClipboardError("the X display refused the clipboard's window")
+            throw ClipboardBackendError("the X display refused the clipboard's window")
         }
     }
 
@@ -117,26 +117,19 @@ final class SelectionEngine: @unchecked Sendable {
 
     // MARK: The loop
 
-    func run(shared: X11Clipboard.Shared, post: AsyncStream<X11Clipboard.Event>.Continuation) {
+    func run(jobs: EngineJobs<X11SelectionEngine>, post: AsyncStream<ClipboardEvent>.Continuation) {
         let fd = xcb_get_file_descriptor(connection)
-        while !shared.closing.load(ordering: .acquiring), xcb_connection_has_error(connection) == 0 {
-            let jobs = shared.jobs.withLock { jobs in
-                defer { jobs.removeAll() }
-                return jobs
-            }
-            for job in jobs { job(self) }
+        while !jobs.closing.load(ordering: .acquiring), xcb_connection_has_error(connection) == 0 {
+            for job in jobs.take() { job(self) }
             while let event = xcb_poll_for_event(connection) {
                 handle(event, post: post)
                 free(event)
             }
             expire(now: .now, post: post)
             xcb_flush(connection)
-            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: shared.wake.read, events: Int16(POLLIN), revents: 0)]
+            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: jobs.wake.read, events: Int16(POLLIN), revents: 0)]
             _ = SystemCall.retrying { poll(&fds, 2, pollTimeout(now: .now)) }
-            if fds[1].revents != 0 {
-                var drain = [UInt8](repeating: 0, count: 64)
-                while read(shared.wake.read, &drain, drain.count) > 0 {}
-            }
+            if fds[1].revents != 0 { jobs.drain() }
         }
     }
 
@@ -148,12 +141,12 @@ final class SelectionEngine: @unchecked Sendable {
         return left <= .zero ? 0 : Int32(min(60_000, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1))
     }
 
-    private func expire(now: ContinuousClock.Instant, post: AsyncStream<X11Clipboard.Event>.Continuation) {
+    private func expire(now: ContinuousClock.Instant, post: AsyncStream<ClipboardEvent>.Continuation) {
         if let reading, reading.deadline <= now { finishReading(post: post) }
         for (pair, send) in sending where send.deadline <= now { sending[pair] = nil }
     }
 
-    private func handle(_ event: UnsafeMutablePointer<xcb_generic_event_t>, post: AsyncStream<X11Clipboard.Event>.Continuation) {
+    private func handle(_ event: UnsafeMutablePointer<xcb_generic_event_t>, post: AsyncStream<ClipboardEvent>.Continuation) {
         let type = Int(handoff_event_type(event))
         let raw = UnsafeRawPointer(event)
         switch type {
@@ -186,7 +179,7 @@ final class SelectionEngine: @unchecked Sendable {
         if paused { reading = nil }
     }
 
-    private func copied(owner: xcb_window_t, time: xcb_timestamp_t, post: AsyncStream<X11Clipboard.Event>.Continuation) {
+    private func copied(owner: xcb_window_t, time: xcb_timestamp_t, post: AsyncStream<ClipboardEvent>.Continuation) {
         let previous = lastOwner
         lastOwner = owner
         // Our own offer, or its end: nobody copied anything.
@@ -209,7 +202,7 @@ final class SelectionEngine: @unchecked Sendable {
         xcb_convert_selection(connection, window, atom("CLIPBOARD"), target, atom(Self.property), time)
     }
 
-    private func converted(_ notify: xcb_selection_notify_event_t, post: AsyncStream<X11Clipboard.Event>.Continuation) {
+    private func converted(_ notify: xcb_selection_notify_event_t, post: AsyncStream<ClipboardEvent>.Continuation) {
         guard var reading, notify.requestor == window, notify.selection == atom("CLIPBOARD") else { return }
         // Refused (property None): nothing of that kind.
         let value = notify.property == xcb_atom_t(XCB_NONE) ? nil : takeProperty()
@@ -246,7 +239,7 @@ final class SelectionEngine: @unchecked Sendable {
                 return
             }
             if let value, value.bytes.count <= maximumSize, let kind = kinds.first {
-                reading.forms.append(X11Clipboard.Form(type: kind.type, bytes: value.bytes))
+                reading.forms.append(ClipboardForm(type: kind.type, bytes: value.bytes))
             }
             reading.step = .form(kinds: Array(kinds.dropFirst()), pieces: nil)
         }
@@ -255,19 +248,19 @@ final class SelectionEngine: @unchecked Sendable {
     }
 
     /// Asks for the next kind, or tells what was read.
-    private func next(post: AsyncStream<X11Clipboard.Event>.Continuation) {
+    private func next(post: AsyncStream<ClipboardEvent>.Continuation) {
         guard let reading, case .form(let kinds, _) = reading.step else { return }
         guard let kind = kinds.first else { return finishReading(post: post) }
         convert(atom(kind.target), time: reading.time)
     }
 
-    private func finishReading(post: AsyncStream<X11Clipboard.Event>.Continuation) {
+    private func finishReading(post: AsyncStream<ClipboardEvent>.Continuation) {
         guard let reading else { return }
         self.reading = nil
         post.yield(.copied(forms: reading.forms, secret: false))
     }
 
-    private func propertyChanged(_ notify: xcb_property_notify_event_t, post: AsyncStream<X11Clipboard.Event>.Continuation) {
+    private func propertyChanged(_ notify: xcb_property_notify_event_t, post: AsyncStream<ClipboardEvent>.Continuation) {
         if notify.window == window {
             // A piece of an INCR transfer to us.
             guard notify.atom == atom(Self.property), notify.state == UInt8(XCB_PROPERTY_NEW_VALUE.rawValue), var reading,
@@ -276,7 +269,7 @@ final class SelectionEngine: @unchecked Sendable {
             let piece = takeProperty()?.bytes ?? []
             reading.deadline = .now + Self.stepTimeout
             if piece.isEmpty {
-                if pieces.count <= maximumSize { reading.forms.append(X11Clipboard.Form(type: kind.type, bytes: pieces)) }
+                if pieces.count <= maximumSize { reading.forms.append(ClipboardForm(type: kind.type, bytes: pieces)) }
                 reading.step = .form(kinds: Array(kinds.dropFirst()), pieces: nil)
                 self.reading = reading
                 next(post: post)
@@ -353,7 +346,7 @@ final class SelectionEngine: @unchecked Sendable {
         }
     }
 
-    private func asked(_ request: xcb_selection_request_event_t, post: AsyncStream<X11Clipboard.Event>.Continuation) {
+    private func asked(_ request: xcb_selection_request_event_t, post: AsyncStream<ClipboardEvent>.Continuation) {
         var request = request
         // Obsolete clients name no property: the target is the property then (ICCCM 2.2).
         if request.property == xcb_atom_t(XCB_NONE) { request.property = request.target }
@@ -375,7 +368,7 @@ final class SelectionEngine: @unchecked Sendable {
         guard let type = offered[request.target], pending.count < 64 else { return notify(request, answered: false) }
         nextRequest += 1
         pending[nextRequest] = request
-        post.yield(.pasteRequested(X11Clipboard.PasteRequest(id: nextRequest, type: type)))
+        post.yield(.pasteRequested(PasteRequest(id: nextRequest, type: type)))
     }
 
     func answer(_ id: Int, with bytes: [UInt8]?) {
