@@ -45,29 +45,37 @@ import Testing
     @Test func theNewestCopyAnywhereWinsAndEachLastsItsLifetime() {
         var board = ClipboardBoard(enabled: true)
         _ = board.copied(Self.text, now: Self.t0, settings: Self.settings)
-        let theirs = ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 600, items: Self.png)
+        let theirs = ClipboardNotice(copiedAt: Self.t0.adding(seconds: 5), lifetimeSeconds: 600, items: Self.png)
         let heardTheirs = board.heard(theirs, from: Self.alpha, now: Self.t0.adding(seconds: 5), settings: Self.settings)
         #expect(heardTheirs)
         #expect(board.newest?.notice.id == theirs.id && board.newest?.peer == Self.alpha)
         // Kept for the shorter lifetime: ours.
         #expect(board.newest?.expiresAt == Self.t0.adding(seconds: 125))
+        // Heard again (a session opened anew): nothing changes.
+        let again = board.heard(theirs, from: Self.alpha, now: Self.t0.adding(seconds: 6), settings: Self.settings)
+        #expect(!again)
         // This device's copy is still given out, though not the newest.
         #expect(board.refusal(copyID: board.local!.notice.id, type: "text/plain;charset=utf-8", now: Self.t0.adding(seconds: 6)) == nil)
-        // A copy here after it is the newest again.
+        // A copy here after it is the newest again; a notice of an older copy does not replace it.
         _ = board.copied(Self.png, now: Self.t0.adding(seconds: 10), settings: Self.settings)
         #expect(board.newest?.peer == nil)
+        let older = board.heard(ClipboardNotice(copiedAt: Self.t0.adding(seconds: 8), lifetimeSeconds: 60, items: Self.text), from: Self.bravo, now: Self.t0.adding(seconds: 11), settings: Self.settings)
+        #expect(!older && board.newest?.peer == nil)
         // Another device's withdrawal does not take alpha's copy; alpha's does.
-        let newer = ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 60, items: Self.text)
+        let newer = ClipboardNotice(copiedAt: Self.t0.adding(seconds: 20), lifetimeSeconds: 60, items: Self.text)
         _ = board.heard(newer, from: Self.alpha, now: Self.t0.adding(seconds: 20), settings: Self.settings)
-        let empty = ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 60, items: [])
-        let bravoWithdrew = board.heard(empty, from: Self.bravo, now: Self.t0.adding(seconds: 21), settings: Self.settings)
+        let bravoWithdrew = board.heard(ClipboardNotice(copiedAt: Self.t0.adding(seconds: 21), lifetimeSeconds: 60, items: []), from: Self.bravo, now: Self.t0.adding(seconds: 21), settings: Self.settings)
         #expect(!bravoWithdrew)
         #expect(board.newest?.peer == Self.alpha)
-        let alphaWithdrew = board.heard(empty, from: Self.alpha, now: Self.t0.adding(seconds: 22), settings: Self.settings)
+        // A withdrawal older than alpha's copy came late: alpha's copy stays.
+        let late = board.heard(ClipboardNotice(copiedAt: Self.t0.adding(seconds: 19), lifetimeSeconds: 60, items: []), from: Self.alpha, now: Self.t0.adding(seconds: 22), settings: Self.settings)
+        #expect(!late && board.newest?.peer == Self.alpha)
+        let alphaWithdrew = board.heard(ClipboardNotice(copiedAt: Self.t0.adding(seconds: 22), lifetimeSeconds: 60, items: []), from: Self.alpha, now: Self.t0.adding(seconds: 22), settings: Self.settings)
         #expect(alphaWithdrew)
-        #expect(board.newest?.peer == nil && board.remote == nil)
+        #expect(board.newest == nil && board.remote == nil)
         // Run out: forgotten when next looked at.
-        _ = board.heard(newer, from: Self.alpha, now: Self.t0.adding(seconds: 30), settings: Self.settings)
+        let last = ClipboardNotice(copiedAt: Self.t0.adding(seconds: 30), lifetimeSeconds: 60, items: Self.text)
+        _ = board.heard(last, from: Self.alpha, now: Self.t0.adding(seconds: 30), settings: Self.settings)
         #expect(board.nextExpiry == Self.t0.adding(seconds: 90))
         let early = board.expire(now: Self.t0.adding(seconds: 89))
         let theirsRanOut = board.expire(now: Self.t0.adding(seconds: 90))
@@ -76,6 +84,19 @@ import Testing
         let oursRanOut = board.expire(now: Self.t0.adding(seconds: 130))
         #expect(oursRanOut)
         #expect(board.state(Self.settings) == ClipboardState(enabled: true, maximumSize: Self.settings.maximumSize))
+    }
+
+    /// A secret (or anything not carried) copied here after another device's copy: nothing is
+    /// offered any more, so no app pastes the older copy in its place.
+    @Test func aSecretCopiedHereEndsTheOfferOfAnOlderCopy() {
+        var board = ClipboardBoard(enabled: true)
+        _ = board.heard(ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 60, items: Self.text), from: Self.alpha, now: Self.t0, settings: Self.settings)
+        #expect(board.newest?.peer == Self.alpha)
+        let told = board.copied([], now: Self.t0.adding(seconds: 1), settings: Self.settings)
+        #expect(told == .nothing && board.newest == nil)
+        // The same copy told again as a session opens: still nothing to offer.
+        let again = board.heard(ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 60, items: Self.text), from: Self.alpha, now: Self.t0.adding(seconds: 2), settings: Self.settings)
+        #expect(!again && board.newest == nil)
     }
 
     @Test(arguments: [

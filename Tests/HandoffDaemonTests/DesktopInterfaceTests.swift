@@ -326,6 +326,65 @@ import Testing
         await bus.stop()
     }
 
+    /// An `a{sv}`'s entries.
+    static func entries(_ value: DBusValue?) -> [String: DBusValue] {
+        guard case .array(_, let items)? = value else { return [:] }
+        var out: [String: DBusValue] = [:]
+        for item in items {
+            if case .dictEntry(let key, .variant(let inner)) = item, let name = key.stringValue { out[name] = inner }
+        }
+        return out
+    }
+
+    /// An app in any language hears of another device's copy (`ClipboardChanged`), reads what it
+    /// is (`Clipboard`) and pastes it explicitly (`PasteFromDevice`): the bytes come from the other
+    /// device only then.
+    @Test func anAppSeesAndPastesAnotherDevicesCopy() async throws {
+        let directory = try TempDirectory.make(prefix: "handoff-dbus")
+        defer { TempDirectory.remove(directory) }
+        let bus = try await SessionBus(directory: directory)
+        let (a, b) = try await ContinuationTests.pair()
+        let origin = try await a.client.subscribe(.events)
+        try await DesktopAgentTests.withAgent(b, bus: bus) {
+            let app = App(bus: try DBusConnection.connect(address: bus.address))
+            defer { app.bus.close() }
+            let signals = try await app.bus.signals(matching: "type='signal',interface='org.handoff.Desktop1',member='ClipboardChanged'")
+            #expect(try await app.call("Clipboard") == [.vardict(["enabled": .bool(true)])])
+            let text = Array("from the desk".utf8)
+            await app.refused("org.handoff.Error.no_clipboard", "PasteFromDevice", [.string("")])
+            let copy = try #require(try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: [ClipboardItem(type: "text/plain;charset=utf-8", size: Int64(text.count))]))).local)
+            var heard = signals.makeAsyncIterator()
+            var said: [String: DBusValue] = [:]
+            while said["device"] == nil {
+                guard let signal = await heard.next() else { throw TestFailure("no ClipboardChanged") }
+                said = Self.entries(signal.arguments.first)
+            }
+            #expect(said["device"] == .string("desk") && said["copy"] == .string(copy.id.lowercasedString) && said["sizes"] == .array(element: "t", [.uint64(13)]))
+            #expect(try await app.call("Clipboard") == [.vardict(said)])
+            // The paste: desk's agent (this test) is asked for the bytes, and gives them.
+            let serving = Task { () async throws in
+                while let event = try await origin.next() {
+                    guard case .clipboardStreamRequested(let streamID, _, _, _) = event.body else { continue }
+                    let pipe = try await a.client.pipe(.takeStream(streamID))
+                    try await pipe.write(text)
+                    pipe.finishWriting()
+                    _ = try await pipe.readToEnd()
+                    return
+                }
+            }
+            guard case .unixFD(let fd) = try await app.call("PasteFromDevice", [.string("")]).first else { throw TestFailure("no descriptor") }
+            #expect(try await Self.readAll(fd) == text)
+            // The app is done with it: the stream ends on both devices.
+            close(fd)
+            try await serving.value
+            await app.refused("org.handoff.Error.no_clipboard", "PasteFromDevice", [.string("image/png")])
+        }
+        origin.close()
+        try await a.finish()
+        try await b.finish()
+        await bus.stop()
+    }
+
     @Test func theInterfaceIsAsTheRepositorySaysAndSurvivesHandoffdRestarting() async throws {
         let directory = try TempDirectory.make(prefix: "handoff-dbus")
         defer { TempDirectory.remove(directory) }

@@ -29,9 +29,14 @@ package struct ClipboardAgent: Sendable {
     let pasteTimeout: Duration
     let logger: Logger
 
-    /// The largest kind read from an app (a larger `[clipboard] max_size` still applies to
-    /// pastes from other devices).
-    package static let readLimit = 256 << 20
+    /// The largest kind read from an app: handoffd's default `[clipboard] max_size` (a smaller
+    /// one set there drops larger kinds before they are announced).
+    package static let readLimit = 64 << 20
+    /// How long another device may take to read what it pastes from this one.
+    static let serveTimeout: Int = 30
+    /// Copies whose offer another app ended here, remembered so that no later word from
+    /// handoffd offers them again over what the user copied since.
+    static let rememberedEnded = 16
 
     package init(client: HandoffClient, backend: any ClipboardBackend, pasteTimeout: Duration = .seconds(10), logger: Logger) {
         self.client = client
@@ -62,6 +67,7 @@ package struct ClipboardAgent: Sendable {
         var state: ClipboardState?
         var local: Local?
         var offered: ClipboardCopy?
+        var ended: [UUID] = []
         await withDiscardingTaskGroup { group in
             group.addTask {
                 for await event in backend.events { post.yield(.session(event)) }
@@ -75,8 +81,10 @@ package struct ClipboardAgent: Sendable {
                         logger.info(new.enabled ? "the clipboard is shared: copies here are read" : "the clipboard is off here: copies are not read")
                     }
                     state = new
-                    if new.local?.id != local?.id { local = nil }
-                    let wanted = new.enabled ? new.newest.flatMap { $0.peer == nil ? nil : $0 } : nil
+                    // Only the switch drops what was copied here: a word from before the last
+                    // copy may name the copy before it.
+                    if !new.enabled { local = nil }
+                    let wanted = new.enabled ? new.newest.flatMap { $0.peer == nil || ended.contains($0.id) ? nil : $0 } : nil
                     if let wanted, wanted.id != offered?.id {
                         backend.offer(types: wanted.items.map(\.type))
                         logger.info("another device's copy is offered", metadata: ["device": "\(wanted.peer?.name ?? "")", "kinds": "\(wanted.items.count)"])
@@ -98,6 +106,7 @@ package struct ClipboardAgent: Sendable {
                     logger.info("a copy here was not read: the clipboard is off")
                 case .session(.offerEnded):
                     // Another app copied: its copy comes as `copied`.
+                    if let copy = offered { ended = Array((ended + [copy.id]).suffix(Self.rememberedEnded)) }
                     offered = nil
                 case .session(.disconnected):
                     logger.notice("the display server went away; the clipboard is no longer shared from this session")
@@ -135,11 +144,15 @@ package struct ClipboardAgent: Sendable {
         }
     }
 
-    /// Another device pastes: the bytes go out on the stream handoffd offered.
+    /// Another device pastes: the bytes go out on the stream handoffd offered, within
+    /// `serveTimeout` of silence (a device that stops reading does not hold this up for ever).
     private func serve(_ bytes: [UInt8], on streamID: UUID) async {
         do throws(HandoffClientError) {
             let pipe = try await client.pipe(.takeStream(streamID))
             defer { pipe.close() }
+            var wait = timeval(tv_sec: Self.serveTimeout, tv_usec: 0)
+            setsockopt(pipe.fileDescriptor, SOL_SOCKET, SO_SNDTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(pipe.fileDescriptor, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
             try await pipe.write(bytes)
             pipe.finishWriting()
             _ = try await pipe.readToEnd(limit: 0)
@@ -149,17 +162,35 @@ package struct ClipboardAgent: Sendable {
     }
 
     /// An app here pastes `type` of another device's copy: its bytes, or nil when they do not
-    /// come whole within `pasteTimeout` (the app then gets nothing rather than waiting).
+    /// come whole within `pasteTimeout` once the stream opened (the app then gets nothing rather
+    /// than waiting; the stream is cut).
     private func fetch(_ type: String, of copy: ClipboardCopy) async -> [UInt8]? {
         guard let size = copy.items.first(where: { $0.type == type })?.size else { return nil }
         do throws(HandoffClientError) {
             let pipe = try await client.pipe(.pasteClipboard(copy.id, type: type))
             defer { pipe.close() }
             pipe.finishWriting()
-            let seconds = pasteTimeout.components.seconds
-            var wait = timeval(tv_sec: Int(max(1, seconds)), tv_usec: 0)
-            setsockopt(pipe.fileDescriptor, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-            let bytes = try await pipe.readToEnd(limit: Int(size))
+            let deadline = pasteTimeout
+            let bytes = try await withTaskGroup(of: Result<[UInt8], HandoffClientError>?.self) { group in
+                group.addTask {
+                    do throws(HandoffClientError) {
+                        return .success(try await pipe.readToEnd(limit: Int(size)))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                group.addTask {
+                    // Cuts the stream: the read ends at once, with what came.
+                    if (try? await QuietSleep.sleep(for: deadline)) != nil { shutdown(pipe.fileDescriptor, Int32(SHUT_RDWR)) }
+                    return nil
+                }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                if let first { return first }
+                // The deadline came first: the read ends now, cut short.
+                let cut = await group.next() ?? nil
+                return cut ?? .success([])
+            }.get()
             guard bytes.count == Int(size) else {
                 logger.notice("a paste from another device came short", metadata: ["expected": "\(size)", "got": "\(bytes.count)"])
                 return nil

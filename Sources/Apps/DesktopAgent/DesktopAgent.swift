@@ -97,7 +97,9 @@ package struct DesktopAgent: Sendable {
         logger.info("ready", metadata: ["bus-name": "\(Self.busName)"])
         let (inbox, post) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .bufferingNewest(256))
         let alarm = Alarm()
-        let (clipboardInbox, clipboardPost) = AsyncStream.makeStream(of: ClipboardAgent.Input.self, bufferingPolicy: .bufferingNewest(256))
+        // Unbounded: each paste asked of the session must be answered (or the app waits), and what
+        // comes is bounded where it is made (the backend's pending pastes, handoffd's events).
+        let (clipboardInbox, clipboardPost) = AsyncStream.makeStream(of: ClipboardAgent.Input.self)
         await withDiscardingTaskGroup { group in
             group.addTask {
                 await bus.closed()
@@ -107,7 +109,11 @@ package struct DesktopAgent: Sendable {
                 clipboardPost.finish()
             }
             group.addTask {
-                await followHandoffd(post, tray: trayPost, refreshes: refreshes, switched: interface.handoffChanged) { clipboardPost.yield($0) }
+                await followHandoffd(post, tray: trayPost, refreshes: refreshes, switched: interface.handoffChanged) { input, changed in
+                    // Apps hear of changes, not of the agent (re)connecting.
+                    if changed, case .daemon(let state) = input { interface.clipboardChanged(state) }
+                    clipboardPost.yield(input)
+                }
             }
             if let clipboard { group.addTask { await clipboard.run(clipboardInbox, post: clipboardPost) } }
             group.addTask {
@@ -165,7 +171,7 @@ package struct DesktopAgent: Sendable {
     /// device's own status (account, switch, devices inviting nearby); the clipboard its own.
     private func followHandoffd(
         _ post: AsyncStream<Input>.Continuation, tray: AsyncStream<TrayAgent.Input>.Continuation, refreshes: RefreshRequests,
-        switched: @escaping @Sendable (Bool) -> Void, clipboard: @escaping @Sendable (ClipboardAgent.Input) -> Void
+        switched: @escaping @Sendable (Bool) -> Void, clipboard: @escaping @Sendable (ClipboardAgent.Input, _ changed: Bool) -> Void
     ) async {
         // The switch as handoffd has it: D-Bus apps following the `Handoff` property hear changes.
         let client = client
@@ -179,7 +185,7 @@ package struct DesktopAgent: Sendable {
                 post.yield(.offersChanged)
                 refreshes.request()
                 await readSwitch()
-                if let state = try? await client.send(.clipboard) { clipboard(.daemon(state)) }
+                if let state = try? await client.send(.clipboard) { clipboard(.daemon(state), false) }
                 let ended = await withTaskCancellationHandler { () async -> HandoffClientError? in
                     do throws(HandoffClientError) {
                         while let event = try await events.next() {
@@ -191,9 +197,9 @@ package struct DesktopAgent: Sendable {
                                 refreshes.request()
                                 await readSwitch()
                             case .clipboardChanged(let state):
-                                clipboard(.daemon(state))
+                                clipboard(.daemon(state), true)
                             case .clipboardStreamRequested(let streamID, let copyID, let type, _):
-                                clipboard(.streamRequested(streamID: streamID, copyID: copyID, type: type))
+                                clipboard(.streamRequested(streamID: streamID, copyID: copyID, type: type), false)
                             default: break
                             }
                         }

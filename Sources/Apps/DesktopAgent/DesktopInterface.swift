@@ -44,11 +44,13 @@ package struct DesktopInterface: Sendable {
         "Register": "saso", "RegisterClaiming": "sasaso", "Unregister": "", "BecomeCurrent": "sa{sv}", "Update": "sa{sv}", "Resign": "s", "Invalidate": "s", "Focus": "s",
         "CloseWindow": "s", "CloseWindowKeepingRestoration": "s", "SetActivationConditions": "sasas", "SaveRestoration": "sa{sv}", "RemoveRestoration": "s", "Continue": "s", "OpenStream": "s", "TakeStream": "s",
         "History": "", "SavedActivity": "s", "OpenLink": "s", "DeleteSavedActivities": "asas", "DeleteAllSavedActivities": "as",
+        "Clipboard": "", "PasteFromDevice": "s",
     ]
     /// The methods that are one local-API request each, answered as they complete (no
     /// registration needed).
     static let requests: Set<String> = [
         "Continue", "OpenStream", "TakeStream", "History", "SavedActivity", "OpenLink", "DeleteSavedActivities", "DeleteAllSavedActivities",
+        "Clipboard", "PasteFromDevice",
     ]
     static let propertiesInterface = "org.freedesktop.DBus.Properties"
     /// The properties' calls and what they take.
@@ -190,8 +192,8 @@ package struct DesktopInterface: Sendable {
         }
     }
 
-    /// Continue, OpenStream, TakeStream, History, SavedActivity, OpenLink and the deletions of
-    /// saved activities: one local-API request each.
+    /// Continue, OpenStream, TakeStream, History, SavedActivity, OpenLink, the deletions of saved
+    /// activities, Clipboard and PasteFromDevice: one local-API request each.
     private func request(_ call: DBusIncomingCall) async {
         let argument = call.arguments.first?.stringValue ?? ""
         do throws(DBusError) {
@@ -226,19 +228,57 @@ package struct DesktopInterface: Sendable {
             case "Continue":
                 let response = try await relayed { () async throws(HandoffClientError) in try await client.send(.continueActivity(ContinueRequest(peer: argument))) }
                 bus.reply(to: call, [.string(response.continuationID.lowercasedString), ActivityDictionary.dictionary(response.activity), .string(response.peerName)])
+            case "Clipboard":
+                let state = try await relayed { () async throws(HandoffClientError) in try await client.send(.clipboard) }
+                bus.reply(to: call, [Self.clipboard(state)])
+            case "PasteFromDevice":
+                let state = try await relayed { () async throws(HandoffClientError) in try await client.send(.clipboard) }
+                guard let copy = state.newest, copy.peer != nil else {
+                    throw Self.error(APIErrorCode.noClipboard.rawValue, "no other device copied anything in the last minutes")
+                }
+                let types = copy.items.map(\.type)
+                guard let type = argument.isEmpty ? ClipboardCopy.preferredTypes.first(where: types.contains) ?? types.first : argument, types.contains(type) else {
+                    throw Self.error(APIErrorCode.noClipboard.rawValue, "the copy has no \(argument); it has \(types.joined(separator: ", "))")
+                }
+                try await replyWithPipe(to: call) { () async throws(HandoffClientError) in try await client.pipe(.pasteClipboard(copy.id, type: type)) }
             default:
                 guard let id = UUID(uuidString: argument) else { throw DBusError(name: DBusError.invalidArgsName, message: "\(argument) is not an id (a UUID)") }
-                let pipe = try await relayed { () async throws(HandoffClientError) in
+                try await replyWithPipe(to: call) { () async throws(HandoffClientError) in
                     call.member == "OpenStream" ? try await client.pipe(.openStream(continuationID: id)) : try await client.pipe(.takeStream(id))
                 }
-                // The reply closes its copy once sent; the pipe closes its own.
-                let copy = fcntl(pipe.fileDescriptor, F_DUPFD_CLOEXEC, 0)
-                guard copy >= 0 else { throw DBusError(name: DBusError.failedName, message: "cannot pass the stream: out of descriptors") }
-                bus.reply(to: call, [.unixFD(copy)])
             }
         } catch {
             bus.reply(to: call, error: error)
         }
+    }
+
+    /// Opens a stream and answers `call` with its socket.
+    private func replyWithPipe(to call: DBusIncomingCall, _ open: () async throws(HandoffClientError) -> StreamPipe) async throws(DBusError) {
+        let pipe = try await relayed(open)
+        // The reply closes its copy once sent; the pipe closes its own.
+        let copy = fcntl(pipe.fileDescriptor, F_DUPFD_CLOEXEC, 0)
+        guard copy >= 0 else { throw DBusError(name: DBusError.failedName, message: "cannot pass the stream: out of descriptors") }
+        bus.reply(to: call, [.unixFD(copy)])
+    }
+
+    /// The clipboard as D-Bus says it (docs/dbus.md): the newest copy's `copy`, `device` (its
+    /// name; "" for this device's own), `types`, `sizes`, `expires_at`; and `enabled`. No copy: only
+    /// `enabled`.
+    static func clipboard(_ state: ClipboardState) -> DBusValue {
+        var entries: [String: DBusValue] = ["enabled": .bool(state.enabled)]
+        if let copy = state.newest {
+            entries["copy"] = .string(copy.id.lowercasedString)
+            entries["device"] = .string(copy.peer?.name ?? "")
+            entries["types"] = .array(element: "s", copy.items.map { .string($0.type) })
+            entries["sizes"] = .array(element: "t", copy.items.map { .uint64(UInt64(max(0, $0.size))) })
+            entries["expires_at"] = .string(copy.expiresAt.rfc3339)
+        }
+        return .vardict(entries)
+    }
+
+    /// Tells every app following the clipboard what it now holds (`ClipboardChanged`).
+    package func clipboardChanged(_ state: ClipboardState) {
+        bus.emit(DBusSignal(path: Self.path, interface: Self.interface, member: "ClipboardChanged", arguments: [Self.clipboard(state)]))
     }
 
     /// The interface's one property, `Handoff` (b, read and write): the device's handoff switch

@@ -118,7 +118,9 @@ final class EngineJobs<Engine: ClipboardEngine>: Sendable {
             engine.disconnect()
             throw error
         }
-        let (events, post) = AsyncStream.makeStream(of: ClipboardEvent.self, bufferingPolicy: .bufferingNewest(64))
+        // Unbounded: a paste asked for must reach the agent (or the app waits); the engines bound
+        // what they ask (64 pastes waiting, one read at a time).
+        let (events, post) = AsyncStream.makeStream(of: ClipboardEvent.self)
         let started = BlockingThread.detach(name: name) {
             engine.run(jobs: jobs, post: post)
             engine.disconnect()

@@ -5,6 +5,9 @@ import HandoffModel
 public enum ClipboardTargets {
     /// UTF-8 text's traditional target, which `xclip -o` and most toolkits ask for first.
     public static let utf8String = "UTF8_STRING"
+    /// Offered beside another device's copy, and asked for by no app: how the agent tells its own
+    /// offer from an app's copy when the compositor tells both alike (Wayland).
+    public static let ownMarker = "application/x-handoff-offer"
 
     /// The kinds worth reading from what an app offers: each carried type the app offers, UTF-8
     /// text however it names it; plain `text/plain` only when no UTF-8 text is offered. Each with
@@ -30,7 +33,7 @@ public enum ClipboardTargets {
     }
 
     /// The targets this device offers for another device's copy of `types`, and the type each
-    /// answers with.
+    /// answers with (`ownMarker` is offered beside them, answering nothing).
     public static func offered(for types: [String]) -> [(target: String, type: String)] {
         var targets: [(String, String)] = []
         for type in types where ClipboardNotice.carriedTypes.contains(type) {

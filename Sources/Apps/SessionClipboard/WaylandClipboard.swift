@@ -61,8 +61,10 @@ final class WaylandDataControl: ClipboardEngine, @unchecked Sendable {
     private var offers: [OpaquePointer: [String]] = [:]
     private var selection: OpaquePointer?
     private var source: OpaquePointer?
-    /// The next selection is our own doing (our source set, or cleared): not a copy.
-    private var ownSelectionComing = false
+    /// The clipboard holds our own offer (its types carry `ClipboardTargets.ownMarker`).
+    private var holdingOwn = false
+    /// We cleared the clipboard holding our offer: the empty clipboard that follows is our doing.
+    private var clearedOwn = false
     private var post: AsyncStream<ClipboardEvent>.Continuation?
     var paused = true
     /// Pastes asked of us: the descriptor to write each to.
@@ -180,10 +182,12 @@ final class WaylandDataControl: ClipboardEngine, @unchecked Sendable {
         selection = offer
         // Before `run`: the clipboard as the agent found it, not a copy.
         guard let post else { return }
-        if ownSelectionComing {
-            ownSelectionComing = false
-            return
-        }
+        let own = offer.map { offers[$0]?.contains(ClipboardTargets.ownMarker) == true } ?? false
+        let ours = own || (offer == nil && clearedOwn)
+        holdingOwn = own
+        clearedOwn = false
+        // Our offer, or its end: nobody copied anything.
+        if ours { return }
         guard !paused else {
             post.yield(.notRead)
             return
@@ -195,8 +199,9 @@ final class WaylandDataControl: ClipboardEngine, @unchecked Sendable {
         let types = offers[offer] ?? []
         var secret = ClipboardNotice.isSecret(types: types, hint: nil)
         if !secret, types.contains(ClipboardNotice.secretHint) {
+            // A hint that cannot be read counts as a secret.
             let hint = receive(ClipboardNotice.secretHint, from: offer, limit: 64).map { String(decoding: $0, as: UTF8.self) }
-            secret = ClipboardNotice.isSecret(types: types, hint: hint)
+            secret = hint == nil || ClipboardNotice.isSecret(types: types, hint: hint)
         }
         guard !secret else {
             post.yield(.copied(forms: [], secret: true))
@@ -240,7 +245,7 @@ final class WaylandDataControl: ClipboardEngine, @unchecked Sendable {
         let targets = ClipboardTargets.offered(for: types)
         guard !targets.isEmpty, let manager, let device else { return }
         offered = Dictionary(targets.map { ($0.target, $0.type) }, uniquingKeysWith: { first, _ in first })
-        var names = targets.map { strdup($0.target) }
+        var names = (targets.map(\.target) + [ClipboardTargets.ownMarker]).map { strdup($0) }
         defer { names.forEach { free($0) } }
         let made = names.withUnsafeMutableBufferPointer { buffer in
             buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) { list in
@@ -248,7 +253,6 @@ final class WaylandDataControl: ClipboardEngine, @unchecked Sendable {
             }
         }
         source = made
-        ownSelectionComing = made != nil
     }
 
     func withdraw() {
@@ -256,7 +260,7 @@ final class WaylandDataControl: ClipboardEngine, @unchecked Sendable {
         source = nil
         offered = [:]
         // Destroying the source that is the clipboard empties it: our doing, not a copy.
-        ownSelectionComing = true
+        if holdingOwn { clearedOwn = true }
         handoff_wl_source_destroy(current)
     }
 
@@ -281,17 +285,21 @@ final class WaylandDataControl: ClipboardEngine, @unchecked Sendable {
         if !BlockingThread.detach(name: "handoff-paste", { Self.write(bytes, to: fd) }) { Glibc.close(fd) }
     }
 
-    /// Writes `bytes` to an app's pipe and closes it; an app that stopped reading is let go
-    /// (SIGPIPE is blocked on this thread, so its write fails instead of ending the agent).
+    /// Writes `bytes` to an app's pipe and closes it; an app that stopped reading (30 s without
+    /// taking anything) or went away is let go (SIGPIPE is blocked on this thread, so its write
+    /// fails instead of ending the agent).
     private static func write(_ bytes: [UInt8], to fd: Int32) {
         var pipeSignal = sigset_t()
         sigemptyset(&pipeSignal)
         sigaddset(&pipeSignal, SIGPIPE)
         pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         var offset = 0
         while offset < bytes.count {
+            var ready = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)]
+            guard SystemCall.retrying({ poll(&ready, 1, 30_000) }) > 0 else { break }
             let n = bytes.withUnsafeBytes { raw in SystemCall.retrying { Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset) } }
+            if n < 0, errno == EAGAIN { continue }
             guard n > 0 else { break }
             offset += n
         }

@@ -31,6 +31,12 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
         var step: Step
         var forms: [ClipboardForm] = []
         var deadline: ContinuousClock.Instant
+        /// Where this read's answers are written (each read its own, so a late answer to an
+        /// earlier read is never taken for this one's), and the target asked for now.
+        var property: xcb_atom_t
+        var asked: xcb_atom_t = xcb_atom_t(XCB_NONE)
+        /// The kind read in pieces went over the bound: its pieces are taken and dropped.
+        var overLimit = false
 
         enum Step {
             case targets
@@ -41,6 +47,8 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
     }
 
     private var reading: Reading?
+    /// How many reads began: each takes the next of `properties`.
+    private var reads = 0
     /// Who held the clipboard at the last change XFixes told.
     private var lastOwner = xcb_window_t(XCB_NONE)
     /// Off: what apps copy is not read at all (the clipboard is not shared).
@@ -63,12 +71,13 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
         let property: xcb_atom_t
     }
 
-    /// An answer above this goes in pieces of this size (`INCR`).
-    static let pieceSize = 256 * 1024
+    /// An answer above this goes in pieces of this size (`INCR`), or less where the server
+    /// takes smaller requests.
+    private let pieceSize: Int
     /// How long an app that copied, or one we send to in pieces, may take for each step.
     static let stepTimeout: Duration = .seconds(5)
-    /// The property on our window that conversions are written to.
-    static let property = "HANDOFF_SELECTION"
+    /// The properties on our window that conversions are written to, one read after another.
+    static let properties = (0..<4).map { "HANDOFF_SELECTION_\($0)" }
 
     init(display: String, maximumSize: Int) throws(ClipboardBackendError) {
         var screenNumber: Int32 = 0
@@ -96,7 +105,10 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
             connection, 0, window, screen.root, 0, 0, 1, 1, 0, UInt16(XCB_WINDOW_CLASS_INPUT_ONLY.rawValue), screen.root_visual,
             UInt32(XCB_CW_EVENT_MASK.rawValue), &mask
         )
-        for name in ["CLIPBOARD", "TARGETS", "INCR", "ATOM", "TIMESTAMP", "MULTIPLE", Self.property, ClipboardTargets.utf8String, ClipboardNotice.secretHint]
+        // In 4-byte units, BIG-REQUESTS' when the server has it (xcb turns it on); room left for
+        // the request's own header.
+        pieceSize = min(256 * 1024, Int(xcb_get_maximum_request_length(connection)) * 4 - 1024)
+        for name in ["CLIPBOARD", "TARGETS", "INCR", "ATOM", "TIMESTAMP", "MULTIPLE", ClipboardTargets.utf8String, ClipboardNotice.secretHint] + Self.properties
             + ClipboardNotice.carriedTypes + Array(ClipboardNotice.secretMarkers)
         {
             _ = atom(name)
@@ -194,18 +206,24 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
             post.yield(.copied(forms: [], secret: false))
             return
         }
-        reading = Reading(owner: owner, time: time, step: .targets, deadline: .now + Self.stepTimeout)
-        convert(atom("TARGETS"), time: time)
+        reads += 1
+        reading = Reading(owner: owner, time: time, step: .targets, deadline: .now + Self.stepTimeout, property: atom(Self.properties[reads % Self.properties.count]))
+        convert(atom("TARGETS"))
     }
 
-    private func convert(_ target: xcb_atom_t, time: xcb_timestamp_t) {
-        xcb_convert_selection(connection, window, atom("CLIPBOARD"), target, atom(Self.property), time)
+    private func convert(_ target: xcb_atom_t) {
+        guard var reading else { return }
+        reading.asked = target
+        self.reading = reading
+        xcb_convert_selection(connection, window, atom("CLIPBOARD"), target, reading.property, reading.time)
     }
 
     private func converted(_ notify: xcb_selection_notify_event_t, post: AsyncStream<ClipboardEvent>.Continuation) {
-        guard var reading, notify.requestor == window, notify.selection == atom("CLIPBOARD") else { return }
+        guard var reading, notify.requestor == window, notify.selection == atom("CLIPBOARD"), notify.target == reading.asked,
+            notify.property == reading.property || notify.property == xcb_atom_t(XCB_NONE)
+        else { return }
         // Refused (property None): nothing of that kind.
-        let value = notify.property == xcb_atom_t(XCB_NONE) ? nil : takeProperty()
+        let value = notify.property == xcb_atom_t(XCB_NONE) ? nil : takeProperty(reading.property)
         reading.deadline = .now + Self.stepTimeout
         switch reading.step {
         case .targets:
@@ -219,13 +237,15 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
             if targets.contains(ClipboardNotice.secretHint) {
                 reading.step = .hint(kinds: kinds)
                 self.reading = reading
-                convert(atom(ClipboardNotice.secretHint), time: reading.time)
+                convert(atom(ClipboardNotice.secretHint))
                 return
             }
             reading.step = .form(kinds: kinds, pieces: nil)
         case .hint(let kinds):
-            let hint = value.flatMap { $0.incremental ? nil : String(decoding: $0.bytes.prefix(64), as: UTF8.self) }
-            if ClipboardNotice.isSecret(types: [ClipboardNotice.secretHint], hint: hint) {
+            let hint = value.flatMap { $0.incremental || $0.overLimit ? nil : String(decoding: $0.bytes.prefix(64), as: UTF8.self) }
+            // A hint that cannot be read counts as a secret: what a password manager marks is
+            // never announced by mistake.
+            if hint == nil || ClipboardNotice.isSecret(types: [ClipboardNotice.secretHint], hint: hint) {
                 self.reading = nil
                 post.yield(.copied(forms: [], secret: true))
                 return
@@ -235,10 +255,11 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
             if let value, value.incremental {
                 // The owner sends it in pieces as we delete each (PropertyNotify).
                 reading.step = .form(kinds: kinds, pieces: [])
+                reading.overLimit = false
                 self.reading = reading
                 return
             }
-            if let value, value.bytes.count <= maximumSize, let kind = kinds.first {
+            if let value, !value.overLimit, let kind = kinds.first {
                 reading.forms.append(ClipboardForm(type: kind.type, bytes: value.bytes))
             }
             reading.step = .form(kinds: Array(kinds.dropFirst()), pieces: nil)
@@ -251,7 +272,7 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
     private func next(post: AsyncStream<ClipboardEvent>.Continuation) {
         guard let reading, case .form(let kinds, _) = reading.step else { return }
         guard let kind = kinds.first else { return finishReading(post: post) }
-        convert(atom(kind.target), time: reading.time)
+        convert(atom(kind.target))
     }
 
     private func finishReading(post: AsyncStream<ClipboardEvent>.Continuation) {
@@ -263,21 +284,25 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
     private func propertyChanged(_ notify: xcb_property_notify_event_t, post: AsyncStream<ClipboardEvent>.Continuation) {
         if notify.window == window {
             // A piece of an INCR transfer to us.
-            guard notify.atom == atom(Self.property), notify.state == UInt8(XCB_PROPERTY_NEW_VALUE.rawValue), var reading,
+            guard var reading, notify.atom == reading.property, notify.state == UInt8(XCB_PROPERTY_NEW_VALUE.rawValue),
                 case .form(let kinds, .some(var pieces)) = reading.step, let kind = kinds.first
             else { return }
-            let piece = takeProperty()?.bytes ?? []
+            let piece = takeProperty(reading.property)
             reading.deadline = .now + Self.stepTimeout
-            if piece.isEmpty {
-                if pieces.count <= maximumSize { reading.forms.append(ClipboardForm(type: kind.type, bytes: pieces)) }
+            if piece?.bytes.isEmpty ?? true, piece?.overLimit != true {
+                if !reading.overLimit { reading.forms.append(ClipboardForm(type: kind.type, bytes: pieces)) }
                 reading.step = .form(kinds: Array(kinds.dropFirst()), pieces: nil)
                 self.reading = reading
                 next(post: post)
                 return
             }
             // Over the bound: what follows is taken (deleted) and dropped.
-            if pieces.count <= maximumSize { pieces += piece }
-            if pieces.count > maximumSize { pieces = Array(repeating: 0, count: maximumSize + 1) }
+            if piece?.overLimit == true || pieces.count + (piece?.bytes.count ?? 0) > maximumSize {
+                reading.overLimit = true
+                pieces = []
+            } else if !reading.overLimit, let piece {
+                pieces += piece.bytes
+            }
             reading.step = .form(kinds: kinds, pieces: pieces)
             self.reading = reading
             return
@@ -286,7 +311,7 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
         guard notify.state == UInt8(XCB_PROPERTY_DELETE.rawValue) else { return }
         let pair = Pair(window: notify.window, property: notify.atom)
         guard var send = sending[pair] else { return }
-        let end = min(send.bytes.count, send.offset + Self.pieceSize)
+        let end = min(send.bytes.count, send.offset + pieceSize)
         send.bytes.withUnsafeBufferPointer { all in
             _ = xcb_change_property(
                 connection, UInt8(XCB_PROP_MODE_REPLACE.rawValue), pair.window, pair.property, send.type, 8, UInt32(end - send.offset),
@@ -296,8 +321,11 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
         if send.offset == send.bytes.count {
             // The empty piece that ends it is written.
             sending[pair] = nil
-            let none: [UInt32] = [UInt32(XCB_EVENT_MASK_NO_EVENT.rawValue)]
-            xcb_change_window_attributes(connection, pair.window, UInt32(XCB_CW_EVENT_MASK.rawValue), none)
+            // Its window's other answers under way still need its property changes.
+            if !sending.keys.contains(where: { $0.window == pair.window }) {
+                let none: [UInt32] = [UInt32(XCB_EVENT_MASK_NO_EVENT.rawValue)]
+                xcb_change_window_attributes(connection, pair.window, UInt32(XCB_CW_EVENT_MASK.rawValue), none)
+            }
             return
         }
         send.offset = end
@@ -305,21 +333,21 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
         sending[pair] = send
     }
 
-    /// Our window's conversion property, read and deleted (deleting it is what asks an INCR
-    /// owner for the next piece).
-    private func takeProperty() -> (bytes: [UInt8], incremental: Bool)? {
+    /// Our window's conversion property `property`, read and deleted (deleting it is what asks
+    /// an INCR owner for the next piece); `overLimit` (and no bytes) when it holds more than
+    /// `maximumSize`.
+    private func takeProperty(_ property: xcb_atom_t) -> (bytes: [UInt8], incremental: Bool, overLimit: Bool)? {
         let words = UInt32(min(Int(UInt32.max / 4), maximumSize / 4 + 2))
-        guard let reply = xcb_get_property_reply(connection, xcb_get_property(connection, 1, window, atom(Self.property), 0, 0, words), nil) else {
+        guard let reply = xcb_get_property_reply(connection, xcb_get_property(connection, 1, window, property, 0, 0, words), nil) else {
             return nil
         }
         defer { free(reply) }
         let length = Int(xcb_get_property_value_length(reply))
         let incremental = reply.pointee.type == atom("INCR")
-        guard length > 0, let value = xcb_get_property_value(reply) else { return ([], incremental) }
-        let bytes = Array(UnsafeRawBufferPointer(start: value, count: length))
-        // More than asked for: over the bound (its end is not read).
-        if reply.pointee.bytes_after > 0 { return (Array(repeating: 0, count: maximumSize + 1), incremental) }
-        return (bytes, incremental)
+        // More than asked for, or than the bound: not kept (its end is not even read).
+        if reply.pointee.bytes_after > 0 || length > maximumSize { return ([], incremental, true) }
+        guard length > 0, let value = xcb_get_property_value(reply) else { return ([], incremental, false) }
+        return (Array(UnsafeRawBufferPointer(start: value, count: length)), incremental, false)
     }
 
     private func atomList(_ bytes: [UInt8]) -> [xcb_atom_t] {
@@ -331,6 +359,8 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
     // MARK: Offering another device's copy
 
     func offer(types: [String]) {
+        // What we were reading is gone from the clipboard once we take it.
+        reading = nil
         offered = Dictionary(ClipboardTargets.offered(for: types).map { (atom($0.target), $0.type) }, uniquingKeysWith: { first, _ in first })
         guard !offered.isEmpty else { return withdraw() }
         xcb_set_selection_owner(connection, window, atom("CLIPBOARD"), xcb_timestamp_t(XCB_CURRENT_TIME))
@@ -350,7 +380,8 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
         var request = request
         // Obsolete clients name no property: the target is the property then (ICCCM 2.2).
         if request.property == xcb_atom_t(XCB_NONE) { request.property = request.target }
-        guard request.selection == atom("CLIPBOARD"), !offered.isEmpty else { return notify(request, answered: false) }
+        // Our own reading asking our own offer (never meant): refused, nothing is fetched.
+        guard request.selection == atom("CLIPBOARD"), !offered.isEmpty, request.requestor != window else { return notify(request, answered: false) }
         if request.target == atom("TARGETS") {
             var list = [atom("TARGETS"), atom("TIMESTAMP")] + offered.keys.sorted()
             xcb_change_property(
@@ -374,7 +405,7 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
     func answer(_ id: Int, with bytes: [UInt8]?) {
         guard let request = pending.removeValue(forKey: id) else { return }
         guard let bytes else { return notify(request, answered: false) }
-        if bytes.count <= Self.pieceSize {
+        if bytes.count <= pieceSize {
             bytes.withUnsafeBufferPointer { buffer in
                 _ = xcb_change_property(
                     connection, UInt8(XCB_PROP_MODE_REPLACE.rawValue), request.requestor, request.property, request.target, 8, UInt32(buffer.count),

@@ -38,8 +38,11 @@ package struct ClipboardBoard: Sendable, Equatable {
     package private(set) var local: Copy?
     /// The newest copy heard of from another device, unless one made here since is newer.
     package private(set) var remote: Copy?
-    /// Whether the newest copy of all is this device's own (it was made after `remote` came).
+    /// Whether the newest copy of all is this device's own (made after `remote` came) — or
+    /// something copied here that is not given out (a secret): then there is no newest to offer.
     private var localIsNewest = false
+    /// When this device last copied, by its clock: notices of older copies do not replace it.
+    private var lastLocalCopy: Timestamp?
 
     package init(enabled: Bool) {
         self.enabled = enabled
@@ -52,26 +55,31 @@ package struct ClipboardBoard: Sendable, Equatable {
     }
 
     /// Something was copied here (no items: nothing carried, or a secret). Returns the notice for
-    /// the other devices — a withdrawal when there was a copy and now there is none.
+    /// the other devices — a withdrawal when there was a copy and now there is none. Either way
+    /// this device's clipboard is the newest: no older copy from elsewhere takes its place.
     package mutating func copied(_ items: [ClipboardItem], id: UUID = UUID(), now: Timestamp, settings: ClipboardSettings) -> Tell {
         guard enabled else { return .nothing }
         let lifetime = settings.lifetimeSeconds
+        localIsNewest = true
+        lastLocalCopy = now
         guard !items.isEmpty else {
             let had = local.map { $0.expiresAt > now } ?? false
             local = nil
-            localIsNewest = false
             return had ? .everyone(ClipboardNotice(id: id, copiedAt: now, lifetimeSeconds: lifetime, items: [])) : .nothing
         }
         let notice = ClipboardNotice(id: id, copiedAt: now, lifetimeSeconds: lifetime, items: items)
         local = Copy(notice: notice, expiresAt: now.adding(seconds: Int64(lifetime)), peer: nil)
-        localIsNewest = true
         return .everyone(notice)
     }
 
     /// `peer` announced a copy (or withdrew its last one). Kept for the shorter of its lifetime
-    /// and this device's; returns whether what this device offers changed.
+    /// and this device's; returns whether what this device offers changed. A notice heard again
+    /// (a session that opened anew repeats it), or older than the newest copy here or from that
+    /// device (sessions do not keep notices in order), changes nothing.
     package mutating func heard(_ notice: ClipboardNotice, from peer: LocalEvent.PeerRef, now: Timestamp, settings: ClipboardSettings) -> Bool {
         guard enabled else { return false }
+        if let remote, remote.peer?.id == peer.id, remote.notice.id == notice.id || notice.copiedAt < remote.notice.copiedAt { return false }
+        if localIsNewest, let since = lastLocalCopy, notice.copiedAt < since { return false }
         if notice.items.isEmpty {
             guard remote?.peer?.id == peer.id else { return false }
             remote = nil
@@ -93,6 +101,7 @@ package struct ClipboardBoard: Sendable, Equatable {
         remote = nil
         local = nil
         localIsNewest = false
+        lastLocalCopy = nil
         return tell
     }
 
@@ -110,7 +119,6 @@ package struct ClipboardBoard: Sendable, Equatable {
         var changed = false
         if let local, local.expiresAt <= now {
             self.local = nil
-            localIsNewest = false
             changed = true
         }
         if let remote, remote.expiresAt <= now {
@@ -125,10 +133,10 @@ package struct ClipboardBoard: Sendable, Equatable {
         [local?.expiresAt, remote?.expiresAt].compactMap { $0 }.min()
     }
 
-    /// The newest copy of all, here or elsewhere.
+    /// The newest copy of all, here or elsewhere (none: the newest here is not given out, or ran
+    /// out).
     package var newest: Copy? {
-        if localIsNewest, let local { return local }
-        return remote ?? local
+        localIsNewest ? local : remote
     }
 
     /// Whether `peer` may paste form `type` of `copyID` from this device: it is this device's

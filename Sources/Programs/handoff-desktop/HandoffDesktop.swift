@@ -17,6 +17,9 @@ enum HandoffDesktopMain {
     static let tasks = DiskThread(name: "handoff-tasks")
 
     static func main() async {
+        // A display server or app gone mid-write (libxcb writes with writev; an app's paste pipe)
+        // is an error to handle, never the end of the agent.
+        signal(SIGPIPE, SIG_IGN)
         await ProgramExecutor.run(on: tasks.tasks) { await HandoffDesktop.main() }
     }
 }

@@ -27,6 +27,9 @@ public struct ClipboardCopy: Codable, Sendable, Equatable {
     /// The device it was copied on; nil: this one.
     public var peer: LocalEvent.PeerRef?
 
+    /// What a paste takes when no type is asked for: text first.
+    public static let preferredTypes = ["text/plain;charset=utf-8", "text/plain", "text/uri-list", "text/html", "image/png", "image/jpeg"]
+
     public init(id: UUID, items: [ClipboardItem], copiedAt: Timestamp, expiresAt: Timestamp, peer: LocalEvent.PeerRef?) {
         self.id = id
         self.items = items

@@ -69,9 +69,6 @@ struct ClipboardPaste: ParsableCommand {
     @Option(name: .shortAndLong, help: "Write it to this file instead of standard output.")
     var output = "-"
 
-    /// What is pasted when no type is asked for: text first.
-    static let preferred = ["text/plain;charset=utf-8", "text/plain", "text/uri-list", "text/html", "image/png", "image/jpeg"]
-
     func run() throws {
         let client = global.client(root)
         let state = try client.send(.clipboard)
@@ -87,7 +84,7 @@ struct ClipboardPaste: ParsableCommand {
             }
             chosen = type
         } else {
-            chosen = Self.preferred.first(where: types.contains) ?? types[0]
+            chosen = ClipboardCopy.preferredTypes.first(where: types.contains) ?? types[0]
         }
         _ = try StreamTransfer.receive(.pasteClipboard(copy.id, type: chosen), into: output, client: client, progress: false)
     }
