@@ -56,11 +56,12 @@ import Testing
         #expect(!again)
         // This device's copy is still given out, though not the newest.
         #expect(board.refusal(copyID: board.local!.notice.id, type: "text/plain;charset=utf-8", now: Self.t0.adding(seconds: 6)) == nil)
-        // A copy here after it is the newest again; a notice of an older copy does not replace it.
+        // A copy here after it is the newest again; a device that arrives now tells nothing older.
         _ = board.copied(Self.png, now: Self.t0.adding(seconds: 10), settings: Self.settings)
         #expect(board.newest?.peer == nil)
-        let older = board.heard(ClipboardNotice(copiedAt: Self.t0.adding(seconds: 8), lifetimeSeconds: 60, items: Self.text), from: Self.bravo, now: Self.t0.adding(seconds: 11), settings: Self.settings)
-        #expect(!older && board.newest?.peer == nil)
+        // alpha's copy told again (its session opened anew): nothing changes.
+        let replayed = board.heard(theirs, from: Self.alpha, now: Self.t0.adding(seconds: 11), settings: Self.settings)
+        #expect(!replayed && board.newest?.peer == nil)
         // Another device's withdrawal does not take alpha's copy; alpha's does.
         let newer = ClipboardNotice(copiedAt: Self.t0.adding(seconds: 20), lifetimeSeconds: 60, items: Self.text)
         _ = board.heard(newer, from: Self.alpha, now: Self.t0.adding(seconds: 20), settings: Self.settings)
@@ -73,6 +74,9 @@ import Testing
         let alphaWithdrew = board.heard(ClipboardNotice(copiedAt: Self.t0.adding(seconds: 22), lifetimeSeconds: 60, items: []), from: Self.alpha, now: Self.t0.adding(seconds: 22), settings: Self.settings)
         #expect(alphaWithdrew)
         #expect(board.newest == nil && board.remote == nil)
+        // The withdrawn copy told late (out of order): still withdrawn.
+        let stale = board.heard(newer, from: Self.alpha, now: Self.t0.adding(seconds: 23), settings: Self.settings)
+        #expect(!stale && board.newest == nil)
         // Run out: forgotten when next looked at.
         let last = ClipboardNotice(copiedAt: Self.t0.adding(seconds: 30), lifetimeSeconds: 60, items: Self.text)
         _ = board.heard(last, from: Self.alpha, now: Self.t0.adding(seconds: 30), settings: Self.settings)
@@ -90,12 +94,13 @@ import Testing
     /// offered any more, so no app pastes the older copy in its place.
     @Test func aSecretCopiedHereEndsTheOfferOfAnOlderCopy() {
         var board = ClipboardBoard(enabled: true)
-        _ = board.heard(ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 60, items: Self.text), from: Self.alpha, now: Self.t0, settings: Self.settings)
+        let theirs = ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 60, items: Self.text)
+        _ = board.heard(theirs, from: Self.alpha, now: Self.t0, settings: Self.settings)
         #expect(board.newest?.peer == Self.alpha)
         let told = board.copied([], now: Self.t0.adding(seconds: 1), settings: Self.settings)
         #expect(told == .nothing && board.newest == nil)
         // The same copy told again as a session opens: still nothing to offer.
-        let again = board.heard(ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 60, items: Self.text), from: Self.alpha, now: Self.t0.adding(seconds: 2), settings: Self.settings)
+        let again = board.heard(theirs, from: Self.alpha, now: Self.t0.adding(seconds: 2), settings: Self.settings)
         #expect(!again && board.newest == nil)
     }
 
@@ -139,6 +144,10 @@ import Testing
         #expect(board.noticeForNewcomer(now: Self.t0.adding(seconds: 100))?.lifetimeSeconds == 20)
         #expect(board.noticeForNewcomer(now: Self.t0.adding(microseconds: 119_999_999))?.lifetimeSeconds == 1)
         #expect(board.noticeForNewcomer(now: Self.t0.adding(seconds: 120)) == nil)
+        // Not when another device's copy is newer: it would replace that one over there.
+        _ = board.copied(Self.text, now: Self.t0.adding(seconds: 200), settings: Self.settings)
+        _ = board.heard(ClipboardNotice(copiedAt: Self.t0, lifetimeSeconds: 60, items: Self.png), from: Self.alpha, now: Self.t0.adding(seconds: 201), settings: Self.settings)
+        #expect(board.noticeForNewcomer(now: Self.t0.adding(seconds: 202)) == nil)
     }
 
     @Test func noticesOutOfBoundsAndSecretsAreRefused() throws {

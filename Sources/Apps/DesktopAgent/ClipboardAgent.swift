@@ -162,15 +162,15 @@ package struct ClipboardAgent: Sendable {
     }
 
     /// An app here pastes `type` of another device's copy: its bytes, or nil when they do not
-    /// come whole within `pasteTimeout` once the stream opened (the app then gets nothing rather
-    /// than waiting; the stream is cut).
+    /// come whole within `pasteTimeout` (and a second per MiB) once the stream opened (the app
+    /// then gets nothing rather than waiting; the stream is cut).
     private func fetch(_ type: String, of copy: ClipboardCopy) async -> [UInt8]? {
         guard let size = copy.items.first(where: { $0.type == type })?.size else { return nil }
         do throws(HandoffClientError) {
             let pipe = try await client.pipe(.pasteClipboard(copy.id, type: type))
             defer { pipe.close() }
             pipe.finishWriting()
-            let deadline = pasteTimeout
+            let deadline = pasteTimeout + .seconds(size >> 20)
             let bytes = try await withTaskGroup(of: Result<[UInt8], HandoffClientError>?.self) { group in
                 group.addTask {
                     do throws(HandoffClientError) {

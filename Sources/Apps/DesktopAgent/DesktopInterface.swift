@@ -240,7 +240,11 @@ package struct DesktopInterface: Sendable {
                 guard let type = argument.isEmpty ? ClipboardCopy.preferredTypes.first(where: types.contains) ?? types.first : argument, types.contains(type) else {
                     throw Self.error(APIErrorCode.noClipboard.rawValue, "the copy has no \(argument); it has \(types.joined(separator: ", "))")
                 }
-                try await replyWithPipe(to: call) { () async throws(HandoffClientError) in try await client.pipe(.pasteClipboard(copy.id, type: type)) }
+                // The app only reads: its side says so at once, so that the other device's end
+                // of the stream finishes as soon as the bytes are out.
+                try await replyWithPipe(to: call, readOnly: true) { () async throws(HandoffClientError) in
+                    try await client.pipe(.pasteClipboard(copy.id, type: type))
+                }
             default:
                 guard let id = UUID(uuidString: argument) else { throw DBusError(name: DBusError.invalidArgsName, message: "\(argument) is not an id (a UUID)") }
                 try await replyWithPipe(to: call) { () async throws(HandoffClientError) in
@@ -252,9 +256,12 @@ package struct DesktopInterface: Sendable {
         }
     }
 
-    /// Opens a stream and answers `call` with its socket.
-    private func replyWithPipe(to call: DBusIncomingCall, _ open: () async throws(HandoffClientError) -> StreamPipe) async throws(DBusError) {
+    /// Opens a stream and answers `call` with its socket (`readOnly`: its writing side ended).
+    private func replyWithPipe(
+        to call: DBusIncomingCall, readOnly: Bool = false, _ open: () async throws(HandoffClientError) -> StreamPipe
+    ) async throws(DBusError) {
         let pipe = try await relayed(open)
+        if readOnly { pipe.finishWriting() }
         // The reply closes its copy once sent; the pipe closes its own.
         let copy = fcntl(pipe.fileDescriptor, F_DUPFD_CLOEXEC, 0)
         guard copy >= 0 else { throw DBusError(name: DBusError.failedName, message: "cannot pass the stream: out of descriptors") }

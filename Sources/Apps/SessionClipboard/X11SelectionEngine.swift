@@ -35,8 +35,6 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
         /// earlier read is never taken for this one's), and the target asked for now.
         var property: xcb_atom_t
         var asked: xcb_atom_t = xcb_atom_t(XCB_NONE)
-        /// The kind read in pieces went over the bound: its pieces are taken and dropped.
-        var overLimit = false
 
         enum Step {
             case targets
@@ -51,6 +49,8 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
     private var reads = 0
     /// Who held the clipboard at the last change XFixes told.
     private var lastOwner = xcb_window_t(XCB_NONE)
+    /// SelectionClear events our own withdrawals will bring (the server sends one even then).
+    private var ownClears = 0
     /// Off: what apps copy is not read at all (the clipboard is not shared).
     private var paused = true
     /// What this device offers: target atom → MIME type.
@@ -175,7 +175,10 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
             asked(raw.loadUnaligned(as: xcb_selection_request_event_t.self), post: post)
         case Int(XCB_SELECTION_CLEAR):
             let clear = raw.loadUnaligned(as: xcb_selection_clear_event_t.self)
-            if clear.selection == atom("CLIPBOARD"), !offered.isEmpty {
+            // The clear our own withdrawal caused may come after a new offer: not its end.
+            if clear.selection == atom("CLIPBOARD"), ownClears > 0 {
+                ownClears -= 1
+            } else if clear.selection == atom("CLIPBOARD"), !offered.isEmpty {
                 offered = [:]
                 post.yield(.offerEnded)
             }
@@ -219,8 +222,10 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
     }
 
     private func converted(_ notify: xcb_selection_notify_event_t, post: AsyncStream<ClipboardEvent>.Continuation) {
+        // Owners and the server echo the request's time: an answer (or refusal) to a read of an
+        // earlier copy never passes for this one's.
         guard var reading, notify.requestor == window, notify.selection == atom("CLIPBOARD"), notify.target == reading.asked,
-            notify.property == reading.property || notify.property == xcb_atom_t(XCB_NONE)
+            notify.time == reading.time, notify.property == reading.property || notify.property == xcb_atom_t(XCB_NONE)
         else { return }
         // Refused (property None): nothing of that kind.
         let value = notify.property == xcb_atom_t(XCB_NONE) ? nil : takeProperty(reading.property)
@@ -255,7 +260,6 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
             if let value, value.incremental {
                 // The owner sends it in pieces as we delete each (PropertyNotify).
                 reading.step = .form(kinds: kinds, pieces: [])
-                reading.overLimit = false
                 self.reading = reading
                 return
             }
@@ -290,19 +294,21 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
             let piece = takeProperty(reading.property)
             reading.deadline = .now + Self.stepTimeout
             if piece?.bytes.isEmpty ?? true, piece?.overLimit != true {
-                if !reading.overLimit { reading.forms.append(ClipboardForm(type: kind.type, bytes: pieces)) }
+                reading.forms.append(ClipboardForm(type: kind.type, bytes: pieces))
                 reading.step = .form(kinds: Array(kinds.dropFirst()), pieces: nil)
                 self.reading = reading
                 next(post: post)
                 return
             }
-            // Over the bound: what follows is taken (deleted) and dropped.
+            // Over the bound: that kind is dropped at once (its owner is left waiting; the next
+            // kind is asked for).
             if piece?.overLimit == true || pieces.count + (piece?.bytes.count ?? 0) > maximumSize {
-                reading.overLimit = true
-                pieces = []
-            } else if !reading.overLimit, let piece {
-                pieces += piece.bytes
+                reading.step = .form(kinds: Array(kinds.dropFirst()), pieces: nil)
+                self.reading = reading
+                next(post: post)
+                return
             }
+            if let piece { pieces += piece.bytes }
             reading.step = .form(kinds: kinds, pieces: pieces)
             self.reading = reading
             return
@@ -359,8 +365,9 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
     // MARK: Offering another device's copy
 
     func offer(types: [String]) {
-        // What we were reading is gone from the clipboard once we take it.
-        reading = nil
+        // An app's copy being read is newer than any notice: it is read and announced, and then
+        // this offer is not wanted any more. Taking the clipboard now would lose it.
+        guard reading == nil else { return }
         offered = Dictionary(ClipboardTargets.offered(for: types).map { (atom($0.target), $0.type) }, uniquingKeysWith: { first, _ in first })
         guard !offered.isEmpty else { return withdraw() }
         xcb_set_selection_owner(connection, window, atom("CLIPBOARD"), xcb_timestamp_t(XCB_CURRENT_TIME))
@@ -373,6 +380,7 @@ final class X11SelectionEngine: ClipboardEngine, @unchecked Sendable {
         defer { free(owner) }
         if owner?.pointee.owner == window {
             xcb_set_selection_owner(connection, xcb_window_t(XCB_NONE), atom("CLIPBOARD"), xcb_timestamp_t(XCB_CURRENT_TIME))
+            ownClears += 1
         }
     }
 

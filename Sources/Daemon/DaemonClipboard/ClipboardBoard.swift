@@ -41,8 +41,16 @@ package struct ClipboardBoard: Sendable, Equatable {
     /// Whether the newest copy of all is this device's own (made after `remote` came) — or
     /// something copied here that is not given out (a secret): then there is no newest to offer.
     private var localIsNewest = false
-    /// When this device last copied, by its clock: notices of older copies do not replace it.
-    private var lastLocalCopy: Timestamp?
+    /// Per device, the last notice heard from it (its id, and when that device says it was made,
+    /// by its own clock — compared only with that device's other notices): a notice heard again
+    /// (each session that opens repeats a live copy) or older (sessions do not keep notices in
+    /// order) changes nothing. At most `maximumDevices`.
+    private var lastHeard: [DeviceID: Heard] = [:]
+    private struct Heard: Sendable, Equatable {
+        let id: UUID
+        let copiedAt: Timestamp
+    }
+    static let maximumDevices = 64
 
     package init(enabled: Bool) {
         self.enabled = enabled
@@ -61,7 +69,6 @@ package struct ClipboardBoard: Sendable, Equatable {
         guard enabled else { return .nothing }
         let lifetime = settings.lifetimeSeconds
         localIsNewest = true
-        lastLocalCopy = now
         guard !items.isEmpty else {
             let had = local.map { $0.expiresAt > now } ?? false
             local = nil
@@ -73,13 +80,16 @@ package struct ClipboardBoard: Sendable, Equatable {
     }
 
     /// `peer` announced a copy (or withdrew its last one). Kept for the shorter of its lifetime
-    /// and this device's; returns whether what this device offers changed. A notice heard again
-    /// (a session that opened anew repeats it), or older than the newest copy here or from that
-    /// device (sessions do not keep notices in order), changes nothing.
+    /// and this device's; returns whether what this device offers changed. Among devices the
+    /// newest is the last heard (their clocks are not compared); a notice heard again from a
+    /// device, or older than its last one, changes nothing.
     package mutating func heard(_ notice: ClipboardNotice, from peer: LocalEvent.PeerRef, now: Timestamp, settings: ClipboardSettings) -> Bool {
         guard enabled else { return false }
-        if let remote, remote.peer?.id == peer.id, remote.notice.id == notice.id || notice.copiedAt < remote.notice.copiedAt { return false }
-        if localIsNewest, let since = lastLocalCopy, notice.copiedAt < since { return false }
+        if let last = lastHeard[peer.id], last.id == notice.id || notice.copiedAt < last.copiedAt { return false }
+        if lastHeard[peer.id] == nil, lastHeard.count >= Self.maximumDevices, let oldest = lastHeard.min(by: { $0.value.copiedAt < $1.value.copiedAt }) {
+            lastHeard[oldest.key] = nil
+        }
+        lastHeard[peer.id] = Heard(id: notice.id, copiedAt: notice.copiedAt)
         if notice.items.isEmpty {
             guard remote?.peer?.id == peer.id else { return false }
             remote = nil
@@ -101,14 +111,14 @@ package struct ClipboardBoard: Sendable, Equatable {
         remote = nil
         local = nil
         localIsNewest = false
-        lastLocalCopy = nil
+        lastHeard = [:]
         return tell
     }
 
-    /// A device that `peer` just opened a session with: this device's copy, if it still runs,
-    /// with what is left of its lifetime.
+    /// A device that `peer` just opened a session with: this device's copy, if it still runs and
+    /// is the newest this device knows, with what is left of its lifetime.
     package func noticeForNewcomer(now: Timestamp) -> ClipboardNotice? {
-        guard enabled, var notice = local?.notice, let expires = local?.expiresAt, expires > now else { return nil }
+        guard enabled, localIsNewest, var notice = local?.notice, let expires = local?.expiresAt, expires > now else { return nil }
         let left = (expires.microsecondsSinceEpoch - now.microsecondsSinceEpoch + 999_999) / 1_000_000
         notice.lifetimeSeconds = UInt32(max(1, min(Int64(notice.lifetimeSeconds), left)))
         return notice
