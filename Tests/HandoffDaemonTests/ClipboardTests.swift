@@ -249,6 +249,32 @@ import Testing
         for d in [a, b] { try await d.finish() }
     }
 
+    /// A device that sends more than its copy's announced size gets no further than that size
+    /// into the app pasting, also through a byte pipe (handoffctl printing to a terminal): the
+    /// paste fails instead.
+    @Test func aDeviceSendingMoreThanItsCopyHoldsFailsThePaste() async throws {
+        let (a, b) = try await ContinuationTests.pair()
+        let agent = try await a.client.subscribe(.events)
+        let copy = try #require(try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.text))).local)
+        try await waitUntil("B hears of A's copy") { try await b.client.send(.clipboard).newest?.id == copy.id }
+
+        let pasting = Task { try await b.client.pipe(.pasteClipboard(copy.id, type: "text/plain;charset=utf-8")) }
+        let (streamID, _, _) = try await Self.nextPasteRequest(agent)
+        let sending = try await a.client.pipe(.takeStream(streamID))
+        let pipe = try await pasting.value
+        // 11 bytes announced; 64 KiB sent. The writes may fail once B cuts the stream.
+        try? await sending.write(Array(repeating: UInt8(ascii: "x"), count: 64 * 1024))
+        sending.finishWriting()
+        let pasted = try await pipe.readToEnd()
+        #expect(pasted.count <= 11)
+        pipe.close()
+        let outcome = try await b.client.send(.stream(pipe.id, waitForOutcome: true))
+        #expect(outcome.state == .failed)
+        #expect(outcome.error?.contains("more than the 11 bytes offered") == true, "\(String(describing: outcome.error))")
+        sending.close()
+        for d in [a, b] { try await d.finish() }
+    }
+
     /// A copy made before the other device joined reaches it as its session opens; it runs out
     /// where it was made by that device's clock.
     @Test func aDeviceThatArrivesHearsTheCopyAndItRunsOut() async throws {

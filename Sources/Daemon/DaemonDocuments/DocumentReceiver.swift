@@ -116,7 +116,8 @@ package struct DocumentReceiver: Sendable {
     }
 
     private func receive(_ document: DocumentActivity, continuationID: UUID, from peer: LocalEvent.PeerRef) async throws(DaemonError) -> String {
-        let prepared = try await resuming.open(continuationID: continuationID)
+        var prepared = try await resuming.open(continuationID: continuationID)
+        prepared.receiveLimit = document.size
         if let announced = prepared.record.info.expectedBytes, announced != document.size {
             prepared.abandon(because: "the other device announced another size")
             throw DaemonError(.documentMismatch, "\(peer.name) sends \(announced) bytes for \(document.name), not the \(document.size) offered; nothing was kept")
@@ -130,7 +131,7 @@ package struct DocumentReceiver: Sendable {
                 Self.removeStalePartials(in: directory, now: Timestamp.now())
                 let fd = SystemCall.retrying { open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600) }
                 guard fd >= 0 else { throw DaemonError(.internalError, "cannot write \(partial): \(SystemCall.describe(errno))") }
-                return try StreamFile(descriptor: fd, role: .receive, limit: document.size)
+                return try StreamFile(descriptor: fd, role: .receive)
             }
         } catch {
             prepared.abandon(because: "handoffd cannot write the document here")

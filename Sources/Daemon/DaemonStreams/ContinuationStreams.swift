@@ -47,7 +47,7 @@ package enum ContinuationStreams {
         let peerName: String
         /// (Originator) `streamAccepted` is still to be sent.
         let mustAccept: Bool
-        /// (Receiving into a file) at most this many bytes: a paste's announced size.
+        /// At most this many bytes from the other device: a paste's or a document's announced size.
         package var receiveLimit: Int64?
 
         init(record: StreamRecord, connection: StreamConnection, peerName: String, mustAccept: Bool) {
@@ -60,9 +60,9 @@ package enum ContinuationStreams {
         /// Joins `local` to the other device: the upgraded local-API connection itself, or the
         /// file handed over on the file socket (`local` is then that connection).
         package func splice(to local: any Channel, file: StreamFile? = nil, logger: Logger) {
-            if let receiveLimit, let file, file.role == .receive { file.bound(to: receiveLimit) }
             let splice = StreamSplice(
-                record: record, local: local, localEnd: file.map { .file($0) } ?? .pipe, peer: connection.channel, peerName: peerName, logger: logger
+                record: record, local: local, localEnd: file.map { .file($0) } ?? .pipe, peer: connection.channel, peerName: peerName,
+                receiveLimit: receiveLimit, logger: logger
             )
             // A file sent has a known length: both devices can show how far along it is.
             let length = file.flatMap { $0.role == .send ? $0.size : nil }

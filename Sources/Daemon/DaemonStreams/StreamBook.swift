@@ -190,8 +190,13 @@ package final class StreamRecord: Sendable {
         state.withLock { $0.info.bytesSent += Int64(count) }
     }
 
-    func received(_ count: Int) {
-        state.withLock { $0.info.bytesReceived += Int64(count) }
+    /// Counts `count` more bytes from the other device; returns how many came so far.
+    @discardableResult
+    func received(_ count: Int) -> Int64 {
+        state.withLock {
+            $0.info.bytesReceived += Int64(count)
+            return $0.info.bytesReceived
+        }
     }
 
     /// Both directions ended in order.

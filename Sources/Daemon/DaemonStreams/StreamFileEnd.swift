@@ -14,22 +14,12 @@ import Glibc
 package final class StreamFile: Sendable {
     let descriptor: Int32
     let role: FileStreamRequest.Role
-    /// (Receiving) More bytes than this fail the stream: what was offered has a size.
-    var limit: Int64? { bound.withLock { $0 } }
-    private let bound: Mutex<Int64?>
 
     /// Takes `descriptor` if it can serve `role`; closes it and throws otherwise.
-    package init(descriptor: Int32, role: FileStreamRequest.Role, limit: Int64? = nil) throws(DaemonError) {
+    package init(descriptor: Int32, role: FileStreamRequest.Role) throws(DaemonError) {
         self.descriptor = descriptor
         self.role = role
-        self.bound = Mutex(limit)
         try check()
-    }
-
-    /// (Receiving) At most `limit` bytes, whatever the file was handed over with: a paste's size
-    /// is known only once its stream opened.
-    func bound(to limit: Int64) {
-        bound.withLock { $0 = min($0 ?? limit, limit) }
     }
 
     deinit {
@@ -102,8 +92,6 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
     private var readsWaiting = 0
     /// What the other end asked before our `start` ran (its start can run first on another loop).
     private var beforeStart: [(StreamFileEnd) -> Void] = []
-    /// (Receiving) Bytes handed to the file so far, against `file.limit`.
-    private var received: Int64 = 0
 
     init(_ file: StreamFile, splice: StreamSplice) {
         self.file = file
@@ -196,11 +184,6 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
             // What the other app sends is not kept.
             reader.readMore()
         case .receive:
-            received += Int64(chunks.reduce(0) { $0 + $1.readableBytes })
-            if let limit = file.limit, received > limit {
-                splice.fail("more bytes came than the \(limit) offered")
-                return
-            }
             var rest = chunks[...]
             // On the loop only while nothing waits for the worker: writes keep their order.
             if tryOnLoop, worker.hasNothingToWrite {

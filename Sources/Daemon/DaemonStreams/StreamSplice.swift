@@ -72,15 +72,22 @@ final class StreamSplice: Sendable {
     let localEnd: LocalEnd
     let peer: any Channel
     let peerName: String
+    /// More bytes than this from the other device fail the stream: what was offered has a size
+    /// (a paste, a document), and no file or app gets more, whatever its end is.
+    let receiveLimit: Int64?
     private let logger: Logger
     private let state = Mutex(State())
 
-    init(record: StreamRecord, local: any Channel, localEnd: LocalEnd = .pipe, peer: any Channel, peerName: String, logger: Logger) {
+    init(
+        record: StreamRecord, local: any Channel, localEnd: LocalEnd = .pipe, peer: any Channel, peerName: String, receiveLimit: Int64? = nil,
+        logger: Logger
+    ) {
         self.record = record
         self.local = local
         self.localEnd = localEnd
         self.peer = peer
         self.peerName = peerName
+        self.receiveLimit = receiveLimit
         self.logger = logger
     }
 
@@ -336,8 +343,14 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler, StreamSpl
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
         switch side {
-        case .local: splice.record.sent(buffer.readableBytes)
-        case .peer: splice.record.received(buffer.readableBytes)
+        case .local:
+            splice.record.sent(buffer.readableBytes)
+        case .peer:
+            let received = splice.record.received(buffer.readableBytes)
+            if let limit = splice.receiveLimit, received > limit {
+                splice.fail("\(splice.peerName) sent more than the \(limit) bytes offered")
+                return
+            }
         }
         batch.append(buffer)
     }
