@@ -222,7 +222,9 @@ package actor PeerDirectory {
 
     /// Where to dial `id`: each advert's host name (looked up now; not a zone's), its addresses
     /// as last resolved (IPv4 before IPv6), the link's adverts before a zone's, newest first;
-    /// then static ones.
+    /// then static ones; last, the address of its open session (at its advertised port, else
+    /// the default one): a device that dialled us before its advert was resolved here — or whose
+    /// advert does not reach this link — can still be dialled for a stream.
     package func dialTargets(_ id: DeviceID) -> [PeerAddress] {
         guard let e = entries[id] else { return [] }
         var out: [PeerAddress] = []
@@ -243,6 +245,10 @@ package actor PeerDirectory {
             if let target = try? PeerAddress(parsing: text, defaultPort: PeerAddress.defaultPeerPort), !out.contains(target) {
                 out.append(target)
             }
+        }
+        if e.sessions > 0, let live = e.sessionAddress {
+            let target = PeerAddress(host: live, port: e.sightings.values.first?.port ?? PeerAddress.defaultPeerPort)
+            if !out.contains(target) { out.append(target) }
         }
         return out
     }
