@@ -276,6 +276,25 @@ import Testing
                 _ = try await c.client.send(.joinAccount(JoinAccountRequest(code: cancelledCode, deviceName: "phone")))
             }
             try await c.finish()
+
+            // The clipboard's switch: off from the menu is off in handoffd; the menu then shows
+            // it off, and choosing it again turns it back on.
+            try await Self.click(try #require(try await Self.menuItem("Share the clipboard with your devices", on: panel)), on: panel)
+            _ = try await Rig.waitFor("handoffd to have the clipboard off") { try await a.client.send(.settings).clipboard == false }
+            var again: Int32?
+            _ = try await Rig.waitFor("the menu to show it off") {
+                again = try await Self.menuItem("Share the clipboard with your devices", on: panel)
+                guard let again else { return false }
+                let state = try await panel.call(
+                    DBusMethodCall(
+                        destination: DesktopAgent.busName, path: StatusIcon.menuPath, interface: "com.canonical.dbusmenu", member: "GetProperty",
+                        arguments: [.int32(again), .string("toggle-state")]
+                    )
+                )
+                return state.first == .variant(.int32(0))
+            }
+            try await Self.click(try #require(again), on: panel)
+            _ = try await Rig.waitFor("handoffd to have the clipboard on") { try await a.client.send(.settings).clipboard == true }
         }
         try await a.finish()
         try await b.finish()

@@ -66,12 +66,12 @@ import Testing
         #expect(
             Self.lines(menu) == [
                 "  desk — “Report”", "* Continue in Editor", "  phone — “Photo”", "  No app here opens it", "  laptop — not reachable", "---",
-                "* Add a device…", "---", "* Handoff on this device",
+                "* Add a device…", "---", "* Handoff on this device", "* Share the clipboard with your devices",
             ]
         )
         #expect(menu.items[1].key == .continueFrom(Self.desk, activityID: report.id))
         #expect(menu.items[1].icon == "accessories-text-editor")
-        #expect(menu.items.last?.checked == true)
+        #expect(Self.item(.handoffSwitch(turnOn: false), in: menu)?.checked == true)
         #expect(menu.active && menu.detail == "Continue “Report” from desk")
     }
 
@@ -91,9 +91,9 @@ import Testing
         }, clock: Self.clock)
         #expect(Self.lines(menu) == [
             "  desk — “Report”", "  Not reachable: handoff is off on this device", "---", "  Add a device… (turn handoff on first)", "---", "* Handoff on this device",
+            "* Share the clipboard with your devices",
         ])
-        #expect(menu.items.last?.checked == false)
-        #expect(menu.items.last?.key == .handoffSwitch(turnOn: true), "choosing it turns handoff on, as the user saw")
+        #expect(Self.item(.handoffSwitch(turnOn: true), in: menu)?.checked == false, "choosing it turns handoff on, as the user saw")
         #expect(!menu.active && menu.detail == "Off on this device")
     }
 
@@ -101,7 +101,25 @@ import Testing
         let menu = TrayMenu(Self.running { f in f.invite = TrayFacts.Invite(code: "ABCD-EFGH", expiresAt: Self.t0) }, clock: Self.clock)
         #expect(Self.lines(menu) == [
             "  No other device yet: add one below", "---", "  Code for the new device: ABCD-EFGH (until 14:05)", "* Cancel the invite", "---", "* Handoff on this device",
+            "* Share the clipboard with your devices",
         ])
+    }
+
+    /// The clipboard has its own switch (docs/clipboard.md), beside handoff's; each says what
+    /// choosing it does, as the user saw it.
+    @Test func theClipboardHasItsOwnSwitch() {
+        let on = TrayMenu(Self.running(), clock: Self.clock)
+        #expect(Self.item(.clipboardSwitch(turnOn: false), in: on)?.checked == true)
+        let off = TrayMenu(Self.running { f in f.clipboardOn = false }, clock: Self.clock)
+        let item = Self.item(.clipboardSwitch(turnOn: true), in: off)
+        #expect(item?.checked == false && item?.enabled == true && item?.label == "Share the clipboard with your devices")
+        #expect(off.active, "handoff itself is still on")
+        #expect(Self.item(.clipboardSwitch(turnOn: true), in: TrayMenu(Self.running { f in f.account = nil }, clock: Self.clock)) == nil,
+                "without an account there is no one to share with")
+    }
+
+    static func item(_ key: TrayMenu.Key, in menu: TrayMenu) -> TrayMenu.Item? {
+        menu.items.first { $0.key == key }
     }
 
     @Test func onlyTheDeviceThatStartedTheAccountAddsDevices() {

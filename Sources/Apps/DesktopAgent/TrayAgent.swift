@@ -18,7 +18,7 @@ import Glibc
 /// The status icon's half of the agent (docs/desktop.md, "The status icon"): it keeps
 /// `TrayFacts` up to date from handoffd and from what the user does in the menu, shows the
 /// `TrayMenu` made from them, and carries out the menu's items — inviting a device, joining an
-/// account through `JoinDialog`, the device's handoff switch. Continuing goes back to the agent,
+/// account through `JoinDialog`, the device's handoff and clipboard switches. Continuing goes back to the agent,
 /// which continues from notifications the same way.
 struct TrayAgent: Sendable {
     let client: HandoffClient
@@ -88,6 +88,7 @@ struct TrayAgent: Sendable {
                     facts.daemon = .running
                     facts.account = status.account
                     facts.handoffOn = status.settings?.handoff ?? true
+                    facts.clipboardOn = status.settings?.clipboard ?? true
                     facts.peers = (try? await client.send(.peers).peers) ?? []
                     facts.offers = (try? await client.send(.offers).offers) ?? []
                     let inviting = facts.account == nil ? status.invitingNearby ?? 0 : 0
@@ -121,14 +122,9 @@ struct TrayAgent: Sendable {
                         group.addTask { post.yield(.dialog(await dialog.ask(refused: nil))) }
                     case .handoffSwitch(let on):
                         // What the item said when the user chose it, whatever changed since.
-                        group.addTask {
-                            do throws(HandoffClientError) {
-                                _ = try await client.send(.changeSettings(SettingsChange(handoff: on)))
-                            } catch {
-                                logger.warning("cannot switch handoff", metadata: ["error": "\(error)"])
-                            }
-                            refreshes.request()
-                        }
+                        group.addTask { await change(SettingsChange(handoff: on), refreshes: refreshes) }
+                    case .clipboardSwitch(let on):
+                        group.addTask { await change(SettingsChange(clipboard: on), refreshes: refreshes) }
                     default:
                         break
                     }
@@ -267,6 +263,16 @@ struct TrayAgent: Sendable {
         Self.makeDirectory(directory)
         let fd = open(options.noHostNotedFile, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         if fd >= 0 { close(fd) }
+    }
+
+    /// A switch the user chose in the menu; the menu then shows what handoffd has.
+    private func change(_ settings: SettingsChange, refreshes: RefreshRequests) async {
+        do throws(HandoffClientError) {
+            _ = try await client.send(.changeSettings(settings))
+        } catch {
+            logger.warning("cannot change a setting from the menu", metadata: ["error": "\(error)"])
+        }
+        refreshes.request()
     }
 
     private func notify(summary: String, body: String, actions: [Note.Action] = [], replacing: UInt32? = nil) async -> UInt32? {

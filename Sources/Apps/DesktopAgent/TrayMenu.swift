@@ -30,6 +30,8 @@ package struct TrayFacts: Equatable, Sendable {
     package var daemon = Daemon.starting
     package var account: AccountInfo?
     package var handoffOn = true
+    /// This device shares its clipboard with the account's (`[clipboard] enabled`).
+    package var clipboardOn = true
     package var peers: [PeerInfo] = []
     package var offers: [Offer] = []
     package var invite: Invite?
@@ -60,6 +62,8 @@ package struct TrayMenu: Equatable, Sendable {
         case join
         /// The device's switch, and what choosing it does (as the user saw it).
         case handoffSwitch(turnOn: Bool)
+        /// The clipboard's switch (docs/clipboard.md), likewise.
+        case clipboardSwitch(turnOn: Bool)
         case separator(Int)
     }
 
@@ -176,6 +180,7 @@ package struct TrayMenu: Equatable, Sendable {
         }
         separator()
         items.append(Item(.handoffSwitch(turnOn: !facts.handoffOn), "Handoff on this device", enabled: true, checked: facts.handoffOn))
+        items.append(Item(.clipboardSwitch(turnOn: !facts.clipboardOn), "Share the clipboard with your devices", enabled: true, checked: facts.clipboardOn))
         self.items = items
 
         let reachable = peers.filter(\.reachable).count
