@@ -1,6 +1,8 @@
 import DesktopAgent
 import Foundation
+import HandoffAPI
 import HandoffModel
+import HandoffSystem
 import HandoffTestSupport
 import Testing
 
@@ -105,19 +107,19 @@ import Testing
     }
 
     @Test func copiesGetNumberedNamesAndDownloadsIsWhereTheUserSaysIt() throws {
-        #expect(DocumentReceiver.numbered("report.odt", 1) == "report.odt")
-        #expect(DocumentReceiver.numbered("report.odt", 2) == "report (2).odt")
-        #expect(DocumentReceiver.numbered("Makefile", 3) == "Makefile (3)")
-        #expect(DocumentReceiver.numbered(".profile", 2) == ".profile (2)")
+        #expect(FileKeeping.numbered("report.odt", 1) == "report.odt")
+        #expect(FileKeeping.numbered("report.odt", 2) == "report (2).odt")
+        #expect(FileKeeping.numbered("Makefile", 3) == "Makefile (3)")
+        #expect(FileKeeping.numbered(".profile", 2) == ".profile (2)")
         // Never over 255 bytes: the stem gives way, the extension stays.
-        let long = DocumentReceiver.numbered(String(repeating: "a", count: 251) + ".txt", 12)
+        let long = FileKeeping.numbered(String(repeating: "a", count: 251) + ".txt", 12)
         #expect(long.utf8.count == 255 && long.hasSuffix("a (12).txt"))
         let home = try TempDirectory.make()
         defer { TempDirectory.remove(home) }
-        #expect(DocumentReceiver.downloads(environment: ["HOME": home]) == home + "/Downloads")
+        #expect(HandoffPaths.downloads(environment: ["HOME": home]) == home + "/Downloads")
         try FileManager.default.createDirectory(atPath: home + "/.config", withIntermediateDirectories: true)
         try "XDG_DOWNLOAD_DIR=\"$HOME/Old\"\nXDG_DESKTOP_DIR=\"$HOME/Desktop\"\nXDG_DOWNLOAD_DIR=\"$HOME/Téléchargements\"\n".write(toFile: home + "/.config/user-dirs.dirs", atomically: true, encoding: .utf8)
-        #expect(DocumentReceiver.downloads(environment: ["HOME": home]) == home + "/Téléchargements")
+        #expect(HandoffPaths.downloads(environment: ["HOME": home]) == home + "/Téléchargements")
     }
 
     @Test func partialCopiesLeftByACrashGoAfterADay() throws {

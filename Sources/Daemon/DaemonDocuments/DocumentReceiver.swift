@@ -22,7 +22,7 @@ import Glibc
 package struct DocumentReceiver: Sendable {
     let settings: @Sendable () -> DocumentSettings
     let globs: MIMEGlobs
-    /// Where copies go: `$XDG_DOWNLOAD_DIR/Handoff`.
+    /// Where copies go: `$XDG_DOWNLOAD_DIR/Handoff` (`HandoffPaths.received`).
     let directory: String
     let resuming: ResumingStreams
     let logger: Logger
@@ -30,10 +30,10 @@ package struct DocumentReceiver: Sendable {
     /// A stream that brings nothing for this long is given up (its device may be alive, and stuck).
     static let stallLimit: Duration = .seconds(30)
 
-    package init(settings: @escaping @Sendable () -> DocumentSettings, globs: MIMEGlobs, downloads: String, resuming: ResumingStreams, logger: Logger) {
+    package init(settings: @escaping @Sendable () -> DocumentSettings, globs: MIMEGlobs, directory: String, resuming: ResumingStreams, logger: Logger) {
         self.settings = settings
         self.globs = globs
-        self.directory = downloads + "/Handoff"
+        self.directory = directory
         self.resuming = resuming
         self.logger = logger
     }
@@ -201,30 +201,15 @@ package struct DocumentReceiver: Sendable {
         _ = futimens(fd, &times)
     }
 
-    /// `partial` under `name` in `directory`, or `name (2)`, `name (3)`…: a file already there is
-    /// never replaced. Renamed where the filesystem can refuse to replace, else hard-linked (which
-    /// never replaces either).
+    /// `partial` under `name` in `directory`, or `name (2)`, `name (3)`… (`FileKeeping`).
     static func keep(_ partial: String, as name: String, in directory: String) throws(DaemonError) -> String {
-        for attempt in 1...1000 {
-            let path = directory + "/" + numbered(name, attempt)
-            if LinuxCalls.renameWithoutReplacing(partial, to: path) { return path }
-            if errno == EINVAL || errno == ENOSYS {
-                if link(partial, path) == 0 { return path }
-            }
-            guard errno == EEXIST else { throw DaemonError(.internalError, "cannot keep the document as \(path): \(SystemCall.describe(errno))") }
+        switch FileKeeping.keep(partial, as: name, in: directory) {
+        case .success(let path): return path
+        case .failure(.system(let path, let failure)):
+            throw DaemonError(.internalError, "cannot keep the document as \(path): \(SystemCall.describe(failure))")
+        case .failure(.crowded(let directory, let name)):
+            throw DaemonError(.internalError, "\(directory) already holds 1000 files called \(name)")
         }
-        throw DaemonError(.internalError, "\(directory) already holds 1000 files called \(name)")
-    }
-
-    /// `report.odt`, `report (2).odt`, `report (3).odt`…, the name shortened if the number would
-    /// take it over 255 bytes.
-    static func numbered(_ name: String, _ attempt: Int) -> String {
-        guard attempt > 1 else { return name }
-        let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 } ?? name.endIndex
-        var stem = name[..<dot]
-        let suffix = " (\(attempt))" + name[dot...]
-        while stem.utf8.count + suffix.utf8.count > 255, !stem.isEmpty { stem = stem.dropLast() }
-        return stem + suffix
     }
 
     /// What a copy is written to until it is checked: hidden, named by its continuation.
@@ -237,31 +222,8 @@ package struct DocumentReceiver: Sendable {
     }
 
     static func makeDirectory(_ path: String) throws(DaemonError) {
-        var partial = ""
-        for part in path.split(separator: "/") {
-            partial += "/" + part
-            if mkdir(partial, 0o755) != 0, errno != EEXIST {
-                throw DaemonError(.internalError, "cannot make \(partial): \(SystemCall.describe(errno))")
-            }
+        if case .failure(.system(let partial, let failure)) = FileKeeping.makeDirectory(path) {
+            throw DaemonError(.internalError, "cannot make \(partial): \(SystemCall.describe(failure))")
         }
-    }
-
-    /// `$XDG_DOWNLOAD_DIR` as xdg-user-dirs keeps it (`$XDG_CONFIG_HOME/user-dirs.dirs`), else
-    /// `~/Downloads`.
-    package static func downloads(environment: [String: String]) -> String {
-        let home = HandoffPaths.homeDirectory(environment: environment)
-        let config = HandoffPaths.baseDirectories(.config, environment: environment)[0]
-        var found = home + "/Downloads"
-        // As the shell that sources the file would: the last assignment stands.
-        if let text = try? String(contentsOfFile: config + "/user-dirs.dirs", encoding: .utf8) {
-            for line in text.split(separator: "\n") where line.hasPrefix("XDG_DOWNLOAD_DIR=") {
-                var value = line.dropFirst("XDG_DOWNLOAD_DIR=".count)
-                guard value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 else { continue }
-                value = value.dropFirst().dropLast()
-                if value.hasPrefix("$HOME/") { found = home + "/" + value.dropFirst("$HOME/".count) }
-                if value.hasPrefix("/") { found = String(value) }
-            }
-        }
-        return found
     }
 }

@@ -268,7 +268,7 @@ public final class HandoffDaemon: Sendable {
         let handover = Handover(
             apps: apps, launcher: launcher,
             documents: DocumentReceiver(
-                settings: { documents.current }, globs: globs, downloads: DocumentReceiver.downloads(environment: environment), resuming: resuming, logger: logger
+                settings: { documents.current }, globs: globs, directory: HandoffPaths.received(environment: environment), resuming: resuming, logger: logger
             )
         )
         self.handover = handover

@@ -256,6 +256,30 @@ public enum HandoffPaths {
         return [first] + rest
     }
 
+    /// `$XDG_DOWNLOAD_DIR` as xdg-user-dirs keeps it (`$XDG_CONFIG_HOME/user-dirs.dirs`), else
+    /// `~/Downloads`.
+    public static func downloads(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        let home = homeDirectory(environment: environment)
+        let config = baseDirectories(.config, environment: environment)[0]
+        var found = home + "/Downloads"
+        // As the shell that sources the file would: the last assignment stands.
+        if let text = try? String(contentsOfFile: config + "/user-dirs.dirs", encoding: .utf8) {
+            for line in text.split(separator: "\n") where line.hasPrefix("XDG_DOWNLOAD_DIR=") {
+                var value = line.dropFirst("XDG_DOWNLOAD_DIR=".count)
+                guard value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 else { continue }
+                value = value.dropFirst().dropLast()
+                if value.hasPrefix("$HOME/") { found = home + "/" + value.dropFirst("$HOME/".count) }
+                if value.hasPrefix("/") { found = String(value) }
+            }
+        }
+        return found
+    }
+
+    /// Where files that come from another device are kept: `Downloads/Handoff`.
+    public static func received(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        downloads(environment: environment) + "/Handoff"
+    }
+
     /// `$HOME`, else the user's home in the password database, else `/`.
     public static func homeDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let home = environment["HOME"], home.hasPrefix("/") { return home }
