@@ -149,6 +149,55 @@ import Testing
         await bus.stop()
     }
 
+    /// Where the agent reaches no clipboard (here: no display server for it at all), another
+    /// device's copy is a notification; choosing it keeps the copy in Downloads/Handoff (no
+    /// xdg-open on the agent's PATH: the notification says the file cannot be opened here). A
+    /// copy withdrawn takes its notification with it.
+    @Test func withoutAClipboardAnotherDevicesCopyIsANotificationThatKeepsIt() async throws {
+        let directory = try TempDirectory.make(prefix: "handoff-desktop")
+        defer { TempDirectory.remove(directory) }
+        let session = try await DesktopSession(directory: directory)
+        let (a, b) = try await ContinuationTests.pair()
+        let monitor = try await session.monitorNotifications()
+        let home = directory + "/home"
+        let source = directory + "/copied"
+        try Data("hello there".utf8).write(to: URL(fileURLWithPath: source))
+        let aEvents = try await a.client.subscribe(.events)
+        let environment = ["HOME": home, "PATH": directory + "/no-programs", "DBUS_SESSION_BUS_ADDRESS": session.bus.address]
+        try await Self.withAgent(b, bus: session.bus, environment: environment) {
+            let text = [ClipboardItem(type: "text/plain;charset=utf-8", size: 11)]
+            let copy = try #require(try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: text))).local)
+            try await session.waitUntilDisplayed(1)
+            try await monitor.wait(for: "the copy's notification") { $0.stdout.contains("string \"Copied on desk: text\"") }
+            let clicked = try await session.dunstctl(["action", "0"])
+            #expect(clicked.status == 0, "\(clicked)")
+
+            // A's agent (this test) is asked for the text, and hands it over.
+            let (streamID, copyID, type) = try await ClipboardTests.nextPasteRequest(aEvents)
+            #expect(copyID == copy.id && type == "text/plain;charset=utf-8")
+            let fd = try ClipboardTests.file(source, O_RDONLY)
+            defer { close(fd) }
+            let sending = try await a.client.fileStream(.takeStream(streamID), file: fd, role: .send)
+            #expect(try await sending.outcome().state == .completed)
+            try await monitor.wait(for: "the paste's notification") { $0.stdout.contains("string \"Pasted from desk\"") }
+            let folder = home + "/Downloads/Handoff"
+            #expect(FileManager.default.contents(atPath: folder + "/Clipboard from desk.txt") == Data("hello there".utf8))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["Clipboard from desk.txt"], "no partial file stays")
+            #expect(monitor.stdout.contains("xdg-open is not installed"), "\(monitor.stdout)")
+
+            // A newer copy is a notification again; withdrawn, it goes.
+            _ = try await session.dunstctl(["close-all"])
+            try await session.waitUntilDisplayed(0)
+            _ = try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: text)))
+            try await session.waitUntilDisplayed(1)
+            _ = try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: [])))
+            try await session.waitUntilDisplayed(0)
+        }
+        try await a.finish()
+        try await b.finish()
+        await session.stop()
+    }
+
     /// Where no panel shows status icons (plain GNOME), the agent says so once — a notification
     /// the first time, never again — and notifications go on; `desktop.json` tells `doctor`.
     @Test func withoutAPanelForStatusIconsTheAgentSaysSoOnce() async throws {

@@ -52,6 +52,10 @@ package struct ClipboardAgent: Sendable {
         case streamRequested(streamID: UUID, copyID: UUID, type: String)
         case session(ClipboardEvent)
         case tick
+        /// The user chose the notification about another device's copy (`ClipboardNotes`, where
+        /// the session's clipboard is out of reach), or it went.
+        case noteChosen(id: UInt32)
+        case noteClosed(id: UInt32)
     }
 
     /// This device's copy, held until it runs out.
@@ -113,7 +117,7 @@ package struct ClipboardAgent: Sendable {
                 case .streamRequested(let streamID, let copyID, let type):
                     guard let local, local.id == copyID, let bytes = local.forms[type] else { continue }
                     group.addTask { await serve(bytes, on: streamID) }
-                case .tick:
+                case .tick, .noteChosen, .noteClosed:
                     break
                 }
                 let now = Timestamp.now()

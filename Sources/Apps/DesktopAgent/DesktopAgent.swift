@@ -115,7 +115,13 @@ package struct DesktopAgent: Sendable {
                     clipboardPost.yield(input)
                 }
             }
-            if let clipboard { group.addTask { await clipboard.run(clipboardInbox, post: clipboardPost) } }
+            let clipboardNote = SharedNote()
+            if let clipboard {
+                group.addTask { await clipboard.run(clipboardInbox, post: clipboardPost) }
+            } else {
+                let notes = ClipboardNotes(client: client, server: server, environment: dialogEnvironment, shown: clipboardNote, logger: logger)
+                group.addTask { await notes.run(clipboardInbox, post: clipboardPost) }
+            }
             group.addTask {
                 await tray.run(trayInbox, post: trayPost, refreshes: refreshes, listening: iconListening) { post.yield(.continueOffer($0)) }
             }
@@ -135,7 +141,7 @@ package struct DesktopAgent: Sendable {
             group.addTask { await alarm.run { post.yield(.tick) } }
             group.addTask { await interface.serve(listening) }
             group.addTask { await RecentDocuments(client: client, environment: dialogEnvironment, logger: logger).run() }
-            await drive(inbox, server: server, alarm: alarm, post: post, tray: trayPost)
+            await drive(inbox, server: server, alarm: alarm, post: post, tray: trayPost, clipboard: (clipboardPost, clipboardNote))
             trayPost.finish()
             clipboardPost.finish()
             group.cancelAll()
@@ -222,8 +228,10 @@ package struct DesktopAgent: Sendable {
         }
     }
 
+    /// `clipboard`: where replies about the clipboard's notification (`ClipboardNotes`) go.
     private func drive(
-        _ inbox: AsyncStream<Input>, server: NotificationServer, alarm: Alarm, post: AsyncStream<Input>.Continuation, tray: AsyncStream<TrayAgent.Input>.Continuation
+        _ inbox: AsyncStream<Input>, server: NotificationServer, alarm: Alarm, post: AsyncStream<Input>.Continuation, tray: AsyncStream<TrayAgent.Input>.Continuation,
+        clipboard: (post: AsyncStream<ClipboardAgent.Input>.Continuation, note: SharedNote)
     ) async {
         var planner = NotificationPlanner()
         var capabilities: Set<String>?
@@ -242,15 +250,23 @@ package struct DesktopAgent: Sendable {
                 case .tick:
                     actions = planner.tick(now: now)
                 case .reply(.invoked(let id, let action)):
-                    // The status icon's notifications (invites) are its own.
+                    // The status icon's notifications (invites) are its own; so is the clipboard's.
                     guard planner.shownIDs.contains(id) else {
-                        tray.yield(.noteInvoked(id: id, action: action))
+                        if id == clipboard.note.value {
+                            clipboard.post.yield(.noteChosen(id: id))
+                        } else {
+                            tray.yield(.noteInvoked(id: id, action: action))
+                        }
                         continue
                     }
                     actions = planner.invoked(id: id)
                 case .reply(.closed(let id, let reason)):
                     guard planner.shownIDs.contains(id) else {
-                        tray.yield(.noteClosed(id: id))
+                        if id == clipboard.note.value {
+                            clipboard.post.yield(.noteClosed(id: id))
+                        } else {
+                            tray.yield(.noteClosed(id: id))
+                        }
                         continue
                     }
                     planner.closed(id: id, byUser: reason == 1 || reason == 2)
