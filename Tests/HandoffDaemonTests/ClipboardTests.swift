@@ -17,6 +17,7 @@ import Testing
     static let settings = ClipboardSettings(lifetimeSeconds: 120, maximumSize: 1 << 20)
     static let text = [ClipboardItem(type: "text/plain;charset=utf-8", size: 11)]
     static let png = [ClipboardItem(type: "image/png", size: 5000)]
+    static let files = [ClipboardItem(type: "text/uri-list", size: 40)]
     static let alpha = LocalEvent.PeerRef(id: DeviceID(digest: Array(repeating: 1, count: 32)), name: "alpha")
     static let bravo = LocalEvent.PeerRef(id: DeviceID(digest: Array(repeating: 2, count: 32)), name: "bravo")
 
@@ -110,12 +111,22 @@ import Testing
         (true, "image/png", 0, "that copy has no image/png form"),
         (false, "text/plain;charset=utf-8", 0, "that copy is no longer on the clipboard there"),
         (true, "text/plain;charset=utf-8", 120, "that copy is no longer on the clipboard there"),
+        // A file of its file list: only if it has one (which entries are files, its agent knows).
+        (true, "text/uri-list#0", 0, nil),
+        (true, "text/uri-list#7", 0, nil),
+        (false, "text/uri-list#0", 0, "that copy is no longer on the clipboard there"),
     ] as [(Bool, String, Int64, String?)])
     func whoMayPasteWhat(ours: Bool, type: String, later: Int64, refusal: String?) {
         var board = ClipboardBoard(enabled: true)
-        _ = board.copied(Self.text, now: Self.t0, settings: Self.settings)
+        _ = board.copied(Self.text + Self.files, now: Self.t0, settings: Self.settings)
         let id = ours ? board.local!.notice.id : UUID()
         #expect(board.refusal(copyID: id, type: type, now: Self.t0.adding(seconds: later)) == refusal)
+    }
+
+    @Test func aCopyWithoutAFileListHasNoFilesToPaste() {
+        var board = ClipboardBoard(enabled: true)
+        _ = board.copied(Self.text, now: Self.t0, settings: Self.settings)
+        #expect(board.refusal(copyID: board.local!.notice.id, type: "text/uri-list#0", now: Self.t0) == "that copy has no text/uri-list form")
     }
 
     @Test func offForgetsEverythingAndWithdrawsAndNothingIsHeardWhileOff() {
@@ -168,8 +179,12 @@ import Testing
             let (kind, payload) = PeerMessage.clipboardNotice(notice).encodedPayload()
             #expect(throws: PeerMessageError.self) { try PeerMessage(kind: kind, payload: payload) }
         }
-        let (kind, payload) = PeerMessage.openClipboardStream(copyID: UUID(), type: "application/x-shellscript").encodedPayload()
-        #expect(throws: PeerMessageError.self) { try PeerMessage(kind: kind, payload: payload) }
+        for form in ["application/x-shellscript", "text/uri-list#", "text/uri-list#1000", "text/uri-list#-1", "text/uri-list#01", "text/uri-list#1 "] {
+            let (kind, payload) = PeerMessage.openClipboardStream(copyID: UUID(), type: form).encodedPayload()
+            #expect(throws: PeerMessageError.self, "\(form)") { try PeerMessage(kind: kind, payload: payload) }
+        }
+        #expect(ClipboardNotice.fileIndex("text/uri-list#0") == 0 && ClipboardNotice.fileIndex("text/uri-list#999") == 999)
+        #expect(ClipboardNotice.fileIndex("text/uri-list") == nil && ClipboardNotice.fileForm(3) == "text/uri-list#3")
         // Secrets, as password managers mark them.
         #expect(ClipboardNotice.isSecret(types: ["text/plain", "x-kde-passwordManagerHint"], hint: "secret"))
         #expect(ClipboardNotice.isSecret(types: ["text/plain", "x-kde-passwordManagerHint"], hint: "secret\n"))
@@ -246,6 +261,40 @@ import Testing
         await expectFailure(.clipboardOff) { _ = try await b.client.fileStream(.pasteClipboard(last.id, type: "text/plain;charset=utf-8"), file: target, role: .receive) }
         #expect(try await b.client.send(.changeSettings(SettingsChange(clipboard: true))).clipboard == true)
         #expect(try await b.client.send(.clipboard) == ClipboardState(enabled: true, maximumSize: 4096))
+        for d in [a, b] { try await d.finish() }
+    }
+
+    /// A file of another device's file list is pasted on its own stream, bounded by the size
+    /// its device gives as it sends it, and by max_size here: larger, it is refused.
+    @Test func aFileOfAFileListIsPastedWithinMaxSize() async throws {
+        let (a, b) = try await ContinuationTests.pair(configureB: { $0.settings.clipboardMaxSize = 4096 })
+        let dir = try TempDirectory.make(prefix: "handoff-clipboard")
+        defer { TempDirectory.remove(dir) }
+        let agent = try await a.client.subscribe(.events)
+        try Data("a report".utf8).write(to: URL(fileURLWithPath: dir + "/report.txt"))
+        try Data(repeating: 7, count: 5000).write(to: URL(fileURLWithPath: dir + "/big.bin"))
+        let copy = try #require(try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.files))).local)
+        try await waitUntil("B hears of A's file list") { try await b.client.send(.clipboard).newest?.id == copy.id }
+
+        let target = try Self.file(dir + "/pasted", O_WRONLY | O_CREAT | O_TRUNC)
+        defer { close(target) }
+        for (index, name, fits) in [(0, "report.txt", true), (1, "big.bin", false)] {
+            let pasting = Task { try await b.client.fileStream(.pasteClipboard(copy.id, type: ClipboardNotice.fileForm(index)), file: target, role: .receive) }
+            let (streamID, copyID, type) = try await Self.nextPasteRequest(agent)
+            #expect(copyID == copy.id && type == ClipboardNotice.fileForm(index))
+            let source = try Self.file(dir + "/" + name, O_RDONLY)
+            defer { close(source) }
+            let sending = Task { try await a.client.fileStream(.takeStream(streamID), file: source, role: .send).outcome() }
+            if fits {
+                #expect(try await pasting.value.outcome().state == .completed)
+                #expect(try await sending.value.state == .completed)
+                #expect(FileManager.default.contents(atPath: dir + "/pasted") == Data("a report".utf8))
+            } else {
+                let refused = await expectFailure(.notOffered) { _ = try await pasting.value }
+                #expect(refused.contains("5000 bytes, over [clipboard] max_size here (4096)"), "\(refused)")
+                #expect(try await sending.value.state == .failed)
+            }
+        }
         for d in [a, b] { try await d.finish() }
     }
 

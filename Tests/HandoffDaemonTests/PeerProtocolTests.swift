@@ -72,6 +72,7 @@ import Testing
             ])),
             .clipboardNotice(ClipboardNotice(copiedAt: Timestamp(microsecondsSinceEpoch: 0), lifetimeSeconds: 1, items: [])),
             .openClipboardStream(copyID: UUID(), type: "image/png"),
+            .openClipboardStream(copyID: UUID(), type: "text/uri-list#999"),
             .savedDeletions([
                 SavedActivityDeletion(at: Timestamp(microsecondsSinceEpoch: 1_700_000_000_000_000), persistentIdentifiers: ["note-7", "home:ü.txt"]),
                 SavedActivityDeletion(at: Timestamp(microsecondsSinceEpoch: -5), types: ["org.example.notes.edit"], everything: true),

@@ -19,7 +19,7 @@ import Testing
     }
 
     /// The same in Wayland sessions (headless sway, data-control): text and a picture each way,
-    /// with `wl-copy` and `wl-paste`.
+    /// with `wl-copy` and `wl-paste`; then files, which come into Downloads.
     @Test func copiedInOneWaylandSessionPastedInAnother() async throws {
         await Rig.withHosts(["alpha", "bravo"]) { rig in
             try await EndToEndTests().startPaired(rig)
@@ -53,6 +53,27 @@ import Testing
                 bravoAgent.stderr.contains("a copy here was announced") && alphaAgent.stderr.contains("pasted from another device"),
                 "alpha: \(alphaAgent.stderr)\nbravo: \(bravoAgent.stderr)"
             )
+
+            // Files, as a file manager copies them (text/uri-list): pasted on bravo, each file
+            // comes into bravo's Downloads/Handoff and the list bravo's app gets names those; a
+            // link stays a link, a folder is left out.
+            let report = "Report 1 from alpha\n"
+            try rig.write(to: alphaHome + "/Report 1.txt", report)
+            #expect(try await rig.run("alpha", ["mkdir", "-p", alphaHome + "/folder"]).status == 0)
+            let list = "file://\(alphaHome)/Report%201.txt\r\nhttps://example.org/\r\nfile://\(alphaHome)/folder\r\n"
+            try rig.write(to: alphaHome + "/list", list)
+            #expect(try await wl("alpha", alpha, "wl-copy --type text/uri-list < \(alphaHome)/list").status == 0)
+            try await Rig.waitFor("bravo to offer alpha's files") {
+                try await wl("bravo", bravo, "wl-paste --list-types").stdout.split(separator: "\n").contains("text/uri-list")
+            }
+            let files = try await wl("bravo", bravo, "wl-paste --no-newline --type text/uri-list")
+            let lines = files.stdout.split(separator: "\r\n").map(String.init)
+            let kept = bravoHome + "/Downloads/Handoff/Report 1.txt"
+            #expect(files.status == 0 && lines.count == 2, "\(files)")
+            #expect(lines.first.flatMap { $0.hasPrefix("file://") ? String($0.dropFirst(7)).removingPercentEncoding : nil } == kept, "\(files)")
+            #expect(lines.last == "https://example.org/", "\(files)")
+            #expect(FileManager.default.contents(atPath: kept) == Data(report.utf8))
+            #expect(alphaAgent.stderr.contains("another device asked for a file of the copy here that is not a file"), "the folder: \(alphaAgent.stderr)")
 
             #expect(try await alphaAgent.stop() == 0, "\(alphaAgent.stderr)")
             #expect(try await bravoAgent.stop() == 0, "\(bravoAgent.stderr)")

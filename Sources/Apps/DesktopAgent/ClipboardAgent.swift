@@ -25,6 +25,8 @@ import Glibc
 package struct ClipboardAgent: Sendable {
     let client: HandoffClient
     let backend: any ClipboardBackend
+    /// Fetches another device's copy when an app pastes it; keeps the files of its file list.
+    let keeper: ClipboardKeeper
     /// How long an app's paste waits for another device before it gets nothing.
     let pasteTimeout: Duration
     let logger: Logger
@@ -38,9 +40,11 @@ package struct ClipboardAgent: Sendable {
     /// handoffd offers them again over what the user copied since.
     static let rememberedEnded = 16
 
-    package init(client: HandoffClient, backend: any ClipboardBackend, pasteTimeout: Duration = .seconds(10), logger: Logger) {
+    /// `environment`: the session's variables, with HOME (where Downloads is).
+    package init(client: HandoffClient, backend: any ClipboardBackend, environment: [String: String], pasteTimeout: Duration = .seconds(10), logger: Logger) {
         self.client = client
         self.backend = backend
+        self.keeper = ClipboardKeeper(client: client, environment: environment, logger: logger)
         self.pasteTimeout = pasteTimeout
         self.logger = logger
     }
@@ -56,13 +60,27 @@ package struct ClipboardAgent: Sendable {
         /// the session's clipboard is out of reach), or it went.
         case noteChosen(id: UInt32)
         case noteClosed(id: UInt32)
+        /// The files of another device's file list were kept here: the list as it reads here
+        /// (nil: none came).
+        case filesKept(copyID: UUID, list: [UInt8]?)
     }
 
     /// This device's copy, held until it runs out.
     private struct Local {
         let id: UUID
         let forms: [String: [UInt8]]
+        /// The regular files of its file list, by their place among the list's URIs.
+        let files: [Int: String]
         let expiresAt: Timestamp
+    }
+
+    /// Another device's file list whose files are being kept here, and the apps' pastes waiting
+    /// for it; then the list as it reads here, for the pastes after.
+    private struct Files {
+        let copyID: UUID
+        var waiting: [PasteRequest] = []
+        var list: [UInt8]?
+        var done = false
     }
 
     /// Runs until `inbox` ends; the X server's events join it.
@@ -72,6 +90,7 @@ package struct ClipboardAgent: Sendable {
         var local: Local?
         var offered: ClipboardCopy?
         var ended: [UUID] = []
+        var files: Files?
         await withDiscardingTaskGroup { group in
             group.addTask {
                 for await event in backend.events { post.yield(.session(event)) }
@@ -105,7 +124,33 @@ package struct ClipboardAgent: Sendable {
                         backend.answer(request, with: nil)
                         continue
                     }
-                    group.addTask { backend.answer(request, with: await fetch(request.type, of: copy)) }
+                    guard request.type == ClipboardNotice.fileListType else {
+                        let timeout = pasteTimeout
+                        group.addTask { backend.answer(request, with: await keeper.fetch(request.type, of: copy, timeout: timeout)) }
+                        continue
+                    }
+                    // A file list: its files come first, once for all the pastes of this copy.
+                    if files?.copyID != copy.id {
+                        // Pastes of an older copy's files get nothing: that copy is gone here.
+                        for waiting in files?.waiting ?? [] { backend.answer(waiting, with: nil) }
+                        files = Files(copyID: copy.id)
+                    }
+                    if files?.done == true {
+                        backend.answer(request, with: files?.list)
+                        continue
+                    }
+                    files?.waiting.append(request)
+                    if files?.waiting.count == 1 {
+                        let timeout = pasteTimeout
+                        group.addTask { post.yield(.filesKept(copyID: copy.id, list: await keepFiles(of: copy, timeout: timeout))) }
+                    }
+                case .filesKept(let copyID, let list):
+                    guard var current = files, current.copyID == copyID else { continue }
+                    for request in current.waiting { backend.answer(request, with: list) }
+                    current.waiting = []
+                    current.list = list
+                    current.done = true
+                    files = current
                 case .session(.notRead):
                     logger.info("a copy here was not read: the clipboard is off")
                 case .session(.offerEnded):
@@ -115,8 +160,13 @@ package struct ClipboardAgent: Sendable {
                 case .session(.disconnected):
                     logger.notice("the display server went away; the clipboard is no longer shared from this session")
                 case .streamRequested(let streamID, let copyID, let type):
-                    guard let local, local.id == copyID, let bytes = local.forms[type] else { continue }
-                    group.addTask { await serve(bytes, on: streamID) }
+                    guard let local, local.id == copyID else { continue }
+                    if let index = ClipboardNotice.fileIndex(type) {
+                        let path = local.files[index]
+                        group.addTask { await serveFile(path, on: streamID) }
+                    } else if let bytes = local.forms[type] {
+                        group.addTask { await serve(bytes, on: streamID) }
+                    }
                 case .tick, .noteChosen, .noteClosed:
                     break
                 }
@@ -141,11 +191,47 @@ package struct ClipboardAgent: Sendable {
             let answer = try await client.send(.announceClipboard(ClipboardAnnouncement(items: items)))
             logger.info("a copy here was announced", metadata: ["kinds": "\(items.count)", "secret": "\(secret)"])
             guard let copy = answer.local, !forms.isEmpty else { return nil }
-            return Local(id: copy.id, forms: Dictionary(forms.map { ($0.type, $0.bytes) }, uniquingKeysWith: { first, _ in first }), expiresAt: copy.expiresAt)
+            let kept = Dictionary(forms.map { ($0.type, $0.bytes) }, uniquingKeysWith: { first, _ in first })
+            let files = kept[ClipboardNotice.fileListType].map { FileList.files(FileList.uris($0)) } ?? [:]
+            return Local(id: copy.id, forms: kept, files: files, expiresAt: copy.expiresAt)
         } catch {
             logger.notice("a copy here could not be announced", metadata: ["error": "\(error)"])
             return nil
         }
+    }
+
+    /// Another device pastes a file of this device's file list: handoffd reads it itself (the
+    /// file socket). One that is not a regular file here (a folder, gone) is refused at once: the
+    /// stream is taken and dropped.
+    private func serveFile(_ path: String?, on streamID: UUID) async {
+        let fd = path.map { path in SystemCall.retrying { open(path, O_RDONLY | O_CLOEXEC) } } ?? -1
+        guard fd >= 0, HandedOverFile.isAccepted(fd) else {
+            if fd >= 0 { close(fd) }
+            (try? await client.pipe(.takeStream(streamID)))?.close()
+            logger.notice("another device asked for a file of the copy here that is not a file")
+            return
+        }
+        defer { close(fd) }
+        do throws(HandoffClientError) {
+            let info = try await client.fileStream(.takeStream(streamID), file: fd, role: .send).outcome()
+            logger.info("a file of the copy here was pasted on another device", metadata: ["state": "\(info.state.rawValue)", "bytes": "\(info.bytesSent)"])
+        } catch {
+            logger.notice("a file of the copy here could not be served", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// An app here pastes another device's file list: its files are kept in Downloads/Handoff,
+    /// and the app gets the list as it reads here (nil when it does not come, or no file does).
+    private func keepFiles(of copy: ClipboardCopy, timeout: Duration) async -> [UInt8]? {
+        guard let bytes = await keeper.fetch(ClipboardNotice.fileListType, of: copy, timeout: timeout) else { return nil }
+        let uris = FileList.uris(bytes)
+        let (list, kept, failures) = await keeper.keepFiles(of: copy, uris: uris)
+        if !failures.isEmpty {
+            logger.notice("files of another device's copy did not come", metadata: ["count": "\(failures.count)", "first": "\(failures[0])"])
+        }
+        guard kept > 0 || failures.isEmpty else { return nil }
+        logger.info("files of another device's copy were kept", metadata: ["device": "\(copy.peer?.name ?? "")", "files": "\(kept)"])
+        return FileList.text(list)
     }
 
     /// Another device pastes: the bytes go out on the stream handoffd offered, within
@@ -162,48 +248,6 @@ package struct ClipboardAgent: Sendable {
             _ = try await pipe.readToEnd(limit: 0)
         } catch {
             logger.notice("a paste on another device could not be served", metadata: ["error": "\(error)"])
-        }
-    }
-
-    /// An app here pastes `type` of another device's copy: its bytes, or nil when they do not
-    /// come whole within `pasteTimeout` (and a second per MiB) once the stream opened (the app
-    /// then gets nothing rather than waiting; the stream is cut).
-    private func fetch(_ type: String, of copy: ClipboardCopy) async -> [UInt8]? {
-        guard let size = copy.items.first(where: { $0.type == type })?.size else { return nil }
-        do throws(HandoffClientError) {
-            let pipe = try await client.pipe(.pasteClipboard(copy.id, type: type))
-            defer { pipe.close() }
-            pipe.finishWriting()
-            let deadline = pasteTimeout + .seconds(size >> 20)
-            let bytes = try await withTaskGroup(of: Result<[UInt8], HandoffClientError>?.self) { group in
-                group.addTask {
-                    do throws(HandoffClientError) {
-                        return .success(try await pipe.readToEnd(limit: Int(size)))
-                    } catch {
-                        return .failure(error)
-                    }
-                }
-                group.addTask {
-                    // Cuts the stream: the read ends at once, with what came.
-                    if (try? await QuietSleep.sleep(for: deadline)) != nil { shutdown(pipe.fileDescriptor, Int32(SHUT_RDWR)) }
-                    return nil
-                }
-                let first = await group.next() ?? nil
-                group.cancelAll()
-                if let first { return first }
-                // The deadline came first: the read ends now, cut short.
-                let cut = await group.next() ?? nil
-                return cut ?? .success([])
-            }.get()
-            guard bytes.count == Int(size) else {
-                logger.notice("a paste from another device came short", metadata: ["expected": "\(size)", "got": "\(bytes.count)"])
-                return nil
-            }
-            logger.info("pasted from another device", metadata: ["device": "\(copy.peer?.name ?? "")", "bytes": "\(size)"])
-            return bytes
-        } catch {
-            logger.notice("a paste from another device failed", metadata: ["error": "\(error)"])
-            return nil
         }
     }
 }

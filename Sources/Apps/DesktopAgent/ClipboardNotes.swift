@@ -80,13 +80,12 @@ package struct ClipboardNotePlan: Equatable, Sendable {
 /// Where the agent cannot reach the session's clipboard — GNOME's Wayland session, whose
 /// compositor has no data-control, without an X server (docs/clipboard.md) — another device's
 /// copy is a notification instead: "Paste from DEVICE" fetches it, keeps it in
-/// `Downloads/Handoff` (`HandoffPaths.received`) and opens it with the desktop's default app
-/// (`xdg-open`), since there is no clipboard to put it on.
+/// `Downloads/Handoff` (`HandoffPaths.received`; a file list's files, one by one) and opens it
+/// with the desktop's default app (`xdg-open`), since there is no clipboard to put it on.
 package struct ClipboardNotes: Sendable {
-    let client: HandoffClient
+    /// Fetches and keeps the copy; its environment is the session's (what opens a file).
+    let keeper: ClipboardKeeper
     let server: NotificationServer
-    /// The session's variables, with PATH and HOME: where Downloads is, and what opens a file.
-    let environment: [String: String]
     /// The notification shown now, for the agent to route the server's replies here.
     let shown: SharedNote
     let logger: Logger
@@ -116,7 +115,7 @@ package struct ClipboardNotes: Sendable {
                 case .noteClosed(let id):
                     plan.closed(id)
                     if plan.note == nil { shown.value = nil }
-                case .streamRequested, .session:
+                case .streamRequested, .session, .filesKept:
                     break
                 }
                 switch action {
@@ -151,7 +150,7 @@ package struct ClipboardNotes: Sendable {
     static func words(for type: String) -> String {
         switch type {
         case "image/png", "image/jpeg": "a picture"
-        case "text/uri-list": "links"
+        case "text/uri-list": "files or links"
         case "text/html": "formatted text"
         default: "text"
         }
@@ -170,21 +169,42 @@ package struct ClipboardNotes: Sendable {
         return "Clipboard from \(safe.prefix(200)).\(ext)"
     }
 
-    /// Fetches `copy` into Downloads/Handoff, opens it, and says what happened.
+    /// Fetches `copy` into Downloads/Handoff, opens it, and says what happened: a picture as the
+    /// picture, a file list as its files (the folder opens), else the text.
     private func paste(_ copy: ClipboardCopy) async {
         let device = copy.peer?.name ?? "another device"
         guard let type = Self.savedTypes.first(where: { type in copy.items.contains { $0.type == type } }) ?? copy.items.first?.type else { return }
+        let outcome: (path: String, what: String)?
+        var failure: String?
+        if type == ClipboardNotice.fileListType {
+            let list = await keeper.fetch(type, of: copy, timeout: .seconds(10)).map(FileList.uris) ?? []
+            let (_, kept, failures) = await keeper.keepFiles(of: copy, uris: list)
+            if kept > 0 {
+                outcome = (HandoffPaths.received(environment: keeper.environment), kept == 1 ? "1 file" : "\(kept) files")
+            } else {
+                outcome = nil
+                failure = failures.first ?? (list.isEmpty ? "the list did not come" : "the copy lists links, no file: paste it as text with handoffctl clipboard paste")
+            }
+        } else {
+            switch await keeper.keep(type, of: copy, as: Self.fileName(for: type, from: device)) {
+            case .kept(let path): outcome = (path, path)
+            case .failed(let reason):
+                outcome = nil
+                failure = reason
+            }
+        }
         let note: Note
-        switch await save(copy, type: type, name: Self.fileName(for: type, from: device)) {
-        case .kept(let path):
+        if let outcome {
             logger.info("another device's copy was kept from a notification", metadata: ["device": "\(device)", "type": "\(type)"])
-            let opened = open(path)
+            let opened = open(outcome.path)
             note = Note(
                 appName: "Handoff", icon: "edit-paste", summary: "Pasted from \(device)",
-                body: "Kept as \(path)" + (opened.map { "; it cannot be opened here: \($0)" } ?? ""), actions: [], expireMilliseconds: 10_000,
-                desktopEntry: "handoff-desktop"
+                body: "Kept \(type == ClipboardNotice.fileListType ? "\(outcome.what) in \(outcome.path)" : "as \(outcome.path)")"
+                    + (opened.map { "; it cannot be opened here: \($0)" } ?? ""),
+                actions: [], expireMilliseconds: 10_000, desktopEntry: "handoff-desktop"
             )
-        case .failed(let reason):
+        } else {
+            let reason = failure ?? "nothing came"
             logger.notice("a paste from a notification failed", metadata: ["device": "\(device)", "error": "\(reason)"])
             note = Note(
                 appName: "Handoff", icon: "dialog-warning", summary: "Could not paste from \(device)", body: reason, actions: [],
@@ -194,52 +214,14 @@ package struct ClipboardNotes: Sendable {
         _ = try? await server.notify(note, replacing: nil)
     }
 
-    private enum Saved {
-        case kept(String)
-        case failed(String)
-    }
-
-    /// The stream into a hidden file beside where it goes, then in place under `name` (or
-    /// `name (2)`…) once it came whole; nothing stays of a paste that failed.
-    private func save(_ copy: ClipboardCopy, type: String, name: String) async -> Saved {
-        let directory = HandoffPaths.received(environment: environment)
-        if case .failure(let failure) = FileKeeping.makeDirectory(directory) { return .failed(Self.describe(failure)) }
-        let partial = directory + "/.clipboard-\(UUID().lowercasedString).part"
-        let fd = SystemCall.retrying { Glibc.open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600) }
-        guard fd >= 0 else { return .failed("cannot write in \(directory): \(SystemCall.describe(errno))") }
-        defer {
-            close(fd)
-            unlink(partial)
-        }
-        let info: StreamInfo
-        do throws(HandoffClientError) {
-            info = try await client.fileStream(.pasteClipboard(copy.id, type: type), file: fd, role: .receive).outcome()
-        } catch {
-            return .failed(error.message)
-        }
-        guard info.state == .completed else { return .failed(info.error ?? "the paste did not complete") }
-        guard fsync(fd) == 0 else { return .failed("cannot write in \(directory): \(SystemCall.describe(errno))") }
-        switch FileKeeping.keep(partial, as: name, in: directory) {
-        case .success(let path): return .kept(path)
-        case .failure(let failure): return .failed(Self.describe(failure))
-        }
-    }
-
     /// Opens `path` with the desktop's default app; nil, or why not.
     private func open(_ path: String) -> String? {
         do throws(ChildProcess.SpawnError) {
-            let pid = try ChildProcess.spawn("xdg-open", arguments: [path], environment: environment, stdout: .null, stderr: .null, newSession: true)
+            let pid = try ChildProcess.spawn("xdg-open", arguments: [path], environment: keeper.environment, stdout: .null, stderr: .null, newSession: true)
             if !BlockingThread.detach(name: "handoff-reap", { _ = ChildProcess.wait(pid) }) { _ = ChildProcess.wait(pid) }
             return nil
         } catch {
             return error.errno == ENOENT ? "xdg-open is not installed (sudo apt install xdg-utils)" : error.description
-        }
-    }
-
-    private static func describe(_ failure: FileKeeping.Failure) -> String {
-        switch failure {
-        case .system(let path, let errno): "cannot write \(path): \(SystemCall.describe(errno))"
-        case .crowded(let directory, let name): "\(directory) already holds 1000 files called \(name)"
         }
     }
 }

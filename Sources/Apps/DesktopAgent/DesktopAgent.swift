@@ -119,7 +119,8 @@ package struct DesktopAgent: Sendable {
             if let clipboard {
                 group.addTask { await clipboard.run(clipboardInbox, post: clipboardPost) }
             } else {
-                let notes = ClipboardNotes(client: client, server: server, environment: dialogEnvironment, shown: clipboardNote, logger: logger)
+                let keeper = ClipboardKeeper(client: client, environment: dialogEnvironment, logger: logger)
+                let notes = ClipboardNotes(keeper: keeper, server: server, shown: clipboardNote, logger: logger)
                 group.addTask { await notes.run(clipboardInbox, post: clipboardPost) }
             }
             group.addTask {
@@ -155,7 +156,7 @@ package struct DesktopAgent: Sendable {
         if let wayland = session["WAYLAND_DISPLAY"], !wayland.isEmpty {
             do throws(ClipboardBackendError) {
                 let backend = try WaylandClipboard.connect(display: wayland, maximumSize: ClipboardAgent.readLimit)
-                return ClipboardAgent(client: client, backend: backend, logger: logger)
+                return ClipboardAgent(client: client, backend: backend, environment: dialogEnvironment, logger: logger)
             } catch {
                 reasons.append(error.description)
             }
@@ -163,7 +164,7 @@ package struct DesktopAgent: Sendable {
         if let display = session["DISPLAY"], !display.isEmpty {
             do throws(ClipboardBackendError) {
                 let backend = try X11Clipboard.connect(display: display, maximumSize: ClipboardAgent.readLimit)
-                return ClipboardAgent(client: client, backend: backend, logger: logger)
+                return ClipboardAgent(client: client, backend: backend, environment: dialogEnvironment, logger: logger)
             } catch {
                 reasons.append(error.description)
             }

@@ -150,11 +150,13 @@ package struct ClipboardBoard: Sendable, Equatable {
     }
 
     /// Whether `peer` may paste form `type` of `copyID` from this device: it is this device's
-    /// copy, it still runs, and it offers that form. Nil, or why not.
+    /// copy, it still runs, and it offers that form (for a file of its file list, the list; the
+    /// agent knows which entries are files). Nil, or why not.
     package func refusal(copyID: UUID, type: String, now: Timestamp) -> String? {
         guard enabled else { return "the clipboard is not shared there" }
         guard let local, local.notice.id == copyID, local.expiresAt > now else { return "that copy is no longer on the clipboard there" }
-        guard local.notice.items.contains(where: { $0.type == type }) else { return "that copy has no \(type) form" }
+        let form = ClipboardNotice.fileIndex(type) == nil ? type : ClipboardNotice.fileListType
+        guard local.notice.items.contains(where: { $0.type == form }) else { return "that copy has no \(form) form" }
         return nil
     }
 

@@ -130,7 +130,8 @@ package final class ClipboardDesk: Sendable {
 
     /// `POST /v1/clipboard/COPY/TYPE`: a paste of form `type` of another device's copy `copyID`
     /// — the newest copy, while it lasts. The bytes come on the stream (at most the size
-    /// announced, which is at most `max_size`).
+    /// announced, which is at most `max_size`; for a file of its file list, the size the other
+    /// device gives as it sends it, also at most `max_size`).
     package func paste(copyID: UUID, type: String) async throws(DaemonError) -> (ContinuationStreams.Prepared, limit: Int64) {
         let now = clock.now()
         let settings = current
@@ -145,10 +146,12 @@ package final class ClipboardDesk: Sendable {
         guard newest.notice.id == copyID else {
             throw DaemonError(.noClipboard, "that copy is no longer the newest; paste again")
         }
-        guard let item = newest.notice.items.first(where: { $0.type == type }) else {
-            throw DaemonError(.noClipboard, "the copy from \(peer.name) has no \(type) form (it has \(newest.notice.items.map(\.type).joined(separator: ", ")))")
+        let file = ClipboardNotice.fileIndex(type)
+        let form = file == nil ? type : ClipboardNotice.fileListType
+        guard let item = newest.notice.items.first(where: { $0.type == form }) else {
+            throw DaemonError(.noClipboard, "the copy from \(peer.name) has no \(form) form (it has \(newest.notice.items.map(\.type).joined(separator: ", ")))")
         }
-        guard item.size <= settings.maximumSize else {
+        guard file != nil || item.size <= settings.maximumSize else {
             throw DaemonError(DaemonError.Code(.notOffered), "the copy from \(peer.name) is \(item.size) bytes, over [clipboard] max_size here (\(settings.maximumSize))")
         }
         let prepared: ContinuationStreams.Prepared
@@ -157,6 +160,16 @@ package final class ClipboardDesk: Sendable {
         } catch where error.code == .activityChanged {
             // Copied over or run out there: for the paster, there is no such copy any more.
             throw DaemonError(.noClipboard, error.message)
+        }
+        if let file {
+            guard let length = prepared.record.info.expectedBytes, length <= settings.maximumSize else {
+                prepared.abandon(because: "the file is over [clipboard] max_size on the device pasting")
+                throw DaemonError(
+                    DaemonError.Code(.notOffered),
+                    "file \(file) of the copy from \(peer.name) is \(prepared.record.info.expectedBytes.map { "\($0) bytes" } ?? "of no size given"), over [clipboard] max_size here (\(settings.maximumSize))"
+                )
+            }
+            return (prepared, length)
         }
         if let length = prepared.record.info.expectedBytes, length != item.size {
             prepared.abandon(because: "the other device sends another size than it announced")

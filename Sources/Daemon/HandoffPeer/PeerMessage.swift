@@ -500,7 +500,7 @@ extension PeerMessage {
             case .openClipboardStream:
                 let id = try PeerMessage.uuid(&r)
                 let type = try r.utf8String()
-                guard ClipboardNotice.carriedTypes.contains(type) else { throw PeerMessageError(description: "a clipboard form not carried") }
+                guard ClipboardNotice.isPastable(type) else { throw PeerMessageError(description: "a clipboard form not carried") }
                 self = .openClipboardStream(copyID: id, type: type)
             }
         } catch let e as PeerMessageError {

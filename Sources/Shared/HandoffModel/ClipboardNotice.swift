@@ -45,6 +45,27 @@ public struct ClipboardNotice: Codable, Sendable, Equatable {
         "CanUploadToCloudClipboard",
     ]
     public static let maximumItems = 8
+    /// A copy's list of files and links, whose files another device may paste one by one.
+    public static let fileListType = "text/uri-list"
+    /// How many of a list's entries a paste may name.
+    public static let maximumFiles = 1000
+
+    /// The form a paste names for one file of a copy's file list: the list's type and the file's
+    /// place among the list's URIs, `text/uri-list#0` (docs/clipboard.md, "Files").
+    public static func fileForm(_ index: Int) -> String { fileListType + "#\(index)" }
+
+    /// The place `form` names in a copy's file list, if it names a file.
+    public static func fileIndex(_ form: String) -> Int? {
+        guard form.hasPrefix(fileListType + "#") else { return nil }
+        let digits = form.dropFirst(fileListType.count + 1)
+        guard let index = Int(digits), index >= 0, index < maximumFiles, String(index) == digits else { return nil }
+        return index
+    }
+
+    /// Whether a paste may name `form`: a form carried, or a file of a file list.
+    public static func isPastable(_ form: String) -> Bool {
+        carriedTypes.contains(form) || fileIndex(form) != nil
+    }
     /// A notice outlives no one by more than an hour, whatever the sender says.
     public static let maximumLifetimeSeconds: UInt32 = 3600
     public static let maximumSize: Int64 = 1 << 40

@@ -63,7 +63,7 @@ struct ClipboardPaste: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @ParentCommand var root: Handoffctl
 
-    @Option(name: .shortAndLong, help: "The kind to paste, e.g. text/plain;charset=utf-8, image/png, text/uri-list.")
+    @Option(name: .shortAndLong, help: "The kind to paste, e.g. text/plain;charset=utf-8, image/png, text/uri-list (text/uri-list#N: its Nth entry's file).")
     var type: String?
 
     @Option(name: .shortAndLong, help: "Write it to this file instead of standard output.")
@@ -79,7 +79,8 @@ struct ClipboardPaste: ParsableCommand {
         let types = copy.items.map(\.type)
         let chosen: String
         if let type {
-            guard types.contains(type) else {
+            // A file of its file list (`text/uri-list#N`) is pasted on its own.
+            guard types.contains(ClipboardNotice.fileIndex(type) == nil ? type : ClipboardNotice.fileListType) else {
                 throw CLIError(.noClipboard, "the copy from \(safe(peer.name)) has no \(safe(type)); it has: \(types.map(safe).joined(separator: ", "))")
             }
             chosen = type
