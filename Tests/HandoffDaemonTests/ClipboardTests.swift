@@ -295,6 +295,13 @@ import Testing
                 #expect(try await sending.value.state == .failed)
             }
         }
+        // An entry that is not a file there (its agent takes the stream and drops it, as it does
+        // for a folder): refused as such.
+        let pasting = Task { try await b.client.fileStream(.pasteClipboard(copy.id, type: ClipboardNotice.fileForm(2)), file: target, role: .receive) }
+        let (streamID, _, _) = try await Self.nextPasteRequest(agent)
+        try await a.client.pipe(.takeStream(streamID)).close()
+        let refused = await expectFailure(.streamRefused) { _ = try await pasting.value }
+        #expect(refused.contains("entry 2 of the file list copied on desk is not a file there"), "\(refused)")
         for d in [a, b] { try await d.finish() }
     }
 

@@ -14,6 +14,9 @@ import Testing
         #expect(FileList.path(of: "file:///a%2") == nil)
         #expect(FileList.path(of: "file:///caf%C3%A9") == "/café")
         #expect(FileList.text(["file:///a", "https://b"]) == Array("file:///a\r\nhttps://b\r\n".utf8))
+        // A longer list from another device is cut at what a paste can name, before more is held.
+        let huge = Array(String(repeating: "file:///x\r\n", count: 5000).utf8)
+        #expect(FileList.uris(huge).count == 1000)
     }
 
     @Test func localPathsBecomeURIsThatReadBack() {
@@ -25,6 +28,12 @@ import Testing
         #expect(FileList.keptName(of: "/home/ana/Report 1.odt") == "Report 1.odt")
         #expect(FileList.keptName(of: "/") == "file")
         #expect(FileList.keptName(of: "/tmp/a\nb") == "a-b")
+        // Neither hidden nor taken for a partial file; no bidi tricks; within 255 bytes.
+        #expect(FileList.keptName(of: "/tmp/.x.part") == "x.part")
+        #expect(FileList.keptName(of: "/tmp/...") == "file")
+        #expect(FileList.keptName(of: "/tmp/a\u{202E}txt.exe") == "a-txt.exe")
+        let long = FileList.keptName(of: "/tmp/" + String(repeating: "é", count: 200) + ".pdf")
+        #expect(long.utf8.count <= 255 && long.hasSuffix(".pdf"))
     }
 
     @Test func onlyRegularFilesOfTheListAreServed() throws {

@@ -73,7 +73,7 @@ import Testing
             #expect(lines.first.flatMap { $0.hasPrefix("file://") ? String($0.dropFirst(7)).removingPercentEncoding : nil } == kept, "\(files)")
             #expect(lines.last == "https://example.org/", "\(files)")
             #expect(FileManager.default.contents(atPath: kept) == Data(report.utf8))
-            #expect(alphaAgent.stderr.contains("another device asked for a file of the copy here that is not a file"), "the folder: \(alphaAgent.stderr)")
+            #expect(alphaAgent.stderr.contains("another device asked for a file of the copy here that is not served"), "the folder: \(alphaAgent.stderr)")
 
             #expect(try await alphaAgent.stop() == 0, "\(alphaAgent.stderr)")
             #expect(try await bravoAgent.stop() == 0, "\(bravoAgent.stderr)")

@@ -9,6 +9,7 @@ import HandoffModel
 import HandoffSystem
 import Logging
 import SessionClipboard
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -27,8 +28,8 @@ package struct ClipboardAgent: Sendable {
     let backend: any ClipboardBackend
     /// Fetches another device's copy when an app pastes it; keeps the files of its file list.
     let keeper: ClipboardKeeper
-    /// How long an app's paste waits for another device before it gets nothing.
-    let pasteTimeout: Duration
+    /// Files of this device's copy being sent to other devices now.
+    let serving = FileServing()
     let logger: Logger
 
     /// The largest kind read from an app: handoffd's default `[clipboard] max_size` (a smaller
@@ -40,12 +41,13 @@ package struct ClipboardAgent: Sendable {
     /// handoffd offers them again over what the user copied since.
     static let rememberedEnded = 16
 
-    /// `environment`: the session's variables, with HOME (where Downloads is).
+    /// `environment`: the session's variables, with HOME (where Downloads is); `pasteTimeout`:
+    /// how long an app's paste waits for another device (and a second per MiB) before it gets
+    /// nothing.
     package init(client: HandoffClient, backend: any ClipboardBackend, environment: [String: String], pasteTimeout: Duration = .seconds(10), logger: Logger) {
         self.client = client
         self.backend = backend
-        self.keeper = ClipboardKeeper(client: client, environment: environment, logger: logger)
-        self.pasteTimeout = pasteTimeout
+        self.keeper = ClipboardKeeper(client: client, environment: environment, timeout: pasteTimeout, logger: logger)
         self.logger = logger
     }
 
@@ -75,13 +77,18 @@ package struct ClipboardAgent: Sendable {
     }
 
     /// Another device's file list whose files are being kept here, and the apps' pastes waiting
-    /// for it; then the list as it reads here, for the pastes after.
+    /// for it; then the list as it reads here, for the pastes after (a failure is not kept: the
+    /// next paste tries again).
     private struct Files {
         let copyID: UUID
         var waiting: [PasteRequest] = []
         var list: [UInt8]?
-        var done = false
+        let stop = ClipboardKeeper.Stop()
     }
+
+    /// How many files of this device's copies are sent at once: a device asking for more waits
+    /// for none of them — it is refused.
+    static let maximumServing = 4
 
     /// Runs until `inbox` ends; the X server's events join it.
     package func run(_ inbox: AsyncStream<Input>, post: AsyncStream<Input>.Continuation) async {
@@ -115,6 +122,7 @@ package struct ClipboardAgent: Sendable {
                         backend.withdraw()
                     }
                     offered = wanted
+                    if let kept = files, kept.copyID != wanted?.id { files = Self.drop(kept, backend) }
                 case .session(.copied(let forms, let secret)):
                     guard let current = state, current.enabled else { continue }
                     let kept = secret ? [] : forms.filter { Int64($0.bytes.count) <= current.maximumSize }
@@ -125,31 +133,27 @@ package struct ClipboardAgent: Sendable {
                         continue
                     }
                     guard request.type == ClipboardNotice.fileListType else {
-                        let timeout = pasteTimeout
-                        group.addTask { backend.answer(request, with: await keeper.fetch(request.type, of: copy, timeout: timeout)) }
+                        group.addTask { backend.answer(request, with: await keeper.fetch(request.type, of: copy)) }
                         continue
                     }
                     // A file list: its files come first, once for all the pastes of this copy.
-                    if files?.copyID != copy.id {
-                        // Pastes of an older copy's files get nothing: that copy is gone here.
-                        for waiting in files?.waiting ?? [] { backend.answer(waiting, with: nil) }
-                        files = Files(copyID: copy.id)
-                    }
-                    if files?.done == true {
-                        backend.answer(request, with: files?.list)
+                    if let kept = files, kept.copyID != copy.id { files = Self.drop(kept, backend) }
+                    var current = files ?? Files(copyID: copy.id)
+                    if let list = current.list {
+                        backend.answer(request, with: list)
                         continue
                     }
-                    files?.waiting.append(request)
-                    if files?.waiting.count == 1 {
-                        let timeout = pasteTimeout
-                        group.addTask { post.yield(.filesKept(copyID: copy.id, list: await keepFiles(of: copy, timeout: timeout))) }
+                    current.waiting.append(request)
+                    if current.waiting.count == 1 {
+                        let (stop, budget) = (current.stop, state?.maximumSize ?? Int64(Self.readLimit))
+                        group.addTask { post.yield(.filesKept(copyID: copy.id, list: await keepFiles(of: copy, budget: budget, stop: stop))) }
                     }
+                    files = current
                 case .filesKept(let copyID, let list):
                     guard var current = files, current.copyID == copyID else { continue }
                     for request in current.waiting { backend.answer(request, with: list) }
                     current.waiting = []
                     current.list = list
-                    current.done = true
                     files = current
                 case .session(.notRead):
                     logger.info("a copy here was not read: the clipboard is off")
@@ -157,12 +161,15 @@ package struct ClipboardAgent: Sendable {
                     // Another app copied: its copy comes as `copied`.
                     if let copy = offered { ended = Array((ended + [copy.id]).suffix(Self.rememberedEnded)) }
                     offered = nil
+                    if let kept = files { files = Self.drop(kept, backend) }
                 case .session(.disconnected):
                     logger.notice("the display server went away; the clipboard is no longer shared from this session")
                 case .streamRequested(let streamID, let copyID, let type):
                     guard let local, local.id == copyID else { continue }
                     if let index = ClipboardNotice.fileIndex(type) {
-                        let path = local.files[index]
+                        // A place is taken only for a file that is there to send.
+                        let file = local.files[index]
+                        let path = file != nil && serving.begin() ? file : nil
                         group.addTask { await serveFile(path, on: streamID) }
                     } else if let bytes = local.forms[type] {
                         group.addTask { await serve(bytes, on: streamID) }
@@ -175,6 +182,7 @@ package struct ClipboardAgent: Sendable {
                 if let copy = offered, copy.expiresAt <= now {
                     backend.withdraw()
                     offered = nil
+                    if let kept = files { files = Self.drop(kept, backend) }
                 }
                 alarm.set([local?.expiresAt, offered?.expiresAt].compactMap { $0 }.min())
             }
@@ -192,7 +200,9 @@ package struct ClipboardAgent: Sendable {
             logger.info("a copy here was announced", metadata: ["kinds": "\(items.count)", "secret": "\(secret)"])
             guard let copy = answer.local, !forms.isEmpty else { return nil }
             let kept = Dictionary(forms.map { ($0.type, $0.bytes) }, uniquingKeysWith: { first, _ in first })
-            let files = kept[ClipboardNotice.fileListType].map { FileList.files(FileList.uris($0)) } ?? [:]
+            let list = kept[ClipboardNotice.fileListType]
+            // Looked at on the disk thread: a slow disk or a network mount holds no task's thread.
+            let files = list == nil ? [:] : await DiskThread.shared.run { FileList.files(FileList.uris(list!)) }
             return Local(id: copy.id, forms: kept, files: files, expiresAt: copy.expiresAt)
         } catch {
             logger.notice("a copy here could not be announced", metadata: ["error": "\(error)"])
@@ -200,36 +210,60 @@ package struct ClipboardAgent: Sendable {
         }
     }
 
-    /// Another device pastes a file of this device's file list: handoffd reads it itself (the
-    /// file socket). One that is not a regular file here (a folder, gone) is refused at once: the
-    /// stream is taken and dropped.
+    /// A file list's keeping no longer wanted (another copy came, the offer ended): the pastes
+    /// waiting for it get nothing, and no further file is asked for.
+    private static func drop(_ files: Files, _ backend: any ClipboardBackend) -> Files? {
+        files.stop.set()
+        for request in files.waiting { backend.answer(request, with: nil) }
+        return nil
+    }
+
+    /// Another device pastes a file of this device's file list (`serving` was taken for it,
+    /// unless `path` is nil): handoffd reads it itself (the file socket), within `serveTimeout`
+    /// and a second per MiB. One that is not a regular file here (a folder, a pipe, gone) — or
+    /// one asked for while `maximumServing` are under way — is refused at once: the stream is
+    /// taken and dropped.
     private func serveFile(_ path: String?, on streamID: UUID) async {
-        let fd = path.map { path in SystemCall.retrying { open(path, O_RDONLY | O_CLOEXEC) } } ?? -1
-        guard fd >= 0, HandedOverFile.isAccepted(fd) else {
-            if fd >= 0 { close(fd) }
+        let fd: Int32 = await DiskThread.shared.run {
+            guard let path else { return -1 }
+            // Not blocking on a FIFO put there since; a regular file only.
+            let fd = SystemCall.retrying { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) }
+            var st = stat()
+            guard fd >= 0 else { return -1 }
+            guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+                close(fd)
+                return -1
+            }
+            return fd
+        }
+        defer { if path != nil { serving.end() } }
+        guard fd >= 0 else {
             (try? await client.pipe(.takeStream(streamID)))?.close()
-            logger.notice("another device asked for a file of the copy here that is not a file")
+            logger.notice("another device asked for a file of the copy here that is not served", metadata: ["reason": "\(path == nil ? "not a file, or too many at once" : "not a regular file")"])
             return
         }
         defer { close(fd) }
+        var st = stat()
+        let size = fstat(fd, &st) == 0 ? Int(st.st_size) : 0
         do throws(HandoffClientError) {
-            let info = try await client.fileStream(.takeStream(streamID), file: fd, role: .send).outcome()
+            let stream = try await client.fileStream(.takeStream(streamID), file: fd, role: .send)
+            let info = try await stream.outcome(withinSeconds: Self.serveTimeout + size >> 20)
             logger.info("a file of the copy here was pasted on another device", metadata: ["state": "\(info.state.rawValue)", "bytes": "\(info.bytesSent)"])
         } catch {
             logger.notice("a file of the copy here could not be served", metadata: ["error": "\(error)"])
         }
     }
 
-    /// An app here pastes another device's file list: its files are kept in Downloads/Handoff,
-    /// and the app gets the list as it reads here (nil when it does not come, or no file does).
-    private func keepFiles(of copy: ClipboardCopy, timeout: Duration) async -> [UInt8]? {
-        guard let bytes = await keeper.fetch(ClipboardNotice.fileListType, of: copy, timeout: timeout) else { return nil }
-        let uris = FileList.uris(bytes)
-        let (list, kept, failures) = await keeper.keepFiles(of: copy, uris: uris)
+    /// An app here pastes another device's file list: its files are kept in Downloads/Handoff (at
+    /// most `budget` bytes together), and the app gets the list as it reads here — nil when the
+    /// list does not come, or nothing of it is left.
+    private func keepFiles(of copy: ClipboardCopy, budget: Int64, stop: ClipboardKeeper.Stop) async -> [UInt8]? {
+        guard let bytes = await keeper.fetch(ClipboardNotice.fileListType, of: copy) else { return nil }
+        let (list, kept, failures) = await keeper.keepFiles(of: copy, uris: FileList.uris(bytes), budget: budget, stop: stop)
         if !failures.isEmpty {
             logger.notice("files of another device's copy did not come", metadata: ["count": "\(failures.count)", "first": "\(failures[0])"])
         }
-        guard kept > 0 || failures.isEmpty else { return nil }
+        guard !list.isEmpty else { return nil }
         logger.info("files of another device's copy were kept", metadata: ["device": "\(copy.peer?.name ?? "")", "files": "\(kept)"])
         return FileList.text(list)
     }
@@ -250,4 +284,20 @@ package struct ClipboardAgent: Sendable {
             logger.notice("a paste on another device could not be served", metadata: ["error": "\(error)"])
         }
     }
+}
+
+/// The files of this device's copies being sent now, against `ClipboardAgent.maximumServing`.
+final class FileServing: Sendable {
+    private let count = Mutex(0)
+
+    /// Takes a place; false when all are taken.
+    func begin() -> Bool {
+        count.withLock {
+            guard $0 < ClipboardAgent.maximumServing else { return false }
+            $0 += 1
+            return true
+        }
+    }
+
+    func end() { count.withLock { $0 = max(0, $0 - 1) } }
 }

@@ -8,6 +8,7 @@ import HandoffClient
 import HandoffModel
 import HandoffSystem
 import Logging
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -18,11 +19,19 @@ import Glibc
 /// `file:` URIs on this computer (`file:///path`, or `file://localhost/path`); each is named by
 /// its place among the list's URIs (`ClipboardNotice.fileForm`).
 package enum FileList {
-    /// The URIs, in order.
+    /// The URIs, in order: at most `ClipboardNotice.maximumFiles` (what a paste can name; a
+    /// longer list from another device is cut there, before more is held).
     package static func uris(_ bytes: [UInt8]) -> [String] {
-        String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }).map {
-            $0.hasSuffix("\r") ? String($0.dropLast()) : String($0)
-        }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        var uris: [String] = []
+        var start = 0
+        while start < bytes.count, uris.count < ClipboardNotice.maximumFiles {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+            var line = bytes[start..<end]
+            if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+            if !line.isEmpty, line.first != UInt8(ascii: "#") { uris.append(String(decoding: line, as: UTF8.self)) }
+            start = end + 1
+        }
+        return uris
     }
 
     /// The list of `uris`, as apps read it.
@@ -66,11 +75,20 @@ package enum FileList {
         "file://" + path.split(separator: "/", omittingEmptySubsequences: false).map { PathSegment.escape(String($0)) }.joined(separator: "/")
     }
 
-    /// The name a file from another device is kept under: its name there, made safe here.
+    /// The name a file from another device is kept under: its name there, made safe here — no
+    /// control or format characters, no leading dot (neither hidden nor taken for a partial
+    /// file), at most 255 bytes with its extension.
     package static func keptName(of path: String) -> String {
         let last = path.split(separator: "/").last.map(String.init) ?? ""
-        let safe = String(last.unicodeScalars.map { $0.properties.generalCategory == .control ? "-" : Character($0) })
-        return safe.isEmpty || safe == "." || safe == ".." ? "file" : safe
+        let visible = String(last.unicodeScalars.map { [.control, .format].contains($0.properties.generalCategory) ? "-" : Character($0) })
+        let safe = String(visible.drop { $0 == "." })
+        return safe.isEmpty ? "file" : FileKeeping.numbered(safe, 1)
+    }
+
+    /// Whether `uri` is a `file:` URI of any spelling (`FILE:/x`, `file:x`…): one not kept here
+    /// must not reach an app, which would read it as a file of this computer.
+    static func isFileURI(_ uri: String) -> Bool {
+        uri.prefix(5).lowercased() == "file:"
     }
 
     /// Which entries of `uris` are regular files here, by their place: what another device may
@@ -89,63 +107,102 @@ package enum FileList {
 /// Pastes from another device's copy: a form into memory, for an app (`fetch`), or kept in
 /// `Downloads/Handoff` (`HandoffPaths.received`) — a form, or one file of a file list — streamed
 /// by handoffd into a hidden file beside where it goes, then put in place under its name (or
-/// `name (2)`…) once it came whole. Nothing stays of a paste that failed.
+/// `name (2)`…) once it came whole. Nothing stays of a paste that failed. Each paste ends within
+/// `timeout` and a second per MiB once its stream opened (then it is given up); the files of one
+/// list take at most `max_size` bytes together.
 struct ClipboardKeeper: Sendable {
     let client: HandoffClient
     /// The session's variables with HOME, PATH and XDG_CONFIG_HOME: where Downloads is, and what
     /// opens a file.
     let environment: [String: String]
+    let timeout: Duration
     let logger: Logger
 
     enum Kept: Sendable {
-        case kept(path: String)
+        case kept(path: String, bytes: Int64)
         case failed(String)
     }
 
-    func keep(_ form: String, of copy: ClipboardCopy, as name: String) async -> Kept {
+    /// Set when what is being kept is no longer wanted (a newer copy came): the next file is not
+    /// asked for.
+    final class Stop: Sendable {
+        private let stopped = Mutex(false)
+        var isSet: Bool { stopped.withLock { $0 } }
+        func set() { stopped.withLock { $0 = true } }
+    }
+
+    /// Keeps form `form` of `copy` as `name`; at most `budget` bytes.
+    func keep(_ form: String, of copy: ClipboardCopy, as name: String, budget: Int64 = .max) async -> Kept {
         let directory = HandoffPaths.received(environment: environment)
-        if case .failure(let failure) = FileKeeping.makeDirectory(directory) { return .failed(Self.describe(failure)) }
-        let partial = directory + "/.clipboard-\(UUID().lowercasedString).part"
-        let fd = SystemCall.retrying { open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600) }
-        guard fd >= 0 else { return .failed("cannot write in \(directory): \(SystemCall.describe(errno))") }
+        // Files: on the disk thread, never on a task's (a slow disk, a network mount).
+        let opened = await DiskThread.shared.run { () -> Result<(String, Int32), FileKeeping.Failure> in
+            if case .failure(let failure) = FileKeeping.makeDirectory(directory) { return .failure(failure) }
+            let partial = directory + "/.clipboard-\(UUID().lowercasedString).part"
+            let fd = SystemCall.retrying { open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600) }
+            return fd >= 0 ? .success((partial, fd)) : .failure(.system(path: partial, errno: errno))
+        }
+        let (partial, fd): (String, Int32)
+        switch opened {
+        case .success(let pair): (partial, fd) = pair
+        case .failure(let failure): return .failed(Self.describe(failure))
+        }
         defer {
-            close(fd)
-            unlink(partial)
+            // After a rename `partial` is gone; after a hard link (`FileKeeping.keep`) it stays.
+            let drop: @Sendable () -> Void = {
+                close(fd)
+                unlink(partial)
+            }
+            if !BlockingThread.detach(name: "handoff-close", drop) { drop() }
         }
         let info: StreamInfo
         do throws(HandoffClientError) {
-            info = try await client.fileStream(.pasteClipboard(copy.id, type: form), file: fd, role: .receive).outcome()
+            let stream = try await client.fileStream(.pasteClipboard(copy.id, type: form), file: fd, role: .receive)
+            let expected = stream.info.expectedBytes ?? 0
+            guard expected <= budget else {
+                stream.close()
+                return .failed("over [clipboard] max_size for one copy's files together")
+            }
+            info = try await stream.outcome(withinSeconds: Int(timeout.components.seconds) + Int(expected >> 20))
         } catch {
             return .failed(error.message)
         }
         guard info.state == .completed else { return .failed(info.error ?? "the paste did not complete") }
-        guard fsync(fd) == 0 else { return .failed("cannot write in \(directory): \(SystemCall.describe(errno))") }
-        switch FileKeeping.keep(partial, as: name, in: directory) {
-        case .success(let path): return .kept(path: path)
-        case .failure(let failure): return .failed(Self.describe(failure))
+        // Ended in order but short (a file that shrank there): not the copy.
+        guard let expected = info.expectedBytes, info.bytesReceived == expected else {
+            return .failed("\(info.bytesReceived) bytes came of \(info.expectedBytes.map(String.init) ?? "an unknown size")")
+        }
+        let put = await DiskThread.shared.run { () -> Result<String, FileKeeping.Failure> in
+            guard fsync(fd) == 0 else { return .failure(.system(path: partial, errno: errno)) }
+            return FileKeeping.keep(partial, as: name, in: directory)
+        }
+        switch put {
+        case .success(let path):
+            return .kept(path: path, bytes: expected)
+        case .failure(let failure):
+            return .failed(Self.describe(failure))
         }
     }
 
     /// Each file of a copy's file list `uris` kept here, and the list as it reads here: the
-    /// files' URIs are those of the copies kept, the other URIs (links) as they were; a file that
-    /// did not come (a folder there, gone, cut short) is left out, and said why in `failures`.
-    func keepFiles(of copy: ClipboardCopy, uris: [String]) async -> (list: [String], kept: Int, failures: [String]) {
+    /// files' URIs are those of the copies kept, links as they were; a file that did not come (a
+    /// folder there, gone, cut short, over the budget) is left out, and so is any other `file:`
+    /// URI. At most `budget` bytes together; stops before the next file once `stop` is set.
+    func keepFiles(of copy: ClipboardCopy, uris: [String], budget: Int64, stop: Stop? = nil) async -> (list: [String], kept: Int, failures: [String]) {
         var local: [String] = []
         var kept = 0
+        var left = budget
         var failures: [String] = []
-        for (index, uri) in uris.enumerated() {
+        for (index, uri) in uris.prefix(ClipboardNotice.maximumFiles).enumerated() {
             guard let path = FileList.path(of: uri) else {
-                local.append(uri)
+                if FileList.isFileURI(uri) { failures.append("a file URI this computer cannot read as its own") } else { local.append(uri) }
                 continue
             }
-            guard index < ClipboardNotice.maximumFiles else {
-                failures.append("\(FileList.keptName(of: path)): past the first \(ClipboardNotice.maximumFiles) entries")
-                continue
-            }
-            switch await keep(ClipboardNotice.fileForm(index), of: copy, as: FileList.keptName(of: path)) {
-            case .kept(let path):
+            guard stop?.isSet != true else { break }
+            switch await keep(ClipboardNotice.fileForm(index), of: copy, as: FileList.keptName(of: path), budget: left) {
+            case .kept(let path, let bytes):
                 local.append(FileList.uri(of: path))
                 kept += 1
+                left -= bytes
             case .failed(let reason):
                 failures.append("\(FileList.keptName(of: path)): \(reason)")
             }
@@ -153,16 +210,13 @@ struct ClipboardKeeper: Sendable {
         return (local, kept, failures)
     }
 
-    /// An app here pastes `type` of another device's copy: its bytes, or nil when they do not
-    /// come whole within `pasteTimeout` (and a second per MiB) once the stream opened (the app
-    /// then gets nothing rather than waiting; the stream is cut).
-    func fetch(_ type: String, of copy: ClipboardCopy, timeout pasteTimeout: Duration) async -> [UInt8]? {
+    func fetch(_ type: String, of copy: ClipboardCopy) async -> [UInt8]? {
         guard let size = copy.items.first(where: { $0.type == type })?.size else { return nil }
         do throws(HandoffClientError) {
             let pipe = try await client.pipe(.pasteClipboard(copy.id, type: type))
             defer { pipe.close() }
             pipe.finishWriting()
-            let deadline = pasteTimeout + .seconds(size >> 20)
+            let deadline = timeout + .seconds(size >> 20)
             let bytes = try await withTaskGroup(of: Result<[UInt8], HandoffClientError>?.self) { group in
                 group.addTask {
                     do throws(HandoffClientError) {

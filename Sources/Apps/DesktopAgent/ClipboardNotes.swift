@@ -92,26 +92,30 @@ package struct ClipboardNotes: Sendable {
 
     static let pasteAction = "paste"
 
-    /// The kind kept, best first: a picture as a picture, else text.
-    static let savedTypes = ["image/png", "image/jpeg", "text/plain;charset=utf-8", "text/plain", "text/html", "text/uri-list"]
+    /// The kind kept, best first: a picture as a picture, files as the files (a list naming no
+    /// file is kept as the text that comes with it), else text.
+    static let savedTypes = ["image/png", "image/jpeg", "text/uri-list", "text/plain;charset=utf-8", "text/plain", "text/html"]
 
     /// Runs until `inbox` ends.
     func run(_ inbox: AsyncStream<ClipboardAgent.Input>, post: AsyncStream<ClipboardAgent.Input>.Continuation) async {
         let alarm = Alarm()
         var plan = ClipboardNotePlan()
+        var maximumSize = Int64(ClipboardAgent.readLimit)
         await withDiscardingTaskGroup { group in
             group.addTask { await alarm.run { post.yield(.tick) } }
             for await input in inbox {
                 var action = ClipboardNotePlan.Action.nothing
                 switch input {
                 case .daemon(let state):
+                    maximumSize = state.maximumSize
                     action = plan.changed(state, now: .now())
                 case .tick:
                     action = plan.tick(now: .now())
                 case .noteChosen(let id):
                     guard let copy = plan.chosen(id) else { break }
                     shown.value = nil
-                    group.addTask { await paste(copy) }
+                    let budget = maximumSize
+                    group.addTask { await paste(copy, budget: budget) }
                 case .noteClosed(let id):
                     plan.closed(id)
                     if plan.note == nil { shown.value = nil }
@@ -165,32 +169,41 @@ package struct ClipboardNotes: Sendable {
             case "text/html": "html"
             default: "txt"
             }
-        let safe = String(device.unicodeScalars.map { $0 == "/" || $0.properties.generalCategory == .control ? "-" : Character($0) })
-        return "Clipboard from \(safe.prefix(200)).\(ext)"
+        let safe = String(device.unicodeScalars.map { $0 == "/" || [.control, .format].contains($0.properties.generalCategory) ? "-" : Character($0) })
+        // At most 255 bytes, the extension kept.
+        return FileKeeping.numbered("Clipboard from \(safe).\(ext)", 1)
     }
 
     /// Fetches `copy` into Downloads/Handoff, opens it, and says what happened: a picture as the
-    /// picture, a file list as its files (the folder opens), else the text.
-    private func paste(_ copy: ClipboardCopy) async {
+    /// picture, a file list as its files (at most `budget` bytes together; the folder opens),
+    /// else the text.
+    private func paste(_ copy: ClipboardCopy, budget: Int64) async {
         let device = copy.peer?.name ?? "another device"
-        guard let type = Self.savedTypes.first(where: { type in copy.items.contains { $0.type == type } }) ?? copy.items.first?.type else { return }
-        let outcome: (path: String, what: String)?
+        let forms = Self.savedTypes.filter { type in copy.items.contains { $0.type == type } }
+        guard var type = forms.first ?? copy.items.first?.type else { return }
+        var outcome: (path: String, what: String)?
         var failure: String?
         if type == ClipboardNotice.fileListType {
-            let list = await keeper.fetch(type, of: copy, timeout: .seconds(10)).map(FileList.uris) ?? []
-            let (_, kept, failures) = await keeper.keepFiles(of: copy, uris: list)
-            if kept > 0 {
-                outcome = (HandoffPaths.received(environment: keeper.environment), kept == 1 ? "1 file" : "\(kept) files")
+            let list = await keeper.fetch(type, of: copy).map(FileList.uris)
+            if let list, list.contains(where: { FileList.path(of: $0) != nil }) {
+                let (_, kept, failures) = await keeper.keepFiles(of: copy, uris: list, budget: budget)
+                if kept > 0 {
+                    outcome = (HandoffPaths.received(environment: keeper.environment), kept == 1 ? "1 file" : "\(kept) files")
+                } else {
+                    failure = failures.first ?? "no file came"
+                }
+            } else if list == nil {
+                failure = "the list of files did not come"
+            } else if let text = forms.dropFirst().first {
+                type = text  // links only: the text that comes with them
             } else {
-                outcome = nil
-                failure = failures.first ?? (list.isEmpty ? "the list did not come" : "the copy lists links, no file: paste it as text with handoffctl clipboard paste")
+                failure = "the copy names no file, only links: paste it with handoffctl clipboard paste"
             }
-        } else {
+        }
+        if outcome == nil, failure == nil {
             switch await keeper.keep(type, of: copy, as: Self.fileName(for: type, from: device)) {
-            case .kept(let path): outcome = (path, path)
-            case .failed(let reason):
-                outcome = nil
-                failure = reason
+            case .kept(let path, _): outcome = (path, path)
+            case .failed(let reason): failure = reason
             }
         }
         let note: Note

@@ -119,7 +119,7 @@ package struct DesktopAgent: Sendable {
             if let clipboard {
                 group.addTask { await clipboard.run(clipboardInbox, post: clipboardPost) }
             } else {
-                let keeper = ClipboardKeeper(client: client, environment: dialogEnvironment, logger: logger)
+                let keeper = ClipboardKeeper(client: client, environment: dialogEnvironment, timeout: .seconds(10), logger: logger)
                 let notes = ClipboardNotes(keeper: keeper, server: server, shown: clipboardNote, logger: logger)
                 group.addTask { await notes.run(clipboardInbox, post: clipboardPost) }
             }

@@ -82,11 +82,18 @@ public final class FileStream: @unchecked Sendable {
         Glibc.close(fd)
     }
 
-    /// Waits (as long as the stream lasts) for the stream to end; its final state.
-    public func outcome() throws(HandoffClientError) -> StreamInfo {
-        var tv = timeval(tv_sec: 0, tv_usec: 0)
+    /// Waits for the stream to end — as long as it lasts, or at most `seconds` (then it is given
+    /// up: it fails, and this throws `timeout`); its final state.
+    public func outcome(withinSeconds seconds: Int = 0) throws(HandoffClientError) -> StreamInfo {
+        var tv = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        let last = try Self.nextReply(fd, pending: &pending)
+        let last: FileStreamReply
+        do throws(HandoffClientError) {
+            last = try Self.nextReply(fd, pending: &pending)
+        } catch where error.code == .timeout && seconds > 0 {
+            close()
+            throw HandoffClientError(.timeout, "the stream did not end within \(seconds) s; it was given up")
+        }
         guard let info = last.stream, info.state.isFinal else {
             throw HandoffClientError(.protocolError, "handoffd ended the file stream without its outcome; are handoffctl and handoffd the same version?")
         }

@@ -29,8 +29,8 @@ extension HandoffClient {
 }
 
 extension FileStream {
-    public func outcome() async throws(HandoffClientError) -> StreamInfo {
-        try await offloaded { () throws(HandoffClientError) in try self.outcome() }
+    public func outcome(withinSeconds seconds: Int = 0) async throws(HandoffClientError) -> StreamInfo {
+        try await offloaded { () throws(HandoffClientError) in try self.outcome(withinSeconds: seconds) }
     }
 }
 

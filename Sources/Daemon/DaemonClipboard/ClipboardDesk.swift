@@ -162,11 +162,15 @@ package final class ClipboardDesk: Sendable {
             throw DaemonError(.noClipboard, error.message)
         }
         if let file {
-            guard let length = prepared.record.info.expectedBytes, length <= settings.maximumSize else {
+            // A file is sent with its size; without one, the other agent refused (no file there).
+            guard let length = prepared.record.info.expectedBytes else {
+                prepared.abandon(because: "entry \(file) of the file list is not a file there")
+                throw DaemonError(.streamRefused, "entry \(file) of the file list copied on \(peer.name) is not a file there (a folder, or gone)")
+            }
+            guard length <= settings.maximumSize else {
                 prepared.abandon(because: "the file is over [clipboard] max_size on the device pasting")
                 throw DaemonError(
-                    DaemonError.Code(.notOffered),
-                    "file \(file) of the copy from \(peer.name) is \(prepared.record.info.expectedBytes.map { "\($0) bytes" } ?? "of no size given"), over [clipboard] max_size here (\(settings.maximumSize))"
+                    DaemonError.Code(.notOffered), "file \(file) of the copy from \(peer.name) is \(length) bytes, over [clipboard] max_size here (\(settings.maximumSize))"
                 )
             }
             return (prepared, length)

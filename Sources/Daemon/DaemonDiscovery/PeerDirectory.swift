@@ -247,7 +247,8 @@ package actor PeerDirectory {
             }
         }
         if e.sessions > 0, let live = e.sessionAddress {
-            let target = PeerAddress(host: live, port: e.sightings.values.first?.port ?? PeerAddress.defaultPeerPort)
+            let port = e.sightings.values.max(by: { $0.at < $1.at })?.port ?? PeerAddress.defaultPeerPort
+            let target = PeerAddress(host: live, port: port)
             if !out.contains(target) { out.append(target) }
         }
         return out

@@ -29,13 +29,13 @@ public enum FileKeeping {
         return .failure(.crowded(directory: directory, name: name))
     }
 
-    /// `report.odt`, `report (2).odt`, `report (3).odt`…, the name shortened if the number would
-    /// take it over 255 bytes.
+    /// `report.odt`, `report (2).odt`, `report (3).odt`…, the name shortened (its extension
+    /// kept) if it, or the number, would take it over 255 bytes.
     public static func numbered(_ name: String, _ attempt: Int) -> String {
-        guard attempt > 1 else { return name }
+        guard attempt > 1 || name.utf8.count > 255 else { return name }
         let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 } ?? name.endIndex
         var stem = name[..<dot]
-        let suffix = " (\(attempt))" + name[dot...]
+        let suffix = (attempt > 1 ? " (\(attempt))" : "") + name[dot...]
         while stem.utf8.count + suffix.utf8.count > 255, !stem.isEmpty { stem = stem.dropLast() }
         return stem + suffix
     }
