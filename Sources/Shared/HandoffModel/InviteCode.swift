@@ -34,14 +34,17 @@ public struct InviteCode: Sendable, Equatable {
         case checksumMismatch
 
         /// What is wrong with what was typed, for the person who typed it.
-        public var description: String {
+        public var description: String { describe(as: "invite code") }
+
+        /// The same, for a code of another kind written the same way (`RecoveryCode`).
+        public func describe(as noun: String) -> String {
             switch self {
             case .wrongLength(let n):
-                "an invite code has 28 letters and digits (7 groups of 4); this one has \(n)"
+                "a\(noun.first.map { "aeiou".contains($0) } == true ? "n" : "") \(noun) has 28 letters and digits (7 groups of 4); this one has \(n)"
             case .invalidCharacter(let c):
-                "an invite code has no \(displayQuoted(String(c))); check what you typed"
+                "a\(noun.first.map { "aeiou".contains($0) } == true ? "n" : "") \(noun) has no \(displayQuoted(String(c))); check what you typed"
             case .checksumMismatch:
-                "the invite code has a typo (its last two characters do not match the rest); check what you typed"
+                "the \(noun) has a typo (its last two characters do not match the rest); check what you typed"
             }
         }
     }
