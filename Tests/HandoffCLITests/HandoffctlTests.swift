@@ -174,6 +174,25 @@ import Testing
         try await d.finish()
     }
 
+    /// A recovery code, offered once after `account create` and then on request; doctor warns
+    /// until there is one; a typo in `account recover` is caught before handoffd is asked.
+    @Test func theAccountKeyIsMadeRecoverable() async throws {
+        let d = try await TestDaemon.start()
+        let created = try await CLI.run(d, ["account", "create", "--name", "Home"])
+        #expect(created.status == 0 && created.stderr.contains("handoffctl account recovery-code"), "\(created)")
+        #expect(try await CLI.run(d, ["account"]).stdout.contains("recovery:    no recovery code (handoffctl account recovery-code)"))
+        let before = try await CLI.run(d, ["doctor"])
+        #expect(before.stdout.contains("warning  only this device holds the account key and no recovery code was made"), "\(before)")
+        let made = try await CLI.run(d, ["account", "recovery-code"])
+        let code = made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(made.status == 0 && code.count == 34 && made.stderr.contains("it is not shown again"), "\(made)")
+        #expect(try await CLI.run(d, ["doctor"]).stdout.contains("ok       the account key can be restored with the recovery code made"))
+        let typo = try await CLI.run(d, ["account", "recover", String(code.dropLast())])
+        #expect(typo.status == 22 && typo.stderr.contains("a recovery code has 28 letters and digits"), "\(typo)")
+        let holder = try await CLI.run(d, ["account", "recover", code])
+        #expect(holder.status != 0 && holder.stderr.contains("this device holds the account key already"), "\(holder)")
+    }
+
     @Test func aMissingDaemonIsExplained() async throws {
         let r = try await Subprocess.run(CLI.handoffctl, ["status", "--socket", "/nonexistent/handoffd.sock"])
         #expect(r.status == 3)

@@ -84,4 +84,22 @@ import Testing
         #expect(throws: AccountState.DecodeError.self) { try SignedAccountState(decoding: signed.encoded() + [0]) }
         #expect(throws: AccountState.DecodeError.self) { try AccountState(decoding: Array(revoked.encoded().dropLast(3))) }
     }
+
+    /// Who holds the account key and the key's recovery envelope travel in the state; a state
+    /// without them (written before they were kept) reads as it was.
+    @Test func theKeyHolderAndTheRecoveryEnvelopeRoundTrip() throws {
+        let accountID = DeviceID(digest: Array(repeating: 1, count: 32))
+        let a = DeviceID(digest: Array(repeating: 2, count: 32))
+        let b = DeviceID(digest: Array(repeating: 3, count: 32))
+        let t = Timestamp(secondsSinceEpoch: 1_800_000_000)
+        let old = AccountState(accountID: accountID, name: "Ana's devices", version: 1, issuedAt: t, devices: [], revoked: [])
+        #expect(try AccountState(decoding: old.encoded()).keyHolder == nil)
+        let recoverable = old.recoverable(with: AccountState.Recovery(envelope: Array(repeating: 7, count: 82), madeAt: t, madeBy: a), at: t)
+        let held = recoverable.held(by: b, at: t.adding(seconds: 1))
+        #expect(held.version == 3 && held.keyHolder == b && held.recovery?.madeBy == a)
+        #expect(try AccountState(decoding: held.encoded()) == held)
+        // An envelope larger than any format would make is refused as it is read.
+        let huge = old.recoverable(with: AccountState.Recovery(envelope: Array(repeating: 7, count: 2000), madeAt: t, madeBy: a), at: t)
+        #expect(throws: AccountState.DecodeError.self) { try AccountState(decoding: huge.encoded()) }
+    }
 }

@@ -151,6 +151,16 @@ extension LocalAPICall where Answer == LeaveResponse {
     public static func leaveAccount(_ request: LeaveRequest = LeaveRequest()) -> Self { Self(.leave, body: request, patience: 15) }
 }
 
+extension LocalAPICall where Answer == RecoveryCodeResponse {
+    /// A new recovery code (on the device holding the account key): its derivation takes a moment.
+    public static var makeRecoveryCode: Self { Self(.recoveryCode, patience: 30) }
+}
+
+extension LocalAPICall where Answer == AccountInfo {
+    /// The account key restored on this device from a recovery code.
+    public static func recover(_ request: RecoverRequest) -> Self { Self(.recover, body: request, patience: 30) }
+}
+
 extension LocalAPICall where Answer == DevicesResponse {
     public static var devices: Self { Self(.devices) }
 }

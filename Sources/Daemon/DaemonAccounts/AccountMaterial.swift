@@ -13,7 +13,8 @@ package struct AccountMaterial: Sendable {
     var deviceName: String
     var identity: DeviceIdentity
     var root: Certificate
-    /// Only on the device that created the account: it alone can invite and remove devices.
+    /// Only on the device holding the account key (the one that created the account, or recovered
+    /// it with a recovery code): it alone can invite and remove devices.
     var rootKey: SigningKey?
     /// Shared by the account's devices; keys advert sealing, account tags and the PSK every member
     /// connection opens with (never leaves TLS). Replaced when a device is removed; the previous one
@@ -63,7 +64,8 @@ package struct AccountMaterial: Sendable {
             stateVersion: state.version,
             deviceCount: state.devices.count,
             certificateExpires: identity.certificate.notAfter ?? Timestamp(microsecondsSinceEpoch: 0),
-            removal: removalInfo
+            removal: removalInfo,
+            recoveryCodeMadeAt: state.recovery?.madeAt
         )
     }
 

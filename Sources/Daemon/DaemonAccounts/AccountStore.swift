@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import DaemonCore
 import HandoffAPI
 import HandoffModel
@@ -230,7 +235,7 @@ package actor AccountStore {
             )
             let state = AccountState(
                 accountID: rootKey.id, name: accountName, version: 1, issuedAt: now,
-                devices: [.init(id: deviceKey.id, name: deviceName, addedAt: now)], revoked: []
+                devices: [.init(id: deviceKey.id, name: deviceName, addedAt: now)], revoked: [], keyHolder: deviceKey.id
             )
             let material = AccountMaterial(
                 deviceName: deviceName,
@@ -426,6 +431,109 @@ package actor AccountStore {
         try await install(next, saving: true)
         logger.notice("device renamed", metadata: ["device": "\(device.id.short)", "version": "\(next.state.version)"])
         return DeviceInfo(id: device.id, name: name, addedAt: device.addedAt, isThisDevice: device.id == m.deviceID)
+    }
+
+    // MARK: Recovery
+
+    /// Where a recovery code's derivation runs (half a second, 128 MiB): off the disk thread,
+    /// which saves everything else.
+    private static let keyDerivation = DiskThread(name: "handoff-kdf")
+
+    /// `account recovery-code`, on the device holding the key: a new code from which any member
+    /// restores the key (`recover`). The key sealed with it (`RecoveryEnvelope`) travels in the
+    /// signed account state; the code is shown once and kept nowhere. A new one replaces the last.
+    package func makeRecoveryCode(now: Timestamp = .now()) async throws(DaemonError) -> (code: RecoveryCode, info: AccountInfo) {
+        let m = try requireMembership()
+        guard let rootKey = m.rootKey else {
+            throw DaemonError(.notAccountAdmin, "only the device holding the account key makes a recovery code; run it there")
+        }
+        let code = RecoveryCode(secret: Crypto.randomBytes(InviteCode.secretLength))
+        let accountID = m.state.accountID
+        let sealed = await Self.keyDerivation.run { () -> Result<RecoveryEnvelope, TLSError> in
+            Result { () throws(TLSError) in try RecoveryEnvelope.seal(rootKey, code: code, accountID: accountID) }
+        }
+        // The actor ran other work while the key was derived: the change goes on the state as it
+        // is now.
+        let current = try requireMembership()
+        var next = current
+        do {
+            let envelope = try sealed.get()
+            next.state = current.state.recoverable(with: AccountState.Recovery(envelope: envelope.encoded, madeAt: now, madeBy: current.deviceID), at: now)
+            next.signedState = try AccountMaterial.sign(next.state, with: rootKey)
+        } catch {
+            throw DaemonError(.internalError, "cannot seal the account key: \(error)")
+        }
+        try await install(next, saving: true)
+        logger.notice("a recovery code was made", metadata: ["version": "\(next.state.version)"])
+        return (code, next.info)
+    }
+
+    /// `account recover CODE`, on a member: the account key from the state's envelope, if `code`
+    /// is the one it was sealed with; this device holds it from then on (a signed state says so).
+    /// Wrong codes are counted (`RecoveryAttempts`).
+    package func recover(_ code: RecoveryCode, now: Timestamp = .now()) async throws(DaemonError) -> AccountInfo {
+        let m = try requireMembership()
+        guard m.rootKey == nil else { throw DaemonError(.accountExists, "this device holds the account key already") }
+        guard let recovery = m.state.recovery else {
+            throw DaemonError(DaemonError.Code(.notFound), "no recovery code was made for this account (handoffctl account recovery-code, on the device holding the key)")
+        }
+        var attempts = loadAttempts()
+        if let wait = attempts.wait(now: now) {
+            throw DaemonError(DaemonError.Code(.rateLimited), "too many wrong recovery codes; try again in \(Self.duration(wait))")
+        }
+        let envelope: RecoveryEnvelope
+        do {
+            envelope = try RecoveryEnvelope(decoding: recovery.envelope)
+        } catch {
+            throw DaemonError(DaemonError.Code(.invalidValue), "the account's recovery envelope is not one this handoff reads (\(error)); update handoff")
+        }
+        // Counted before it is tried, so that tries made at once are each counted; a right code
+        // starts over below.
+        attempts.failed(now: now)
+        saveAttempts(attempts)
+        let accountID = m.state.accountID
+        let opened = await Self.keyDerivation.run { () -> SigningKey? in (try? envelope.open(code: code, accountID: accountID)) ?? nil }
+        guard let rootKey = opened, rootKey.publicKey == m.root.publicKey else {
+            let left = attempts.freeLeft
+            throw DaemonError(
+                .codeRejected,
+                "that is not this account's recovery code; "
+                    + (left > 0 ? "\(left) more tries before a wait" : "the next try waits \(Self.duration(attempts.wait(now: now) ?? 0))")
+            )
+        }
+        saveAttempts(RecoveryAttempts())
+        // As it is now (the actor ran other work meanwhile).
+        var next = try requireMembership()
+        next.rootKey = rootKey
+        next.state = next.state.held(by: next.deviceID, at: now)
+        do {
+            next.signedState = try AccountMaterial.sign(next.state, with: rootKey)
+        } catch {
+            throw DaemonError(.internalError, "cannot sign the account state: \(error)")
+        }
+        try await install(next, saving: true)
+        logger.notice("the account key was recovered here", metadata: ["version": "\(next.state.version)"])
+        return next.info
+    }
+
+    private var attemptsPath: String { path + "-recovery-attempts" }
+
+    private func loadAttempts() -> RecoveryAttempts {
+        guard let bytes = try? PrivateFiles.read(attemptsPath, maximumSize: 4096) else { return RecoveryAttempts() }
+        return (try? JSONDecoder().decode(RecoveryAttempts.self, from: Data(bytes))) ?? RecoveryAttempts()
+    }
+
+    private func saveAttempts(_ attempts: RecoveryAttempts) {
+        guard let data = try? JSONEncoder().encode(attempts) else { return }
+        do {
+            try PrivateFiles.writeAtomically(Array(data), to: attemptsPath)
+        } catch {
+            logger.error("cannot save the count of wrong recovery codes", metadata: ["error": "\(error)"])
+        }
+    }
+
+    static func duration(_ seconds: Int64) -> String {
+        seconds < 120 ? "\(seconds) s" : seconds < 7200 ? "\((seconds + 59) / 60) min" : "\((seconds + 3599) / 3600) h"
     }
 
     /// The name the account state gives this device, once a newer state says so.

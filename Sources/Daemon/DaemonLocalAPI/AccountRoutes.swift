@@ -114,6 +114,27 @@ package struct AccountRoutes: Sendable {
         return .ok(LeaveResponse(accountName: name, told: told, removedByKeyHolder: removed, wasRemoved: account.removal != nil))
     }
 
+    /// A new recovery code, whose envelope the other devices get with the signed state at once.
+    func recoveryCode(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        let (code, info) = try await accounts.makeRecoveryCode()
+        await links.stateChanged()
+        return .ok(RecoveryCodeResponse(code: code.text, account: info))
+    }
+
+    /// The account key restored here; the other devices learn who holds it now.
+    func recover(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        let recover = try request.decoded(RecoverRequest.self)
+        let code: RecoveryCode
+        do {
+            code = try RecoveryCode(parsing: recover.code)
+        } catch {
+            throw DaemonError(.invalidCode, error.describe(as: "recovery code"))
+        }
+        let info = try await accounts.recover(code)
+        await links.stateChanged()
+        return .ok(info)
+    }
+
     /// On the device holding the account key: any device. Elsewhere: this one, signed there.
     func renameDevice(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         let rename = try request.decoded(RenameDeviceRequest.self)

@@ -179,6 +179,8 @@ package struct LocalAPIRouter: Sendable {
         case .invite: return try await account.invite(request)
         case .sync: return try await account.sync(request)
         case .leave: return try await account.leave(request)
+        case .recoveryCode: return try await account.recoveryCode(request)
+        case .recover: return try await account.recover(request)
         case .devices: return try await account.devices(request)
         case .renameDevice: return try await account.renameDevice(request)
         case .removeDevice: return try await account.removeDevice(request)

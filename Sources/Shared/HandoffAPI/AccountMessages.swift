@@ -19,12 +19,15 @@ public struct AccountInfo: Codable, Sendable, Equatable {
     /// Set once this device was removed from the account (or left it): it can do nothing with it
     /// any more but leave (`account leave`) and join again.
     public var removal: RemovalInfo?
+    /// When the last recovery code was made (none: the account key is only where it is).
+    public var recoveryCodeMadeAt: Timestamp?
 
     public init(
         accountID: DeviceID, accountName: String, deviceID: DeviceID, deviceName: String, isAdmin: Bool,
-        stateVersion: UInt64, deviceCount: Int, certificateExpires: Timestamp, removal: RemovalInfo? = nil
+        stateVersion: UInt64, deviceCount: Int, certificateExpires: Timestamp, removal: RemovalInfo? = nil, recoveryCodeMadeAt: Timestamp? = nil
     ) {
         self.removal = removal
+        self.recoveryCodeMadeAt = recoveryCodeMadeAt
         self.accountID = accountID
         self.accountName = accountName
         self.deviceID = deviceID
@@ -70,6 +73,27 @@ public struct RemovalInfo: Codable, Sendable, Equatable {
 }
 
 /// `POST /v1/account/leave`: forget the account on this device, and tell the others.
+/// `POST /v1/account/recovery-code`'s answer: the code, shown once (docs/security.md, "Losing the
+/// key holder").
+public struct RecoveryCodeResponse: Codable, Sendable, Equatable {
+    public var code: String
+    public var account: AccountInfo
+
+    public init(code: String, account: AccountInfo) {
+        self.code = code
+        self.account = account
+    }
+}
+
+/// `POST /v1/account/recover`: the recovery code, as typed.
+public struct RecoverRequest: Codable, Sendable, Equatable {
+    public var code: String
+
+    public init(code: String) {
+        self.code = code
+    }
+}
+
 public struct LeaveRequest: Codable, Sendable, Equatable {
     /// Leave even though this device holds the account key and others remain (they keep an
     /// account that nobody can add devices to or remove them from).

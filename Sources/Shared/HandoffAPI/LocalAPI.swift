@@ -30,6 +30,10 @@ public enum LocalAPIRoute {
     public static let accountInvites = "/v1/account/invites"
     /// POST `SyncRequest`: exchange account state with one device now.
     public static let accountSync = "/v1/account/sync"
+    /// POST: a new recovery code (on the device holding the account key): `RecoveryCodeResponse`.
+    public static let accountRecoveryCode = "/v1/account/recovery-code"
+    /// POST `RecoverRequest`: the account key restored here from a recovery code: `AccountInfo`.
+    public static let accountRecover = "/v1/account/recover"
     /// POST `LeaveRequest`: forget the account here (telling the others): `LeaveResponse`.
     public static let accountLeave = "/v1/account/leave"
     /// POST `RenameDeviceRequest`: a device's name in the account: `DeviceInfo`.

@@ -8,7 +8,7 @@ public enum LocalAPIEndpoints {
         case putDocument
         case history, deleteSaved
         case events
-        case getAccount, createAccount, joinAccount, invite, sync, leave
+        case getAccount, createAccount, joinAccount, invite, sync, leave, recoveryCode, recover
         case devices, renameDevice, removeDevice
         case peers, offers
         case `continue`
@@ -63,6 +63,8 @@ public enum LocalAPIEndpoints {
         Route(method: "POST", path: .exact(LocalAPIRoute.accountInvites), endpoint: .invite),
         Route(method: "POST", path: .exact(LocalAPIRoute.accountSync), endpoint: .sync),
         Route(method: "POST", path: .exact(LocalAPIRoute.accountLeave), endpoint: .leave),
+        Route(method: "POST", path: .exact(LocalAPIRoute.accountRecoveryCode), endpoint: .recoveryCode),
+        Route(method: "POST", path: .exact(LocalAPIRoute.accountRecover), endpoint: .recover),
         Route(method: "GET", path: .exact(LocalAPIRoute.devices), endpoint: .devices),
         Route(method: "POST", path: .exact(LocalAPIRoute.devicesRename), endpoint: .renameDevice),
         Route(method: "DELETE", path: .under(LocalAPIRoute.devices), endpoint: .removeDevice),

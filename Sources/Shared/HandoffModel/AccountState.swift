@@ -9,6 +9,9 @@
 ///   6 revoked (repeated): [id, name, revokedAt], same layout, then optionally (later versions;
 ///     earlier readers skip the rest of a field): by id, by name, reason byte, the removal
 ///     notice's signature (`RemovalNotice`), each length-prefixed but the reason
+///   7 key holder: length-prefixed id (absent: the device that created the account)
+///   8 recovery: length-prefixed envelope (`RecoveryEnvelope`), madeAt (zigzag µs),
+///     length-prefixed id of the device that made it
 public struct AccountState: Sendable, Equatable {
     public struct Device: Sendable, Equatable, Codable {
         public var id: DeviceID
@@ -60,34 +63,68 @@ public struct AccountState: Sendable, Equatable {
         }
     }
 
+    /// The root key sealed with a recovery code, which any member can open with the code
+    /// (docs/security.md, "Losing the key holder").
+    public struct Recovery: Sendable, Equatable {
+        /// `RecoveryEnvelope`'s encoding.
+        public var envelope: [UInt8]
+        public var madeAt: Timestamp
+        public var madeBy: DeviceID
+
+        public init(envelope: [UInt8], madeAt: Timestamp, madeBy: DeviceID) {
+            self.envelope = envelope
+            self.madeAt = madeAt
+            self.madeBy = madeBy
+        }
+
+        /// An envelope is 82 bytes; room for a later format, no more.
+        static let maximumEnvelope = 1024
+    }
+
     public var accountID: DeviceID
     public var name: String
     public var version: UInt64
     public var issuedAt: Timestamp
     public private(set) var devices: [Device]
     public private(set) var revoked: [Revocation]
+    /// The device holding the root key, as the key last signed it; nil in states made before it
+    /// was kept (then the device that created the account holds it).
+    public private(set) var keyHolder: DeviceID?
+    public private(set) var recovery: Recovery?
 
-    public init(accountID: DeviceID, name: String, version: UInt64, issuedAt: Timestamp, devices: [Device], revoked: [Revocation]) {
+    public init(
+        accountID: DeviceID, name: String, version: UInt64, issuedAt: Timestamp, devices: [Device], revoked: [Revocation], keyHolder: DeviceID? = nil,
+        recovery: Recovery? = nil
+    ) {
         self.accountID = accountID
         self.name = name
         self.version = version
         self.issuedAt = issuedAt
         self.devices = devices.sorted { $0.id < $1.id }
         self.revoked = revoked.sorted { $0.id < $1.id }
+        self.keyHolder = keyHolder
+        self.recovery = recovery
     }
 
     public func isRevoked(_ id: DeviceID) -> Bool { revoked.contains { $0.id == id } }
     public func device(_ id: DeviceID) -> Device? { devices.first { $0.id == id } }
 
-    /// The next version, with `device` added.
-    public func adding(_ device: Device, at now: Timestamp) -> AccountState {
+    /// The next version, issued at `now`, with `change` made.
+    private func next(at now: Timestamp, _ change: (inout AccountState) -> Void) -> AccountState {
         var next = self
-        next.devices.removeAll { $0.id == device.id }
-        next.devices.append(device)
-        next.devices.sort { $0.id < $1.id }
+        change(&next)
         next.version += 1
         next.issuedAt = now
         return next
+    }
+
+    /// The next version, with `device` added.
+    public func adding(_ device: Device, at now: Timestamp) -> AccountState {
+        next(at: now) {
+            $0.devices.removeAll { $0.id == device.id }
+            $0.devices.append(device)
+            $0.devices.sort { $0.id < $1.id }
+        }
     }
 
     /// The next version, with `id` moved from the devices to the revocations, removed by `by`
@@ -95,18 +132,16 @@ public struct AccountState: Sendable, Equatable {
     /// stays refused. The notice it will be shown (`notice(for:)`) still needs its signature
     /// (`signingNotice`).
     public func revoking(_ id: DeviceID, at now: Timestamp, by: Device? = nil) -> AccountState {
-        var next = self
         let name = devices.first { $0.id == id }?.name ?? ""
-        next.devices.removeAll { $0.id == id }
-        if !next.revoked.contains(where: { $0.id == id }) {
-            next.revoked.append(
-                Revocation(id: id, name: name, revokedAt: now, byID: by?.id, byName: by?.name, reason: by?.id == id ? .left : .removed)
-            )
-            next.revoked.sort { $0.id < $1.id }
+        return next(at: now) { next in
+            next.devices.removeAll { $0.id == id }
+            if !next.revoked.contains(where: { $0.id == id }) {
+                next.revoked.append(
+                    Revocation(id: id, name: name, revokedAt: now, byID: by?.id, byName: by?.name, reason: by?.id == id ? .left : .removed)
+                )
+                next.revoked.sort { $0.id < $1.id }
+            }
         }
-        next.version += 1
-        next.issuedAt = now
-        return next
     }
 
     /// The same state with `id`'s removal notice signed.
@@ -118,12 +153,18 @@ public struct AccountState: Sendable, Equatable {
 
     /// The next version, with device `id` called `name`.
     public func renaming(_ id: DeviceID, to name: String, at now: Timestamp) -> AccountState {
-        var next = self
-        guard let i = next.devices.firstIndex(where: { $0.id == id }) else { return self }
-        next.devices[i].name = name
-        next.version += 1
-        next.issuedAt = now
-        return next
+        guard let i = devices.firstIndex(where: { $0.id == id }) else { return self }
+        return next(at: now) { $0.devices[i].name = name }
+    }
+
+    /// The next version, with `recovery` as the root key's envelope.
+    public func recoverable(with recovery: Recovery, at now: Timestamp) -> AccountState {
+        next(at: now) { $0.recovery = recovery }
+    }
+
+    /// The next version, with `holder` holding the root key.
+    public func held(by holder: DeviceID, at now: Timestamp) -> AccountState {
+        next(at: now) { $0.keyHolder = holder }
     }
 
     /// What a removed device is shown of its removal (without the signature until signed).
@@ -174,6 +215,14 @@ public struct AccountState: Sendable, Equatable {
                 }
             }
         }
+        if let keyHolder { field(7) { $0.lengthPrefixed(Array(keyHolder.text.utf8)) } }
+        if let recovery {
+            field(8) {
+                $0.lengthPrefixed(recovery.envelope)
+                $0.zigzag(recovery.madeAt.microsecondsSinceEpoch)
+                $0.lengthPrefixed(Array(recovery.madeBy.text.utf8))
+            }
+        }
         return w.bytes
     }
 
@@ -196,6 +245,8 @@ public struct AccountState: Sendable, Equatable {
         var issuedAt: Timestamp?
         var devices: [Device] = []
         var revoked: [Revocation] = []
+        var keyHolder: DeviceID?
+        var recovery: Recovery?
         do {
             _ = try r.take(3)
             var last: UInt64 = 0
@@ -228,6 +279,14 @@ public struct AccountState: Sendable, Equatable {
                         r.noticeSignature = signature.isEmpty ? nil : signature
                     }
                     revoked.append(r)
+                case 7:
+                    guard let holder = DeviceID(try p.utf8String()) else { throw bad("invalid key holder") }
+                    keyHolder = holder
+                case 8:
+                    let envelope = Array(try p.lengthPrefixed())
+                    guard envelope.count <= Recovery.maximumEnvelope else { throw bad("a recovery envelope over \(Recovery.maximumEnvelope) bytes") }
+                    let madeAt = Timestamp(microsecondsSinceEpoch: try p.zigzag())
+                    recovery = Recovery(envelope: envelope, madeAt: madeAt, madeBy: try id())
                 default: break
                 }
             }
@@ -237,7 +296,10 @@ public struct AccountState: Sendable, Equatable {
             throw bad("\(error)")
         }
         guard let accountID, let name, let version, let issuedAt else { throw bad("a required field is missing") }
-        self.init(accountID: accountID, name: name, version: version, issuedAt: issuedAt, devices: devices, revoked: revoked)
+        self.init(
+            accountID: accountID, name: name, version: version, issuedAt: issuedAt, devices: devices, revoked: revoked, keyHolder: keyHolder,
+            recovery: recovery
+        )
     }
 }
 

@@ -8,7 +8,10 @@ struct Account: ParsableCommand {
             run `handoffctl account invite` and type the code it prints into \
             `handoffctl account join` on each other device.
             """,
-        subcommands: [AccountCreate.self, AccountInvite.self, AccountJoin.self, AccountShow.self, AccountSync.self, AccountLeave.self],
+        subcommands: [
+            AccountCreate.self, AccountInvite.self, AccountJoin.self, AccountShow.self, AccountSync.self, AccountRecoveryCode.self, AccountRecover.self,
+            AccountLeave.self,
+        ],
         defaultSubcommand: AccountShow.self
     )
 }

@@ -26,5 +26,6 @@ struct AccountCreate: ParsableCommand {
         if json { return try Terminal.json(info) }
         AccountShow.describe(info).forEach(Terminal.out)
         Terminal.diagnostic("handoffctl: next, on this device: handoffctl account invite\n")
+        Terminal.diagnostic("handoffctl: so that losing this device does not lose the account, make a recovery code and write it down: handoffctl account recovery-code\n")
     }
 }

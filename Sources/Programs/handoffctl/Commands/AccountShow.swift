@@ -30,6 +30,7 @@ struct AccountShow: ParsableCommand {
             "  role:        \(info.isAdmin ? "holds the account key (can invite and remove devices)" : "member")",
             "  state:       version \(info.stateVersion)",
             "  certificate: valid until \(info.certificateExpires.rfc3339)",
+            "  recovery:    \(info.recoveryCodeMadeAt.map { "a recovery code made \($0.rfc3339)" } ?? "no recovery code (handoffctl account recovery-code)")",
         ]
     }
 }

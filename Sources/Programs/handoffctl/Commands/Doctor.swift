@@ -141,6 +141,7 @@ struct Doctor: ParsableCommand {
             } else {
                 checks.append(Check(name: "certificate", verdict: .ok, message: "this device's certificate is valid for \(daysLeft) more days"))
             }
+            checks.append(recoveryCheck(account))
         } else {
             checks.append(
                 Check(
@@ -212,6 +213,21 @@ struct Doctor: ParsableCommand {
     }
 
     /// The command continued web pages open with is there (else a continue of one fails).
+    /// Whether losing the device that holds the account key would lose the account
+    /// (docs/security.md, "Losing the key holder").
+    static func recoveryCheck(_ account: AccountInfo) -> Check {
+        if let made = account.recoveryCodeMadeAt {
+            return Check(name: "recovery", verdict: .ok, message: "the account key can be restored with the recovery code made \(made.rfc3339)")
+        }
+        return Check(
+            name: "recovery", verdict: .warning,
+            message: account.isAdmin
+                ? "only this device holds the account key and no recovery code was made: losing this device loses the account"
+                : "only the device holding the account key has it and no recovery code was made: losing that device loses the account",
+            fix: account.isAdmin ? "handoffctl account recovery-code, and write the code down" : "on the device holding the account key: handoffctl account recovery-code"
+        )
+    }
+
     static func browserCheck(_ browser: BrowserStatus, configFile: String?) -> Check {
         let program = safe(browser.program)
         if browser.found {
