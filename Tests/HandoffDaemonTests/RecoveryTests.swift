@@ -36,6 +36,10 @@ import Testing
         #expect(refused.contains("4 more tries before a wait"), "\(refused)")
         #expect(try await b.client.send(.account).isAdmin == false)
 
+        // The key holder does not just leave: it says how to hand the key over first.
+        let staying = await expectFailure(.accountExists) { _ = try await a.client.send(.leaveAccount()) }
+        #expect(staying.contains("restore the key on another device with the recovery code (handoffctl account recover CODE)"), "\(staying)")
+
         // The right one: B holds the key, and the account says so everywhere.
         let recovered = try await b.client.send(.recover(RecoverRequest(code: made.code.lowercased())))
         #expect(recovered.isAdmin)
@@ -47,6 +51,9 @@ import Testing
         let c = try await TestDaemon.start(network: network)
         let joined = try await c.client.send(.joinAccount(JoinAccountRequest(code: code, deviceName: "phone")))
         #expect(joined.deviceCount == 3)
+        // Now that B holds the key too, A may leave; B removes it from the account.
+        _ = try await a.client.send(.leaveAccount())
+        try await waitUntil("B removes A") { try await b.client.send(.devices).devices.count == 2 }
         for d in [a, b, c] { try await d.finish() }
     }
 

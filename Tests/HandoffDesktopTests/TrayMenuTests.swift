@@ -15,10 +15,10 @@ import Testing
     static let t0 = Timestamp(secondsSinceEpoch: 1_800_000_000)
     static let clock: @Sendable (Timestamp) -> String = { _ in "14:05" }
 
-    static func account(admin: Bool = true) -> AccountInfo {
+    static func account(admin: Bool = true, recoverable: Bool = true) -> AccountInfo {
         AccountInfo(
             accountID: me, accountName: "Ana's devices", deviceID: me, deviceName: "tablet", isAdmin: admin, stateVersion: 1, deviceCount: 3,
-            certificateExpires: t0.adding(seconds: 86_400)
+            certificateExpires: t0.adding(seconds: 86_400), recoveryCodeMadeAt: recoverable ? t0 : nil
         )
     }
 
@@ -120,6 +120,16 @@ import Testing
 
     static func item(_ key: TrayMenu.Key, in menu: TrayMenu) -> TrayMenu.Item? {
         menu.items.first { $0.key == key }
+    }
+
+    /// Until a recovery code is made, the menu says what losing the key holder would cost.
+    @Test func withoutARecoveryCodeTheMenuSaysSo() {
+        let holder = TrayMenu(Self.running { f in f.account = Self.account(admin: true, recoverable: false) }, clock: Self.clock)
+        #expect(Self.lines(holder).contains("  No recovery code: losing this device loses the account"))
+        #expect(Self.lines(holder).contains("  Make one: handoffctl account recovery-code"))
+        let member = TrayMenu(Self.running { f in f.account = Self.account(admin: false, recoverable: false) }, clock: Self.clock)
+        #expect(Self.lines(member).contains("  No recovery code: losing the key holder loses the account"))
+        #expect(!Self.lines(TrayMenu(Self.running(), clock: Self.clock)).contains { $0.contains("recovery code") })
     }
 
     @Test func onlyTheDeviceThatStartedTheAccountAddsDevices() {

@@ -168,6 +168,11 @@ package struct TrayMenu: Equatable, Sendable {
             }
         }
         separator()
+        if account.recoveryCodeMadeAt == nil {
+            // docs/security.md, "Losing the key holder".
+            message(account.isAdmin ? "No recovery code: losing this device loses the account" : "No recovery code: losing the key holder loses the account")
+            message(account.isAdmin ? "Make one: handoffctl account recovery-code" : "Make one there: handoffctl account recovery-code")
+        }
         if let invite = facts.invite {
             items.append(Item(.inviteCode, "Code for the new device: \(invite.code) (until \(clock(invite.expiresAt)))"))
             items.append(Item(.cancelInvite, "Cancel the invite", enabled: true))

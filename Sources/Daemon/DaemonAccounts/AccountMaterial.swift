@@ -65,7 +65,8 @@ package struct AccountMaterial: Sendable {
             deviceCount: state.devices.count,
             certificateExpires: identity.certificate.notAfter ?? Timestamp(microsecondsSinceEpoch: 0),
             removal: removalInfo,
-            recoveryCodeMadeAt: state.recovery?.madeAt
+            recoveryCodeMadeAt: state.recovery?.madeAt,
+            keyHolder: state.keyHolder
         )
     }
 

@@ -327,7 +327,7 @@ package actor AccountStore {
     package func revoke(_ text: String, now: Timestamp = .now()) async throws(DaemonError) -> RevokedDeviceInfo {
         let m = try requireAccount()
         guard let rootKey = m.rootKey else {
-            throw DaemonError(.notAccountAdmin, "only the device that created the account can remove devices; run handoffctl devices remove there")
+            throw DaemonError(.notAccountAdmin, "only the device holding the account key removes devices; run handoffctl devices remove there")
         }
         let device = try findDevice(text, in: m.state)
         guard device.id != m.deviceID else {
@@ -385,11 +385,17 @@ package actor AccountStore {
     /// the other devices first.
     package func forget(force: Bool) async throws(DaemonError) -> String {
         let m = try requireAccount()
-        if m.isAdmin, !force, m.state.devices.contains(where: { $0.id != m.deviceID }) {
+        // Another device holds the key too (it recovered it): the account does not need this one.
+        let heldElsewhere = m.state.keyHolder.map { $0 != m.deviceID } ?? false
+        if m.isAdmin, !force, !heldElsewhere, m.state.devices.contains(where: { $0.id != m.deviceID }) {
             let others = m.state.devices.filter { $0.id != m.deviceID }.map(\.name).joined(separator: ", ")
+            let handOver =
+                m.state.recovery == nil
+                ? "make a recovery code here (handoffctl account recovery-code) and restore the key on another device (handoffctl account recover CODE)"
+                : "restore the key on another device with the recovery code (handoffctl account recover CODE)"
             throw DaemonError(
                 .accountExists,
-                "this device holds the account key: remove the other devices first (\(others): handoffctl devices remove NAME), or leave with --force and they keep an account nobody can change"
+                "this device holds the account key: \(handOver), or remove the other devices first (\(others): handoffctl devices remove NAME), or leave with --abandon and they keep an account nobody can change"
             )
         }
         if unlink(path) != 0, errno != ENOENT {

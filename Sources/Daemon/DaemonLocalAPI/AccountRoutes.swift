@@ -106,7 +106,10 @@ package struct AccountRoutes: Sendable {
         let leave = request.body.readableBytes == 0 ? LeaveRequest() : try request.decoded(LeaveRequest.self)
         let account = try await accounts.info()
         var (told, removed) = ([String](), false)
-        if account.removal == nil, !account.isAdmin {
+        // A device that holds the key only until another took it over (`account recover` there)
+        // is removed there, as a member is.
+        let heldElsewhere = account.keyHolder.map { $0 != account.deviceID } ?? false
+        if account.removal == nil, !account.isAdmin || heldElsewhere {
             (told, removed) = await links.askToBeRemoved()
         }
         let name = try await accounts.forget(force: leave.force)

@@ -21,13 +21,18 @@ public struct AccountInfo: Codable, Sendable, Equatable {
     public var removal: RemovalInfo?
     /// When the last recovery code was made (none: the account key is only where it is).
     public var recoveryCodeMadeAt: Timestamp?
+    /// The device the account state names as holding the account key (none in states made
+    /// before it was kept).
+    public var keyHolder: DeviceID?
 
     public init(
         accountID: DeviceID, accountName: String, deviceID: DeviceID, deviceName: String, isAdmin: Bool,
-        stateVersion: UInt64, deviceCount: Int, certificateExpires: Timestamp, removal: RemovalInfo? = nil, recoveryCodeMadeAt: Timestamp? = nil
+        stateVersion: UInt64, deviceCount: Int, certificateExpires: Timestamp, removal: RemovalInfo? = nil, recoveryCodeMadeAt: Timestamp? = nil,
+        keyHolder: DeviceID? = nil
     ) {
         self.removal = removal
         self.recoveryCodeMadeAt = recoveryCodeMadeAt
+        self.keyHolder = keyHolder
         self.accountID = accountID
         self.accountName = accountName
         self.deviceID = deviceID

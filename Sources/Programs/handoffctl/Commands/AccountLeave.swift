@@ -13,15 +13,17 @@ struct AccountLeave: ParsableCommand {
             then create an account or join one again (handoffctl account join CODE). A device that \
             was removed from its account leaves it this way too.
 
-            The device holding the account key leaves only once it is the last device, or with \
-            --force: the others then keep an account that nobody can add devices to or remove them from.
+            The device holding the account key leaves only once it is the last device, once \
+            another device holds the key (handoffctl account recovery-code here, then account \
+            recover CODE there), or with --abandon: the others then keep an account that nobody \
+            can add devices to or remove them from.
             """
     )
 
     @OptionGroup var global: GlobalOptions
     @ParentCommand var root: Handoffctl
 
-    @Flag(help: "Leave even though this device holds the account key and others remain.")
+    @Flag(name: [.customLong("abandon"), .customLong("force")], help: "Leave even though this device holds the account key and others remain.")
     var force = false
 
     @Flag(help: "Print the local API's answer as JSON.")

@@ -27,6 +27,8 @@ struct Status: ParsableCommand {
             if let removal = account.removal {
                 Terminal.out("  REMOVED:   this device was \(safe(removal.sentence))")
                 Terminal.out("             \(removal.advice)")
+            } else if account.recoveryCodeMadeAt == nil {
+                Terminal.out("  recovery:  none: losing the device holding the account key loses the account (\(account.isAdmin ? "" : "on it: ")handoffctl account recovery-code)")
             }
         } else {
             Terminal.out("  account:   none (handoffctl account create, or account join CODE)")
