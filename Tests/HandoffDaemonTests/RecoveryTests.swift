@@ -44,6 +44,9 @@ import Testing
         let recovered = try await b.client.send(.recover(RecoverRequest(code: made.code.lowercased())))
         #expect(recovered.isAdmin)
         try await waitUntil("A learns the newer state") { try await a.client.send(.account).stateVersion >= recovered.stateVersion }
+        // One key holder: A's copy goes with the state that names B (two would sign diverging states).
+        #expect(try await a.client.send(.account).isAdmin == false)
+        #expect(try await a.client.send(.account).keyHolder == recovered.deviceID)
 
         // B invites a third device.
         let updates = try await b.client.subscribe(.invite)
@@ -51,7 +54,7 @@ import Testing
         let c = try await TestDaemon.start(network: network)
         let joined = try await c.client.send(.joinAccount(JoinAccountRequest(code: code, deviceName: "phone")))
         #expect(joined.deviceCount == 3)
-        // Now that B holds the key too, A may leave; B removes it from the account.
+        // A leaves as any member does; B removes it from the account.
         _ = try await a.client.send(.leaveAccount())
         try await waitUntil("B removes A") { try await b.client.send(.devices).devices.count == 2 }
         for d in [a, b, c] { try await d.finish() }
@@ -68,6 +71,19 @@ import Testing
         var attempts = RecoveryAttempts()
         for _ in 0..<failures { attempts.failed(now: t0) }
         #expect(attempts.wait(now: t0.adding(seconds: since)) == wait)
+    }
+
+    /// A clock set back an hour: the wait counts from then, and says so (not an hour more).
+    @Test func aClockSetBackWaitsWhatItSays() {
+        let t0 = Timestamp(microsecondsSinceEpoch: 1_800_000_000_000_000)
+        var attempts = RecoveryAttempts()
+        for _ in 0..<5 { attempts.failed(now: t0) }
+        let back = t0.adding(seconds: -3600)
+        let settled = attempts.settle(now: back)
+        #expect(settled)
+        #expect(attempts.wait(now: back.adding(seconds: 60)) == nil)
+        let again = attempts.settle(now: back.adding(seconds: 60))
+        #expect(!again)
     }
 
     @Test func afterFiveWrongCodesTheNextWaits() async throws {

@@ -134,7 +134,7 @@ import Testing
 
     @Test func onlyTheDeviceThatStartedTheAccountAddsDevices() {
         let menu = TrayMenu(Self.running { f in f.account = Self.account(admin: false) }, clock: Self.clock)
-        #expect(Self.lines(menu).contains("  Add a device… (on the device that started the account)"))
+        #expect(Self.lines(menu).contains("  Add a device… (on the device holding the account key)"))
     }
 
     @Test func withoutAnAccountTheMenuOffersToJoinAndSaysWhoIsInviting() {

@@ -11,7 +11,7 @@ import Testing
     /// Cheap parameters for the tests that are not about the cost.
     static let quick = RecoveryEnvelope.Parameters(logN: 10, r: 8, p: 1)
 
-    /// RFC 7914, section 12, the third vector.
+    /// RFC 7914, section 12, the second vector.
     @Test func scryptMatchesRFC7914() throws {
         let out = try Crypto.scrypt(password: Array("password".utf8), salt: Array("NaCl".utf8), logN: 10, r: 8, p: 16, length: 64)
         #expect(hex(out) == "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b3731622eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640")
@@ -71,6 +71,10 @@ import Testing
             bent[offset] = value
             #expect(throws: RecoveryEnvelope.Malformed.self, "\(offset)=\(value)") { try RecoveryEnvelope(decoding: bent) }
         }
+        // What OpenSSL would refuse anyway (RFC 7914: N < 2^(16·r)): r = 1 with N = 2^16.
+        var narrow = good
+        (narrow[3], narrow[4]) = (16, 1)
+        #expect(throws: RecoveryEnvelope.Malformed.self) { try RecoveryEnvelope(decoding: narrow) }
         // 1 GiB at most: r = 16 with N = 2^20 is too much.
         var big = good
         (big[3], big[4]) = (20, 16)

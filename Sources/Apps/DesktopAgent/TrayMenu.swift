@@ -177,7 +177,7 @@ package struct TrayMenu: Equatable, Sendable {
             items.append(Item(.inviteCode, "Code for the new device: \(invite.code) (until \(clock(invite.expiresAt)))"))
             items.append(Item(.cancelInvite, "Cancel the invite", enabled: true))
         } else if !account.isAdmin {
-            items.append(Item(.addDevice, "Add a device… (on the device that started the account)"))
+            items.append(Item(.addDevice, "Add a device… (on the device holding the account key)"))
         } else if !facts.handoffOn {
             items.append(Item(.addDevice, "Add a device… (turn handoff on first)"))
         } else {

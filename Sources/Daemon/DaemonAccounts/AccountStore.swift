@@ -273,7 +273,7 @@ package actor AccountStore {
     package func invite() throws(DaemonError) -> (code: InviteCode, expiresAt: Timestamp, outcome: AsyncStream<InviteBook.Outcome>) {
         let m = try requireAccount()
         guard m.isAdmin else {
-            throw DaemonError(.notAccountAdmin, "only the device that created the account can invite; run handoffctl account invite there")
+            throw DaemonError(.notAccountAdmin, "only the device holding the account key can invite; run handoffctl account invite there")
         }
         return invites.create()
     }
@@ -386,7 +386,7 @@ package actor AccountStore {
     package func forget(force: Bool) async throws(DaemonError) -> String {
         let m = try requireAccount()
         // Another device holds the key too (it recovered it): the account does not need this one.
-        let heldElsewhere = m.state.keyHolder.map { $0 != m.deviceID } ?? false
+        let heldElsewhere = m.state.keyHolder.map { $0 != m.deviceID && m.state.device($0) != nil } ?? false
         if m.isAdmin, !force, !heldElsewhere, m.state.devices.contains(where: { $0.id != m.deviceID }) {
             let others = m.state.devices.filter { $0.id != m.deviceID }.map(\.name).joined(separator: ", ")
             let handOver =
@@ -401,6 +401,7 @@ package actor AccountStore {
         if unlink(path) != 0, errno != ENOENT {
             throw DaemonError(.internalError, "cannot delete the account file \(path): \(SystemCall.describe(errno))")
         }
+        unlink(attemptsPath)
         PrivateFiles.syncDirectory(of: path)
         material = nil
         security.set(nil)
@@ -461,6 +462,9 @@ package actor AccountStore {
         // The actor ran other work while the key was derived: the change goes on the state as it
         // is now.
         let current = try requireMembership()
+        guard current.state.accountID == accountID, current.rootKey != nil else {
+            throw DaemonError(.notAccountAdmin, "the account changed while the code was made; nothing was kept")
+        }
         var next = current
         do {
             let envelope = try sealed.get()
@@ -484,6 +488,7 @@ package actor AccountStore {
             throw DaemonError(DaemonError.Code(.notFound), "no recovery code was made for this account (handoffctl account recovery-code, on the device holding the key)")
         }
         var attempts = loadAttempts()
+        if attempts.settle(now: now) { saveAttempts(attempts) }
         if let wait = attempts.wait(now: now) {
             throw DaemonError(DaemonError.Code(.rateLimited), "too many wrong recovery codes; try again in \(Self.duration(wait))")
         }
@@ -491,15 +496,24 @@ package actor AccountStore {
         do {
             envelope = try RecoveryEnvelope(decoding: recovery.envelope)
         } catch {
-            throw DaemonError(DaemonError.Code(.invalidValue), "the account's recovery envelope is not one this handoff reads (\(error)); update handoff")
+            throw DaemonError(DaemonError.Code(.versionMismatch), "the account's recovery envelope is not one this handoff reads (\(error)); update handoff")
         }
         // Counted before it is tried, so that tries made at once are each counted; a right code
         // starts over below.
         attempts.failed(now: now)
         saveAttempts(attempts)
         let accountID = m.state.accountID
-        let opened = await Self.keyDerivation.run { () -> SigningKey? in (try? envelope.open(code: code, accountID: accountID)) ?? nil }
-        guard let rootKey = opened, rootKey.publicKey == m.root.publicKey else {
+        let opened = await Self.keyDerivation.run { () -> Result<SigningKey?, TLSError> in
+            Result { () throws(TLSError) in try envelope.open(code: code, accountID: accountID) }
+        }
+        if case .failure(let failure) = opened {
+            // Not the code's fault (memory, OpenSSL): not counted.
+            var undone = attempts
+            undone.failures -= 1
+            saveAttempts(undone)
+            throw DaemonError(.internalError, "cannot derive the key from the recovery code: \(failure)")
+        }
+        guard case .success(let key?) = opened, key.publicKey == m.root.publicKey else {
             let left = attempts.freeLeft
             throw DaemonError(
                 .codeRejected,
@@ -508,8 +522,12 @@ package actor AccountStore {
             )
         }
         saveAttempts(RecoveryAttempts())
-        // As it is now (the actor ran other work meanwhile).
+        // As it is now (the actor ran other work meanwhile): still this account, still no key.
         var next = try requireMembership()
+        guard next.state.accountID == accountID, next.rootKey == nil, next.root.publicKey == key.publicKey else {
+            throw DaemonError(.accountExists, "the account changed while the code was tried; nothing was kept")
+        }
+        let rootKey = key
         next.rootKey = rootKey
         next.state = next.state.held(by: next.deviceID, at: now)
         do {
@@ -575,6 +593,10 @@ package actor AccountStore {
         next.state = state
         next.signedState = signed
         adoptingOwnName(&next)
+        // Another device took the key over (`account recover` there): one key holder, so that
+        // two never sign diverging states. This device's copy goes.
+        let handedOver = next.rootKey != nil && state.keyHolder.map { $0 != next.deviceID } == true
+        if handedOver { next.rootKey = nil }
         if accountSecret != m.accountSecret {
             next.previousAccountSecret = m.accountSecret
             next.accountSecret = accountSecret
@@ -586,6 +608,7 @@ package actor AccountStore {
             return .notNewer
         }
         logger.info("learned a newer account state", metadata: ["version": "\(state.version)", "revoked": "\(state.revoked.count)"])
+        if handedOver { logger.notice("another device holds the account key now; this device's copy was deleted") }
         if next.isRevoked { logger.warning("this device has been removed from its account") }
         return .updated
     }

@@ -8,8 +8,9 @@ import HandoffModel
 /// How often a wrong recovery code may be tried on this device (docs/security.md, "Losing the key
 /// holder"), as a value: five tries, then a wait that doubles with each wrong one — a minute, two,
 /// four… at most a day — counted from the last wrong one. A right code starts over. Kept across
-/// restarts (`AccountStore` saves it beside the account). Each try already costs a key derivation
-/// of 128 MiB; this is what stops someone at the keyboard from trying codes all night.
+/// restarts (`AccountStore` saves it beside the account, and deletes it with the account). The
+/// code's 128 bits are what protect the key; this keeps someone at a member's keyboard from
+/// trying codes all night, and each try costs a key derivation of 128 MiB besides.
 package struct RecoveryAttempts: Codable, Equatable, Sendable {
     package var failures = 0
     package var lastFailure: Timestamp?
@@ -27,6 +28,14 @@ package struct RecoveryAttempts: Codable, Equatable, Sendable {
         // A clock set back counts as no time waited.
         let left = wait - max(0, waited)
         return left > 0 ? left : nil
+    }
+
+    /// A last wrong code later than `now` (the clock was set back) counts as made now: the wait
+    /// is then what it says. Returns whether anything changed.
+    package mutating func settle(now: Timestamp) -> Bool {
+        guard let lastFailure, lastFailure > now else { return false }
+        self.lastFailure = now
+        return true
     }
 
     package mutating func failed(now: Timestamp) {

@@ -33,8 +33,11 @@ public struct RecoveryEnvelope: Sendable, Equatable {
         /// scrypt setting for passwords; the code itself carries 128 bits).
         public static let standard = Parameters(logN: 17, r: 8, p: 1)
 
-        /// What an envelope from another device may ask of this one: at most 1 GiB, 16 lanes.
-        var isBounded: Bool { logN >= 10 && logN <= 20 && r >= 1 && r <= 16 && p >= 1 && p <= 16 && Int(r) << Int(logN) <= 1 << 23 }
+        /// What an envelope from another device may ask of this one: at most 1 GiB, 16 lanes,
+        /// and what RFC 7914 allows (N < 2^(16·r)).
+        var isBounded: Bool {
+            logN >= 10 && logN <= 20 && r >= 1 && r <= 16 && p >= 1 && p <= 16 && Int(r) << Int(logN) <= 1 << 23 && Int(logN) < 16 * Int(r)
+        }
     }
 
     public static let magic: [UInt8] = [0x48, 0x4B, 0x01]

@@ -77,7 +77,6 @@ public struct RemovalInfo: Codable, Sendable, Equatable {
     }
 }
 
-/// `POST /v1/account/leave`: forget the account on this device, and tell the others.
 /// `POST /v1/account/recovery-code`'s answer: the code, shown once (docs/security.md, "Losing the
 /// key holder").
 public struct RecoveryCodeResponse: Codable, Sendable, Equatable {
@@ -99,6 +98,7 @@ public struct RecoverRequest: Codable, Sendable, Equatable {
     }
 }
 
+/// `POST /v1/account/leave`: forget the account on this device, and tell the others.
 public struct LeaveRequest: Codable, Sendable, Equatable {
     /// Leave even though this device holds the account key and others remain (they keep an
     /// account that nobody can add devices to or remove them from).

@@ -284,9 +284,11 @@ public struct AccountState: Sendable, Equatable {
                     keyHolder = holder
                 case 8:
                     let envelope = Array(try p.lengthPrefixed())
-                    guard envelope.count <= Recovery.maximumEnvelope else { throw bad("a recovery envelope over \(Recovery.maximumEnvelope) bytes") }
                     let madeAt = Timestamp(microsecondsSinceEpoch: try p.zigzag())
-                    recovery = Recovery(envelope: envelope, madeAt: madeAt, madeBy: try id())
+                    let madeBy = try id()
+                    // Larger than any format this version knows: not kept (the rest of the state
+                    // is, so that removals still reach this device).
+                    if envelope.count <= Recovery.maximumEnvelope { recovery = Recovery(envelope: envelope, madeAt: madeAt, madeBy: madeBy) }
                 default: break
                 }
             }

@@ -212,7 +212,6 @@ struct Doctor: ParsableCommand {
         return checks + DesktopCheck.checks(environment: environment)
     }
 
-    /// The command continued web pages open with is there (else a continue of one fails).
     /// Whether losing the device that holds the account key would lose the account
     /// (docs/security.md, "Losing the key holder").
     static func recoveryCheck(_ account: AccountInfo) -> Check {
@@ -228,6 +227,7 @@ struct Doctor: ParsableCommand {
         )
     }
 
+    /// The command continued web pages open with is there (else a continue of one fails).
     static func browserCheck(_ browser: BrowserStatus, configFile: String?) -> Check {
         let program = safe(browser.program)
         if browser.found {
