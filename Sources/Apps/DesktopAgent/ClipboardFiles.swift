@@ -79,10 +79,14 @@ package enum FileList {
     /// control or format characters, no leading dot (neither hidden nor taken for a partial
     /// file), at most 255 bytes with its extension.
     package static func keptName(of path: String) -> String {
-        let last = path.split(separator: "/").last.map(String.init) ?? ""
-        let visible = String(last.unicodeScalars.map { [.control, .format].contains($0.properties.generalCategory) ? "-" : Character($0) })
-        let safe = String(visible.drop { $0 == "." })
+        let safe = String(visible(path.split(separator: "/").last.map(String.init) ?? "").drop { $0 == "." })
         return safe.isEmpty ? "file" : FileKeeping.numbered(safe, 1)
+    }
+
+    /// `text` as part of a file name: a slash, control and format characters (bidi overrides)
+    /// become `-`.
+    static func visible(_ text: String) -> String {
+        String(text.unicodeScalars.map { $0 == "/" || [.control, .format].contains($0.properties.generalCategory) ? "-" : Character($0) })
     }
 
     /// Whether `uri` is a `file:` URI of any spelling (`FILE:/x`, `file:x`…): one not kept here

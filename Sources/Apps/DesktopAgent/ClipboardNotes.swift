@@ -169,9 +169,8 @@ package struct ClipboardNotes: Sendable {
             case "text/html": "html"
             default: "txt"
             }
-        let safe = String(device.unicodeScalars.map { $0 == "/" || [.control, .format].contains($0.properties.generalCategory) ? "-" : Character($0) })
         // At most 255 bytes, the extension kept.
-        return FileKeeping.numbered("Clipboard from \(safe).\(ext)", 1)
+        return FileKeeping.numbered("Clipboard from \(FileList.visible(device)).\(ext)", 1)
     }
 
     /// Fetches `copy` into Downloads/Handoff, opens it, and says what happened: a picture as the
