@@ -73,6 +73,11 @@ import Testing
             .clipboardNotice(ClipboardNotice(copiedAt: Timestamp(microsecondsSinceEpoch: 0), lifetimeSeconds: 1, items: [])),
             .openClipboardStream(copyID: UUID(), type: "image/png"),
             .openClipboardStream(copyID: UUID(), type: "text/uri-list#999"),
+            .keyOffer(offerID: UUID(), expiresAt: Timestamp(microsecondsSinceEpoch: 1_800_000_000_000_000)),
+            .keyAccept(requestID: 12, offerID: UUID()),
+            .keyHandover(requestID: 13, rootKey: Array(repeating: 5, count: 32), state: state, accountSecret: Array(repeating: 4, count: 32)),
+            .keyRefused(requestID: 14, message: "no such offer"),
+            .keyStored(offerID: UUID()),
             .savedDeletions([
                 SavedActivityDeletion(at: Timestamp(microsecondsSinceEpoch: 1_700_000_000_000_000), persistentIdentifiers: ["note-7", "home:ü.txt"]),
                 SavedActivityDeletion(at: Timestamp(microsecondsSinceEpoch: -5), types: ["org.example.notes.edit"], everything: true),
@@ -93,7 +98,7 @@ import Testing
     @Test func randomPayloadsNeverCrashTheDecoder() {
         var rng = SystemRandomNumberGenerator()
         for _ in 0..<20_000 {
-            let kind = UInt8.random(in: 0...22, using: &rng)
+            let kind = UInt8.random(in: 0...29, using: &rng)
             let payload = (0..<Int.random(in: 0..<64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             _ = try? PeerMessage(kind: kind, payload: payload)
         }

@@ -159,6 +159,15 @@ extension LocalAPICall where Answer == RecoveryCodeResponse {
 extension LocalAPICall where Answer == AccountInfo {
     /// The account key restored on this device from a recovery code.
     public static func recover(_ request: RecoverRequest) -> Self { Self(.recover, body: request, patience: 30) }
+
+    /// Takes the account key the key holder offered this device: it talks to that device.
+    public static var acceptKey: Self { Self(.acceptKey, patience: 30) }
+}
+
+extension LocalAPISubscription where Element == KeyTransferUpdate {
+    /// Offers the account key to another device: the first update says to which and until when,
+    /// then one that it holds the key, or that the offer expired. Closing it withdraws the offer.
+    public static func transferKey(_ request: KeyTransferRequest) -> Self { Self(.transferKey, body: request) }
 }
 
 extension LocalAPICall where Answer == DevicesResponse {

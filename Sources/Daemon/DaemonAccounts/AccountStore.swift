@@ -46,18 +46,20 @@ package actor AccountStore {
     static let rootCertificateDays: Int64 = 20 * 365
 
     private let path: String
-    private let logger: Logger
+    let logger: Logger
     package nonisolated let security: PeerSecurity
     package nonisolated let invites: InviteBook
     private let events: EventHub
     private let registry: ActivityRegistry
     private(set) var material: AccountMaterial?
+    /// The account key offered to another device, or by another device to this one.
+    var transfers = KeyTransfers()
 
     /// Every change is saved with fsync before it takes effect: the actor runs on the disk
     /// thread, so a slow disk never holds up the event loop serving peers and apps.
     package nonisolated var unownedExecutor: UnownedSerialExecutor { DiskThread.shared.asUnownedSerialExecutor() }
     /// Tells the other features when the account changes (`.accountChanged`).
-    private let announce: Announce
+    let announce: Announce
 
     /// Certificates are valid from this long before they are made: devices' clocks disagree, and
     /// a wall clock may be set back (an NTP step, a dead RTC battery) — a device whose clock runs
@@ -107,8 +109,11 @@ package actor AccountStore {
 
     // MARK: Reading
 
-    package func info() throws(DaemonError) -> AccountInfo {
-        try requireAccount().info
+    package func info(now: Timestamp = .now()) throws(DaemonError) -> AccountInfo {
+        var info = try requireAccount().info
+        info.keyOffer = transfers.incomingOffer(now: now)?.from
+        info.keyOfferedTo = transfers.outgoingOffer(now: now)?.to
+        return info
     }
 
     package func devices() throws(DaemonError) -> DevicesResponse {
@@ -189,6 +194,12 @@ package actor AccountStore {
             )
         }
         return target
+    }
+
+    /// The account key, to sign with: none while it is being handed to another device
+    /// (`KeyTransfers`), so that the two never sign diverging states.
+    func signingKey(_ m: AccountMaterial) -> SigningKey? {
+        transfers.isHandingOver ? nil : m.rootKey
     }
 
     private func requireAccount() throws(DaemonError) -> AccountMaterial {
@@ -272,7 +283,7 @@ package actor AccountStore {
 
     package func invite() throws(DaemonError) -> (code: InviteCode, expiresAt: Timestamp, outcome: AsyncStream<InviteBook.Outcome>) {
         let m = try requireAccount()
-        guard m.isAdmin else {
+        guard signingKey(m) != nil else {
             throw DaemonError(.notAccountAdmin, "only the device holding the account key can invite; run handoffctl account invite there")
         }
         return invites.create()
@@ -280,7 +291,7 @@ package actor AccountStore {
 
     /// A joiner proved its code and asks for a certificate.
     package func handleJoin(pskIdentity: [UInt8], request: JoinRequest, now: Timestamp = .now()) async -> PeerMessage {
-        guard let m = material, let rootKey = m.rootKey else {
+        guard let m = material, let rootKey = signingKey(m) else {
             return .joinRefused(JoinRefusal(.internalError, "this device cannot invite (it does not hold the account key)"))
         }
         switch invites.claim(pskIdentity) {
@@ -326,7 +337,7 @@ package actor AccountStore {
     /// Removes a device (id or unique prefix) from the account for good.
     package func revoke(_ text: String, now: Timestamp = .now()) async throws(DaemonError) -> RevokedDeviceInfo {
         let m = try requireAccount()
-        guard let rootKey = m.rootKey else {
+        guard let rootKey = signingKey(m) else {
             throw DaemonError(.notAccountAdmin, "only the device holding the account key removes devices; run handoffctl devices remove there")
         }
         let device = try findDevice(text, in: m.state)
@@ -339,7 +350,7 @@ package actor AccountStore {
     /// A member asked to be removed (`account leave` there): done here if this device holds the
     /// account key. Returns whether it was.
     package func removeLeaving(_ id: DeviceID, now: Timestamp = .now()) async -> Bool {
-        guard let m = material, let rootKey = m.rootKey, let device = m.state.device(id), id != m.deviceID else { return false }
+        guard let m = material, let rootKey = signingKey(m), let device = m.state.device(id), id != m.deviceID else { return false }
         return (try? await remove(device, by: device, rootKey: rootKey, now: now)) != nil
     }
 
@@ -414,7 +425,7 @@ package actor AccountStore {
     /// Renames a device in the account (this device holds the key): a new signed state.
     package func rename(_ text: String?, to newName: String, now: Timestamp = .now()) async throws(DaemonError) -> DeviceInfo {
         let m = try requireMembership()
-        guard let rootKey = m.rootKey else {
+        guard let rootKey = signingKey(m) else {
             throw DaemonError(.notAccountAdmin, "only the device holding the account key renames devices")
         }
         let name = try Self.validName(newName, what: "device name")
@@ -451,7 +462,7 @@ package actor AccountStore {
     /// signed account state; the code is shown once and kept nowhere. A new one replaces the last.
     package func makeRecoveryCode(now: Timestamp = .now()) async throws(DaemonError) -> (code: RecoveryCode, info: AccountInfo) {
         let m = try requireMembership()
-        guard let rootKey = m.rootKey else {
+        guard let rootKey = signingKey(m) else {
             throw DaemonError(.notAccountAdmin, "only the device holding the account key makes a recovery code; run it there")
         }
         let code = RecoveryCode(secret: Crypto.randomBytes(InviteCode.secretLength))
@@ -462,7 +473,7 @@ package actor AccountStore {
         // The actor ran other work while the key was derived: the change goes on the state as it
         // is now.
         let current = try requireMembership()
-        guard current.state.accountID == accountID, current.rootKey != nil else {
+        guard current.state.accountID == accountID, signingKey(current) != nil else {
             throw DaemonError(.notAccountAdmin, "the account changed while the code was made; nothing was kept")
         }
         var next = current
@@ -561,12 +572,12 @@ package actor AccountStore {
     }
 
     /// The name the account state gives this device, once a newer state says so.
-    private func adoptingOwnName(_ next: inout AccountMaterial) {
+    func adoptingOwnName(_ next: inout AccountMaterial) {
         if let mine = next.state.device(next.deviceID) { next.deviceName = mine.name }
     }
 
     /// A device of the account by name (any case) or the start of its id.
-    private func findDevice(_ text: String, in state: AccountState) throws(DaemonError) -> AccountState.Device {
+    func findDevice(_ text: String, in state: AccountState) throws(DaemonError) -> AccountState.Device {
         let needle = text.lowercased()
         let matches = state.devices.filter { $0.id.text.hasPrefix(needle) || $0.name.lowercased() == needle }
         guard !needle.isEmpty, let device = matches.first else {
@@ -597,6 +608,9 @@ package actor AccountStore {
         // two never sign diverging states. This device's copy goes.
         let handedOver = next.rootKey != nil && state.keyHolder.map { $0 != next.deviceID } == true
         if handedOver { next.rootKey = nil }
+        // Whatever was handed over is settled by a newer state: the receiver's, naming it, or
+        // one that shows it never took the key.
+        let transfer = transfers.settle()
         if accountSecret != m.accountSecret {
             next.previousAccountSecret = m.accountSecret
             next.accountSecret = accountSecret
@@ -608,7 +622,10 @@ package actor AccountStore {
             return .notNewer
         }
         logger.info("learned a newer account state", metadata: ["version": "\(state.version)", "revoked": "\(state.revoked.count)"])
-        if handedOver { logger.notice("another device holds the account key now; this device's copy was deleted") }
+        if handedOver {
+            logger.notice("another device holds the account key now; this device's copy was deleted")
+            transfer?.done.settle(next.info)
+        }
         if next.isRevoked { logger.warning("this device has been removed from its account") }
         return .updated
     }
@@ -616,7 +633,7 @@ package actor AccountStore {
     // MARK: Installing
 
     /// Saves (when asked) and then makes `material` current: trust, TLS contexts, activity origin.
-    private func install(_ next: AccountMaterial, saving: Bool) async throws(DaemonError) {
+    func install(_ next: AccountMaterial, saving: Bool) async throws(DaemonError) {
         if saving {
             do {
                 try PrivateFiles.writeAtomically(try next.encodedFile(), to: path)

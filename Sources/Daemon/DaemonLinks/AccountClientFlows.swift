@@ -162,6 +162,9 @@ package enum AccountSync {
         case .invalid:
             throw DaemonError(.refused, "\(session.peerName) sent an account state that is not this account's")
         }
+        // A key handed to this device is settled now: it holds it (its newer state was adopted
+        // above and named it), or it never took it.
+        await store.settleKeyTransfer(with: session.peerID)
         let after = await store.stateVersion
         return SyncResponse(peerID: session.peerID, peerName: session.peerName, stateVersion: after, updated: after > before)
     }

@@ -196,6 +196,11 @@ extension PeerMessage {
         case .activityTarget: "activity target"
         case .clipboardNotice: "clipboard notice"
         case .openClipboardStream: "paste request"
+        case .keyOffer: "account key offer"
+        case .keyAccept: "account key acceptance"
+        case .keyHandover: "account key"
+        case .keyRefused: "account key refusal"
+        case .keyStored: "account key receipt"
         case .unknown(let kind): "message of unknown type \(kind)"
         }
     }

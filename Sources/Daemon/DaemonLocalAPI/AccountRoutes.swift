@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import DaemonAccounts
 import DaemonCore
 import DaemonDiscovery
@@ -138,6 +143,31 @@ package struct AccountRoutes: Sendable {
         return .ok(info)
     }
 
+    /// NDJSON: the offer once the device heard it, then the account once that device holds the
+    /// key, or that the offer expired. Hanging up before it was accepted withdraws it.
+    func transferKey(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        let transfer = try request.decoded(KeyTransferRequest.self)
+        let (offer, id, done) = try await KeyTransferFlow.offer(transfer, store: accounts, links: links, directory: directory, defaultPort: peerPort())
+        let withdraw = KeyOfferRelease(store: accounts, links: links, offerID: id)
+        return .lines { writer in
+            guard await writer.write(KeyTransferUpdate(offered: offer)) else { return }
+            // Until the offer expires, and a moment more for a key accepted just before.
+            let wait = Duration.microseconds(max(0, offer.expiresAt.microsecondsSinceEpoch - Timestamp.now().microsecondsSinceEpoch)) + .seconds(10)
+            if let info = await done.value(within: wait) {
+                _ = await writer.write(KeyTransferUpdate(transferred: info))
+            } else {
+                await accounts.withdrawKeyOffer(id)
+                _ = await writer.write(KeyTransferUpdate(expired: true))
+            }
+            withExtendedLifetime(withdraw) {}
+        }
+    }
+
+    /// Takes the key another device offered this one; the other devices learn who holds it.
+    func acceptKey(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        .ok(try await KeyTransferFlow.accept(store: accounts, links: links, directory: directory, defaultPort: peerPort()))
+    }
+
     /// On the device holding the account key: any device. Elsewhere: this one, signed there.
     func renameDevice(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         let rename = try request.decoded(RenameDeviceRequest.self)
@@ -165,6 +195,25 @@ package struct AccountRoutes: Sendable {
         // Close its sessions now, and tell every connected device at once.
         await links.stateChanged()
         return .ok(removed)
+    }
+}
+
+/// Withdraws a key offer when the answer that waits on it lets go (an accepted one stays until
+/// the other device says it holds the key).
+private final class KeyOfferRelease: Sendable {
+    let store: AccountStore
+    let links: MemberLinks
+    let offerID: UUID
+
+    init(store: AccountStore, links: MemberLinks, offerID: UUID) {
+        self.store = store
+        self.links = links
+        self.offerID = offerID
+    }
+
+    deinit {
+        let (store, id) = (store, offerID)
+        links.spawn { await store.withdrawKeyOffer(id) }
     }
 }
 

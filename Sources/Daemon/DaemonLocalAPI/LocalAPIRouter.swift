@@ -181,6 +181,8 @@ package struct LocalAPIRouter: Sendable {
         case .leave: return try await account.leave(request)
         case .recoveryCode: return try await account.recoveryCode(request)
         case .recover: return try await account.recover(request)
+        case .transferKey: return try await account.transferKey(request)
+        case .acceptKey: return try await account.acceptKey(request)
         case .devices: return try await account.devices(request)
         case .renameDevice: return try await account.renameDevice(request)
         case .removeDevice: return try await account.removeDevice(request)

@@ -284,6 +284,7 @@ public final class HandoffDaemon: Sendable {
         let peerMessages = PeerMessageHandlers()
         peerMessages.register(ActivityMessages(directory: directory, desk: desk))
         peerMessages.register(AccountMessages(store: accounts, logger: logger))
+        peerMessages.register(KeyTransferMessages(store: accounts, logger: logger))
         self.peerMessages = peerMessages
         let links = MemberLinks(
             store: accounts, security: security, directory: directory, handlers: peerMessages, handoffOn: deviceSwitch.isOn,

@@ -70,6 +70,18 @@ public enum PeerMessage: Sendable, Equatable {
     /// heard of. Answered like `openStream` (`streamAccepted` with the length, or
     /// `streamRefused`), then the form's bytes follow.
     case openClipboardStream(copyID: UUID, type: String)
+    /// The key holder offers the account key to the receiving device (`account transfer-key`):
+    /// nothing moves until that device's user accepts (`account accept-key`) before `expiresAt`.
+    case keyOffer(offerID: UUID, expiresAt: Timestamp)
+    /// The offered device's user accepted: "send me the key". Answered with `keyHandover`, or
+    /// `keyRefused` when there is no such offer (withdrawn, expired, or never made).
+    case keyAccept(requestID: UInt32, offerID: UUID)
+    /// The account key (raw Ed25519 private key) and the signed state naming the receiver as its
+    /// holder, with the account secret of that state. The sender keeps its copy until `keyStored`.
+    case keyHandover(requestID: UInt32, rootKey: [UInt8], state: SignedAccountState, accountSecret: [UInt8])
+    case keyRefused(requestID: UInt32, message: String)
+    /// The receiver wrote the key and the state to disk: the sender deletes its copy.
+    case keyStored(offerID: UUID)
     /// A message type this version does not know (a newer peer's); sessions skip it.
     case unknown(kind: UInt8)
 
@@ -80,6 +92,7 @@ public enum PeerMessage: Sendable, Equatable {
         case activityContinued = 11, openStream = 12, streamAccepted = 13, streamRefused = 14
         case getAccountState = 15, accountStateReply = 16, removed = 17, leaving = 18, renameRequest = 19
         case savedDeletions = 20, activityTarget = 21, clipboardNotice = 22, openClipboardStream = 23
+        case keyOffer = 24, keyAccept = 25, keyHandover = 26, keyRefused = 27, keyStored = 28
     }
 
     var kindByte: UInt8 {
@@ -114,6 +127,11 @@ public enum PeerMessage: Sendable, Equatable {
         case .activityTarget: .activityTarget
         case .clipboardNotice: .clipboardNotice
         case .openClipboardStream: .openClipboardStream
+        case .keyOffer: .keyOffer
+        case .keyAccept: .keyAccept
+        case .keyHandover: .keyHandover
+        case .keyRefused: .keyRefused
+        case .keyStored: .keyStored
         case .unknown: nil
         }
     }
@@ -124,7 +142,7 @@ extension PeerMessage {
     /// `activityUnavailable`, `accountStateReply`): the session hands it to whoever asked.
     public var answeredRequest: UInt32? {
         switch self {
-        case .activity(let id, _), .activityUnavailable(let id, _), .accountStateReply(let id, _, _): id
+        case .activity(let id, _), .activityUnavailable(let id, _), .accountStateReply(let id, _, _), .keyHandover(let id, _, _, _), .keyRefused(let id, _): id
         default: nil
         }
     }
@@ -384,6 +402,22 @@ extension PeerMessage {
         case .openClipboardStream(let id, let type):
             w.uuid(id)
             w.lengthPrefixed(Array(type.utf8))
+        case .keyOffer(let id, let expiresAt):
+            w.uuid(id)
+            w.zigzag(expiresAt.microsecondsSinceEpoch)
+        case .keyAccept(let request, let id):
+            w.uint32BE(request)
+            w.uuid(id)
+        case .keyHandover(let request, let key, let state, let secret):
+            w.uint32BE(request)
+            w.lengthPrefixed(key)
+            w.lengthPrefixed(state.encoded())
+            w.lengthPrefixed(secret)
+        case .keyRefused(let request, let message):
+            w.uint32BE(request)
+            w.lengthPrefixed(Array(message.utf8))
+        case .keyStored(let id):
+            w.uuid(id)
         case .unknown:
             break
         }
@@ -502,6 +536,20 @@ extension PeerMessage {
                 let type = try r.utf8String()
                 guard ClipboardNotice.isPastable(type) else { throw PeerMessageError(description: "a clipboard form not carried") }
                 self = .openClipboardStream(copyID: id, type: type)
+            case .keyOffer:
+                self = .keyOffer(offerID: try r.uuid(), expiresAt: Timestamp(microsecondsSinceEpoch: try r.zigzag()))
+            case .keyAccept:
+                self = .keyAccept(requestID: try r.uint32BE(), offerID: try r.uuid())
+            case .keyHandover:
+                let request = try r.uint32BE()
+                let key = Array(try r.lengthPrefixed())
+                guard key.count == 32 else { throw PeerMessageError(description: "an account key that is not 32 bytes") }
+                let (state, secret) = try PeerMessage.signedState(&r)
+                self = .keyHandover(requestID: request, rootKey: key, state: state, accountSecret: secret)
+            case .keyRefused:
+                self = .keyRefused(requestID: try r.uint32BE(), message: try r.utf8String())
+            case .keyStored:
+                self = .keyStored(offerID: try r.uuid())
             }
         } catch let e as PeerMessageError {
             throw e

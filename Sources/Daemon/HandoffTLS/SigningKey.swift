@@ -55,7 +55,7 @@ public final class SigningKey: @unchecked Sendable, CustomStringConvertible {
 
     /// The 32-byte raw private key (RFC 8032's seed): secret, sealed before it goes anywhere
     /// (`RecoveryEnvelope`).
-    func rawPrivateKey() throws(TLSError) -> [UInt8] {
+    package func rawPrivateKey() throws(TLSError) -> [UInt8] {
         var length = 32
         var out = [UInt8](repeating: 0, count: 32)
         guard EVP_PKEY_get_raw_private_key(pkey, &out, &length) == 1, length == 32 else {
@@ -65,7 +65,7 @@ public final class SigningKey: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The key pair of a 32-byte raw private key.
-    convenience init(rawPrivateKey raw: [UInt8]) throws(TLSError) {
+    package convenience init(rawPrivateKey raw: [UInt8]) throws(TLSError) {
         guard raw.count == 32, let key = raw.withUnsafeBufferPointer({ EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, $0.baseAddress, $0.count) }) else {
             throw OpenSSLErrors.failure("not an Ed25519 private key")
         }

@@ -69,7 +69,7 @@ enum ExitStatus: Int32, CaseIterable {
         case .accountExists: "this device already has an account"
         case .invalidCode: "the invite or recovery code has a typo"
         case .codeRejected: "the invite or recovery code was not accepted"
-        case .inviteExpired: "the invite code expired"
+        case .inviteExpired: "the invite code or the key offer expired"
         case .inviteUsed: "the invite code was already used"
         case .notAccountAdmin: "only the device holding the account key may do that"
         case .unknownDevice: "no such device in the account (or the prefix is ambiguous)"

@@ -24,12 +24,20 @@ public struct AccountInfo: Codable, Sendable, Equatable {
     /// The device the account state names as holding the account key (none in states made
     /// before it was kept).
     public var keyHolder: DeviceID?
+    /// The key holder offers this device the account key (`account transfer-key` there), until
+    /// accepted here (`account accept-key`) or expired.
+    public var keyOffer: KeyOfferInfo?
+    /// (On the key holder) the device it offered the key to, until that device took it or the
+    /// offer expired or was withdrawn.
+    public var keyOfferedTo: KeyOfferInfo?
 
     public init(
         accountID: DeviceID, accountName: String, deviceID: DeviceID, deviceName: String, isAdmin: Bool,
         stateVersion: UInt64, deviceCount: Int, certificateExpires: Timestamp, removal: RemovalInfo? = nil, recoveryCodeMadeAt: Timestamp? = nil,
-        keyHolder: DeviceID? = nil
+        keyHolder: DeviceID? = nil, keyOffer: KeyOfferInfo? = nil, keyOfferedTo: KeyOfferInfo? = nil
     ) {
+        self.keyOffer = keyOffer
+        self.keyOfferedTo = keyOfferedTo
         self.removal = removal
         self.recoveryCodeMadeAt = recoveryCodeMadeAt
         self.keyHolder = keyHolder
@@ -95,6 +103,44 @@ public struct RecoverRequest: Codable, Sendable, Equatable {
 
     public init(code: String) {
         self.code = code
+    }
+}
+
+/// An offer of the account key between two devices: on the key holder, the device it is offered
+/// to; on that device, the key holder offering it.
+public struct KeyOfferInfo: Codable, Sendable, Equatable {
+    public var deviceID: DeviceID
+    public var deviceName: String
+    public var expiresAt: Timestamp
+
+    public init(deviceID: DeviceID, deviceName: String, expiresAt: Timestamp) {
+        self.deviceID = deviceID
+        self.deviceName = deviceName
+        self.expiresAt = expiresAt
+    }
+}
+
+/// `POST /v1/account/transfer-key`: hand the account key to another device of the account.
+public struct KeyTransferRequest: Codable, Sendable, Equatable {
+    /// The device (name or id start).
+    public var device: String
+
+    public init(device: String) {
+        self.device = device
+    }
+}
+
+/// The NDJSON lines of `POST /v1/account/transfer-key`: the offer as made, then the account once
+/// the other device holds the key, or that the offer expired unaccepted.
+public struct KeyTransferUpdate: Codable, Sendable, Equatable {
+    public var offered: KeyOfferInfo?
+    public var transferred: AccountInfo?
+    public var expired: Bool?
+
+    public init(offered: KeyOfferInfo? = nil, transferred: AccountInfo? = nil, expired: Bool? = nil) {
+        self.offered = offered
+        self.transferred = transferred
+        self.expired = expired
     }
 }
 

@@ -34,6 +34,11 @@ public enum LocalAPIRoute {
     public static let accountRecoveryCode = "/v1/account/recovery-code"
     /// POST `RecoverRequest`: the account key restored here from a recovery code: `AccountInfo`.
     public static let accountRecover = "/v1/account/recover"
+    /// POST `KeyTransferRequest` (on the key holder): NDJSON of `KeyTransferUpdate` until the
+    /// device took the key or the offer expired; hanging up withdraws the offer.
+    public static let accountTransferKey = "/v1/account/transfer-key"
+    /// POST: take the account key another device offered this one: `AccountInfo`.
+    public static let accountAcceptKey = "/v1/account/accept-key"
     /// POST `LeaveRequest`: forget the account here (telling the others): `LeaveResponse`.
     public static let accountLeave = "/v1/account/leave"
     /// POST `RenameDeviceRequest`: a device's name in the account: `DeviceInfo`.

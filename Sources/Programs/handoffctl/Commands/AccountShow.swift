@@ -23,7 +23,7 @@ struct AccountShow: ParsableCommand {
     }
 
     static func describe(_ info: AccountInfo) -> [String] {
-        [
+        var lines = [
             "account \(displayQuoted(info.accountName))  \(info.accountID.text)",
             "  device:      \(safe(info.deviceName))  \(info.deviceID.text)",
             "  devices:     \(info.deviceCount)",
@@ -32,5 +32,15 @@ struct AccountShow: ParsableCommand {
             "  certificate: valid until \(info.certificateExpires.rfc3339)",
             "  recovery:    \(info.recoveryCodeMadeAt.map { "a recovery code made \($0.rfc3339)" } ?? "no recovery code (handoffctl account recovery-code)")",
         ]
+        if let offer = info.keyOffer { lines.append("  key offer:   " + offerLine(offer)) }
+        if let offer = info.keyOfferedTo {
+            lines.append("  key offer:   offered to \(safe(offer.deviceName)) until \(offer.expiresAt.rfc3339) (handoffctl account accept-key there)")
+        }
+        return lines
+    }
+
+    /// An offer of the account key waiting here.
+    static func offerLine(_ offer: KeyOfferInfo) -> String {
+        "\(safe(offer.deviceName)) offers this device the account key until \(offer.expiresAt.rfc3339) (handoffctl account accept-key)"
     }
 }

@@ -27,6 +27,8 @@ struct Status: ParsableCommand {
             if let removal = account.removal {
                 Terminal.out("  REMOVED:   this device was \(safe(removal.sentence))")
                 Terminal.out("             \(removal.advice)")
+            } else if let offer = account.keyOffer {
+                Terminal.out("  key offer: \(AccountShow.offerLine(offer))")
             } else if account.recoveryCodeMadeAt == nil {
                 Terminal.out("  recovery:  none: losing the device holding the account key loses the account (\(account.isAdmin ? "" : "on it: ")handoffctl account recovery-code)")
             }
