@@ -78,6 +78,9 @@ import Testing
             .keyHandover(requestID: 13, rootKey: Array(repeating: 5, count: 32), state: state, accountSecret: Array(repeating: 4, count: 32)),
             .keyRefused(requestID: 14, message: "no such offer"),
             .keyStored(offerID: UUID()),
+            .renewCertificate(requestID: 15, publicKey: Array(repeating: 6, count: 32)),
+            .certificateRenewed(requestID: 16, certificate: [0x30, 1, 2]),
+            .certificateRenewed(requestID: 17, certificate: []),
             .savedDeletions([
                 SavedActivityDeletion(at: Timestamp(microsecondsSinceEpoch: 1_700_000_000_000_000), persistentIdentifiers: ["note-7", "home:ü.txt"]),
                 SavedActivityDeletion(at: Timestamp(microsecondsSinceEpoch: -5), types: ["org.example.notes.edit"], everything: true),
@@ -98,7 +101,7 @@ import Testing
     @Test func randomPayloadsNeverCrashTheDecoder() {
         var rng = SystemRandomNumberGenerator()
         for _ in 0..<20_000 {
-            let kind = UInt8.random(in: 0...29, using: &rng)
+            let kind = UInt8.random(in: 0...31, using: &rng)
             let payload = (0..<Int.random(in: 0..<64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             _ = try? PeerMessage(kind: kind, payload: payload)
         }

@@ -288,12 +288,12 @@ extension EndToEndTests {
     }
 }
 
-/// `handoffctl account invite` running on alpha: its code, then its end.
+/// `handoffctl account invite` running on alpha (or `host`): its code, then its end.
 struct RunningProcessForInvite {
     let process: RunningProcess
 
-    init(_ rig: Rig) throws {
-        process = try rig.ctlProcess("alpha", ["account", "invite"])
+    init(_ rig: Rig, on host: String = "alpha") throws {
+        process = try rig.ctlProcess(host, ["account", "invite"])
     }
 
     func code() async throws -> String {

@@ -162,6 +162,9 @@ extension LocalAPICall where Answer == AccountInfo {
 
     /// Takes the account key the key holder offered this device: it talks to that device.
     public static var acceptKey: Self { Self(.acceptKey, patience: 30) }
+
+    /// A new account key, on the device holding it.
+    public static var rotateKey: Self { Self(.rotateKey, patience: 15) }
 }
 
 extension LocalAPISubscription where Element == KeyTransferUpdate {

@@ -12,7 +12,10 @@ import HandoffTLS
 package struct AccountMaterial: Sendable {
     var deviceName: String
     var identity: DeviceIdentity
-    var root: Certificate
+    /// The account's root keys (`RootChain`): the first root, then one link per rotation.
+    var chain: RootChain
+    /// The current root: it signs the state and device certificates.
+    var root: Certificate { chain.current }
     /// Only on the device holding the account key (the one that created the account, or recovered
     /// it with a recovery code): it alone can invite and remove devices.
     var rootKey: SigningKey?
@@ -29,12 +32,12 @@ package struct AccountMaterial: Sendable {
     var removal: RemovalNotice?
 
     package init(
-        deviceName: String, identity: DeviceIdentity, root: Certificate, rootKey: SigningKey?, accountSecret: [UInt8],
+        deviceName: String, identity: DeviceIdentity, chain: RootChain, rootKey: SigningKey?, accountSecret: [UInt8],
         previousAccountSecret: [UInt8]? = nil, signedState: SignedAccountState, state: AccountState, removal: RemovalNotice? = nil
     ) {
         self.deviceName = deviceName
         self.identity = identity
-        self.root = root
+        self.chain = chain
         self.rootKey = rootKey
         self.accountSecret = accountSecret
         self.previousAccountSecret = previousAccountSecret
@@ -54,8 +57,13 @@ package struct AccountMaterial: Sendable {
         return RemovalInfo(accountName: notice.accountName, byName: notice.byName, byID: notice.byID, at: notice.removedAt, reason: notice.reason)
     }
 
+    /// This device's certificate is from a retired root key (the key was rotated since).
+    var certificateFromRetiredKey: Bool {
+        !chain.links.isEmpty && !(chain.current.publicKey.map(identity.certificate.isIssued(byKey:)) ?? false)
+    }
+
     var info: AccountInfo {
-        AccountInfo(
+        var info = AccountInfo(
             accountID: state.accountID,
             accountName: state.name,
             deviceID: deviceID,
@@ -68,34 +76,44 @@ package struct AccountMaterial: Sendable {
             recoveryCodeMadeAt: state.recovery?.madeAt,
             keyHolder: state.keyHolder
         )
+        info.keyRotations = chain.links.count
+        info.certificateFromRetiredKey = certificateFromRetiredKey
+        return info
     }
 
-    /// Checks a signed state against this account's root: signature, account, and decodability.
-    package static func verify(_ signed: SignedAccountState, root: Certificate) -> AccountState? {
-        guard let rootKey = root.publicKey, let accountID = root.keyID,
-            SigningKey.verify(signature: signed.signature, message: signed.stateBytes, publicKey: rootKey),
-            let state = try? AccountState(decoding: signed.stateBytes),
-            state.accountID == accountID
+    /// A signed state checked against this account's root chain, followed as far as the
+    /// state's links lead (`RootChain.following`): the state, the chain, and whether the root
+    /// that signed it is the chain's current one. A state signed by a retired root — older, or
+    /// made with a retired key — is never taken on (`adopt`).
+    package static func verify(_ signed: SignedAccountState, chain: RootChain) -> (state: AccountState, chain: RootChain, current: Bool)? {
+        guard let followed = chain.following(signed.rootLinks) else { return nil }
+        let signer = followed.roots[min(signed.rootLinks.count, followed.links.count)]
+        guard let key = signer.publicKey, SigningKey.verify(signature: signed.signature, message: signed.stateBytes, publicKey: key),
+            let state = try? AccountState(decoding: signed.stateBytes), state.accountID == chain.accountID
         else { return nil }
-        return state
+        return (state, followed, signed.rootLinks.count == followed.links.count)
     }
 
-    static func sign(_ state: AccountState, with rootKey: SigningKey) throws(TLSError) -> SignedAccountState {
+    /// `state` signed by the current root key, with the chain's links.
+    static func sign(_ state: AccountState, with rootKey: SigningKey, chain: RootChain) throws(TLSError) -> SignedAccountState {
         let bytes = state.encoded()
-        return SignedAccountState(stateBytes: bytes, signature: try rootKey.sign(bytes))
+        return SignedAccountState(stateBytes: bytes, signature: try rootKey.sign(bytes), rootLinks: chain.linkDERs)
     }
 
     /// `state` with `id`'s removal notice signed, then the whole state signed.
-    static func signRemoval(of id: DeviceID, in state: AccountState, with rootKey: SigningKey) throws(TLSError) -> (AccountState, SignedAccountState) {
-        guard let notice = state.notice(for: id) else { return (state, try sign(state, with: rootKey)) }
+    static func signRemoval(of id: DeviceID, in state: AccountState, with rootKey: SigningKey, chain: RootChain) throws(TLSError) -> (AccountState, SignedAccountState) {
+        guard let notice = state.notice(for: id) else { return (state, try sign(state, with: rootKey, chain: chain)) }
         let signed = state.signingNotice(for: id, signature: try rootKey.sign(notice.signedBytes))
-        return (signed, try sign(signed, with: rootKey))
+        return (signed, try sign(signed, with: rootKey, chain: chain))
     }
 
-    /// A removal notice the account's root really signed, for this account.
-    static func verify(_ notice: RemovalNotice, root: Certificate) -> Bool {
-        guard let rootKey = root.publicKey, let accountID = root.keyID, notice.accountID == accountID else { return false }
-        return SigningKey.verify(signature: notice.signature, message: notice.signedBytes, publicKey: rootKey)
+    /// A removal notice one of the account's roots really signed, for this account (a device
+    /// removed before a rotation holds a notice from a retired root).
+    static func verify(_ notice: RemovalNotice, chain: RootChain) -> Bool {
+        guard notice.accountID == chain.accountID else { return false }
+        return chain.roots.contains { root in
+            root.publicKey.map { SigningKey.verify(signature: notice.signature, message: notice.signedBytes, publicKey: $0) } ?? false
+        }
     }
 
     // MARK: The file
@@ -107,6 +125,8 @@ package struct AccountMaterial: Sendable {
         var deviceKey: String
         var deviceCertificate: String
         var rootCertificate: String
+        /// The root chain's links after the first root (base64 DER), once the key was rotated.
+        var rootLinks: [String]?
         var rootKey: String?
         var accountSecret: String
         var previousAccountSecret: String?
@@ -120,7 +140,8 @@ package struct AccountMaterial: Sendable {
             deviceName: deviceName,
             deviceKey: String(decoding: try identity.key.privateKeyPEM(), as: UTF8.self),
             deviceCertificate: String(decoding: identity.certificate.pem, as: UTF8.self),
-            rootCertificate: String(decoding: root.pem, as: UTF8.self),
+            rootCertificate: String(decoding: chain.first.pem, as: UTF8.self),
+            rootLinks: chain.links.isEmpty ? nil : chain.links.map { Data($0.der).base64EncodedString() },
             rootKey: try rootKey.map { String(decoding: try $0.privateKeyPEM(), as: UTF8.self) },
             accountSecret: Data(accountSecret).base64EncodedString(),
             previousAccountSecret: previousAccountSecret.map { Data($0).base64EncodedString() },
@@ -143,18 +164,25 @@ package struct AccountMaterial: Sendable {
         }
         let key = try SigningKey(privateKeyPEM: Array(file.deviceKey.utf8))
         let certificate = try Certificate(pem: Array(file.deviceCertificate.utf8))
-        let root = try Certificate(pem: Array(file.rootCertificate.utf8))
+        let first = try Certificate(pem: Array(file.rootCertificate.utf8))
+        let links = try (file.rootLinks ?? []).map { text in
+            guard let der = Data(base64Encoded: text) else { throw LoadError(description: "the account file's root links are not base64") }
+            return Array(der)
+        }
+        guard let chain = try RootChain(first: first).following(links), chain.links.count == links.count else {
+            throw LoadError(description: "the account file's root links do not follow on from its root")
+        }
         guard let secret = Data(base64Encoded: file.accountSecret), let stateBytes = Data(base64Encoded: file.accountState) else {
             throw LoadError(description: "the account file's secret or state is not base64")
         }
         let signed = try SignedAccountState(decoding: Array(stateBytes))
-        guard let state = AccountMaterial.verify(signed, root: root) else {
+        guard let (state, _, current) = AccountMaterial.verify(signed, chain: chain), current else {
             throw LoadError(description: "the account state in the account file does not verify against its root")
         }
         self.init(
             deviceName: file.deviceName,
             identity: try DeviceIdentity(key: key, certificate: certificate),
-            root: root,
+            chain: chain,
             rootKey: try file.rootKey.map { try SigningKey(privateKeyPEM: Array($0.utf8)) },
             accountSecret: Array(secret),
             previousAccountSecret: file.previousAccountSecret.flatMap { Data(base64Encoded: $0) }.map(Array.init),
@@ -163,7 +191,7 @@ package struct AccountMaterial: Sendable {
         )
         if let text = file.removal, let bytes = Data(base64Encoded: text) {
             let notice = try RemovalNotice(decoding: Array(bytes))
-            guard AccountMaterial.verify(notice, root: root), notice.deviceID == deviceID else {
+            guard AccountMaterial.verify(notice, chain: chain), notice.deviceID == deviceID else {
                 throw LoadError(description: "the removal notice in the account file does not verify against its root")
             }
             removal = notice
@@ -171,13 +199,13 @@ package struct AccountMaterial: Sendable {
     }
 
     init(
-        deviceName: String, identity: DeviceIdentity, root: Certificate, rootKey: SigningKey?, accountSecret: [UInt8],
+        deviceName: String, identity: DeviceIdentity, chain: RootChain, rootKey: SigningKey?, accountSecret: [UInt8],
         previousAccountSecret: [UInt8]? = nil, signedState: SignedAccountState, state: AccountState
     ) {
         self.previousAccountSecret = previousAccountSecret
         self.deviceName = deviceName
         self.identity = identity
-        self.root = root
+        self.chain = chain
         self.rootKey = rootKey
         self.accountSecret = accountSecret
         self.signedState = signedState

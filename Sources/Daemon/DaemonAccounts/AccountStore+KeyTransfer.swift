@@ -46,7 +46,7 @@ extension AccountStore {
             do {
                 let key = try rootKey.rawPrivateKey()
                 if let sent = offer.handedOver { return .success((key, sent.signed, sent.secret)) }
-                let signed = try AccountMaterial.sign(m.state.held(by: peer, at: now), with: rootKey)
+                let signed = try AccountMaterial.sign(m.state.held(by: peer, at: now), with: rootKey, chain: m.chain)
                 transfers.handedOver(offerID, signed: signed, secret: m.accountSecret)
                 logger.notice("handed the account key over; keeping this copy until it is stored there", metadata: ["device": "\(peer.short)"])
                 return .success((key, signed, m.accountSecret))
@@ -107,7 +107,8 @@ extension AccountStore {
         guard m.rootKey == nil else { throw DaemonError(.accountExists, "this device holds the account key already") }
         let refused = DaemonError(DaemonError.Code(.refused), "the device that offered the key sent one that does not fit this account; nothing was kept")
         guard let key = try? SigningKey(rawPrivateKey: raw), key.publicKey == m.root.publicKey,
-            let state = AccountMaterial.verify(signed, root: m.root), state.keyHolder == m.deviceID, state.version > m.state.version,
+            let (state, chain, current) = AccountMaterial.verify(signed, chain: m.chain), current, chain.links.count == m.chain.links.count,
+            state.keyHolder == m.deviceID, state.version > m.state.version,
             !state.isRevoked(m.deviceID), secret.count == 32
         else { throw refused }
         var next = m

@@ -27,6 +27,8 @@ package final class PeerSecurity: Sendable {
         package let streamClient: TLSContext
         let trust: TrustPolicy
         package let deviceID: DeviceID
+        /// This device's certificate (DER), as the contexts present it.
+        let certificate: [UInt8]
     }
 
     private let current = Mutex<Contexts?>(nil)
@@ -239,6 +241,7 @@ package actor AccountStore {
             let root = try Certificate.makeAccountRoot(
                 key: rootKey, notBefore: now.adding(seconds: -Self.clockSlackSeconds), notAfter: now.adding(seconds: 86_400 * Self.rootCertificateDays)
             )
+            let chain = try RootChain(first: root)
             let deviceKey = try SigningKey.generate()
             let certificate = try Certificate.issueDevice(
                 publicKey: deviceKey.publicKey, root: root, rootKey: rootKey,
@@ -251,10 +254,10 @@ package actor AccountStore {
             let material = AccountMaterial(
                 deviceName: deviceName,
                 identity: try DeviceIdentity(key: deviceKey, certificate: certificate),
-                root: root,
+                chain: chain,
                 rootKey: rootKey,
                 accountSecret: Crypto.randomBytes(32),
-                signedState: try AccountMaterial.sign(state, with: rootKey),
+                signedState: try AccountMaterial.sign(state, with: rootKey, chain: chain),
                 state: state
             )
             try await install(material, saving: true)
@@ -318,13 +321,13 @@ package actor AccountStore {
             )
             var next = m
             next.state = m.state.adding(.init(id: deviceID, name: name, addedAt: now), at: now)
-            next.signedState = try AccountMaterial.sign(next.state, with: rootKey)
+            next.signedState = try AccountMaterial.sign(next.state, with: rootKey, chain: next.chain)
             try await install(next, saving: true)
             let device = DeviceInfo(id: deviceID, name: name, addedAt: now, isThisDevice: false)
             invites.complete(pskIdentity, joined: device)
             logger.info("device joined", metadata: ["device": "\(deviceID.short)", "version": "\(next.state.version)"])
             return .joinAccepted(
-                JoinAccepted(deviceCertificate: certificate.der, rootCertificate: m.root.der, accountState: next.signedState, accountSecret: m.accountSecret)
+                JoinAccepted(deviceCertificate: certificate.der, rootCertificate: m.chain.first.der, accountState: next.signedState, accountSecret: m.accountSecret)
             )
         } catch {
             logger.error("cannot admit a joining device", metadata: ["error": "\(error)"])
@@ -364,7 +367,7 @@ package actor AccountStore {
         next.previousAccountSecret = m.accountSecret
         next.accountSecret = Crypto.randomBytes(32)
         do {
-            (next.state, next.signedState) = try AccountMaterial.signRemoval(of: device.id, in: m.state.revoking(device.id, at: now, by: by), with: rootKey)
+            (next.state, next.signedState) = try AccountMaterial.signRemoval(of: device.id, in: m.state.revoking(device.id, at: now, by: by), with: rootKey, chain: m.chain)
         } catch {
             throw DaemonError(.internalError, "cannot sign the account state: \(error)")
         }
@@ -376,7 +379,7 @@ package actor AccountStore {
     /// A member says this device was removed: kept (and nothing done with the account any more)
     /// if the account's root signed it. Returns whether it was news.
     package func learnRemoval(_ notice: RemovalNotice) async -> Bool {
-        guard var next = material, next.removal == nil, notice.deviceID == next.deviceID, AccountMaterial.verify(notice, root: next.root) else {
+        guard var next = material, next.removal == nil, notice.deviceID == next.deviceID, AccountMaterial.verify(notice, chain: next.chain) else {
             return false
         }
         next.removal = notice
@@ -442,7 +445,7 @@ package actor AccountStore {
         next.state = m.state.renaming(device.id, to: name, at: now)
         if device.id == m.deviceID { next.deviceName = name }
         do {
-            next.signedState = try AccountMaterial.sign(next.state, with: rootKey)
+            next.signedState = try AccountMaterial.sign(next.state, with: rootKey, chain: next.chain)
         } catch {
             throw DaemonError(.internalError, "cannot sign the account state: \(error)")
         }
@@ -480,7 +483,7 @@ package actor AccountStore {
         do {
             let envelope = try sealed.get()
             next.state = current.state.recoverable(with: AccountState.Recovery(envelope: envelope.encoded, madeAt: now, madeBy: current.deviceID), at: now)
-            next.signedState = try AccountMaterial.sign(next.state, with: rootKey)
+            next.signedState = try AccountMaterial.sign(next.state, with: rootKey, chain: next.chain)
         } catch {
             throw DaemonError(.internalError, "cannot seal the account key: \(error)")
         }
@@ -542,7 +545,7 @@ package actor AccountStore {
         next.rootKey = rootKey
         next.state = next.state.held(by: next.deviceID, at: now)
         do {
-            next.signedState = try AccountMaterial.sign(next.state, with: rootKey)
+            next.signedState = try AccountMaterial.sign(next.state, with: rootKey, chain: next.chain)
         } catch {
             throw DaemonError(.internalError, "cannot sign the account state: \(error)")
         }
@@ -598,11 +601,19 @@ package actor AccountStore {
     /// A member sent its account state: keep it if it is ours, validly signed, and newer, with the
     /// account secret it came with.
     package func adopt(_ signed: SignedAccountState, accountSecret: [UInt8]) async -> Adoption {
-        guard let m = material, let state = AccountMaterial.verify(signed, root: m.root), accountSecret.count == 32 else { return .invalid }
-        guard state.version > m.state.version else { return .notNewer }
+        guard let m = material, let (state, chain, current) = AccountMaterial.verify(signed, chain: m.chain), accountSecret.count == 32 else { return .invalid }
+        // Signed by a retired root: older than what this device knows, or made with a retired
+        // key (a stolen device that held it): never taken on, whatever its version.
+        guard current, state.version > m.state.version else { return .notNewer }
         var next = m
         next.state = state
         next.signedState = signed
+        let rotated = chain.links.count > m.chain.links.count
+        if rotated {
+            next.chain = chain
+            // A key from before the rotation signs nothing any more.
+            if next.rootKey.map({ $0.publicKey != chain.current.publicKey }) == true { next.rootKey = nil }
+        }
         adoptingOwnName(&next)
         // Another device took the key over (`account recover` there): one key holder, so that
         // two never sign diverging states. This device's copy goes.
@@ -643,19 +654,26 @@ package actor AccountStore {
             }
         }
         let revoked = Set(next.state.revoked.map(\.id))
+        let listed = Set(next.state.devices.map(\.id))
         do {
-            if let existing = security.contexts, existing.deviceID == next.deviceID, existing.trust.accountID == next.state.accountID {
+            // The same device, certificate and roots: the contexts stay (and the sessions they
+            // resume); a rotation or a new certificate makes new ones.
+            if let existing = security.contexts, existing.deviceID == next.deviceID, existing.trust.accountID == next.state.accountID,
+                existing.certificate == next.identity.certificate.der, existing.trust.chain.links.count == next.chain.links.count
+            {
                 existing.trust.setRevoked(revoked)
+                existing.trust.setListed(listed)
                 existing.trust.setAccountSecrets(next.accountSecrets)
             } else {
-                let trust = try TrustPolicy(root: next.root, accountSecrets: next.accountSecrets, revoked: revoked)
+                let trust = try TrustPolicy(chain: next.chain, accountSecrets: next.accountSecrets, revoked: revoked, listed: listed)
                 security.set(
                     PeerSecurity.Contexts(
                         server: try .memberServer(identity: next.identity, trust: trust, hellos: security.hellos, joins: invites),
                         client: try .memberClient(identity: next.identity, trust: trust, hellos: security.hellos),
                         streamClient: try .memberClient(identity: next.identity, trust: trust, alpn: HandoffALPN.stream, hellos: security.hellos),
                         trust: trust,
-                        deviceID: next.deviceID
+                        deviceID: next.deviceID,
+                        certificate: next.identity.certificate.der
                     )
                 )
             }

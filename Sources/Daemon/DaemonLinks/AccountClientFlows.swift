@@ -103,17 +103,17 @@ package enum AccountJoiner {
     {
         let bad = DaemonError(.refused, "\(address) sent an inconsistent account; the join was not completed")
         do {
-            let root = try Certificate(der: a.rootCertificate)
+            let first = try Certificate(der: a.rootCertificate)
             let certificate = try Certificate(der: a.deviceCertificate)
-            guard certificate.publicKey == key.publicKey, let state = AccountMaterial.verify(a.accountState, root: root),
-                state.device(key.id) != nil, a.accountSecret.count == 32
+            guard certificate.publicKey == key.publicKey, let (state, chain, current) = AccountMaterial.verify(a.accountState, chain: try RootChain(first: first)),
+                current, state.device(key.id) != nil, a.accountSecret.count == 32
             else { throw bad }
-            let trust = try TrustPolicy(root: root, accountSecrets: [a.accountSecret])
+            let trust = try TrustPolicy(chain: chain, accountSecrets: [a.accountSecret])
             _ = try TLSContext.memberClient(identity: try DeviceIdentity(key: key, certificate: certificate), trust: trust)
             return AccountMaterial(
                 deviceName: deviceName,
                 identity: try DeviceIdentity(key: key, certificate: certificate),
-                root: root,
+                chain: chain,
                 rootKey: nil,
                 accountSecret: a.accountSecret,
                 signedState: a.accountState,

@@ -20,7 +20,11 @@ package struct AccountMessages: PeerMessageHandler {
         let peer = talk.session.peerID
         switch message {
         case .accountState(let signed, let secret):
-            if await store.adopt(signed, accountSecret: secret) == .updated { await talk.links.stateChanged() }
+            if await store.adopt(signed, accountSecret: secret) == .updated {
+                await talk.links.stateChanged()
+                // A rotated key: the key holder certifies this device again.
+                await CertificateRenewal.renewIfNeeded(talk, store: store, logger: logger)
+            }
         case .getAccountState(let id):
             try await sendState(answering: id, talk)
         case .leaving(let id):

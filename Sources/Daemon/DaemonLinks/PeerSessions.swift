@@ -201,6 +201,8 @@ extension PeerMessage {
         case .keyHandover: "account key"
         case .keyRefused: "account key refusal"
         case .keyStored: "account key receipt"
+        case .renewCertificate: "certificate request"
+        case .certificateRenewed: "certificate"
         case .unknown(let kind): "message of unknown type \(kind)"
         }
     }

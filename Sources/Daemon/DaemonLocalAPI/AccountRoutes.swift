@@ -168,6 +168,14 @@ package struct AccountRoutes: Sendable {
         .ok(try await KeyTransferFlow.accept(store: accounts, links: links, directory: directory, defaultPort: peerPort()))
     }
 
+    /// A new account key; the devices with a session learn it at once, and ask for new
+    /// certificates.
+    func rotateKey(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+        let info = try await accounts.rotateKey()
+        await links.stateChanged()
+        return .ok(info)
+    }
+
     /// On the device holding the account key: any device. Elsewhere: this one, signed there.
     func renameDevice(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         let rename = try request.decoded(RenameDeviceRequest.self)

@@ -183,6 +183,7 @@ package struct LocalAPIRouter: Sendable {
         case .recover: return try await account.recover(request)
         case .transferKey: return try await account.transferKey(request)
         case .acceptKey: return try await account.acceptKey(request)
+        case .rotateKey: return try await account.rotateKey(request)
         case .devices: return try await account.devices(request)
         case .renameDevice: return try await account.renameDevice(request)
         case .removeDevice: return try await account.removeDevice(request)

@@ -285,6 +285,7 @@ public final class HandoffDaemon: Sendable {
         peerMessages.register(ActivityMessages(directory: directory, desk: desk))
         peerMessages.register(AccountMessages(store: accounts, logger: logger))
         peerMessages.register(KeyTransferMessages(store: accounts, logger: logger))
+        peerMessages.register(CertificateRenewal(store: accounts, logger: logger))
         self.peerMessages = peerMessages
         let links = MemberLinks(
             store: accounts, security: security, directory: directory, handlers: peerMessages, handoffOn: deviceSwitch.isOn,

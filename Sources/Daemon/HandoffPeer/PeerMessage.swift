@@ -82,6 +82,12 @@ public enum PeerMessage: Sendable, Equatable {
     case keyRefused(requestID: UInt32, message: String)
     /// The receiver wrote the key and the state to disk: the sender deletes its copy.
     case keyStored(offerID: UUID)
+    /// To the key holder, from a device whose certificate a retired root key issued (the account
+    /// key was rotated, `account rotate-key`): "certify this key again" — its own public key,
+    /// whose id must be the session's device.
+    case renewCertificate(requestID: UInt32, publicKey: [UInt8])
+    /// The answer: a certificate (DER) from the current root, or nothing (refused).
+    case certificateRenewed(requestID: UInt32, certificate: [UInt8])
     /// A message type this version does not know (a newer peer's); sessions skip it.
     case unknown(kind: UInt8)
 
@@ -93,6 +99,7 @@ public enum PeerMessage: Sendable, Equatable {
         case getAccountState = 15, accountStateReply = 16, removed = 17, leaving = 18, renameRequest = 19
         case savedDeletions = 20, activityTarget = 21, clipboardNotice = 22, openClipboardStream = 23
         case keyOffer = 24, keyAccept = 25, keyHandover = 26, keyRefused = 27, keyStored = 28
+        case renewCertificate = 29, certificateRenewed = 30
     }
 
     var kindByte: UInt8 {
@@ -132,6 +139,8 @@ public enum PeerMessage: Sendable, Equatable {
         case .keyHandover: .keyHandover
         case .keyRefused: .keyRefused
         case .keyStored: .keyStored
+        case .renewCertificate: .renewCertificate
+        case .certificateRenewed: .certificateRenewed
         case .unknown: nil
         }
     }
@@ -142,7 +151,9 @@ extension PeerMessage {
     /// `activityUnavailable`, `accountStateReply`): the session hands it to whoever asked.
     public var answeredRequest: UInt32? {
         switch self {
-        case .activity(let id, _), .activityUnavailable(let id, _), .accountStateReply(let id, _, _), .keyHandover(let id, _, _, _), .keyRefused(let id, _): id
+        case .activity(let id, _), .activityUnavailable(let id, _), .accountStateReply(let id, _, _), .keyHandover(let id, _, _, _), .keyRefused(let id, _),
+            .certificateRenewed(let id, _):
+            id
         default: nil
         }
     }
@@ -418,6 +429,12 @@ extension PeerMessage {
             w.lengthPrefixed(Array(message.utf8))
         case .keyStored(let id):
             w.uuid(id)
+        case .renewCertificate(let request, let key):
+            w.uint32BE(request)
+            w.lengthPrefixed(key)
+        case .certificateRenewed(let request, let certificate):
+            w.uint32BE(request)
+            w.lengthPrefixed(certificate)
         case .unknown:
             break
         }
@@ -550,6 +567,16 @@ extension PeerMessage {
                 self = .keyRefused(requestID: try r.uint32BE(), message: try r.utf8String())
             case .keyStored:
                 self = .keyStored(offerID: try r.uuid())
+            case .renewCertificate:
+                let request = try r.uint32BE()
+                let key = Array(try r.lengthPrefixed())
+                guard key.count == 32 else { throw PeerMessageError(description: "a public key that is not 32 bytes") }
+                self = .renewCertificate(requestID: request, publicKey: key)
+            case .certificateRenewed:
+                let request = try r.uint32BE()
+                let certificate = Array(try r.lengthPrefixed())
+                guard certificate.count <= 16 * 1024 else { throw PeerMessageError(description: "a certificate over 16 KiB") }
+                self = .certificateRenewed(requestID: request, certificate: certificate)
             }
         } catch let e as PeerMessageError {
             throw e

@@ -25,19 +25,45 @@ public final class Certificate: @unchecked Sendable {
     public static func makeAccountRoot(key: SigningKey, notBefore: Timestamp, notAfter: Timestamp) throws(TLSError)
         -> Certificate
     {
+        try makeRoot(key: key, issuer: nil, issuerKey: key, notBefore: notBefore, notAfter: notAfter)
+    }
+
+    /// A link of the account's root chain (`RootChain`): a CA certificate for the next root key,
+    /// issued by the current root, shaped like the first root (path length 0: no CA under it).
+    public static func makeRootLink(key: SigningKey, issuer: Certificate, issuerKey: SigningKey, notBefore: Timestamp, notAfter: Timestamp) throws(TLSError)
+        -> Certificate
+    {
+        try makeRoot(key: key, issuer: issuer, issuerKey: issuerKey, notBefore: notBefore, notAfter: notAfter)
+    }
+
+    private static func makeRoot(key: SigningKey, issuer: Certificate?, issuerKey: SigningKey, notBefore: Timestamp, notAfter: Timestamp) throws(TLSError)
+        -> Certificate
+    {
         try build(
             subjectKey: key.pkey,
             commonName: key.id.text,
-            issuer: nil,
-            issuerKey: key,
+            issuer: issuer,
+            issuerKey: issuerKey,
             notBefore: notBefore,
             notAfter: notAfter,
             extensions: [
                 (NID_basic_constraints, "critical,CA:TRUE,pathlen:0"),
                 (NID_key_usage, "critical,keyCertSign,cRLSign"),
                 (NID_subject_key_identifier, "hash"),
-            ]
+            ] + (issuer == nil ? [] : [(NID_authority_key_identifier, "keyid:always")])
         )
+    }
+
+    /// Whether the key `publicKey` (raw Ed25519) signed this certificate.
+    public func isIssued(byKey publicKey: [UInt8]) -> Bool {
+        guard let key = publicKey.withUnsafeBufferPointer({ EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, $0.baseAddress, $0.count) }) else {
+            _ = OpenSSLErrors.drain()
+            return false
+        }
+        defer { EVP_PKEY_free(key) }
+        let ok = X509_verify(x509, key) == 1
+        _ = OpenSSLErrors.drain()
+        return ok
     }
 
     /// A device certificate for `devicePublicKey` (raw Ed25519), signed by the account root.

@@ -8,13 +8,16 @@ import HandoffModel
 ///
 ///     record   = kind (1 byte) ‖ length (2 bytes, big-endian) ‖ body
 ///     proof    = kind 1: certificate length (2) ‖ device certificate (DER) ‖ Ed25519 signature (64)
+///                [‖ the account's root links: each length (2) ‖ link certificate (DER)]
 ///     refusal  = kind 2: a `TLSError.Code` raw value (ASCII)
 ///
 /// The signature covers `context ‖ role ‖ exporter`, where the exporter is 32 bytes of this TLS
 /// connection's keying material (RFC 8446 §7.5): a proof cannot be replayed on another connection,
 /// nor a server's proof reflected as a client's. The client proves first; the server answers with
 /// its own proof only once it accepted the client's — so, as before, a client counts itself
-/// accepted only when the server's proof arrives.
+/// accepted only when the server's proof arrives. A device whose account key was rotated sends its
+/// root chain's links (`RootChain`), absent before any rotation: a device that has not heard of
+/// the rotation follows them from the root it knows to the one that issued the certificate.
 enum DeviceProof {
     static let headerLength = 3
     static let signatureLength = 64
@@ -54,22 +57,36 @@ enum DeviceProof {
         signingContext + [role.rawValue] + exporter
     }
 
-    static func proof(identity: DeviceIdentity, role: Role, exporter: [UInt8]) throws(TLSError) -> Record {
+    static func proof(identity: DeviceIdentity, links: [[UInt8]] = [], role: Role, exporter: [UInt8]) throws(TLSError) -> Record {
         let der = identity.certificate.der
         let signature = try identity.key.sign(message(role: role, exporter: exporter))
-        return Record(kind: .proof, body: [UInt8(der.count >> 8), UInt8(der.count & 0xFF)] + der + signature)
+        var body = [UInt8(der.count >> 8), UInt8(der.count & 0xFF)] + der + signature
+        for link in links { body += [UInt8(link.count >> 8), UInt8(link.count & 0xFF)] + link }
+        guard body.count <= maximumBody else { throw TLSError(.crypto, "the device proof is larger than \(maximumBody) bytes") }
+        return Record(kind: .proof, body: body)
     }
 
     static func refusal(_ code: TLSError.Code) -> Record {
         Record(kind: .refusal, body: Array(code.rawValue.utf8))
     }
 
-    /// A proof's certificate and signature, split; nil when the body is not shaped like one.
-    static func parseProof(_ body: [UInt8]) -> (certificate: [UInt8], signature: [UInt8])? {
+    /// A proof's certificate, signature and root links, split; nil when the body is not shaped
+    /// like one.
+    static func parseProof(_ body: [UInt8]) -> (certificate: [UInt8], signature: [UInt8], links: [[UInt8]])? {
         guard body.count >= 2 else { return nil }
         let length = Int(body[0]) << 8 | Int(body[1])
-        guard length > 0, body.count == 2 + length + signatureLength else { return nil }
-        return (Array(body[2..<(2 + length)]), Array(body.suffix(signatureLength)))
+        guard length > 0, body.count >= 2 + length + signatureLength else { return nil }
+        let signatureEnd = 2 + length + signatureLength
+        var links: [[UInt8]] = []
+        var at = signatureEnd
+        while at < body.count {
+            guard body.count - at >= 2, links.count < RootChain.maximumLinks else { return nil }
+            let n = Int(body[at]) << 8 | Int(body[at + 1])
+            guard n > 0, body.count - at - 2 >= n else { return nil }
+            links.append(Array(body[(at + 2)..<(at + 2 + n)]))
+            at += 2 + n
+        }
+        return (Array(body[2..<(2 + length)]), Array(body[(2 + length)..<signatureEnd]), links)
     }
 
     /// What the other side says it refused us for.
@@ -83,33 +100,47 @@ enum DeviceProof {
         }
     }
 
-    /// Judges a device certificate against the account root in `store`: the chain, the validity
-    /// period, that it is a device (not a CA) named by the id of its own key, not revoked, and the
-    /// device we meant to reach. Returns the device id, and whether it has been removed (a server
-    /// lets a removed device through to tell it so; `TLSConnection` decides).
+    /// Judges a device certificate against the account's roots in `trust`: the chain, the
+    /// validity period, that it is a device (not a CA) named by the id of its own key, not
+    /// revoked, and the device we meant to reach. A certificate from a retired root is accepted
+    /// only for a device the account lists; one from a root newer than ours only if `links`
+    /// (the sender's root chain) follow on from ours to it. Returns the device id, and whether
+    /// it has been removed (a server lets a removed device through to tell it so;
+    /// `TLSConnection` decides).
     static func judge(
-        der: [UInt8], store: OpaquePointer, trust: TrustPolicy, expectedPeer: DeviceID?
+        der: [UInt8], links: [[UInt8]] = [], trust: TrustPolicy, expectedPeer: DeviceID?
     ) -> Result<(Certificate, DeviceID, removed: Bool), TLSError> {
         guard let certificate = try? Certificate(der: der) else {
             return .failure(TLSError(.malformed, "the peer's certificate cannot be read"))
         }
-        guard let context = X509_STORE_CTX_new() else { return .failure(OpenSSLErrors.failure("cannot allocate a verification context")) }
-        defer { X509_STORE_CTX_free(context) }
-        guard X509_STORE_CTX_init(context, store, certificate.x509, nil) == 1 else {
-            return .failure(OpenSSLErrors.failure("cannot start verifying a certificate"))
+        var code: Int32
+        switch verify(certificate, against: trust.stores.current) {
+        case .failure(let error): return .failure(error)
+        case .success(let verdict): code = verdict
         }
-        if X509_verify_cert(context) != 1 {
-            let code = X509_STORE_CTX_get_error(context)
-            let text = String(cString: X509_verify_cert_error_string(Int(code)))
-            _ = OpenSSLErrors.drain()
-            switch code {
-            case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
-                return .failure(TLSError(.selfSigned, "the peer's certificate is self-signed, not issued by this account", detail: text))
-            case X509_V_ERR_CERT_HAS_EXPIRED, X509_V_ERR_CERT_NOT_YET_VALID:
-                return .failure(TLSError(.expired, "the peer's certificate is expired or not yet valid", detail: text))
-            default:
-                return .failure(TLSError(.otherAccount, "the peer's certificate was not issued by this account", detail: text))
+        if code != X509_V_OK, code != X509_V_ERR_CERT_HAS_EXPIRED, code != X509_V_ERR_CERT_NOT_YET_VALID {
+            if trust.stores.retired.contains(where: { (try? verify(certificate, against: $0).get()) == X509_V_OK }) {
+                // Made before a rotation: fine for a device the account still lists.
+                guard let id = certificate.keyID, trust.isListed(id) else {
+                    return .failure(TLSError(.otherAccount, "the peer's certificate is from a retired account key, for a device the account does not list"))
+                }
+                code = X509_V_OK
+            } else if !links.isEmpty, let newer = trust.chain.following(links), newer.links.count > trust.chain.links.count,
+                let store = RootStores.store(trusting: newer.current)
+            {
+                // Made after a rotation this device has not heard of yet (its state follows).
+                defer { X509_STORE_free(store) }
+                if case .success(let verdict) = verify(certificate, against: store) { code = verdict }
             }
+        }
+        switch code {
+        case X509_V_OK: break
+        case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+            return .failure(TLSError(.selfSigned, "the peer's certificate is self-signed, not issued by this account", detail: text(code)))
+        case X509_V_ERR_CERT_HAS_EXPIRED, X509_V_ERR_CERT_NOT_YET_VALID:
+            return .failure(TLSError(.expired, "the peer's certificate is expired or not yet valid", detail: text(code)))
+        default:
+            return .failure(TLSError(.otherAccount, "the peer's certificate was not issued by this account", detail: text(code)))
         }
         guard X509_check_ca(certificate.x509) == 0 else {
             return .failure(TLSError(.otherAccount, "the peer presented a CA certificate instead of a device certificate"))
@@ -122,6 +153,21 @@ enum DeviceProof {
         }
         return .success((certificate, id, trust.isRevoked(id)))
     }
+
+    /// `X509_verify_cert`'s verdict on `certificate` against `store` (`X509_V_OK`, or why not).
+    private static func verify(_ certificate: Certificate, against store: OpaquePointer) -> Result<Int32, TLSError> {
+        guard let context = X509_STORE_CTX_new() else { return .failure(OpenSSLErrors.failure("cannot allocate a verification context")) }
+        defer { X509_STORE_CTX_free(context) }
+        guard X509_STORE_CTX_init(context, store, certificate.x509, nil) == 1 else {
+            return .failure(OpenSSLErrors.failure("cannot start verifying a certificate"))
+        }
+        let ok = X509_verify_cert(context) == 1
+        let code = ok ? X509_V_OK : X509_STORE_CTX_get_error(context)
+        _ = OpenSSLErrors.drain()
+        return .success(code == X509_V_OK && !ok ? X509_V_ERR_UNSPECIFIED : code)
+    }
+
+    private static func text(_ code: Int32) -> String { String(cString: X509_verify_cert_error_string(Int(code))) }
 }
 
 /// What a server makes of a ClientHello before it answers anything (pure; `TLSContext`'s

@@ -274,13 +274,13 @@ public final class TLSConnection {
     }
 
     private func judgeProof(_ body: [UInt8]) -> HandshakeStatus {
-        guard let trust = context.trust, let (der, signature) = DeviceProof.parseProof(body) else {
+        guard let trust = context.trust, let (der, signature, links) = DeviceProof.parseProof(body) else {
             return refuse(TLSError(.malformed, "the peer's device proof is malformed"))
         }
         let certificate: Certificate
         let id: DeviceID
         let removed: Bool
-        switch DeviceProof.judge(der: der, store: SSL_CTX_get_cert_store(context.ctx), trust: trust, expectedPeer: expectedPeer) {
+        switch DeviceProof.judge(der: der, links: links, trust: trust, expectedPeer: expectedPeer) {
         case .success(let judged): (certificate, id, removed) = judged
         case .failure(let error): return refuse(error)
         }
@@ -316,7 +316,7 @@ public final class TLSConnection {
             return TLSError(.crypto, "cannot make a device proof")
         }
         do throws(TLSError) {
-            let record = try DeviceProof.proof(identity: identity, role: role, exporter: exporter).bytes
+            let record = try DeviceProof.proof(identity: identity, links: context.trust?.chain.linkDERs ?? [], role: role, exporter: exporter).bytes
             return record.withUnsafeBytes { encrypt($0) }
         } catch {
             return error

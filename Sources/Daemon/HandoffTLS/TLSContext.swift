@@ -55,7 +55,7 @@ public final class TLSContext: @unchecked Sendable {
         self.offersPSK = offersPSK
         self.alpn = alpn.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
 
-        var ok =
+        let ok =
             handoff_SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) == 1
             && handoff_SSL_CTX_set_max_proto_version(ctx, maximumVersion) == 1
             && handoff_SSL_CTX_set1_groups_list(ctx, "X25519:P-256") == 1
@@ -64,11 +64,6 @@ public final class TLSContext: @unchecked Sendable {
         _ = handoff_SSL_CTX_set_mode(ctx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS | SSL_MODE_NO_AUTO_CHAIN))
         _ = handoff_SSL_CTX_set_session_cache_mode(ctx, Int(SSL_SESS_CACHE_OFF))
         SSL_CTX_set_options(ctx, handoff_SSL_OP_hardening())
-        if let trust {
-            // Not for the handshake: `DeviceProof.judge` verifies the certificates members
-            // exchange inside the channel against this store.
-            ok = ok && X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), trust.root.x509) == 1
-        }
         guard ok else { throw OpenSSLErrors.failure("cannot configure the TLS context") }
 
         switch role {

@@ -1,3 +1,4 @@
+import CHandoffOpenSSL
 import HandoffModel
 import Synchronization
 
@@ -6,21 +7,41 @@ import Synchronization
 /// connection of a context; the revocation list and the secrets change while the daemon runs
 /// (`devices remove`, or a newer account state from a peer).
 public final class TrustPolicy: Sendable {
-    public let root: Certificate
+    /// The account's root keys; the current one issues device certificates.
+    public let chain: RootChain
+    public var root: Certificate { chain.current }
     public let accountID: DeviceID
+    /// One store per root, oldest first (`DeviceProof.judge`).
+    let stores: RootStores
     private let revoked: Mutex<Set<DeviceID>>
+    /// The devices the account state lists: a certificate from a retired root is accepted only
+    /// for one of them (it was made before the rotation; a retired key makes no new members).
+    private let listed: Mutex<Set<DeviceID>>
     /// The current secret's keys first, then the previous secret's (docs/security.md).
     private let accountKeys: Mutex<[AccountKeys]>
     /// What lets a device that had a session with another open the next one in one round trip.
     private let resumption = Mutex(ResumptionBook())
 
-    public init(root: Certificate, accountSecrets: [[UInt8]], revoked: Set<DeviceID> = []) throws(TLSError) {
-        guard let id = root.keyID else { throw TLSError(.crypto, "the account root certificate has no Ed25519 key") }
+    public convenience init(root: Certificate, accountSecrets: [[UInt8]], revoked: Set<DeviceID> = []) throws(TLSError) {
+        try self.init(chain: RootChain(first: root), accountSecrets: accountSecrets, revoked: revoked)
+    }
+
+    public init(chain: RootChain, accountSecrets: [[UInt8]], revoked: Set<DeviceID> = [], listed: Set<DeviceID> = []) throws(TLSError) {
         guard !accountSecrets.isEmpty else { throw TLSError(.crypto, "an account needs a secret") }
-        self.root = root
-        self.accountID = id
+        self.chain = chain
+        self.accountID = chain.accountID
+        self.stores = try RootStores(chain.roots)
         self.revoked = Mutex(revoked)
+        self.listed = Mutex(listed)
         self.accountKeys = Mutex(accountSecrets.map(AccountKeys.init(accountSecret:)))
+    }
+
+    public func setListed(_ ids: Set<DeviceID>) {
+        listed.withLock { $0 = ids }
+    }
+
+    func isListed(_ id: DeviceID) -> Bool {
+        listed.withLock { $0.contains(id) }
     }
 
     public func setRevoked(_ ids: Set<DeviceID>) {
@@ -311,4 +332,39 @@ public enum HandoffALPN {
     public static let join = "handoff-join/1"
 
     static let all: Set<String> = [member, stream, join]
+}
+
+/// An `X509_STORE` per root of the chain, each trusting that root alone (a link is not
+/// self-signed: it is trusted as it stands, `X509_V_FLAG_PARTIAL_CHAIN`). Read-only once built;
+/// OpenSSL's stores may be used by many verifications at once.
+final class RootStores: @unchecked Sendable {
+    let stores: [OpaquePointer]
+
+    init(_ roots: [Certificate]) throws(TLSError) {
+        var made: [OpaquePointer] = []
+        for root in roots {
+            guard let store = RootStores.store(trusting: root) else {
+                made.forEach(X509_STORE_free)
+                throw OpenSSLErrors.failure("cannot build a certificate store")
+            }
+            made.append(store)
+        }
+        stores = made
+    }
+
+    /// A store that trusts `root` alone; freed by the caller.
+    static func store(trusting root: Certificate) -> OpaquePointer? {
+        guard let store = X509_STORE_new() else { return nil }
+        guard X509_STORE_add_cert(store, root.x509) == 1, X509_STORE_set_flags(store, UInt(X509_V_FLAG_PARTIAL_CHAIN)) == 1 else {
+            X509_STORE_free(store)
+            return nil
+        }
+        return store
+    }
+
+    deinit { stores.forEach(X509_STORE_free) }
+
+    var current: OpaquePointer { stores.last! }
+    /// The retired roots' stores, newest first.
+    var retired: ArraySlice<OpaquePointer> { stores.dropLast().reversed()[...] }
 }

@@ -30,6 +30,11 @@ public struct AccountInfo: Codable, Sendable, Equatable {
     /// (On the key holder) the device it offered the key to, until that device took it or the
     /// offer expired or was withdrawn.
     public var keyOfferedTo: KeyOfferInfo?
+    /// How many times the account key was rotated (`account rotate-key`); 0 before any.
+    public var keyRotations: Int?
+    /// This device's certificate is from a retired account key: the key holder renews it when
+    /// the two next talk.
+    public var certificateFromRetiredKey: Bool?
 
     public init(
         accountID: DeviceID, accountName: String, deviceID: DeviceID, deviceName: String, isAdmin: Bool,

@@ -39,6 +39,8 @@ public enum LocalAPIRoute {
     public static let accountTransferKey = "/v1/account/transfer-key"
     /// POST: take the account key another device offered this one: `AccountInfo`.
     public static let accountAcceptKey = "/v1/account/accept-key"
+    /// POST (on the key holder): a new account key, linked from the current one: `AccountInfo`.
+    public static let accountRotateKey = "/v1/account/rotate-key"
     /// POST `LeaveRequest`: forget the account here (telling the others): `LeaveResponse`.
     public static let accountLeave = "/v1/account/leave"
     /// POST `RenameDeviceRequest`: a device's name in the account: `DeviceInfo`.

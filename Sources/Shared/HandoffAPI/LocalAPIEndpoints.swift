@@ -8,7 +8,7 @@ public enum LocalAPIEndpoints {
         case putDocument
         case history, deleteSaved
         case events
-        case getAccount, createAccount, joinAccount, invite, sync, leave, recoveryCode, recover, transferKey, acceptKey
+        case getAccount, createAccount, joinAccount, invite, sync, leave, recoveryCode, recover, transferKey, acceptKey, rotateKey
         case devices, renameDevice, removeDevice
         case peers, offers
         case `continue`
@@ -67,6 +67,7 @@ public enum LocalAPIEndpoints {
         Route(method: "POST", path: .exact(LocalAPIRoute.accountRecover), endpoint: .recover),
         Route(method: "POST", path: .exact(LocalAPIRoute.accountTransferKey), endpoint: .transferKey),
         Route(method: "POST", path: .exact(LocalAPIRoute.accountAcceptKey), endpoint: .acceptKey),
+        Route(method: "POST", path: .exact(LocalAPIRoute.accountRotateKey), endpoint: .rotateKey),
         Route(method: "GET", path: .exact(LocalAPIRoute.devices), endpoint: .devices),
         Route(method: "POST", path: .exact(LocalAPIRoute.devicesRename), endpoint: .renameDevice),
         Route(method: "DELETE", path: .under(LocalAPIRoute.devices), endpoint: .removeDevice),

@@ -162,6 +162,12 @@ public struct AccountState: Sendable, Equatable {
         next(at: now) { $0.recovery = recovery }
     }
 
+    /// The next version after the root key was rotated: the recovery envelope goes (it seals the
+    /// retired key; a new code seals the new one).
+    public func rekeyed(at now: Timestamp) -> AccountState {
+        next(at: now) { $0.recovery = nil }
+    }
+
     /// The next version, with `holder` holding the root key.
     public func held(by holder: DeviceID, at now: Timestamp) -> AccountState {
         next(at: now) { $0.keyHolder = holder }
@@ -305,29 +311,40 @@ public struct AccountState: Sendable, Equatable {
     }
 }
 
-/// An account state and the root key's signature over its encoding. Checking the signature needs
-/// cryptography, which lives in HandoffTLS; this type only carries and frames the bytes.
+/// An account state and the root key's signature over its encoding, with the account's root
+/// chain's links once its key was rotated (the certificates that lead from the first root to the
+/// one that signed). Checking needs cryptography, which lives in HandoffTLS; this type only
+/// carries and frames the bytes.
 ///
-/// Encoding: `"HS" 0x01`, length-prefixed state encoding, length-prefixed signature.
+/// Encoding: `"HS" 0x01`, length-prefixed state encoding, length-prefixed signature; after a
+/// rotation `"HS" 0x02`, the same, then count:varint (≤ 32) and each link (DER) length-prefixed.
 public struct SignedAccountState: Sendable, Equatable {
+    public static let maximumRootLinks = 32
+
     public var stateBytes: [UInt8]
     public var signature: [UInt8]
+    public var rootLinks: [[UInt8]]
 
-    public init(stateBytes: [UInt8], signature: [UInt8]) {
+    public init(stateBytes: [UInt8], signature: [UInt8], rootLinks: [[UInt8]] = []) {
         self.stateBytes = stateBytes
         self.signature = signature
+        self.rootLinks = rootLinks
     }
 
     public func encoded() -> [UInt8] {
         var w = ByteWriter()
-        w.raw([0x48, 0x53, 0x01])
+        w.raw([0x48, 0x53, rootLinks.isEmpty ? 0x01 : 0x02])
         w.lengthPrefixed(stateBytes)
         w.lengthPrefixed(signature)
+        if !rootLinks.isEmpty {
+            w.varint(UInt64(rootLinks.count))
+            for link in rootLinks { w.lengthPrefixed(link) }
+        }
         return w.bytes
     }
 
     public init(decoding bytes: [UInt8]) throws(AccountState.DecodeError) {
-        guard bytes.count >= 3, bytes[0] == 0x48, bytes[1] == 0x53, bytes[2] == 0x01 else {
+        guard bytes.count >= 3, bytes[0] == 0x48, bytes[1] == 0x53, bytes[2] == 0x01 || bytes[2] == 0x02 else {
             throw AccountState.DecodeError(description: "not a signed account state")
         }
         var r = ByteReader(bytes)
@@ -335,6 +352,16 @@ public struct SignedAccountState: Sendable, Equatable {
             _ = try r.take(3)
             stateBytes = Array(try r.lengthPrefixed())
             signature = Array(try r.lengthPrefixed())
+            rootLinks = []
+            if bytes[2] == 0x02 {
+                let count = try r.varint()
+                guard count >= 1, count <= UInt64(Self.maximumRootLinks) else {
+                    throw AccountState.DecodeError(description: "a signed account state with \(count) root links")
+                }
+                for _ in 0..<count { rootLinks.append(Array(try r.lengthPrefixed())) }
+            }
+        } catch let e as AccountState.DecodeError {
+            throw e
         } catch {
             throw AccountState.DecodeError(description: "truncated signed account state")
         }

@@ -10,7 +10,7 @@ struct Account: ParsableCommand {
             """,
         subcommands: [
             AccountCreate.self, AccountInvite.self, AccountJoin.self, AccountShow.self, AccountSync.self, AccountRecoveryCode.self, AccountRecover.self,
-            AccountTransferKey.self, AccountAcceptKey.self, AccountLeave.self,
+            AccountTransferKey.self, AccountAcceptKey.self, AccountRotateKey.self, AccountLeave.self,
         ],
         defaultSubcommand: AccountShow.self
     )

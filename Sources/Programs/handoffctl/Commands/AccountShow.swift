@@ -29,9 +29,11 @@ struct AccountShow: ParsableCommand {
             "  devices:     \(info.deviceCount)",
             "  role:        \(info.isAdmin ? "holds the account key (can invite and remove devices)" : "member")",
             "  state:       version \(info.stateVersion)",
-            "  certificate: valid until \(info.certificateExpires.rfc3339)",
+            "  certificate: valid until \(info.certificateExpires.rfc3339)"
+                + (info.certificateFromRetiredKey == true ? "; from a retired account key (renewed when the key holder is next reached)" : ""),
             "  recovery:    \(info.recoveryCodeMadeAt.map { "a recovery code made \($0.rfc3339)" } ?? "no recovery code (handoffctl account recovery-code)")",
         ]
+        if let rotations = info.keyRotations, rotations > 0 { lines.insert("  key:         rotated \(rotations == 1 ? "once" : "\(rotations) times")", at: 4) }
         if let offer = info.keyOffer { lines.append("  key offer:   " + offerLine(offer)) }
         if let offer = info.keyOfferedTo {
             lines.append("  key offer:   offered to \(safe(offer.deviceName)) until \(offer.expiresAt.rfc3339) (handoffctl account accept-key there)")
