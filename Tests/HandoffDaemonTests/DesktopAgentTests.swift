@@ -266,6 +266,35 @@ import Testing
     /// "Add a device…" in the status icon's menu invites: the code in the menu and in a
     /// notification, a device joins with it, a notification says who; a second invite is
     /// cancelled from the menu and its code goes.
+    /// The key holder offers this device the account key: a notification says so, and the menu's
+    /// item takes it (docs/security.md, "Handing the key over").
+    @Test func theAccountKeyOfferedToThisDeviceIsTakenFromTheMenu() async throws {
+        let directory = try TempDirectory.make(prefix: "handoff-desktop")
+        defer { TempDirectory.remove(directory) }
+        let session = try await DesktopSession(directory: directory)
+        let (a, b) = try await ContinuationTests.pair()
+        let monitor = try await session.monitorNotifications()
+        let panel = try DBusConnection.connect(address: session.bus.address)
+        defer { panel.close() }
+        try await Self.withAgent(b, session) {
+            let updates = try await a.client.subscribe(.transferKey(KeyTransferRequest(device: try await b.client.send(.account).deviceName)))
+            let offered = try #require(try await updates.next()?.offered)
+            #expect(offered.deviceName == (try await b.client.send(.account)).deviceName)
+            try await monitor.wait(for: "the offer's notification") { $0.stdout.contains("offers this device the account key\"") }
+            var take: Int32?
+            _ = try await Rig.waitFor("the offer in the menu") {
+                take = try await Self.menuItem("Take the account key from ", on: panel)
+                return take != nil
+            }
+            try await Self.click(try #require(take), on: panel)
+            try await monitor.wait(for: "the key taken") { $0.stdout.contains("string \"This device holds the account key now\"") }
+            #expect(try #require(try await updates.next()?.transferred).isAdmin == false)
+            #expect(try await b.client.send(.account).isAdmin)
+            _ = try await Rig.waitFor("the offer to leave the menu") { try await Self.menuItem("Take the account key from ", on: panel) == nil }
+        }
+        for d in [a, b] { try await d.finish() }
+    }
+
     @Test func addADeviceFromTheMenuShowsTheCodeAndWhoJoined() async throws {
         let directory = try TempDirectory.make(prefix: "handoff-desktop")
         defer { TempDirectory.remove(directory) }

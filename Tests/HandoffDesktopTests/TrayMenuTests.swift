@@ -132,6 +132,19 @@ import Testing
         #expect(!Self.lines(TrayMenu(Self.running(), clock: Self.clock)).contains { $0.contains("recovery code") })
     }
 
+    /// Another device offers this one the account key (docs/security.md, "Handing the key over"):
+    /// one click takes it.
+    @Test func anOfferOfTheAccountKeyIsTakenFromTheMenu() {
+        let menu = TrayMenu(Self.running { f in
+            var account = Self.account(admin: false)
+            account.keyOffer = KeyOfferInfo(deviceID: DeviceID(digest: Array(repeating: 7, count: 32)), deviceName: "desk", expiresAt: Timestamp(secondsSinceEpoch: 1_800_000_000))
+            f.account = account
+        }, clock: Self.clock)
+        let item = menu.items.first { $0.key == .acceptKey }
+        #expect(item?.enabled == true && item?.label.hasPrefix("Take the account key from desk (until ") == true, "\(Self.lines(menu))")
+        #expect(!TrayMenu(Self.running(), clock: Self.clock).items.contains { $0.key == .acceptKey })
+    }
+
     @Test func onlyTheDeviceThatStartedTheAccountAddsDevices() {
         let menu = TrayMenu(Self.running { f in f.account = Self.account(admin: false) }, clock: Self.clock)
         #expect(Self.lines(menu).contains("  Add a device… (on the device holding the account key)"))

@@ -40,6 +40,8 @@ struct TrayAgent: Sendable {
         case inviteEnded(failure: String?)
         case dialog(JoinDialog.Outcome)
         case joined(AccountInfo?, failure: String?)
+        /// The account key was taken (nil), or why not.
+        case keyTaken(failure: String?)
         /// The user chose `action` in notification `id`, which is not one of the agent's offers.
         case noteInvoked(id: UInt32, action: String)
         case noteClosed(id: UInt32)
@@ -48,11 +50,14 @@ struct TrayAgent: Sendable {
 
     /// The action of the "a device nearby is inviting" notification.
     static let joinAction = "join"
+    /// The action of the "DEVICE offers this device the account key" notification.
+    static let acceptKeyAction = "accept-key"
 
     /// What the tray's loop remembers besides the facts.
     private struct Notes {
         var invite: UInt32?
         var inviting: UInt32?
+        var keyOffer: UInt32?
         var iconState = DesktopAgentStatus.StatusIcon.waiting
         var notifications = false
     }
@@ -103,6 +108,16 @@ struct TrayAgent: Sendable {
                         notes.inviting = nil
                     }
                     facts.invitingNearby = inviting
+                    if let offer = facts.account?.keyOffer, notes.keyOffer == nil {
+                        notes.keyOffer = await notify(
+                            summary: "\(offer.deviceName) offers this device the account key",
+                            body: "With it, this device adds and removes your devices. Until \(Self.timeOfDay(offer.expiresAt)).",
+                            actions: [Note.Action(key: "default", label: "Take the key"), Note.Action(key: Self.acceptKeyAction, label: "Take the key")]
+                        )
+                    } else if facts.account?.keyOffer == nil, let id = notes.keyOffer {
+                        _ = try? await server.close(id)
+                        notes.keyOffer = nil
+                    }
                     // Switched off (here or by handoffctl): no device could join with the code.
                     if !facts.handoffOn, facts.invite != nil { invitation.cancel() }
                 case .daemonGone:
@@ -117,6 +132,8 @@ struct TrayAgent: Sendable {
                         group.addTask { await invite(creating: creating, holder: invitation, post: post) }
                     case .cancelInvite where facts.invite != nil:
                         invitation.cancel()
+                    case .acceptKey:
+                        group.addTask { await acceptKey(post: post) }
                     case .join where !facts.joining:
                         facts.joining = true
                         group.addTask { post.yield(.dialog(await dialog.ask(refused: nil))) }
@@ -192,6 +209,16 @@ struct TrayAgent: Sendable {
                     let refused = failure ?? "handoffd did not say why"
                     logger.notice("a join from the dialog failed", metadata: ["error": "\(refused)"])
                     group.addTask { post.yield(.dialog(await dialog.ask(refused: refused))) }
+                case .keyTaken(let failure):
+                    if let failure {
+                        _ = await notify(summary: "Cannot take the account key", body: failure)
+                    } else {
+                        _ = await notify(summary: "This device holds the account key now", body: "Add and remove your devices here.")
+                    }
+                    refreshes.request()
+                case .noteInvoked(let id, let action) where id == notes.keyOffer:
+                    notes.keyOffer = nil
+                    if action == Self.acceptKeyAction || action == "default" { group.addTask { await acceptKey(post: post) } }
                 case .noteInvoked(let id, let action):
                     if id == notes.inviting, action == Self.joinAction || action == "default" {
                         // The notification did its part: the dialog takes over.
@@ -205,11 +232,13 @@ struct TrayAgent: Sendable {
                 case .noteClosed(let id):
                     if id == notes.inviting { notes.inviting = nil }
                     if id == notes.invite { notes.invite = nil }
+                    if id == notes.keyOffer { notes.keyOffer = nil }
                 case .notificationServer(let running):
                     notes.notifications = running
                     // A new server numbers its notifications afresh: ours are gone with the old.
                     notes.invite = nil
                     notes.inviting = nil
+                    notes.keyOffer = nil
                 }
                 let menu = TrayMenu(facts, clock: Self.timeOfDay)
                 if menu != lastShown {
@@ -273,6 +302,16 @@ struct TrayAgent: Sendable {
             logger.warning("cannot change a setting from the menu", metadata: ["error": "\(error)"])
         }
         refreshes.request()
+    }
+
+    /// Takes the account key offered to this device (the menu's item, or its notification).
+    private func acceptKey(post: AsyncStream<Input>.Continuation) async {
+        do throws(HandoffClientError) {
+            _ = try await client.send(.acceptKey)
+            post.yield(.keyTaken(failure: nil))
+        } catch {
+            post.yield(.keyTaken(failure: error.message))
+        }
     }
 
     private func notify(summary: String, body: String, actions: [Note.Action] = [], replacing: UInt32? = nil) async -> UInt32? {

@@ -59,6 +59,9 @@ package struct TrayMenu: Equatable, Sendable {
         case addDevice
         case inviteCode
         case cancelInvite
+        /// Take the account key another device offers this one (docs/security.md, "Handing the
+        /// key over").
+        case acceptKey
         case join
         /// The device's switch, and what choosing it does (as the user saw it).
         case handoffSwitch(turnOn: Bool)
@@ -172,6 +175,9 @@ package struct TrayMenu: Equatable, Sendable {
             // docs/security.md, "Losing the key holder".
             message(account.isAdmin ? "No recovery code: losing this device loses the account" : "No recovery code: losing the key holder loses the account")
             message(account.isAdmin ? "Make one: handoffctl account recovery-code" : "Make one there: handoffctl account recovery-code")
+        }
+        if let offer = account.keyOffer {
+            items.append(Item(.acceptKey, "Take the account key from \(offer.deviceName) (until \(clock(offer.expiresAt)))", enabled: true))
         }
         if let invite = facts.invite {
             items.append(Item(.inviteCode, "Code for the new device: \(invite.code) (until \(clock(invite.expiresAt)))"))
