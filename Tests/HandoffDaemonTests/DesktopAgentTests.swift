@@ -273,6 +273,7 @@ import Testing
         defer { TempDirectory.remove(directory) }
         let session = try await DesktopSession(directory: directory)
         let (a, b) = try await ContinuationTests.pair()
+        try await KeyTransferTests.waitForSession(a, b)
         let monitor = try await session.monitorNotifications()
         let panel = try DBusConnection.connect(address: session.bus.address)
         defer { panel.close() }

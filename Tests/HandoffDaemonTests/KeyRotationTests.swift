@@ -4,6 +4,7 @@ import HandoffClient
 import HandoffDiscovery
 import HandoffModel
 import HandoffTestSupport
+import HandoffPeer
 import HandoffTLS
 import Testing
 
@@ -81,5 +82,9 @@ import Testing
         #expect(followed.current && followed.chain.links.count == 1 && followed.state.version == 7)
         // The links travel with the state.
         #expect(try SignedAccountState(decoding: real.encoded()) == real)
+        // No version is read that the next change could not count past.
+        let huge = AccountState(accountID: oldKey.id, name: "thief", version: .max, issuedAt: .now(), devices: [], revoked: [])
+        #expect(throws: AccountState.DecodeError.self) { try AccountState(decoding: huge.encoded()) }
+        #expect(AccountStateRank(rotations: 1, version: 2) > AccountStateRank(rotations: 0, version: 999))
     }
 }

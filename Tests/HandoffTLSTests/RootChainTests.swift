@@ -62,6 +62,10 @@ import Testing
             return
         }
         #expect(refused.code == .otherAccount && refused.message.contains("retired"))
+        // A device removed before the rotation is let through, marked removed, to be told so.
+        let removedDevice = try device(issuedBy: chain, key: account.rootKey)
+        let withRemoval = try TrustPolicy(chain: rotated, accountSecrets: [account.secret], revoked: [removedDevice.id], listed: [old.id])
+        #expect(try DeviceProof.judge(der: removedDevice.certificate.der, trust: withRemoval, expectedPeer: nil).get().removed)
 
         // A device that has not heard of the rotation: the new certificate with the sender's
         // links, not without, nor along a fork.
@@ -71,5 +75,10 @@ import Testing
         let thiefKey = try SigningKey.generate()
         let thief = try chain.rotated(to: thiefKey, currentKey: account.rootKey, notBefore: .now(), notAfter: .now().adding(seconds: 60))
         #expect(throws: TLSError.self) { try DeviceProof.judge(der: new.certificate.der, links: thief.linkDERs, trust: before, expectedPeer: nil).get() }
+
+        // Two rotations behind: a certificate from the root in between is followed too.
+        let thirdKey = try SigningKey.generate()
+        let twice = try rotated.rotated(to: thirdKey, currentKey: newKey, notBefore: .now().adding(seconds: -60), notAfter: .now().adding(seconds: 86_400))
+        #expect(try DeviceProof.judge(der: new.certificate.der, links: twice.linkDERs, trust: before, expectedPeer: nil).get().1 == new.id)
     }
 }

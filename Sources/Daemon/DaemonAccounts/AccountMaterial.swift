@@ -30,6 +30,16 @@ package struct AccountMaterial: Sendable {
     package var state: AccountState
     /// This device was removed from the account, as a member told it (signed by the root key).
     var removal: RemovalNotice?
+    /// (On the key holder) the key went to another device with a state naming it, which has not
+    /// said yet that it stored them: this device signs nothing until it settles (kept across a
+    /// restart; docs/security.md, "Handing the key over").
+    var handover: Handover?
+
+    struct Handover: Sendable {
+        var to: DeviceID
+        var signed: SignedAccountState
+        var secret: [UInt8]
+    }
 
     package init(
         deviceName: String, identity: DeviceIdentity, chain: RootChain, rootKey: SigningKey?, accountSecret: [UInt8],
@@ -133,6 +143,11 @@ package struct AccountMaterial: Sendable {
         var accountState: String
         /// The removal notice, once this device was told (base64 of its encoding).
         var removal: String?
+        /// A hand-over of the key not settled yet: the device, the state sent (base64 of its
+        /// encoding) and its secret (base64).
+        var handoverTo: String?
+        var handoverState: String?
+        var handoverSecret: String?
     }
 
     func encodedFile() throws -> [UInt8] {
@@ -146,7 +161,10 @@ package struct AccountMaterial: Sendable {
             accountSecret: Data(accountSecret).base64EncodedString(),
             previousAccountSecret: previousAccountSecret.map { Data($0).base64EncodedString() },
             accountState: Data(signedState.encoded()).base64EncodedString(),
-            removal: removal.map { Data($0.encoded()).base64EncodedString() }
+            removal: removal.map { Data($0.encoded()).base64EncodedString() },
+            handoverTo: handover?.to.text,
+            handoverState: handover.map { Data($0.signed.encoded()).base64EncodedString() },
+            handoverSecret: handover.map { Data($0.secret).base64EncodedString() }
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -195,6 +213,11 @@ package struct AccountMaterial: Sendable {
                 throw LoadError(description: "the removal notice in the account file does not verify against its root")
             }
             removal = notice
+        }
+        if let to = file.handoverTo.flatMap(DeviceID.init), let text = file.handoverState, let bytes = Data(base64Encoded: text),
+            let secret = file.handoverSecret.flatMap({ Data(base64Encoded: $0) })
+        {
+            handover = Handover(to: to, signed: try SignedAccountState(decoding: Array(bytes)), secret: Array(secret))
         }
     }
 

@@ -32,29 +32,54 @@ extension AccountStore {
     }
 
     /// The offer's asker hung up before the other device accepted.
-    package func withdrawKeyOffer(_ offerID: UUID) {
+    /// Returns whether it went (an accepted one stays until its receipt).
+    @discardableResult
+    package func withdrawKeyOffer(_ offerID: UUID) -> Bool {
         transfers.withdraw(offerID)
     }
 
     /// `peer` accepted offer `offerID`: the key and the state that names `peer` its holder,
-    /// signed — not taken on here until `peer` says it wrote them (`keyStored`).
-    package func handOverKey(_ offerID: UUID, to peer: DeviceID, now: Timestamp = .now()) -> Result<(key: [UInt8], signed: SignedAccountState, secret: [UInt8]), KeyTransfers.Refusal> {
+    /// signed — not taken on here until `peer` says it wrote them (`keyStored`). From here on
+    /// this device signs nothing until that is settled, also across a restart (the hand-over is
+    /// saved before the key leaves).
+    package func handOverKey(_ offerID: UUID, to peer: DeviceID, now: Timestamp = .now()) async
+        -> Result<(key: [UInt8], signed: SignedAccountState, secret: [UInt8]), KeyTransfers.Refusal>
+    {
         guard let m = material, let rootKey = m.rootKey, m.state.device(peer) != nil, !m.isRevoked else { return .failure(.noSuchOffer) }
+        let offer: KeyTransfers.Outgoing
         switch transfers.acceptance(of: offerID, by: peer, now: now) {
         case .failure(let refusal): return .failure(refusal)
-        case .success(let offer):
-            do {
-                let key = try rootKey.rawPrivateKey()
-                if let sent = offer.handedOver { return .success((key, sent.signed, sent.secret)) }
-                let signed = try AccountMaterial.sign(m.state.held(by: peer, at: now), with: rootKey, chain: m.chain)
-                transfers.handedOver(offerID, signed: signed, secret: m.accountSecret)
-                logger.notice("handed the account key over; keeping this copy until it is stored there", metadata: ["device": "\(peer.short)"])
-                return .success((key, signed, m.accountSecret))
-            } catch {
-                logger.error("cannot hand the account key over", metadata: ["error": "\(error)"])
-                return .failure(.noSuchOffer)
-            }
+        case .success(let accepted): offer = accepted
         }
+        let key: [UInt8]
+        do {
+            key = try rootKey.rawPrivateKey()
+        } catch {
+            logger.error("cannot read the account key to hand it over", metadata: ["error": "\(error)"])
+            return .failure(.unavailable)
+        }
+        // Accepted again (the answer was lost): the same state goes again.
+        if let sent = offer.handedOver { return .success((key, sent.signed, sent.secret)) }
+        if let pending = m.handover { return pending.to == peer ? .success((key, pending.signed, pending.secret)) : .failure(.noSuchOffer) }
+        let signed: SignedAccountState
+        do {
+            signed = try AccountMaterial.sign(m.state.held(by: peer, at: now), with: rootKey, chain: m.chain)
+        } catch {
+            logger.error("cannot sign the hand-over", metadata: ["error": "\(error)"])
+            return .failure(.unavailable)
+        }
+        // Marked before the save's await: an acceptance meanwhile gets this same state.
+        transfers.handedOver(offerID, signed: signed, secret: m.accountSecret)
+        var next = m
+        next.handover = AccountMaterial.Handover(to: peer, signed: signed, secret: m.accountSecret)
+        do {
+            try await install(next, saving: true)
+        } catch {
+            transfers.settle(with: peer)
+            return .failure(.unavailable)
+        }
+        logger.notice("handed the account key over; keeping this copy until it is stored there", metadata: ["device": "\(peer.short)"])
+        return .success((key, signed, m.accountSecret))
     }
 
     /// `peer` wrote the key: this device takes on the state naming it, and deletes its own copy
@@ -69,8 +94,23 @@ extension AccountStore {
     /// An exchange of states with `peer` after the key was handed to it: a newer state from it
     /// was adopted by then (and named it, or not); otherwise it never took the key. Either way
     /// this device may sign again.
-    package func settleKeyTransfer(with peer: DeviceID) {
+    package func settleKeyTransfer(with peer: DeviceID) async {
         transfers.settle(with: peer)
+        guard var next = material, next.handover?.to == peer else { return }
+        next.handover = nil
+        do {
+            try await install(next, saving: true)
+            logger.notice("the device the key was handed to does not hold it; this device signs again", metadata: ["device": "\(peer.short)"])
+        } catch {
+            logger.error("cannot save the end of a hand-over", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Where an offer made here stands once its asker stops waiting: taken (nil), or the key
+    /// went and no receipt came, or it was never accepted.
+    package func keyTransferOutcome(of offerID: UUID) -> KeyTransfers.Ending {
+        if let handover = material?.handover { return .unconfirmed(handover.to) }
+        return transfers.outgoing?.offerID == offerID && transfers.isHandingOver ? .unconfirmed(transfers.outgoing!.to.deviceID) : .notAccepted
     }
 
     // MARK: On the device offered the key
@@ -79,6 +119,12 @@ extension AccountStore {
     /// show` and the status say so).
     package func noteKeyOffer(_ offerID: UUID, from peer: DeviceID, expiresAt: Timestamp, now: Timestamp = .now()) -> Bool {
         guard let m = material, !m.isRevoked, m.rootKey == nil, let from = m.state.device(peer), m.state.keyHolder.map({ $0 == peer }) ?? true else {
+            return false
+        }
+        // An offer's end (withdrawn there): an expiry already past.
+        if expiresAt <= now, transfers.incomingOffer(now: now)?.offerID == offerID {
+            transfers.forgetIncoming()
+            announce(.accountChanged)
             return false
         }
         guard transfers.offered(offerID, from: from, expiresAt: expiresAt, now: now) else { return false }
@@ -116,6 +162,7 @@ extension AccountStore {
         next.state = state
         next.signedState = signed
         adoptingOwnName(&next)
+        try recertifySelf(&next, now: .now())
         if secret != m.accountSecret {
             next.previousAccountSecret = m.accountSecret
             next.accountSecret = secret

@@ -12,9 +12,7 @@ extension AccountStore {
     /// code goes with the retired key.
     package func rotateKey(now: Timestamp = .now()) async throws(DaemonError) -> AccountInfo {
         let m = try requireMembership()
-        guard let currentKey = signingKey(m) else {
-            throw DaemonError(.notAccountAdmin, "only the device holding the account key rotates it; run handoffctl account rotate-key there")
-        }
+        let currentKey = try signingKey(m, or: DaemonError(.notAccountAdmin, "only the device holding the account key rotates it; run handoffctl account rotate-key there"))
         var next = m
         do {
             let key = try SigningKey.generate()
@@ -23,7 +21,7 @@ extension AccountStore {
             )
             next.rootKey = key
             next.identity = try DeviceIdentity(key: m.identity.key, certificate: try issue(m.identity.key.publicKey, chain: next.chain, key: key, now: now))
-            next.state = m.state.rekeyed(at: now)
+            next.state = m.state.rekeyed(by: m.deviceID, at: now)
             next.signedState = try AccountMaterial.sign(next.state, with: key, chain: next.chain)
         } catch {
             throw DaemonError(.internalError, "cannot make a new account key: \(error)")
@@ -65,6 +63,17 @@ extension AccountStore {
         }
         logger.notice("this device was certified again with the current account key")
         return true
+    }
+
+    /// A device that just took the key (`recover`, `accept-key`) and still has a certificate
+    /// from a retired root certifies itself again: no other device will.
+    func recertifySelf(_ next: inout AccountMaterial, now: Timestamp) throws(DaemonError) {
+        guard next.certificateFromRetiredKey, let key = next.rootKey else { return }
+        do {
+            next.identity = try DeviceIdentity(key: next.identity.key, certificate: try issue(next.identity.key.publicKey, chain: next.chain, key: key, now: now))
+        } catch {
+            throw DaemonError(.internalError, "cannot certify this device with the account key: \(error)")
+        }
     }
 
     private func issue(_ publicKey: [UInt8], chain: RootChain, key: SigningKey, now: Timestamp) throws(TLSError) -> Certificate {

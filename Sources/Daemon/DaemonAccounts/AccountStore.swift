@@ -129,7 +129,9 @@ package actor AccountStore {
 
     package func hello() -> PeerHello? {
         guard let m = material else { return nil }
-        return PeerHello(deviceID: m.deviceID, deviceName: m.deviceName, accountStateVersion: m.state.version, clock: .now())
+        return PeerHello(
+            deviceID: m.deviceID, deviceName: m.deviceName, accountStateVersion: m.state.version, clock: .now(), keyRotations: UInt64(m.chain.links.count)
+        )
     }
 
     /// A device of the account as events name it (its id's start when the state does not list it).
@@ -175,6 +177,10 @@ package actor AccountStore {
         return m.accountSecrets.map(AdvertKeys.init(accountSecret:))
     }
     package var stateVersion: UInt64 { material?.state.version ?? 0 }
+    /// Where this device's state stands among the account's (`AccountStateRank`).
+    package var stateRank: AccountStateRank {
+        AccountStateRank(rotations: UInt64(material?.chain.links.count ?? 0), version: material?.state.version ?? 0)
+    }
 
     /// A link to `activity`, current on `device` (docs/apps.md, "Links"): sealed with the
     /// current secret.
@@ -199,9 +205,23 @@ package actor AccountStore {
     }
 
     /// The account key, to sign with: none while it is being handed to another device
-    /// (`KeyTransfers`), so that the two never sign diverging states.
+    /// (`KeyTransfers`, `AccountMaterial.handover`), so that the two never sign diverging states.
     func signingKey(_ m: AccountMaterial) -> SigningKey? {
-        transfers.isHandingOver ? nil : m.rootKey
+        transfers.isHandingOver || m.handover != nil ? nil : m.rootKey
+    }
+
+    /// The account key to sign with, or `refusal` — or, while the key is being handed over,
+    /// what to do about that.
+    func signingKey(_ m: AccountMaterial, or refusal: DaemonError) throws(DaemonError) -> SigningKey {
+        if let key = signingKey(m) { return key }
+        if m.rootKey != nil, let to = m.handover?.to ?? transfers.outgoing?.to.deviceID {
+            let name = m.state.device(to)?.name ?? to.short
+            throw DaemonError(
+                .accountExists,
+                "the account key was handed to \(name), which has not said yet that it stored it; until it does this device signs nothing (handoffctl account sync \(name) settles it)"
+            )
+        }
+        throw refusal
     }
 
     private func requireAccount() throws(DaemonError) -> AccountMaterial {
@@ -286,9 +306,7 @@ package actor AccountStore {
 
     package func invite() throws(DaemonError) -> (code: InviteCode, expiresAt: Timestamp, outcome: AsyncStream<InviteBook.Outcome>) {
         let m = try requireAccount()
-        guard signingKey(m) != nil else {
-            throw DaemonError(.notAccountAdmin, "only the device holding the account key can invite; run handoffctl account invite there")
-        }
+        _ = try signingKey(m, or: DaemonError(.notAccountAdmin, "only the device holding the account key can invite; run handoffctl account invite there"))
         return invites.create()
     }
 
@@ -340,9 +358,7 @@ package actor AccountStore {
     /// Removes a device (id or unique prefix) from the account for good.
     package func revoke(_ text: String, now: Timestamp = .now()) async throws(DaemonError) -> RevokedDeviceInfo {
         let m = try requireAccount()
-        guard let rootKey = signingKey(m) else {
-            throw DaemonError(.notAccountAdmin, "only the device holding the account key removes devices; run handoffctl devices remove there")
-        }
+        let rootKey = try signingKey(m, or: DaemonError(.notAccountAdmin, "only the device holding the account key removes devices; run handoffctl devices remove there"))
         let device = try findDevice(text, in: m.state)
         guard device.id != m.deviceID else {
             throw DaemonError(.badRequest, "this device holds the account key and cannot remove itself; to leave the account, handoffctl account leave")
@@ -428,9 +444,7 @@ package actor AccountStore {
     /// Renames a device in the account (this device holds the key): a new signed state.
     package func rename(_ text: String?, to newName: String, now: Timestamp = .now()) async throws(DaemonError) -> DeviceInfo {
         let m = try requireMembership()
-        guard let rootKey = signingKey(m) else {
-            throw DaemonError(.notAccountAdmin, "only the device holding the account key renames devices")
-        }
+        let rootKey = try signingKey(m, or: DaemonError(.notAccountAdmin, "only the device holding the account key renames devices"))
         let name = try Self.validName(newName, what: "device name")
         let device: AccountState.Device
         if let text {
@@ -465,9 +479,7 @@ package actor AccountStore {
     /// signed account state; the code is shown once and kept nowhere. A new one replaces the last.
     package func makeRecoveryCode(now: Timestamp = .now()) async throws(DaemonError) -> (code: RecoveryCode, info: AccountInfo) {
         let m = try requireMembership()
-        guard let rootKey = signingKey(m) else {
-            throw DaemonError(.notAccountAdmin, "only the device holding the account key makes a recovery code; run it there")
-        }
+        let rootKey = try signingKey(m, or: DaemonError(.notAccountAdmin, "only the device holding the account key makes a recovery code; run it there"))
         let code = RecoveryCode(secret: Crypto.randomBytes(InviteCode.secretLength))
         let accountID = m.state.accountID
         let sealed = await Self.keyDerivation.run { () -> Result<RecoveryEnvelope, TLSError> in
@@ -476,7 +488,8 @@ package actor AccountStore {
         // The actor ran other work while the key was derived: the change goes on the state as it
         // is now.
         let current = try requireMembership()
-        guard current.state.accountID == accountID, signingKey(current) != nil else {
+        // The same key, too: a rotation meanwhile would leave the envelope sealing a retired key.
+        guard current.state.accountID == accountID, signingKey(current)?.publicKey == rootKey.publicKey else {
             throw DaemonError(.notAccountAdmin, "the account changed while the code was made; nothing was kept")
         }
         var next = current
@@ -531,7 +544,8 @@ package actor AccountStore {
             let left = attempts.freeLeft
             throw DaemonError(
                 .codeRejected,
-                "that is not this account's recovery code; "
+                "that is not this account's recovery code (the one this device knows of was made \(recovery.madeAt.rfc3339); a newer one "
+                    + "reaches it with the account state: handoffctl account sync DEVICE); "
                     + (left > 0 ? "\(left) more tries before a wait" : "the next try waits \(Self.duration(attempts.wait(now: now) ?? 0))")
             )
         }
@@ -543,6 +557,7 @@ package actor AccountStore {
         }
         let rootKey = key
         next.rootKey = rootKey
+        try recertifySelf(&next, now: now)
         next.state = next.state.held(by: next.deviceID, at: now)
         do {
             next.signedState = try AccountMaterial.sign(next.state, with: rootKey, chain: next.chain)
@@ -603,8 +618,9 @@ package actor AccountStore {
     package func adopt(_ signed: SignedAccountState, accountSecret: [UInt8]) async -> Adoption {
         guard let m = material, let (state, chain, current) = AccountMaterial.verify(signed, chain: m.chain), accountSecret.count == 32 else { return .invalid }
         // Signed by a retired root: older than what this device knows, or made with a retired
-        // key (a stolen device that held it): never taken on, whatever its version.
-        guard current, state.version > m.state.version else { return .notNewer }
+        // key (a stolen device that held it): never taken on, whatever its version. A state of
+        // a later rotation comes after any of an earlier one (`AccountStateRank`).
+        guard current, chain.links.count > m.chain.links.count || state.version > m.state.version else { return .notNewer }
         var next = m
         next.state = state
         next.signedState = signed
@@ -618,10 +634,16 @@ package actor AccountStore {
         // Another device took the key over (`account recover` there): one key holder, so that
         // two never sign diverging states. This device's copy goes.
         let handedOver = next.rootKey != nil && state.keyHolder.map { $0 != next.deviceID } == true
-        if handedOver { next.rootKey = nil }
+        if handedOver {
+            next.rootKey = nil
+            if !transfers.isHandingOver { transfers.forgetOutgoing() }
+        }
         // Whatever was handed over is settled by a newer state: the receiver's, naming it, or
         // one that shows it never took the key.
+        next.handover = nil
         let transfer = transfers.settle()
+        // An offer to this device from a device that no longer holds the key is void.
+        if let offer = transfers.incomingOffer(now: .now()), state.keyHolder.map({ $0 != offer.from.deviceID }) == true { transfers.forgetIncoming() }
         if accountSecret != m.accountSecret {
             next.previousAccountSecret = m.accountSecret
             next.accountSecret = accountSecret
@@ -635,7 +657,9 @@ package actor AccountStore {
         logger.info("learned a newer account state", metadata: ["version": "\(state.version)", "revoked": "\(state.revoked.count)"])
         if handedOver {
             logger.notice("another device holds the account key now; this device's copy was deleted")
-            transfer?.done.settle(next.info)
+            // Told as done only if it went where it was offered (another device could have
+            // recovered the key meanwhile).
+            if let transfer, state.keyHolder == transfer.to.deviceID { transfer.done.settle(next.info) }
         }
         if next.isRevoked { logger.warning("this device has been removed from its account") }
         return .updated
@@ -645,6 +669,11 @@ package actor AccountStore {
 
     /// Saves (when asked) and then makes `material` current: trust, TLS contexts, activity origin.
     func install(_ next: AccountMaterial, saving: Bool) async throws(DaemonError) {
+        // Never saved: a state its own root chain does not vouch for (the file would not load).
+        guard AccountMaterial.verify(next.signedState, chain: next.chain)?.current == true else {
+            logger.error("refused to keep an account state its root chain does not vouch for")
+            throw DaemonError(.internalError, "the account state does not verify against its own key; nothing was changed")
+        }
         if saving {
             do {
                 try PrivateFiles.writeAtomically(try next.encodedFile(), to: path)

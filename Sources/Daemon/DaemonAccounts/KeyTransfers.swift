@@ -37,6 +37,15 @@ package struct KeyTransfers: Sendable {
     package enum Refusal: Error, Equatable {
         case noSuchOffer
         case expired
+        /// This device could not read, sign or save what goes with the key.
+        case unavailable
+    }
+
+    /// How an offer ended for its asker, when no receipt came.
+    package enum Ending: Equatable {
+        /// The key went to this device, which has not said it stored it.
+        case unconfirmed(DeviceID)
+        case notAccepted
     }
 
     private(set) var outgoing: Outgoing?
@@ -63,8 +72,12 @@ package struct KeyTransfers: Sendable {
 
     /// The offer's asker hung up before it was accepted: the offer goes (once accepted, it stays
     /// until the receipt).
-    mutating func withdraw(_ offerID: UUID) {
-        if let o = outgoing, o.offerID == offerID, o.handedOver == nil { outgoing = nil }
+    /// Returns whether it went.
+    @discardableResult
+    mutating func withdraw(_ offerID: UUID) -> Bool {
+        guard let o = outgoing, o.offerID == offerID, o.handedOver == nil else { return false }
+        outgoing = nil
+        return true
     }
 
     /// `peer` accepted `offerID`: the offer it may take, or why not.
@@ -86,15 +99,18 @@ package struct KeyTransfers: Sendable {
         return o
     }
 
-    /// A newer state came, or the receiver showed it did not take the key: whatever was handed
-    /// over is settled.
-    /// Returns the offer it ends.
+    /// A newer state came, or the receiver (`peer`, if given) showed it did not take the key:
+    /// what was handed over is settled. Returns the offer it ends; an offer not accepted yet
+    /// stays.
     @discardableResult
     mutating func settle(with peer: DeviceID? = nil) -> Outgoing? {
-        guard let o = outgoing, peer == nil || o.to.deviceID == peer else { return nil }
+        guard let o = outgoing, o.handedOver != nil, peer == nil || o.to.deviceID == peer else { return nil }
         outgoing = nil
         return o
     }
+
+    /// Another device holds the key now: no offer made here stands.
+    mutating func forgetOutgoing() { outgoing = nil }
 
     // MARK: This device offered the key
 

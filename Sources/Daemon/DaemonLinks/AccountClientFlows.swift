@@ -155,8 +155,8 @@ package enum AccountSync {
         case .updated:
             await links.stateChanged()
         case .notNewer:
-            let theirs = (try? AccountState(decoding: signed.stateBytes))?.version ?? 0
-            if theirs < (await store.stateVersion), let (mine, secret) = await store.stateToShare(with: session.peerID) {
+            let theirs = AccountStateRank(rotations: UInt64(signed.rootLinks.count), version: (try? AccountState(decoding: signed.stateBytes))?.version ?? 0)
+            if theirs < (await store.stateRank), let (mine, secret) = await store.stateToShare(with: session.peerID) {
                 try? await session.send(.accountState(mine, accountSecret: secret ?? []))
             }
         case .invalid:

@@ -31,6 +31,12 @@ package struct KeyTransferMessages: PeerMessageHandler {
 
     package var kinds: Set<PeerMessage.Kind> { [.keyOffer, .keyAccept, .keyStored] }
 
+    /// A session with the device the key was handed to opened, and its greeting brought no newer
+    /// state (that would have settled it): it does not hold the key. This device signs again.
+    package func opened(_ talk: PeerTalk) async throws {
+        await store.settleKeyTransfer(with: talk.session.peerID)
+    }
+
     package func handle(_ message: PeerMessage, _ talk: PeerTalk) async throws {
         let peer = talk.session.peerID
         switch message {
@@ -38,6 +44,8 @@ package struct KeyTransferMessages: PeerMessageHandler {
             _ = await store.noteKeyOffer(offerID, from: peer, expiresAt: expiresAt)
         case .keyAccept(let request, let offerID):
             switch await store.handOverKey(offerID, to: peer) {
+            case .failure(.unavailable):
+                try await talk.send(.keyRefused(requestID: request, message: "it could not hand the key over now (see its log); try again"))
             case .success(let handover):
                 try await talk.send(.keyHandover(requestID: request, rootKey: handover.key, state: handover.signed, accountSecret: handover.secret))
             case .failure(.expired):
@@ -72,6 +80,13 @@ package enum KeyTransferFlow {
             throw error as? DaemonError ?? DaemonError(.unreachable, "the connection to \(offer.deviceName) ended before it heard the offer")
         }
         return (offer, id, done)
+    }
+
+    /// The offer's asker stopped waiting before it was accepted: the offer goes, and the device
+    /// it was made to hears so (an offer whose expiry is past), if a session with it is open.
+    package static func withdraw(_ offerID: UUID, from device: DeviceID, store: AccountStore, links: MemberLinks) async {
+        guard await store.withdrawKeyOffer(offerID) else { return }
+        try? await links.session(for: device)?.send(.keyOffer(offerID: offerID, expiresAt: Timestamp(microsecondsSinceEpoch: 0)))
     }
 
     /// `account accept-key`, on the device offered the key: asks the holder for it, writes it,

@@ -89,10 +89,10 @@ enum MemberGreeting {
         outbound: NIOAsyncChannelOutboundWriter<PeerMessage>,
         store: AccountStore
     ) async throws -> Bool {
-        if mine.accountStateVersion > theirs.accountStateVersion, let (signed, secret) = await store.stateToShare(with: theirs.deviceID) {
+        if mine.stateRank > theirs.stateRank, let (signed, secret) = await store.stateToShare(with: theirs.deviceID) {
             try await outbound.write(.accountState(signed, accountSecret: secret ?? []))
         }
-        guard theirs.accountStateVersion > mine.accountStateVersion else { return false }
+        guard theirs.stateRank > mine.stateRank else { return false }
         let message = try await receive(&inbound, link: link, within: deadline)
         guard case .accountState(let signed, let secret) = message else { throw PeerSessionError.unexpected("\(message)") }
         return await store.adopt(signed, accountSecret: secret) == .updated
@@ -166,44 +166,6 @@ enum ServerSessions {
             if case .joinRefused(let r) = reply {
                 logger.notice("join refused", metadata: ["remote": "\(link.remote)", "reason": "\(r.reason)"])
             }
-        }
-    }
-}
-
-extension PeerMessage {
-    package var kindName: String {
-        switch self {
-        case .hello: "hello"
-        case .accountState: "account state"
-        case .joinRequest: "join request"
-        case .joinAccepted: "join acceptance"
-        case .joinRefused: "join refusal"
-        case .failure: "failure"
-        case .activityNotice: "activity notice"
-        case .getActivity: "activity request"
-        case .activity: "activity"
-        case .activityUnavailable: "activity refusal"
-        case .activityContinued: "continuation notice"
-        case .openStream: "stream request"
-        case .streamAccepted: "stream acceptance"
-        case .streamRefused: "stream refusal"
-        case .getAccountState: "account state request"
-        case .accountStateReply: "account state"
-        case .removed: "removal notice"
-        case .leaving: "leave notice"
-        case .renameRequest: "rename request"
-        case .savedDeletions: "saved-activity deletions"
-        case .activityTarget: "activity target"
-        case .clipboardNotice: "clipboard notice"
-        case .openClipboardStream: "paste request"
-        case .keyOffer: "account key offer"
-        case .keyAccept: "account key acceptance"
-        case .keyHandover: "account key"
-        case .keyRefused: "account key refusal"
-        case .keyStored: "account key receipt"
-        case .renewCertificate: "certificate request"
-        case .certificateRenewed: "certificate"
-        case .unknown(let kind): "message of unknown type \(kind)"
         }
     }
 }

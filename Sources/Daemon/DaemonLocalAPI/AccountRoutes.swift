@@ -148,15 +148,20 @@ package struct AccountRoutes: Sendable {
     func transferKey(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         let transfer = try request.decoded(KeyTransferRequest.self)
         let (offer, id, done) = try await KeyTransferFlow.offer(transfer, store: accounts, links: links, directory: directory, defaultPort: peerPort())
-        let withdraw = KeyOfferRelease(store: accounts, links: links, offerID: id)
+        let withdraw = KeyOfferRelease(store: accounts, links: links, offerID: id, device: offer.deviceID)
+        let (accounts, links) = (accounts, links)
         return .lines { writer in
             guard await writer.write(KeyTransferUpdate(offered: offer)) else { return }
             // Until the offer expires, and a moment more for a key accepted just before.
             let wait = Duration.microseconds(max(0, offer.expiresAt.microsecondsSinceEpoch - Timestamp.now().microsecondsSinceEpoch)) + .seconds(10)
             if let info = await done.value(within: wait) {
                 _ = await writer.write(KeyTransferUpdate(transferred: info))
+            } else if case .unconfirmed(let device) = await accounts.keyTransferOutcome(of: id) {
+                _ = await writer.write(KeyTransferUpdate(unconfirmed: device))
             } else {
-                await accounts.withdrawKeyOffer(id)
+                // Not in this task: it is cancelled when the asker hangs up, and the device
+                // offered the key must still hear that the offer is gone.
+                links.spawn { await KeyTransferFlow.withdraw(id, from: offer.deviceID, store: accounts, links: links) }
                 _ = await writer.write(KeyTransferUpdate(expired: true))
             }
             withExtendedLifetime(withdraw) {}
@@ -212,16 +217,18 @@ private final class KeyOfferRelease: Sendable {
     let store: AccountStore
     let links: MemberLinks
     let offerID: UUID
+    let device: DeviceID
 
-    init(store: AccountStore, links: MemberLinks, offerID: UUID) {
+    init(store: AccountStore, links: MemberLinks, offerID: UUID, device: DeviceID) {
         self.store = store
         self.links = links
         self.offerID = offerID
+        self.device = device
     }
 
     deinit {
-        let (store, id) = (store, offerID)
-        links.spawn { await store.withdrawKeyOffer(id) }
+        let (store, links, id, device) = (store, links, offerID, device)
+        links.spawn { await KeyTransferFlow.withdraw(id, from: device, store: store, links: links) }
     }
 }
 

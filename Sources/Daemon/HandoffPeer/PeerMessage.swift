@@ -147,6 +147,45 @@ public enum PeerMessage: Sendable, Equatable {
 }
 
 extension PeerMessage {
+    /// What a message is, in words (for errors and logs).
+    public var kindName: String {
+        switch self {
+        case .hello: "hello"
+        case .accountState: "account state"
+        case .joinRequest: "join request"
+        case .joinAccepted: "join acceptance"
+        case .joinRefused: "join refusal"
+        case .failure: "failure"
+        case .activityNotice: "activity notice"
+        case .getActivity: "activity request"
+        case .activity: "activity"
+        case .activityUnavailable: "activity refusal"
+        case .activityContinued: "continuation notice"
+        case .openStream: "stream request"
+        case .streamAccepted: "stream acceptance"
+        case .streamRefused: "stream refusal"
+        case .getAccountState: "account state request"
+        case .accountStateReply: "account state"
+        case .removed: "removal notice"
+        case .leaving: "leave notice"
+        case .renameRequest: "rename request"
+        case .savedDeletions: "saved-activity deletions"
+        case .activityTarget: "activity target"
+        case .clipboardNotice: "clipboard notice"
+        case .openClipboardStream: "paste request"
+        case .keyOffer: "account key offer"
+        case .keyAccept: "account key acceptance"
+        case .keyHandover: "account key"
+        case .keyRefused: "account key refusal"
+        case .keyStored: "account key receipt"
+        case .renewCertificate: "certificate request"
+        case .certificateRenewed: "certificate"
+        case .unknown(let kind): "message of unknown type \(kind)"
+        }
+    }
+}
+
+extension PeerMessage {
     /// The request this message answers, for the answers to requests (`activity`,
     /// `activityUnavailable`, `accountStateReply`): the session hands it to whoever asked.
     public var answeredRequest: UInt32? {
@@ -217,6 +256,9 @@ public struct ActivityUnavailable: Sendable, Equatable {
 }
 
 public struct PeerHello: Sendable, Equatable {
+    /// Which of two account states comes later: the later rotation, then the higher version.
+    public var stateRank: AccountStateRank { AccountStateRank(rotations: keyRotations ?? 0, version: accountStateVersion) }
+
     public static let currentProtocolVersion: UInt16 = 1
     public var protocolVersion: UInt16
     public var deviceID: DeviceID
@@ -225,17 +267,36 @@ public struct PeerHello: Sendable, Equatable {
     /// The sender's clock when it said hello: certificates and expiry dates mean little between
     /// devices whose clocks disagree, so `doctor` compares. Absent from older peers.
     public var clock: Timestamp?
+    /// How many times the account key was rotated, as the sender knows (docs/security.md,
+    /// "Rotating the key"): a state of a later rotation comes before any of an earlier one,
+    /// whatever their versions. Absent from older peers (and sent only with `clock`).
+    public var keyRotations: UInt64?
 
     public init(
         protocolVersion: UInt16 = PeerHello.currentProtocolVersion, deviceID: DeviceID, deviceName: String, accountStateVersion: UInt64,
-        clock: Timestamp? = nil
+        clock: Timestamp? = nil, keyRotations: UInt64? = nil
     ) {
+        self.keyRotations = keyRotations
         self.protocolVersion = protocolVersion
         self.deviceID = deviceID
         self.deviceName = deviceName
         self.accountStateVersion = accountStateVersion
         self.clock = clock
     }
+}
+
+/// The order of account states (docs/security.md, "Rotating the key"): a state signed after a
+/// rotation comes after every state signed before it, whatever their versions.
+public struct AccountStateRank: Sendable, Comparable {
+    public var rotations: UInt64
+    public var version: UInt64
+
+    public init(rotations: UInt64, version: UInt64) {
+        self.rotations = rotations
+        self.version = version
+    }
+
+    public static func < (a: Self, b: Self) -> Bool { (a.rotations, a.version) < (b.rotations, b.version) }
 }
 
 public struct JoinRequest: Sendable, Equatable {
@@ -335,7 +396,10 @@ extension PeerMessage {
             w.lengthPrefixed(Array(h.deviceID.text.utf8))
             w.lengthPrefixed(Array(h.deviceName.utf8))
             w.varint(h.accountStateVersion)
-            if let clock = h.clock { w.uint64BE(UInt64(bitPattern: clock.microsecondsSinceEpoch)) }
+            if let clock = h.clock {
+                w.uint64BE(UInt64(bitPattern: clock.microsecondsSinceEpoch))
+                if let rotations = h.keyRotations { w.varint(rotations) }
+            }
         case .accountState(let s, let secret):
             w.lengthPrefixed(s.encoded())
             w.lengthPrefixed(secret)
@@ -455,7 +519,10 @@ extension PeerMessage {
                 let name = try r.utf8String()
                 let stateVersion = try r.varint()
                 let clock = r.isAtEnd ? nil : Timestamp(microsecondsSinceEpoch: Int64(bitPattern: try r.uint64BE()))
-                self = .hello(PeerHello(protocolVersion: version, deviceID: id, deviceName: name, accountStateVersion: stateVersion, clock: clock))
+                let rotations = r.isAtEnd ? nil : try r.varint()
+                self = .hello(
+                    PeerHello(protocolVersion: version, deviceID: id, deviceName: name, accountStateVersion: stateVersion, clock: clock, keyRotations: rotations)
+                )
             case .accountState:
                 let (state, secret) = try PeerMessage.signedState(&r)
                 self = .accountState(state, accountSecret: secret)

@@ -120,17 +120,23 @@ enum DeviceProof {
         }
         if code != X509_V_OK, code != X509_V_ERR_CERT_HAS_EXPIRED, code != X509_V_ERR_CERT_NOT_YET_VALID {
             if trust.stores.retired.contains(where: { (try? verify(certificate, against: $0).get()) == X509_V_OK }) {
-                // Made before a rotation: fine for a device the account still lists.
-                guard let id = certificate.keyID, trust.isListed(id) else {
+                // Made before a rotation: fine for a device the account still lists — and for one
+                // it removed, which is let through only to be told so (`removed` below).
+                guard let id = certificate.keyID, trust.isListed(id) || trust.isRevoked(id) else {
                     return .failure(TLSError(.otherAccount, "the peer's certificate is from a retired account key, for a device the account does not list"))
                 }
                 code = X509_V_OK
-            } else if !links.isEmpty, let newer = trust.chain.following(links), newer.links.count > trust.chain.links.count,
-                let store = RootStores.store(trusting: newer.current)
-            {
-                // Made after a rotation this device has not heard of yet (its state follows).
-                defer { X509_STORE_free(store) }
-                if case .success(let verdict) = verify(certificate, against: store) { code = verdict }
+            } else if !links.isEmpty, let newer = trust.chain.following(links), newer.links.count > trust.chain.links.count {
+                // Made after a rotation this device has not heard of yet (its state follows), by
+                // any root newer than the ones it knows (a device not certified again yet).
+                for root in newer.links.dropFirst(trust.chain.links.count).reversed() {
+                    guard let store = RootStores.store(trusting: root) else { continue }
+                    defer { X509_STORE_free(store) }
+                    if case .success(let verdict) = verify(certificate, against: store), verdict == X509_V_OK {
+                        code = X509_V_OK
+                        break
+                    }
+                }
             }
         }
         switch code {

@@ -135,17 +135,21 @@ public struct KeyTransferRequest: Codable, Sendable, Equatable {
     }
 }
 
-/// The NDJSON lines of `POST /v1/account/transfer-key`: the offer as made, then the account once
-/// the other device holds the key, or that the offer expired unaccepted.
+/// The NDJSON lines of `POST /v1/account/transfer-key`: the offer as sent, then the account once
+/// the other device holds the key; or that the offer expired unaccepted; or that the key went to
+/// that device (`unconfirmed`), which did not say it stored it — this device then signs nothing
+/// until that is settled (docs/security.md, "Handing the key over").
 public struct KeyTransferUpdate: Codable, Sendable, Equatable {
     public var offered: KeyOfferInfo?
     public var transferred: AccountInfo?
     public var expired: Bool?
+    public var unconfirmed: DeviceID?
 
-    public init(offered: KeyOfferInfo? = nil, transferred: AccountInfo? = nil, expired: Bool? = nil) {
+    public init(offered: KeyOfferInfo? = nil, transferred: AccountInfo? = nil, expired: Bool? = nil, unconfirmed: DeviceID? = nil) {
         self.offered = offered
         self.transferred = transferred
         self.expired = expired
+        self.unconfirmed = unconfirmed
     }
 }
 

@@ -106,6 +106,9 @@ public struct AccountState: Sendable, Equatable {
         self.recovery = recovery
     }
 
+    /// No state is read with a higher version (each change adds one).
+    public static let maximumVersion: UInt64 = 1 << 53
+
     public func isRevoked(_ id: DeviceID) -> Bool { revoked.contains { $0.id == id } }
     public func device(_ id: DeviceID) -> Device? { devices.first { $0.id == id } }
 
@@ -162,10 +165,13 @@ public struct AccountState: Sendable, Equatable {
         next(at: now) { $0.recovery = recovery }
     }
 
-    /// The next version after the root key was rotated: the recovery envelope goes (it seals the
-    /// retired key; a new code seals the new one).
-    public func rekeyed(at now: Timestamp) -> AccountState {
-        next(at: now) { $0.recovery = nil }
+    /// The next version after `holder` rotated the root key: the recovery envelope goes (it
+    /// seals the retired key; a new code seals the new one).
+    public func rekeyed(by holder: DeviceID, at now: Timestamp) -> AccountState {
+        next(at: now) {
+            $0.recovery = nil
+            $0.keyHolder = holder
+        }
     }
 
     /// The next version, with `holder` holding the root key.
@@ -272,7 +278,11 @@ public struct AccountState: Sendable, Equatable {
                 case 2:
                     guard let s = String(validating: p.bytes, as: UTF8.self) else { throw bad("name is not UTF-8") }
                     name = s
-                case 3: version = try p.varint()
+                case 3:
+                    // Far beyond any account's changes; a bound that keeps `next` from overflowing.
+                    let v = try p.varint()
+                    guard v <= AccountState.maximumVersion else { throw bad("version out of range") }
+                    version = v
                 case 4: issuedAt = Timestamp(microsecondsSinceEpoch: try p.zigzag())
                 case 5: devices.append(Device(id: try id(), name: try p.utf8String(), addedAt: Timestamp(microsecondsSinceEpoch: try p.zigzag())))
                 case 6:

@@ -11,7 +11,8 @@ struct AccountRotateKey: ParsableCommand {
             it before was removed (handoffctl devices remove NAME). The old key then makes no new \
             devices and signs nothing your devices accept; they are certified again by the new key \
             as they reach this device (offline ones when they next do). The recovery code sealed \
-            the old key: make a new one (handoffctl account recovery-code).
+            the old key: make a new one (handoffctl account recovery-code). Update handoff on \
+            every device first: older versions do not follow a rotated key.
             """
     )
 

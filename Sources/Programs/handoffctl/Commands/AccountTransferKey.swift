@@ -46,6 +46,11 @@ struct AccountTransferKey: ParsableCommand {
             } else if update.transferred != nil {
                 if !json { Terminal.out("\(safe(name)) holds the account key now; this device is a member") }
                 return
+            } else if update.unconfirmed != nil {
+                throw CLIError(
+                    .timeout,
+                    "the key went to \(safe(name)), which did not say it stored it; this device keeps its copy but signs nothing until that is settled: handoffctl account sync \(safe(name))"
+                )
             } else if update.expired == true {
                 throw CLIError(.inviteExpired, "\(safe(name)) did not accept the account key in time; this device still holds it (run handoffctl account transfer-key again)")
             }
