@@ -80,6 +80,39 @@ import Testing
         for d in [a, b] { try await d.finish() }
     }
 
+    /// The key went, and the other device never said it stored it (here: it cannot write its
+    /// account file): the key holder signs nothing, and says why, until the hand-over is given up.
+    @Test func aHandOverWithoutReceiptBlocksSigningUntilCancelled() async throws {
+        let (a, b) = try await ContinuationTests.pair()
+        try await Self.waitForSession(a, b)
+        let bID = try await b.client.send(.account).deviceID
+        // B's account file cannot be replaced any more (a directory where it goes; even root
+        // cannot rename a file over that).
+        let file = b.stateDirectory + "/account"
+        try FileManager.default.removeItem(atPath: file)
+        try FileManager.default.createDirectory(atPath: file + "/held", withIntermediateDirectories: true)
+        do {
+            let updates = try await a.client.subscribe(.transferKey(KeyTransferRequest(device: try await b.client.send(.account).deviceName)))
+            _ = try #require(try await updates.next()?.offered)
+            try await waitUntil("B hears the offer") { try await b.client.send(.account).keyOffer != nil }
+            await expectFailure(.internalError) { _ = try await b.client.send(.acceptKey) }
+            updates.close()
+        }
+        let holder = try await a.client.send(.account)
+        #expect(holder.keyHandedTo == bID && holder.isAdmin)
+        let blocked = await expectFailure(.notAccountAdmin) { _ = try await a.client.subscribe(.invite) }
+        #expect(blocked.contains("has not said yet that it stored it"), "\(blocked)")
+        // Within the receipt window a sync with B does not settle it (B could still be storing).
+        _ = try await a.client.send(.sync(SyncRequest(peer: bID.text)))
+        #expect(try await a.client.send(.account).keyHandedTo == bID)
+
+        let cancelled = try #require(try await a.client.subscribe(.transferKey(KeyTransferRequest(device: "", cancel: true))).next()?.cancelled)
+        #expect(cancelled.keyHandedTo == nil && cancelled.isAdmin)
+        _ = try #require(try await a.client.subscribe(.invite).next()?.invite)
+        await expectFailure(.notFound) { _ = try await a.client.subscribe(.transferKey(KeyTransferRequest(device: "", cancel: true))).next() }
+        for d in [a, b] { try await d.finish() }
+    }
+
     /// `a` has a session with `b` (an offer is made over one).
     static func waitForSession(_ a: TestDaemon, _ b: TestDaemon) async throws {
         let id = try await b.client.send(.account).deviceID

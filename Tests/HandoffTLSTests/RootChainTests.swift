@@ -76,9 +76,12 @@ import Testing
         let thief = try chain.rotated(to: thiefKey, currentKey: account.rootKey, notBefore: .now(), notAfter: .now().adding(seconds: 60))
         #expect(throws: TLSError.self) { try DeviceProof.judge(der: new.certificate.der, links: thief.linkDERs, trust: before, expectedPeer: nil).get() }
 
-        // Two rotations behind: a certificate from the root in between is followed too.
+        // Two rotations behind: a certificate from the root in between is followed for a device
+        // this one lists, not for one it does not.
         let thirdKey = try SigningKey.generate()
         let twice = try rotated.rotated(to: thirdKey, currentKey: newKey, notBefore: .now().adding(seconds: -60), notAfter: .now().adding(seconds: 86_400))
-        #expect(try DeviceProof.judge(der: new.certificate.der, links: twice.linkDERs, trust: before, expectedPeer: nil).get().1 == new.id)
+        let listing = try TrustPolicy(chain: chain, accountSecrets: [account.secret], listed: [new.id])
+        #expect(try DeviceProof.judge(der: new.certificate.der, links: twice.linkDERs, trust: listing, expectedPeer: nil).get().1 == new.id)
+        #expect(throws: TLSError.self) { try DeviceProof.judge(der: new.certificate.der, links: twice.linkDERs, trust: before, expectedPeer: nil).get() }
     }
 }

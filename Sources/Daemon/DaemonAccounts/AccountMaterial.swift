@@ -39,6 +39,8 @@ package struct AccountMaterial: Sendable {
         var to: DeviceID
         var signed: SignedAccountState
         var secret: [UInt8]
+        /// When the key left.
+        var at: Timestamp
     }
 
     package init(
@@ -88,6 +90,7 @@ package struct AccountMaterial: Sendable {
         )
         info.keyRotations = chain.links.count
         info.certificateFromRetiredKey = certificateFromRetiredKey
+        info.keyHandedTo = handover?.to
         return info
     }
 
@@ -148,6 +151,7 @@ package struct AccountMaterial: Sendable {
         var handoverTo: String?
         var handoverState: String?
         var handoverSecret: String?
+        var handoverAt: Int64?
     }
 
     func encodedFile() throws -> [UInt8] {
@@ -164,7 +168,8 @@ package struct AccountMaterial: Sendable {
             removal: removal.map { Data($0.encoded()).base64EncodedString() },
             handoverTo: handover?.to.text,
             handoverState: handover.map { Data($0.signed.encoded()).base64EncodedString() },
-            handoverSecret: handover.map { Data($0.secret).base64EncodedString() }
+            handoverSecret: handover.map { Data($0.secret).base64EncodedString() },
+            handoverAt: handover?.at.microsecondsSinceEpoch
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -214,10 +219,15 @@ package struct AccountMaterial: Sendable {
             }
             removal = notice
         }
-        if let to = file.handoverTo.flatMap(DeviceID.init), let text = file.handoverState, let bytes = Data(base64Encoded: text),
-            let secret = file.handoverSecret.flatMap({ Data(base64Encoded: $0) })
-        {
-            handover = Handover(to: to, signed: try SignedAccountState(decoding: Array(bytes)), secret: Array(secret))
+        // A hand-over under way stays one, whatever is wrong with what was saved of it: this
+        // device must not sign again on its own (`AccountStore.cancelHandover` is the way out).
+        if let to = file.handoverTo.flatMap(DeviceID.init) {
+            let signed = file.handoverState.flatMap { Data(base64Encoded: $0) }.flatMap { try? SignedAccountState(decoding: Array($0)) }
+            handover = Handover(
+                to: to, signed: signed ?? SignedAccountState(stateBytes: [], signature: []),
+                secret: file.handoverSecret.flatMap { Data(base64Encoded: $0) }.map(Array.init) ?? [],
+                at: Timestamp(microsecondsSinceEpoch: file.handoverAt ?? 0)
+            )
         }
     }
 

@@ -19,9 +19,7 @@ extension AccountStore {
         -> (offer: KeyOfferInfo, id: UUID, done: Once<AccountInfo>)
     {
         let m = try requireMembership()
-        guard m.rootKey != nil else {
-            throw DaemonError(.notAccountAdmin, "only the device holding the account key hands it over; run handoffctl account transfer-key there")
-        }
+        _ = try signingKey(m, or: DaemonError(.notAccountAdmin, "only the device holding the account key hands it over; run handoffctl account transfer-key there"))
         let device = try findDevice(text, in: m.state)
         guard device.id != m.deviceID else { throw DaemonError(.badRequest, "this device holds the account key already") }
         guard let offer = transfers.offer(to: device, now: now, lifetimeSeconds: lifetimeSeconds) else {
@@ -60,7 +58,11 @@ extension AccountStore {
         }
         // Accepted again (the answer was lost): the same state goes again.
         if let sent = offer.handedOver { return .success((key, sent.signed, sent.secret)) }
-        if let pending = m.handover { return pending.to == peer ? .success((key, pending.signed, pending.secret)) : .failure(.noSuchOffer) }
+        if let pending = m.handover {
+            guard pending.to == peer else { return .failure(.noSuchOffer) }
+            transfers.handedOver(offerID, signed: pending.signed, secret: pending.secret)
+            return .success((key, pending.signed, pending.secret))
+        }
         let signed: SignedAccountState
         do {
             signed = try AccountMaterial.sign(m.state.held(by: peer, at: now), with: rootKey, chain: m.chain)
@@ -71,13 +73,15 @@ extension AccountStore {
         // Marked before the save's await: an acceptance meanwhile gets this same state.
         transfers.handedOver(offerID, signed: signed, secret: m.accountSecret)
         var next = m
-        next.handover = AccountMaterial.Handover(to: peer, signed: signed, secret: m.accountSecret)
+        next.handover = AccountMaterial.Handover(to: peer, signed: signed, secret: m.accountSecret, at: now)
         do {
             try await install(next, saving: true)
         } catch {
-            transfers.settle(with: peer)
+            transfers.undoHandover(offerID)
             return .failure(.unavailable)
         }
+        // Still so after the save's await (nothing settled it meanwhile): else the key stays.
+        guard material?.handover?.to == peer else { return .failure(.unavailable) }
         logger.notice("handed the account key over; keeping this copy until it is stored there", metadata: ["device": "\(peer.short)"])
         return .success((key, signed, m.accountSecret))
     }
@@ -92,11 +96,14 @@ extension AccountStore {
     }
 
     /// An exchange of states with `peer` after the key was handed to it: a newer state from it
-    /// was adopted by then (and named it, or not); otherwise it never took the key. Either way
-    /// this device may sign again.
-    package func settleKeyTransfer(with peer: DeviceID) async {
+    /// was adopted by then (and named it, or not); otherwise, once the receipt window passed
+    /// (`KeyTransfers.receiptWindowSeconds`), it never took the key and this device may sign
+    /// again.
+    package func settleKeyTransfer(with peer: DeviceID, now: Timestamp = .now()) async {
+        guard var next = material, let handover = next.handover, handover.to == peer,
+            now >= handover.at.adding(seconds: KeyTransfers.receiptWindowSeconds)
+        else { return }
         transfers.settle(with: peer)
-        guard var next = material, next.handover?.to == peer else { return }
         next.handover = nil
         do {
             try await install(next, saving: true)
@@ -104,6 +111,22 @@ extension AccountStore {
         } catch {
             logger.error("cannot save the end of a hand-over", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// `account transfer-key --cancel`: a hand-over whose receipt never came is given up (the
+    /// device it went to is gone). If that device did store the key, it holds it too: remove it
+    /// and rotate the key.
+    package func cancelHandover() async throws(DaemonError) -> AccountInfo {
+        let m = try requireMembership()
+        guard m.handover != nil || transfers.isHandingOver else {
+            throw DaemonError(DaemonError.Code(.notFound), "no hand-over of the account key is waiting for its receipt here")
+        }
+        var next = m
+        next.handover = nil
+        try await install(next, saving: true)
+        transfers.forgetOutgoing()
+        logger.warning("a hand-over of the account key was cancelled; this device signs again", metadata: ["device": "\(m.handover?.to.short ?? "?")"])
+        return next.info
     }
 
     /// Where an offer made here stands once its asker stops waiting: taken (nil), or the key

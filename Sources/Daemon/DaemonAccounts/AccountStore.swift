@@ -130,7 +130,9 @@ package actor AccountStore {
     package func hello() -> PeerHello? {
         guard let m = material else { return nil }
         return PeerHello(
-            deviceID: m.deviceID, deviceName: m.deviceName, accountStateVersion: m.state.version, clock: .now(), keyRotations: UInt64(m.chain.links.count)
+            deviceID: m.deviceID, deviceName: m.deviceName, accountStateVersion: m.state.version, clock: .now(),
+            // Only once rotated: a hello with it is one older versions refuse (trailing bytes).
+            keyRotations: m.chain.links.isEmpty ? nil : UInt64(m.chain.links.count)
         )
     }
 
@@ -217,8 +219,8 @@ package actor AccountStore {
         if m.rootKey != nil, let to = m.handover?.to ?? transfers.outgoing?.to.deviceID {
             let name = m.state.device(to)?.name ?? to.short
             throw DaemonError(
-                .accountExists,
-                "the account key was handed to \(name), which has not said yet that it stored it; until it does this device signs nothing (handoffctl account sync \(name) settles it)"
+                .notAccountAdmin,
+                "the account key was handed to \(name), which has not said yet that it stored it; until it does this device signs nothing (handoffctl account sync \(name) settles it; if \(name) is gone: handoffctl account transfer-key --cancel)"
             )
         }
         throw refusal
@@ -633,17 +635,12 @@ package actor AccountStore {
         adoptingOwnName(&next)
         // Another device took the key over (`account recover` there): one key holder, so that
         // two never sign diverging states. This device's copy goes.
-        let handedOver = next.rootKey != nil && state.keyHolder.map { $0 != next.deviceID } == true
-        if handedOver {
-            next.rootKey = nil
-            if !transfers.isHandingOver { transfers.forgetOutgoing() }
-        }
+        // (As it was before any rotation branch above dropped it.)
+        let handedOver = m.rootKey != nil && state.keyHolder.map { $0 != next.deviceID } == true
+        if handedOver { next.rootKey = nil }
         // Whatever was handed over is settled by a newer state: the receiver's, naming it, or
         // one that shows it never took the key.
         next.handover = nil
-        let transfer = transfers.settle()
-        // An offer to this device from a device that no longer holds the key is void.
-        if let offer = transfers.incomingOffer(now: .now()), state.keyHolder.map({ $0 != offer.from.deviceID }) == true { transfers.forgetIncoming() }
         if accountSecret != m.accountSecret {
             next.previousAccountSecret = m.accountSecret
             next.accountSecret = accountSecret
@@ -654,6 +651,11 @@ package actor AccountStore {
             logger.error("cannot save a newer account state", metadata: ["error": "\(error)"])
             return .notNewer
         }
+        // Only once saved: the offers as this state leaves them.
+        let transfer = transfers.settle()
+        if handedOver, transfer == nil { transfers.forgetOutgoing() }
+        // An offer to this device from a device that no longer holds the key is void.
+        if let offer = transfers.incomingOffer(now: .now()), state.keyHolder.map({ $0 != offer.from.deviceID }) == true { transfers.forgetIncoming() }
         logger.info("learned a newer account state", metadata: ["version": "\(state.version)", "revoked": "\(state.revoked.count)"])
         if handedOver {
             logger.notice("another device holds the account key now; this device's copy was deleted")

@@ -18,6 +18,11 @@ import HandoffModel
 package struct KeyTransfers: Sendable {
     /// How long an offer waits for the other device's user: long enough to walk over to it.
     package static let offerLifetimeSeconds: Int64 = 300
+    /// How long after the key left a session or a sync with the receiver that shows no newer
+    /// state may settle the hand-over: by then the receiver has given up on the key if it did
+    /// not store it (its request timed out), so a hello it sent before storing it cannot
+    /// mislead.
+    package static let receiptWindowSeconds: Int64 = 120
 
     struct Outgoing: Sendable {
         var offerID: UUID
@@ -111,6 +116,11 @@ package struct KeyTransfers: Sendable {
 
     /// Another device holds the key now: no offer made here stands.
     mutating func forgetOutgoing() { outgoing = nil }
+
+    /// The key's save failed after it was marked handed over: the offer may be accepted again.
+    mutating func undoHandover(_ offerID: UUID) {
+        if outgoing?.offerID == offerID { outgoing?.handedOver = nil }
+    }
 
     // MARK: This device offered the key
 

@@ -137,7 +137,7 @@ package enum AccountSync {
     ) async throws(DaemonError) -> SyncResponse {
         let account = try await store.requireMembership()
         let (state, me) = (account.state, account.deviceID)
-        let before = state.version
+        let before = await store.stateRank
         let target = try await PeerTarget.resolve(request.peer, state: state, me: me, directory: directory, defaultPort: defaultPort)
         let session = try await target.session(links: links, directory: directory)
         let reply: PeerMessage
@@ -165,7 +165,7 @@ package enum AccountSync {
         // A key handed to this device is settled now: it holds it (its newer state was adopted
         // above and named it), or it never took it.
         await store.settleKeyTransfer(with: session.peerID)
-        let after = await store.stateVersion
-        return SyncResponse(peerID: session.peerID, peerName: session.peerName, stateVersion: after, updated: after > before)
+        let after = await store.stateRank
+        return SyncResponse(peerID: session.peerID, peerName: session.peerName, stateVersion: after.version, updated: after > before)
     }
 }

@@ -147,6 +147,10 @@ package struct AccountRoutes: Sendable {
     /// key, or that the offer expired. Hanging up before it was accepted withdraws it.
     func transferKey(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         let transfer = try request.decoded(KeyTransferRequest.self)
+        if transfer.cancel == true {
+            let info = try await accounts.cancelHandover()
+            return .lines { writer in _ = await writer.write(KeyTransferUpdate(cancelled: info)) }
+        }
         let (offer, id, done) = try await KeyTransferFlow.offer(transfer, store: accounts, links: links, directory: directory, defaultPort: peerPort())
         let withdraw = KeyOfferRelease(store: accounts, links: links, offerID: id, device: offer.deviceID)
         let (accounts, links) = (accounts, links)

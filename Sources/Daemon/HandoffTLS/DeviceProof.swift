@@ -130,6 +130,8 @@ enum DeviceProof {
                 // Made after a rotation this device has not heard of yet (its state follows), by
                 // any root newer than the ones it knows (a device not certified again yet).
                 for root in newer.links.dropFirst(trust.chain.links.count).reversed() {
+                    // A root already retired there vouches only for devices this one lists.
+                    if root !== newer.current, !(certificate.keyID.map(trust.isListed) ?? false) { continue }
                     guard let store = RootStores.store(trusting: root) else { continue }
                     defer { X509_STORE_free(store) }
                     if case .success(let verdict) = verify(certificate, against: store), verdict == X509_V_OK {

@@ -35,6 +35,9 @@ public struct AccountInfo: Codable, Sendable, Equatable {
     /// This device's certificate is from a retired account key: the key holder renews it when
     /// the two next talk.
     public var certificateFromRetiredKey: Bool?
+    /// (On the key holder) the key went to this device, which has not said yet that it stored
+    /// it: this device signs nothing until that is settled.
+    public var keyHandedTo: DeviceID?
 
     public init(
         accountID: DeviceID, accountName: String, deviceID: DeviceID, deviceName: String, isAdmin: Bool,
@@ -129,9 +132,13 @@ public struct KeyOfferInfo: Codable, Sendable, Equatable {
 public struct KeyTransferRequest: Codable, Sendable, Equatable {
     /// The device (name or id start).
     public var device: String
+    /// Instead: give up a hand-over whose receipt never came (the device is gone), so that this
+    /// device signs again (docs/security.md, "Handing the key over").
+    public var cancel: Bool?
 
-    public init(device: String) {
+    public init(device: String, cancel: Bool? = nil) {
         self.device = device
+        self.cancel = cancel
     }
 }
 
@@ -144,8 +151,13 @@ public struct KeyTransferUpdate: Codable, Sendable, Equatable {
     public var transferred: AccountInfo?
     public var expired: Bool?
     public var unconfirmed: DeviceID?
+    /// The answer to `cancel`: the account, signing again.
+    public var cancelled: AccountInfo?
 
-    public init(offered: KeyOfferInfo? = nil, transferred: AccountInfo? = nil, expired: Bool? = nil, unconfirmed: DeviceID? = nil) {
+    public init(
+        offered: KeyOfferInfo? = nil, transferred: AccountInfo? = nil, expired: Bool? = nil, unconfirmed: DeviceID? = nil, cancelled: AccountInfo? = nil
+    ) {
+        self.cancelled = cancelled
         self.offered = offered
         self.transferred = transferred
         self.expired = expired

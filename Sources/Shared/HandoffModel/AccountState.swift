@@ -106,7 +106,7 @@ public struct AccountState: Sendable, Equatable {
         self.recovery = recovery
     }
 
-    /// No state is read with a higher version (each change adds one).
+    /// No state is read with this version or a higher one (each change adds one).
     public static let maximumVersion: UInt64 = 1 << 53
 
     public func isRevoked(_ id: DeviceID) -> Bool { revoked.contains { $0.id == id } }
@@ -281,7 +281,7 @@ public struct AccountState: Sendable, Equatable {
                 case 3:
                     // Far beyond any account's changes; a bound that keeps `next` from overflowing.
                     let v = try p.varint()
-                    guard v <= AccountState.maximumVersion else { throw bad("version out of range") }
+                    guard v < AccountState.maximumVersion else { throw bad("version out of range") }
                     version = v
                 case 4: issuedAt = Timestamp(microsecondsSinceEpoch: try p.zigzag())
                 case 5: devices.append(Device(id: try id(), name: try p.utf8String(), addedAt: Timestamp(microsecondsSinceEpoch: try p.zigzag())))

@@ -35,6 +35,9 @@ struct AccountShow: ParsableCommand {
         ]
         if let rotations = info.keyRotations, rotations > 0 { lines.insert("  key:         rotated \(rotations == 1 ? "once" : "\(rotations) times")", at: 4) }
         if let offer = info.keyOffer { lines.append("  key offer:   " + offerLine(offer)) }
+        if let to = info.keyHandedTo {
+            lines.append("  key offer:   handed to \(to.short)…, which has not said it stored it; nothing is signed here until then (handoffctl account sync, or account transfer-key --cancel)")
+        }
         if let offer = info.keyOfferedTo {
             lines.append("  key offer:   offered to \(safe(offer.deviceName)) until \(offer.expiresAt.rfc3339) (handoffctl account accept-key there)")
         }

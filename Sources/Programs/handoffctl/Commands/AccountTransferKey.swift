@@ -12,6 +12,10 @@ struct AccountTransferKey: ParsableCommand {
             `handoffctl account accept-key` within 5 minutes. The other device then invites, \
             removes and renames devices; this one deletes its copy of the key once the other has \
             stored it. Stopping this command (Ctrl-C) before the other accepted withdraws the offer.
+
+            If the key went and the other device never said it stored it (it is gone), this device \
+            signs nothing until `--cancel` gives the hand-over up; if that device did store the \
+            key, remove it (handoffctl devices remove DEVICE) and rotate the key.
             """
     )
 
@@ -19,14 +23,21 @@ struct AccountTransferKey: ParsableCommand {
     @ParentCommand var root: Handoffctl
 
     @Argument(help: "The device to hand the key to: its name or the start of its id (handoffctl devices).")
-    var device: String
+    var device: String?
+
+    @Flag(help: "Give up a hand-over whose receipt never came, so that this device signs again.")
+    var cancel = false
 
     @Flag(help: "Print the local API's updates as JSON lines.")
     var json = false
 
+    func validate() throws {
+        guard cancel || device != nil else { throw ValidationError("name the device to hand the key to (handoffctl devices)") }
+    }
+
     func run() throws {
-        let updates = try global.client(root).subscribe(.transferKey(KeyTransferRequest(device: device)))
-        var name = device
+        let updates = try global.client(root).subscribe(.transferKey(KeyTransferRequest(device: device ?? "", cancel: cancel ? true : nil)))
+        var name = device ?? ""
         while let update = try updates.next() {
             if json {
                 try Terminal.json(update, pretty: false)
@@ -43,6 +54,9 @@ struct AccountTransferKey: ParsableCommand {
 
                     """
                 )
+            } else if update.cancelled != nil {
+                if !json { Terminal.out("the hand-over was given up; this device signs again (if the other device stored the key, remove it and run handoffctl account rotate-key)") }
+                return
             } else if update.transferred != nil {
                 if !json { Terminal.out("\(safe(name)) holds the account key now; this device is a member") }
                 return
