@@ -226,7 +226,8 @@ package struct AccountMaterial: Sendable {
             handover = Handover(
                 to: to, signed: signed ?? SignedAccountState(stateBytes: [], signature: []),
                 secret: file.handoverSecret.flatMap { Data(base64Encoded: $0) }.map(Array.init) ?? [],
-                at: Timestamp(microsecondsSinceEpoch: file.handoverAt ?? 0)
+                // Unknown: counted from now, so that the receipt window is not skipped.
+                at: file.handoverAt.map(Timestamp.init(microsecondsSinceEpoch:)) ?? .now()
             )
         }
     }

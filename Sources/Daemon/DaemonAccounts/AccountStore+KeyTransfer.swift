@@ -6,6 +6,7 @@ import Foundation
 import DaemonCore
 import HandoffAPI
 import HandoffModel
+import HandoffPeer
 import HandoffTLS
 
 /// `account transfer-key` and `account accept-key` (docs/security.md, "Handing the key over"): the
@@ -56,8 +57,12 @@ extension AccountStore {
             logger.error("cannot read the account key to hand it over", metadata: ["error": "\(error)"])
             return .failure(.unavailable)
         }
-        // Accepted again (the answer was lost): the same state goes again.
-        if let sent = offer.handedOver { return .success((key, sent.signed, sent.secret)) }
+        // Accepted again (the answer was lost): the same state goes again — while the hand-over
+        // stands (not cancelled meanwhile).
+        if let sent = offer.handedOver {
+            guard m.handover?.to == peer else { return .failure(.noSuchOffer) }
+            return .success((key, sent.signed, sent.secret))
+        }
         if let pending = m.handover {
             guard pending.to == peer else { return .failure(.noSuchOffer) }
             transfers.handedOver(offerID, signed: pending.signed, secret: pending.secret)
@@ -99,18 +104,20 @@ extension AccountStore {
     /// was adopted by then (and named it, or not); otherwise, once the receipt window passed
     /// (`KeyTransfers.receiptWindowSeconds`), it never took the key and this device may sign
     /// again.
-    package func settleKeyTransfer(with peer: DeviceID, now: Timestamp = .now()) async {
-        guard var next = material, let handover = next.handover, handover.to == peer,
-            now >= handover.at.adding(seconds: KeyTransfers.receiptWindowSeconds)
+    package func settleKeyTransfer(with peer: DeviceID, theirs: AccountStateRank, now: Timestamp = .now()) async {
+        // Their state is newer, yet not taken on here (a failed save): the key may be there.
+        guard var next = material, let handover = next.handover, handover.to == peer, theirs <= stateRank,
+            now >= min(handover.at, now).adding(seconds: KeyTransfers.receiptWindowSeconds)
         else { return }
-        transfers.settle(with: peer)
         next.handover = nil
         do {
             try await install(next, saving: true)
-            logger.notice("the device the key was handed to does not hold it; this device signs again", metadata: ["device": "\(peer.short)"])
         } catch {
             logger.error("cannot save the end of a hand-over", metadata: ["error": "\(error)"])
+            return
         }
+        transfers.settle(with: peer)
+        logger.notice("the device the key was handed to does not hold it; this device signs again", metadata: ["device": "\(peer.short)"])
     }
 
     /// `account transfer-key --cancel`: a hand-over whose receipt never came is given up (the
@@ -123,8 +130,9 @@ extension AccountStore {
         }
         var next = m
         next.handover = nil
-        try await install(next, saving: true)
+        // Before the save's await: an acceptance meanwhile finds no offer.
         transfers.forgetOutgoing()
+        try await install(next, saving: true)
         logger.warning("a hand-over of the account key was cancelled; this device signs again", metadata: ["device": "\(m.handover?.to.short ?? "?")"])
         return next.info
     }

@@ -114,7 +114,7 @@ package actor AccountStore {
     package func info(now: Timestamp = .now()) throws(DaemonError) -> AccountInfo {
         var info = try requireAccount().info
         info.keyOffer = transfers.incomingOffer(now: now)?.from
-        info.keyOfferedTo = transfers.outgoingOffer(now: now)?.to
+        info.keyOfferedTo = info.keyHandedTo == nil ? transfers.outgoingOffer(now: now)?.to : nil
         return info
     }
 
@@ -218,9 +218,10 @@ package actor AccountStore {
         if let key = signingKey(m) { return key }
         if m.rootKey != nil, let to = m.handover?.to ?? transfers.outgoing?.to.deviceID {
             let name = m.state.device(to)?.name ?? to.short
+            let from = (m.handover.map { min($0.at, .now()) } ?? .now()).adding(seconds: KeyTransfers.receiptWindowSeconds)
             throw DaemonError(
                 .notAccountAdmin,
-                "the account key was handed to \(name), which has not said yet that it stored it; until it does this device signs nothing (handoffctl account sync \(name) settles it; if \(name) is gone: handoffctl account transfer-key --cancel)"
+                "the account key was handed to \(name), which has not said yet that it stored it; until it does this device signs nothing (from \(from.rfc3339), handoffctl account sync \(name) settles it; if \(name) is gone: handoffctl account transfer-key --cancel)"
             )
         }
         throw refusal
@@ -645,6 +646,9 @@ package actor AccountStore {
             next.previousAccountSecret = m.accountSecret
             next.accountSecret = accountSecret
         }
+        // The offer this state settles is the one handed over now, not one handed over while
+        // the save below waits.
+        let settling = transfers.handedOverOffer
         do {
             try await install(next, saving: true)
         } catch {
@@ -652,7 +656,7 @@ package actor AccountStore {
             return .notNewer
         }
         // Only once saved: the offers as this state leaves them.
-        let transfer = transfers.settle()
+        let transfer = settling.flatMap { transfers.settle(offerID: $0) }
         if handedOver, transfer == nil { transfers.forgetOutgoing() }
         // An offer to this device from a device that no longer holds the key is void.
         if let offer = transfers.incomingOffer(now: .now()), state.keyHolder.map({ $0 != offer.from.deviceID }) == true { transfers.forgetIncoming() }

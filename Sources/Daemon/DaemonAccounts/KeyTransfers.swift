@@ -105,14 +105,17 @@ package struct KeyTransfers: Sendable {
     }
 
     /// A newer state came, or the receiver (`peer`, if given) showed it did not take the key:
-    /// what was handed over is settled. Returns the offer it ends; an offer not accepted yet
-    /// stays.
+    /// what was handed over (with offer `offerID`, if given) is settled. Returns the offer it
+    /// ends; an offer not accepted yet stays.
     @discardableResult
-    mutating func settle(with peer: DeviceID? = nil) -> Outgoing? {
-        guard let o = outgoing, o.handedOver != nil, peer == nil || o.to.deviceID == peer else { return nil }
+    mutating func settle(with peer: DeviceID? = nil, offerID: UUID? = nil) -> Outgoing? {
+        guard let o = outgoing, o.handedOver != nil, peer == nil || o.to.deviceID == peer, offerID == nil || o.offerID == offerID else { return nil }
         outgoing = nil
         return o
     }
+
+    /// The offer whose key left, if any (to settle exactly that one after an await).
+    var handedOverOffer: UUID? { outgoing?.handedOver != nil ? outgoing?.offerID : nil }
 
     /// Another device holds the key now: no offer made here stands.
     mutating func forgetOutgoing() { outgoing = nil }

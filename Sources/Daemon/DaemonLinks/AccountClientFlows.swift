@@ -151,20 +151,20 @@ package enum AccountSync {
         guard case .accountStateReply(_, let signed, let secret) = reply else {
             throw DaemonError(.versionMismatch, "\(session.peerName) answered with a \(reply.kindName); are both devices up to date?")
         }
+        let theirRank = AccountStateRank(rotations: UInt64(signed.rootLinks.count), version: (try? AccountState(decoding: signed.stateBytes))?.version ?? 0)
         switch await store.adopt(signed, accountSecret: secret) {
         case .updated:
             await links.stateChanged()
         case .notNewer:
-            let theirs = AccountStateRank(rotations: UInt64(signed.rootLinks.count), version: (try? AccountState(decoding: signed.stateBytes))?.version ?? 0)
-            if theirs < (await store.stateRank), let (mine, secret) = await store.stateToShare(with: session.peerID) {
+            if theirRank < (await store.stateRank), let (mine, secret) = await store.stateToShare(with: session.peerID) {
                 try? await session.send(.accountState(mine, accountSecret: secret ?? []))
             }
         case .invalid:
             throw DaemonError(.refused, "\(session.peerName) sent an account state that is not this account's")
         }
-        // A key handed to this device is settled now: it holds it (its newer state was adopted
-        // above and named it), or it never took it.
-        await store.settleKeyTransfer(with: session.peerID)
+        // A key handed to that device is settled now: it holds it (its newer state was adopted
+        // above and named it), or — its state no newer than ours — it never took it.
+        await store.settleKeyTransfer(with: session.peerID, theirs: theirRank)
         let after = await store.stateRank
         return SyncResponse(peerID: session.peerID, peerName: session.peerName, stateVersion: after.version, updated: after > before)
     }

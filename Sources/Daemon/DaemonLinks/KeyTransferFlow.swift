@@ -31,12 +31,6 @@ package struct KeyTransferMessages: PeerMessageHandler {
 
     package var kinds: Set<PeerMessage.Kind> { [.keyOffer, .keyAccept, .keyStored] }
 
-    /// A session with the device the key was handed to opened, and its greeting brought no newer
-    /// state (that would have settled it): it does not hold the key. This device signs again.
-    package func opened(_ talk: PeerTalk) async throws {
-        await store.settleKeyTransfer(with: talk.session.peerID)
-    }
-
     package func handle(_ message: PeerMessage, _ talk: PeerTalk) async throws {
         let peer = talk.session.peerID
         switch message {

@@ -289,6 +289,11 @@ package actor MemberLinks {
             return
         }
         if greeting.learnedNewerState { await stateChanged() }
+        // This device's state changed while the two greeted: its broadcast found no session with
+        // that device yet (or only the loser of two crossed dials), so this one says it now.
+        if await store.stateRank > greeting.peerHas, let (signed, secret) = await store.stateToShare(with: session.peerID) {
+            try? await session.send(.accountState(signed, accountSecret: secret ?? []))
+        }
         established?(session)
         await directory.sessionUp(session.peerID, name: session.peerName, address: link.remote, theirClock: greeting.peer.clock)
         logger.info("device connected", metadata: ["peer": "\(session.peerID.short)", "remote": "\(link.remote)", "dialled": "\(initiatedByUs)"])

@@ -14,7 +14,12 @@ import NIOCore
 enum MemberGreeting {
     struct Outcome: Sendable {
         var peer: PeerHello
+        /// What this device said: its state then.
+        var mine: PeerHello
         var learnedNewerState: Bool
+
+        /// The state the other device holds after the greeting: its own, or ours if newer.
+        var peerHas: AccountStateRank { max(peer.stateRank, mine.stateRank) }
     }
 
     static let deadline: TimeAmount = .seconds(10)
@@ -56,7 +61,7 @@ enum MemberGreeting {
     ) async throws -> Outcome {
         link.limit.raise(to: FrameLimit.member)
         let learned = try await exchangeStates(mine: mine, theirs: theirs, link: link, inbound: &inbound, outbound: outbound, store: store)
-        return Outcome(peer: theirs, learnedNewerState: learned)
+        return Outcome(peer: theirs, mine: mine, learnedNewerState: learned)
     }
 
     private static func expectHello(

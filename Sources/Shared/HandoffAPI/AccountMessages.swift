@@ -140,6 +140,14 @@ public struct KeyTransferRequest: Codable, Sendable, Equatable {
         self.device = device
         self.cancel = cancel
     }
+
+    enum CodingKeys: String, CodingKey { case device, cancel }
+
+    /// `{"cancel": true}` names no device.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(device: try c.decodeIfPresent(String.self, forKey: .device) ?? "", cancel: try c.decodeIfPresent(Bool.self, forKey: .cancel))
+    }
 }
 
 /// The NDJSON lines of `POST /v1/account/transfer-key`: the offer as sent, then the account once

@@ -33,6 +33,7 @@ struct AccountTransferKey: ParsableCommand {
 
     func validate() throws {
         guard cancel || device != nil else { throw ValidationError("name the device to hand the key to (handoffctl devices)") }
+        guard !(cancel && device != nil) else { throw ValidationError("--cancel gives up the hand-over under way, whichever device it went to; name no device") }
     }
 
     func run() throws {
