@@ -141,7 +141,8 @@ extension AccountStore {
     /// went and no receipt came, or it was never accepted.
     package func keyTransferOutcome(of offerID: UUID) -> KeyTransfers.Ending {
         if let handover = material?.handover { return .unconfirmed(handover.to) }
-        return transfers.outgoing?.offerID == offerID && transfers.isHandingOver ? .unconfirmed(transfers.outgoing!.to.deviceID) : .notAccepted
+        if transfers.handedOverOffer == offerID, let to = transfers.outgoing?.to.deviceID { return .unconfirmed(to) }
+        return .notAccepted
     }
 
     // MARK: On the device offered the key

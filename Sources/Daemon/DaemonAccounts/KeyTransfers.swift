@@ -57,7 +57,7 @@ package struct KeyTransfers: Sendable {
     private var incoming: Incoming?
 
     /// The key left this device and its receipt was not heard: nothing may be signed here.
-    var isHandingOver: Bool { outgoing?.handedOver != nil }
+    var isHandingOver: Bool { handedOverOffer != nil }
 
     /// The offer made here, while it may be taken (or the key left with it).
     func outgoingOffer(now: Timestamp) -> Outgoing? {
