@@ -157,7 +157,7 @@ import Testing
         await Rig.withHosts(["alpha", "bravo", "charlie"]) { rig in
             let pcap = rig.directory + "/bridge.pcap"
             // (A capture of the bridge is root's: it stands for anyone on the network.)
-            let capture = try rig.captureBridge(to: pcap)
+            let capture = try await rig.captureBridge(to: pcap)
             let secrets = ["Zoe Quill", "zoedesk", "zoelaptop", "org.quillsoft", "Chapter Nine", "handoffuser"]
             do {
                 try await strangersLearnNothing(rig, secrets: secrets)

@@ -36,8 +36,7 @@ extension EndToEndTests {
                 for host in ["alpha", "bravo"] { _ = try await rig.daemon(host)?.stop() }
                 try await Task.sleep(for: .seconds(1))
                 // (A capture of the bridge is root's: it stands for anyone on the network.)
-                let capture = try rig.captureBridge(to: pcap)
-                try await Task.sleep(for: .milliseconds(500))
+                let capture = try await rig.captureBridge(to: pcap)
                 for host in ["alpha", "bravo"] { try await rig.startDaemon(host) }
                 try await Rig.waitFor("a session after the rotation", seconds: 60) {
                     try await peers(rig, "bravo").peers.contains { $0.id == alphaID && $0.reachable }

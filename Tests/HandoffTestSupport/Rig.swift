@@ -188,8 +188,16 @@ public final class Rig: @unchecked Sendable {
     }
 
     /// Captures everything on the bridge until `stop` is called on the returned process.
-    public func captureBridge(to path: String) throws -> RunningProcess {
-        try RunningProcess("/usr/bin/nsenter", ["--net=/run/netns/\(name)-br", "/usr/bin/tcpdump", "-i", "br0", "-U", "-s", "0", "-w", path])
+    /// Captures everything on the bridge into `path`, and returns once tcpdump listens — so
+    /// nothing sent after this returns is missed. The 64 MiB buffer keeps a loaded machine from
+    /// dropping packets of a burst (a dropped packet would make a test count fewer bytes than
+    /// crossed); a test that counts bytes checks tcpdump's closing "0 packets dropped" too.
+    public func captureBridge(to path: String) async throws -> RunningProcess {
+        let capture = try RunningProcess(
+            "/usr/bin/nsenter", ["--net=/run/netns/\(name)-br", "/usr/bin/tcpdump", "-i", "br0", "-U", "-B", "65536", "-s", "0", "-w", path])
+        try await capture.wait(for: "tcpdump to listen on the bridge") { $0.stderr.contains("listening on") || !$0.isRunning }
+        guard capture.isRunning else { throw TestFailure("tcpdump did not start: \(capture.stderr)") }
+        return capture
     }
 
     /// Stops every daemon and removes the hosts.
