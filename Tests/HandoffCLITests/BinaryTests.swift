@@ -16,6 +16,17 @@ import Testing
         }
     }
 
+    /// handoffd uses FoundationEssentials only: full Foundation would bring its
+    /// internationalisation and ICU's tables into every daemon's memory (docs/benchmarks.md,
+    /// "Idle"). The tests' debug builds link Foundation dynamically, so ldd names what is there.
+    @Test func handoffdLinksNoFullFoundation() async throws {
+        let ldd = try await Subprocess.run("/usr/bin/ldd", [Subprocess.product("handoffd")])
+        #expect(ldd.status == 0 && ldd.stdout.contains("libFoundationEssentials"), "\(ldd)")
+        for library in ["libFoundation.so", "libFoundationInternationalization", "lib_FoundationICU"] {
+            #expect(!ldd.stdout.contains(library), "handoffd links \(library):\n\(ldd.stdout)")
+        }
+    }
+
     /// An app built on HandoffKit (the examples) carries none of the daemon's machinery: no
     /// OpenSSL or dns_sd library, and no NIO code linked in (NIO links statically, so its
     /// symbols are what would show).
