@@ -229,7 +229,12 @@ let package = Package(
                 "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            path: sources("handoffctl"), swiftSettings: strict
+            path: sources("handoffctl"), swiftSettings: strict,
+            // Position-dependent: a PIE's relocations dirty ~130 pages of this binary at every
+            // start, a quarter of its start-up; its input is the user's own (arguments, the
+            // user's daemon), so ASLR guards no boundary here (docs/benchmarks.md, "Starting
+            // handoffctl"; debian/handoff.lintian-overrides).
+            linkerSettings: [.unsafeFlags(["-Xclang-linker", "-no-pie"])]
         ),
 
         .executableTarget(
@@ -289,7 +294,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HandoffCLITests",
-            dependencies: ["handoffctl", "HandoffTestSupport", "HandoffDaemon", "HandoffAPI", "HandoffModel"],
+            dependencies: [
+                "handoffctl", "HandoffTestSupport", "HandoffDaemon", "HandoffAPI", "HandoffModel",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             exclude: ["Snapshots"],
             swiftSettings: strict
         ),

@@ -20,23 +20,32 @@ public struct HandoffClient: Sendable {
 
     /// Sends a request and waits for its answer (`LocalAPICall` lists them all).
     public func send<Answer>(_ call: LocalAPICall<Answer>) throws(HandoffClientError) -> Answer {
-        let (method, path) = Self.request(call.endpoint, call.path)
-        let body = try call.body.map { body throws(HandoffClientError) in try encode(body) }
-        let connection = try UnixHTTPConnection(socketPath: socketPath, timeoutSeconds: max(timeoutSeconds, call.patience))
-        try connection.send(method: method, path: path, body: body)
-        let response = try connection.readResponse()
-        guard (200..<300).contains(response.status) else {
-            throw HandoffClient.apiError(status: response.status, body: response.body)
-        }
+        let body = try answerBody(call)
         do {
-            return try LocalAPIJSON.decoder().decode(Answer.self, from: Data(response.body))
+            return try LocalAPIJSON.decoder().decode(Answer.self, from: Data(body))
         } catch {
+            let (method, path) = Self.request(call.endpoint, call.path)
             throw HandoffClientError(
                 .protocolError,
                 "handoffd's answer to \(method) \(path) is not what this handoffctl expects; are both the same version?",
                 cause: CauseText("\(error)")
             )
         }
+    }
+
+    /// Sends a request and returns its answer's JSON as the daemon wrote it, undecoded: for a
+    /// caller that only passes (part of) it on, such as `handoffctl continue --json`.
+    public func answerBody<Answer>(_ call: LocalAPICall<Answer>) throws(HandoffClientError) -> [UInt8] {
+        let (method, path) = Self.request(call.endpoint, call.path)
+        var body = call.bodyJSON
+        if body == nil, let value = call.body { body = try encode(value) }
+        let connection = try UnixHTTPConnection(socketPath: socketPath, timeoutSeconds: max(timeoutSeconds, call.patience))
+        try connection.send(method: method, path: path, body: body)
+        let response = try connection.readResponse()
+        guard (200..<300).contains(response.status) else {
+            throw HandoffClient.apiError(status: response.status, body: response.body)
+        }
+        return response.body
     }
 
     /// Subscribes, and returns once the daemon has accepted the subscription (its first line

@@ -15,14 +15,20 @@ public struct LocalAPICall<Answer: Decodable & Sendable>: Sendable {
     /// The path, when the endpoint has several.
     let path: String?
     let body: (any Encodable & Sendable)?
+    /// The body already written as JSON, when its type writes itself (`CompactJSON`).
+    let bodyJSON: [UInt8]?
     /// Seconds the answer may take at least, whatever the client's own timeout: for requests
     /// that reach another device.
     let patience: Int
 
-    init(_ endpoint: LocalAPIEndpoints.Endpoint, _ path: String? = nil, body: (any Encodable & Sendable)? = nil, patience: Int = 0) {
+    init(
+        _ endpoint: LocalAPIEndpoints.Endpoint, _ path: String? = nil, body: (any Encodable & Sendable)? = nil, bodyJSON: [UInt8]? = nil,
+        patience: Int = 0
+    ) {
         self.endpoint = endpoint
         self.path = path
         self.body = body
+        self.bodyJSON = bodyJSON
         self.patience = patience
     }
 }
@@ -200,7 +206,7 @@ extension LocalAPICall where Answer == OffersResponse {
 
 extension LocalAPICall where Answer == ContinueResponse {
     /// Fetches a peer's current activity (the one this device saw).
-    public static func continueActivity(_ request: ContinueRequest) -> Self { Self(.continue, body: request) }
+    public static func continueActivity(_ request: ContinueRequest) -> Self { Self(.continue, body: request, bodyJSON: request.compactJSON) }
 }
 
 extension LocalAPICall where Answer == LinkResponse {

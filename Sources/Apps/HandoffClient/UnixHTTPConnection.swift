@@ -225,7 +225,7 @@ final class UnixHTTPConnection {
     func readChunk(endOnClose: Bool = false) throws(HandoffClientError) -> [UInt8]? {
         if endOnClose, bufferStart == buffer.count, try !fill() { return nil }
         let sizeLine = try readLine()
-        let sizeText = sizeLine.split(separator: ";").first.map(String.init) ?? ""
+        let sizeText = sizeLine.split(separator: ";").first ?? ""
         guard let size = Int(sizeText.trimmingSpaces(), radix: 16), size >= 0 else {
             throw HandoffClientError(.protocolError, "handoffd sent a malformed chunk")
         }
@@ -324,8 +324,15 @@ final class UnixHTTPConnection {
     }
 }
 
-extension StringProtocol {
+extension Substring {
+    /// Without the spaces and tabs at either end. (Index loops on purpose: the generic
+    /// `drop(while:).reversed()` spelling made the runtime build generic type metadata at each
+    /// handoffctl start, a measurable share of it: docs/benchmarks.md, "Starting handoffctl".)
     func trimmingSpaces() -> String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+        var start = startIndex
+        var end = endIndex
+        while start < end, self[start] == " " || self[start] == "\t" { start = index(after: start) }
+        while end > start, self[index(before: end)] == " " || self[index(before: end)] == "\t" { end = index(before: end) }
+        return String(self[start..<end])
     }
 }

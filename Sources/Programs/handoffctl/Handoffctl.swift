@@ -44,12 +44,17 @@ struct Handoffctl: ParsableCommand {
 
     /// Our own entry point so that every failure becomes one line on stderr and a distinct status.
     static func main() {
-        if let mistyped = CommandSuggestion.check(Array(CommandLine.arguments.dropFirst()), root: Handoffctl.self) {
-            Terminal.error(mistyped)
-            Glibc.exit(ExitStatus.usage.rawValue)
-        }
+        let arguments = Array(CommandLine.arguments.dropFirst())
         do {
-            var command = try parseAsRoot()
+            if let quick = QuickCommand(arguments) {
+                try quick.run()
+                return
+            }
+            if let mistyped = CommandSuggestion.check(arguments, root: Handoffctl.self) {
+                Terminal.error(mistyped)
+                Glibc.exit(ExitStatus.usage.rawValue)
+            }
+            var command = try parseAsRoot(arguments)
             try command.run()
         } catch let error as CLIError {
             Terminal.flush()

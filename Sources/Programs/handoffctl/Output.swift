@@ -171,3 +171,69 @@ enum JSONIndenter {
         return out
     }
 }
+
+/// One member of a JSON object as the daemon wrote it, found without decoding the object:
+/// `continue --json` prints the answer's `activity` this way rather than decoding the whole
+/// answer and encoding the activity again (docs/benchmarks.md, "Starting handoffctl"). The
+/// daemon writes compact JSON with sorted keys, as `JSONIndenter` expects.
+enum JSONMember {
+    /// The value of the top-level member `name` (a name without escapes) of `object`, or nil
+    /// when `object` is not a whole object that has it.
+    static func value(_ name: String, in object: [UInt8]) -> ArraySlice<UInt8>? {
+        let key = Array(name.utf8)
+        var found: ArraySlice<UInt8>?
+        guard object.first == 0x7B else { return nil }  // {
+        var i = 1
+        while i < object.count, object[i] == 0x22 {  // "
+            guard let keyEnd = stringEnd(object, from: i), keyEnd < object.count, object[keyEnd] == 0x3A else { return nil }  // :
+            let start = keyEnd + 1
+            guard let end = valueEnd(object, from: start), end < object.count else { return nil }
+            if found == nil, object[(i + 1)..<(keyEnd - 1)].elementsEqual(key) { found = object[start..<end] }
+            if object[end] == 0x7D { return end == object.count - 1 ? found : nil }  // } ends the object
+            guard object[end] == 0x2C else { return nil }  // ,
+            i = end + 1
+        }
+        return nil
+    }
+
+    /// The index just past the string that starts at `start` (its opening quote).
+    private static func stringEnd(_ bytes: [UInt8], from start: Int) -> Int? {
+        var i = start + 1
+        while i < bytes.count {
+            switch bytes[i] {
+            case 0x5C: i += 2  // \ and the byte it escapes
+            case 0x22: return i + 1
+            default: i += 1
+            }
+        }
+        return nil
+    }
+
+    /// The index just past the value that starts at `start`: a string, an object or array (to
+    /// its matching bracket), or a number, true, false or null (to the next , } or ]).
+    private static func valueEnd(_ bytes: [UInt8], from start: Int) -> Int? {
+        var i = start
+        var depth = 0
+        while i < bytes.count {
+            switch bytes[i] {
+            case 0x22:
+                guard let end = stringEnd(bytes, from: i) else { return nil }
+                i = end
+                if depth == 0 { return i }
+                continue
+            case 0x7B, 0x5B:
+                depth += 1
+            case 0x7D, 0x5D:
+                if depth == 0 { return i > start ? i : nil }
+                depth -= 1
+                if depth == 0 { return i + 1 }
+            case 0x2C where depth == 0:
+                return i > start ? i : nil
+            default:
+                break
+            }
+            i += 1
+        }
+        return depth == 0 && i > start ? i : nil
+    }
+}

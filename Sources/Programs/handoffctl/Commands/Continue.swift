@@ -49,13 +49,29 @@ struct Continue: ParsableCommand {
     }
 
     func run() throws {
-        let client = global.client(root)
+        try Continue.perform(peer: peer, json: json, streamTo: streamTo, streamExec: streamExec, client: global.client(root))
+    }
+
+    /// The command itself, also run without ArgumentParser for its common forms (QuickCommand).
+    static func perform(peer: String?, json: Bool, streamTo: String?, streamExec: String?, client: HandoffClient) throws {
         let streaming = streamTo != nil || streamExec != nil
+        let delivery: ContinueRequest.Delivery = json || streaming ? .returnToCaller : .dispatch
         let request = ContinueRequest(
             peer: try peer ?? Continue.newest(client),
-            delivery: json || streaming ? .returnToCaller : .dispatch,
-            environment: SessionEnvironment.pick(ProcessInfo.processInfo.environment)
+            delivery: delivery,
+            // Only an app started here needs the session's variables.
+            environment: delivery == .dispatch ? SessionEnvironment.pick(ProcessInfo.processInfo.environment) : [:]
         )
+        if json, !streaming {
+            // The activity as the daemon wrote it: decoding the whole answer to encode the
+            // activity again was most of what this command cost (docs/benchmarks.md).
+            let answer = try client.answerBody(.continueActivity(request))
+            guard let activity = JSONMember.value("activity", in: answer) else {
+                throw CLIError(.failure, "handoffd's answer to continue has no activity; are handoffd and handoffctl the same version?")
+            }
+            Terminal.out(String(decoding: JSONIndenter.indent(Array(activity)), as: UTF8.self))
+            return
+        }
         let response = try client.send(.continueActivity(request))
         if json {
             try Terminal.json(response.activity)
