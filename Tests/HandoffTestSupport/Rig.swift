@@ -187,8 +187,8 @@ public final class Rig: @unchecked Sendable {
         guard r.status == 0 else { throw TestFailure("avahi \(action) on \(host): \(r)") }
     }
 
-    /// Captures everything on the bridge until `stop` is called on the returned process.
-    /// Captures everything on the bridge into `path`, and returns once tcpdump listens — so
+    /// Captures everything on the bridge into `path` until `stop` is called on the returned
+    /// process, and returns once tcpdump listens — so
     /// nothing sent after this returns is missed. The 64 MiB buffer keeps a loaded machine from
     /// dropping packets of a burst (a dropped packet would make a test count fewer bytes than
     /// crossed); a test that counts bytes checks tcpdump's closing "0 packets dropped" too.

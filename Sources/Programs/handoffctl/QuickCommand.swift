@@ -4,11 +4,11 @@ import HandoffClient
 /// The two command lines run most often by scripts and by the other device's user — `handoffctl
 /// --version` and `handoffctl continue [PEER] [--json] [--socket PATH]` — recognised without
 /// ArgumentParser. Its first parse looks up every command's configuration through the Swift
-/// runtime's reflection (conformance scans over the whole binary), which was most of the time
+/// runtime's reflection (conformance scans over the whole binary), about a quarter of the time
 /// handoffctl took to start (docs/benchmarks.md, "Starting handoffctl"). Anything else, or
 /// anything here in another spelling (`--help`, `--json=…`, `--`, a stream option), goes to
-/// ArgumentParser, which stays the one definition of the syntax: ArgumentParsingTests checks that
-/// both read every line this accepts the same way.
+/// ArgumentParser, which stays the one definition of the syntax: QuickCommandTests checks a table
+/// of the lines this accepts against ArgumentParser's reading of them.
 enum QuickCommand: Equatable {
     case version
     case continueActivity(peer: String?, json: Bool, socket: String?)

@@ -64,7 +64,7 @@ struct Continue: ParsableCommand {
         )
         if json, !streaming {
             // The activity as the daemon wrote it: decoding the whole answer to encode the
-            // activity again was most of what this command cost (docs/benchmarks.md).
+            // activity again was a tenth of what this command cost (docs/benchmarks.md).
             let answer = try client.answerBody(.continueActivity(request))
             guard let activity = JSONMember.value("activity", in: answer) else {
                 throw CLIError(.failure, "handoffd's answer to continue has no activity; are handoffd and handoffctl the same version?")
