@@ -623,7 +623,7 @@ package actor AccountStore {
         // Signed by a retired root: older than what this device knows, or made with a retired
         // key (a stolen device that held it): never taken on, whatever its version. A state of
         // a later rotation comes after any of an earlier one (`AccountStateRank`).
-        guard current, chain.links.count > m.chain.links.count || state.version > m.state.version else { return .notNewer }
+        guard current, AccountStateRank(rotations: UInt64(chain.links.count), version: state.version) > stateRank else { return .notNewer }
         var next = m
         next.state = state
         next.signedState = signed
