@@ -119,12 +119,22 @@ class Pair:
         for host in ("bravo", "alpha"):
             self.lists_the_other(host, seconds=30)
 
-    def start_daemons(self, hosts, wait=True):
+    def start_daemons(self, hosts, wait=True, stamp=False):
+        """`stamp`: the log gets "exec SECONDS" just before handoffd's exec (`exec_time`)."""
         for host in hosts:
             log = open(os.path.join(self.dir, host + ".log"), "a")
-            self.daemons[host] = subprocess.Popen(self.argv(host, [os.path.join(self.bindir, "handoffd")]), stdout=log, stderr=log)
+            daemon = [os.path.join(self.bindir, "handoffd")]
+            if stamp:
+                daemon = ["/bin/bash", "-c", 'printf "exec %s\\n" "$EPOCHREALTIME"; exec "$@"', "bash"] + daemon
+            self.daemons[host] = subprocess.Popen(self.argv(host, daemon), stdout=log, stderr=log)
         for host in hosts if wait else ():
             self.wait_for_daemon(host)
+
+    def exec_time(self, host, after):
+        """When handoffd was exec'd on `host` (the latest start with `stamp` after `after`)."""
+        with open(os.path.join(self.dir, host + ".log")) as f:
+            stamps = [float(line.split()[1]) for line in f if line.startswith("exec ")]
+        return max(t for t in stamps if t >= after)
 
     def wait_for_daemon(self, host):
         for _ in range(200):

@@ -1,6 +1,6 @@
 import HandoffModel
 import Testing
-@testable import DaemonLinks
+@testable import DaemonDiscovery
 
 /// When a seen device without a session is dialled (`DialPlan`), by tables of what happened and
 /// what the plan answered: at once when first seen or seen anew, backing off only while nothing

@@ -24,7 +24,19 @@ import Testing
         (.anyone, 1, false, ["0 anyone"]),
     ])
     func helloAttemptsGoFromNarrowToWide(addressee: HelloAddressee, generations: Int, resuming: Bool, expected: [String]) {
-        let attempts = PeerDialer.helloAttempts(addressee, secretGenerations: generations, resuming: resuming).map { attempt in
+        #expect(Self.attempts(PeerDialer.helloAttempts(addressee, secretGenerations: generations, resuming: resuming)) == expected)
+    }
+
+    /// A dial at start to where a device was last reached offers its advert of then, and nothing
+    /// wider: not the device alone, not the previous secret (docs/security.md, "A captured ClientHello").
+    @Test(arguments: [(2, false, ["0 advert"]), (1, false, ["0 advert"]), (2, true, ["resume advert", "0 advert"])])
+    func aRememberedDialOffersOnlyTheAdvertItRemembers(generations: Int, resuming: Bool, expected: [String]) {
+        let only = PeerDialer.helloAttempts(.advert(Self.id, instanceName: "x"), secretGenerations: generations, resuming: resuming, asAddressedOnly: true)
+        #expect(Self.attempts(only) == expected)
+    }
+
+    static func attempts(_ attempts: [PeerDialer.HelloAttempt]) -> [String] {
+        attempts.map { attempt in
             let key = attempt.resume ? "resume" : "\(attempt.generation)"
             switch attempt.addressee {
             case .advert: return "\(key) advert"
@@ -32,7 +44,6 @@ import Testing
             case .anyone: return "\(key) anyone"
             }
         }
-        #expect(attempts == expected)
     }
 
     @Test func everyMessageRoundTrips() throws {

@@ -65,7 +65,9 @@ public enum PrivateFiles {
 
     /// Replaces `path` so that a reader (or a crash at any instant) sees either the old content or
     /// the new, never a mix: write a temp file in the same directory, fsync, rename, fsync the directory.
-    public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws(DaemonError) {
+    /// Not `durable` (a cache): no fsync — after a power loss the file may be the old one or empty,
+    /// never a mix of two.
+    public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600, durable: Bool = true) throws(DaemonError) {
         let temp = "\(path).tmp-\(getpid())"
         let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
         guard fd >= 0 else {
@@ -83,14 +85,14 @@ public enum PrivateFiles {
             }
         }
         if failure == nil, fchmod(fd, mode) != 0 { failure = SystemCallError(call: "fchmod", errno: errno) }
-        if failure == nil, fsync(fd) != 0 { failure = SystemCallError(call: "fsync", errno: errno) }
+        if failure == nil, durable, fsync(fd) != 0 { failure = SystemCallError(call: "fsync", errno: errno) }
         close(fd)
         if failure == nil, rename(temp, path) != 0 { failure = SystemCallError(call: "rename", errno: errno) }
         if let failure {
             unlink(temp)
             throw noSpace(failure, path) ?? DaemonError(.io, "cannot save \(path)", cause: failure)
         }
-        syncDirectory(of: path)
+        if durable { syncDirectory(of: path) }
     }
 
     /// A full disk (or quota) said so, and that nothing was lost: the previous file is untouched.

@@ -78,7 +78,11 @@ package actor PeerDirectory {
     private var strangerInstances: Set<ServiceInstance> = []
     private let events: EventHub
 
-    package init(events: EventHub) {
+    /// Where devices were last reached (`DialMemory`).
+    private let dialMemory: DialMemory
+
+    package init(events: EventHub, dialMemory: DialMemory = DialMemory(path: nil)) {
+        self.dialMemory = dialMemory
         self.events = events
     }
 
@@ -180,6 +184,7 @@ package actor PeerDirectory {
 
     /// A device was removed from the account: it disappears.
     package func forget(_ id: DeviceID) {
+        dialMemory.forget(id)
         guard entries.removeValue(forKey: id) != nil else { return }
         owners = owners.filter { $0.value != id }
         events.publish(LocalEvent(at: .now(), .peerGone(id)))
@@ -259,6 +264,18 @@ package actor PeerDirectory {
     package func addressee(_ id: DeviceID) -> HelloAddressee {
         guard let newest = entries[id]?.sightings.max(by: { $0.value.at < $1.value.at }) else { return .device(id) }
         return .advert(id, instanceName: newest.key.name)
+    }
+
+    /// A dial of ours reached `id` at `address`: remembered with the advert it was addressed to
+    /// (none for a static peer), for the next start.
+    package func reached(_ id: DeviceID, at address: PeerAddress) {
+        guard case .advert(_, let instance) = addressee(id) else { return }
+        dialMemory.remember(DialMemory.Entry(device: id, host: address.host, port: address.port, instance: instance))
+    }
+
+    /// Where to dial each device at start, and how to address it: as it was reached last.
+    package var rememberedDials: [(id: DeviceID, address: PeerAddress, addressee: HelloAddressee)] {
+        dialMemory.all.map { ($0.device, PeerAddress(host: $0.host, port: $0.port), .advert($0.device, instanceName: $0.instance)) }
     }
 
     package func isSighted(_ id: DeviceID) -> Bool { !(entries[id]?.sightings.isEmpty ?? true) }

@@ -400,8 +400,11 @@ package actor MemberLinks {
     /// When this device last failed to reach `id` at any of its addresses (nil once it did).
     func lastDialFailure(_ id: DeviceID) -> Timestamp? { dialFailedAt[id] }
 
+    /// `addressee`: only this offer (`PeerDialer.helloAttempts`, as addressed only), not what the
+    /// directory says of `expected`.
     func connect(
-        _ address: PeerAddress, expecting expected: DeviceID? = nil, connectTimeout: TimeAmount = PeerDialer.connectTimeout
+        _ address: PeerAddress, expecting expected: DeviceID? = nil, addressee only: HelloAddressee? = nil,
+        connectTimeout: TimeAmount = PeerDialer.connectTimeout
     ) async throws(DaemonError) -> MemberSession {
         guard let contexts = security.contexts else {
             throw .noAccount
@@ -409,10 +412,11 @@ package actor MemberLinks {
         let outcome = Once<Result<MemberSession, DaemonError>>()
         spawn { [self] in
             do {
-                var addressee = HelloAddressee.anyone
-                if let expected { addressee = await self.directory.addressee(expected) }
+                var addressee = only ?? .anyone
+                if only == nil, let expected { addressee = await self.directory.addressee(expected) }
                 let (link, peer) = try await PeerDialer.connect(
-                    address, context: contexts.client, expectedPeer: expected, addressee: addressee, connectTimeout: connectTimeout
+                    address, context: contexts.client, expectedPeer: expected, addressee: addressee, asAddressedOnly: only != nil,
+                    connectTimeout: connectTimeout
                 )
                 guard case .member(let peerID) = peer else {
                     await link.discard()
@@ -482,6 +486,7 @@ package actor MemberLinks {
                 let session = try await connect(target, expecting: id)
                 dials.connected(id)
                 closeIfOff(session)
+                await directory.reached(id, at: PeerAddress(host: session.remote, port: target.port))
                 return
             } catch {
                 logger.debug("cannot reach a device", metadata: ["peer": "\(id.short)", "address": "\(target)", "error": "\(error)"])
@@ -495,6 +500,26 @@ package actor MemberLinks {
         dials.failed(id)
         dialFailedAt[id] = .now()
         if await directory.isSighted(id) { consider(id) }
+    }
+
+    /// At start: each device is dialled at once where this one last reached it, addressed to the
+    /// advert it had then — before discovery has answered (docs/discovery.md, "First contact").
+    /// Gone from there, or restarted since (a new advert name): discovery finds it as ever.
+    package func dialRemembered() async {
+        for (id, address, addressee) in await directory.rememberedDials {
+            guard handoffOn, sessions[id] == nil, id != security.contexts?.deviceID, case .dial(_, let ticket) = dials.want(id, fresh: true) else { continue }
+            spawn { [self] in await self.dialRemembered(id, at: address, addressee, ticket: ticket) }
+        }
+    }
+
+    private func dialRemembered(_ id: DeviceID, at address: PeerAddress, _ addressee: HelloAddressee, ticket: Int) async {
+        guard dials.due(id, ticket: ticket) else { return }
+        // A LAN host answers a connection at once: one that does not is not there any more.
+        if let session = try? await connect(address, expecting: id, addressee: addressee, connectTimeout: .seconds(1)) { closeIfOff(session) }
+        guard sessions[id] == nil else { return dials.connected(id) }
+        // Nothing is held against the device (no backoff): it was only not found there.
+        dials.skipped(id)
+        if await directory.isSighted(id) { consider(id, fresh: true) }
     }
 
     /// A session ended; if the device is still seen, try again (it may have restarted).
@@ -561,6 +586,7 @@ package struct MemberLinksService: Service {
     package func run() async throws {
         let deviceSwitch = self.deviceSwitch
         for peer in staticPeers { links.maintainStatic(peer) { await deviceSwitch.waitUntilOn() } }
+        await links.dialRemembered()
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
                 for await job in links.jobStream {

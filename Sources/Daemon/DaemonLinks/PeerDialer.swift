@@ -15,10 +15,12 @@ package enum PeerDialer {
     ///
     /// When the other device does not know the key we offered, we try again (`helloAttempts`).
     static func connect(
-        _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID? = nil, addressee: HelloAddressee = .anyone,
+        _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID? = nil, addressee: HelloAddressee = .anyone, asAddressedOnly: Bool = false,
         connectTimeout: TimeAmount = PeerDialer.connectTimeout
     ) async throws(DaemonError) -> (PeerLink, TLSPeer) {
-        let attempts = helloAttempts(addressee, secretGenerations: context.secretGenerations, resuming: expectedPeer.map(context.canResume) ?? false)
+        let attempts = helloAttempts(
+            addressee, secretGenerations: context.secretGenerations, resuming: expectedPeer.map(context.canResume) ?? false, asAddressedOnly: asAddressedOnly
+        )
         for (index, attempt) in attempts.enumerated() {
             let link = try await open(address, connectTimeout: connectTimeout) {
                 try attempt.connection(context: context, expectedPeer: expectedPeer)
@@ -53,10 +55,15 @@ package enum PeerDialer {
     /// proofs: docs/security.md, "Resuming a session"); our current secret addressed as asked;
     /// then — if that was its advert — to the device alone (it may have restarted under a new name
     /// we have not seen yet); then the previous secret, for a device that has not heard of the last
-    /// removal (each side accepts both; docs/security.md).
-    package static func helloAttempts(_ addressee: HelloAddressee, secretGenerations: Int, resuming: Bool = false) -> [HelloAttempt] {
+    /// removal (each side accepts both; docs/security.md). `asAddressedOnly`: nothing wider — a dial
+    /// at start to where a device was last reached (`MemberLinks.dialRemembered`) offers only what
+    /// that device's advert then would have been sent, and leaves the rest to discovery.
+    package static func helloAttempts(_ addressee: HelloAddressee, secretGenerations: Int, resuming: Bool = false, asAddressedOnly: Bool = false)
+        -> [HelloAttempt]
+    {
         var attempts = [HelloAttempt(generation: 0, addressee: addressee)]
         if resuming { attempts.insert(HelloAttempt(generation: 0, addressee: addressee, resume: true), at: 0) }
+        if asAddressedOnly { return attempts }
         if addressee.withoutAdvert != addressee { attempts.append(HelloAttempt(generation: 0, addressee: addressee.withoutAdvert)) }
         if secretGenerations > 1 { attempts.append(HelloAttempt(generation: 1, addressee: addressee.withoutAdvert)) }
         return attempts

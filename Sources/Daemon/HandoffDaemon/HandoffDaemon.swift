@@ -252,7 +252,7 @@ public final class HandoffDaemon: Sendable {
             me: { (try? await accounts.info()).map { LocalEvent.PeerRef(id: $0.deviceID, name: $0.deviceName) } }, logger: logger
         )
         self.history = history
-        let directory = PeerDirectory(events: events)
+        let directory = PeerDirectory(events: events, dialMemory: DialMemory(path: configuration.stateDirectory + "/dialled"))
         self.directory = directory
         let book = StreamBook(events: events)
         self.book = book

@@ -1,0 +1,84 @@
+import Foundation
+import HandoffAPI
+import HandoffDiscovery
+import HandoffModel
+import HandoffTestSupport
+import Testing
+
+@testable import DaemonDiscovery
+
+/// A device that starts dials the others where it last reached them, at once, without waiting for
+/// discovery (docs/discovery.md, "First contact"): `DialMemory`, `MemberLinks.dialRemembered`.
+@Suite(.timeLimit(.minutes(3))) struct RememberedDialTests {
+    static let desk = DeviceID(digest: Array(repeating: 1, count: 32))
+    static let phone = DeviceID(digest: Array(repeating: 2, count: 32))
+
+    @Test func whereADeviceWasReachedIsKeptPrivatelyAcrossRuns() throws {
+        let dir = try TempDirectory.make()
+        defer { TempDirectory.remove(dir) }
+        let path = dir + "/dialled"
+        let memory = DialMemory(path: path)
+        #expect(memory.all.isEmpty, "no file yet")
+        let desk = DialMemory.Entry(device: Self.desk, host: "10.0.0.1", port: 47810, instance: "desk-a1")
+        memory.remember(desk)
+        memory.remember(DialMemory.Entry(device: Self.phone, host: "fe80::1%eth0", port: 47811, instance: "phone-b2"))
+        var st = stat()
+        #expect(stat(path, &st) == 0 && st.st_mode & 0o777 == 0o600)
+        #expect(DialMemory(path: path).all.map(\.device) == [Self.desk, Self.phone].sorted())
+
+        memory.forget(Self.phone)
+        #expect(DialMemory(path: path).all == [desk], "a removed device is forgotten in the file too")
+    }
+
+    /// A cache: what cannot be read is nothing remembered, and the daemon starts as without it.
+    @Test(arguments: [
+        "not json", "{\"devices\":[{\"device\":\"nope\",\"host\":\"10.0.0.1\",\"port\":1,\"instance\":\"x\"}]}", "", String(repeating: " ", count: 70_000),
+    ])
+    func anUnreadableFileIsNothingRemembered(_ text: String) throws {
+        let dir = try TempDirectory.make()
+        defer { TempDirectory.remove(dir) }
+        try text.write(toFile: dir + "/dialled", atomically: true, encoding: .utf8)
+        #expect(DialMemory(path: dir + "/dialled").all.isEmpty)
+    }
+
+    @Test func aPortOutOfRangeIsNotDialled() throws {
+        let dir = try TempDirectory.make()
+        defer { TempDirectory.remove(dir) }
+        let text = "{\"devices\":[{\"device\":\"\(Self.desk)\",\"host\":\"10.0.0.1\",\"port\":70000,\"instance\":\"x\"}]}"
+        try text.write(toFile: dir + "/dialled", atomically: true, encoding: .utf8)
+        #expect(DialMemory(path: dir + "/dialled").all.isEmpty)
+    }
+
+    /// The device that dialled restarts where discovery finds nothing (another network), and the
+    /// other's advert of before is all it has: it reaches the other at the address it remembered.
+    @Test func aDeviceThatStartsReachesTheOtherWithoutDiscovery() async throws {
+        let network = DiscoveryNetwork()
+        let a = try await TestDaemon.start(network: network)
+        _ = try await a.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
+        let b = try await TestDaemon.start(network: network)
+        let invites = try await a.client.subscribe(.invite)
+        let code = try #require(try await invites.next()?.invite?.code)
+        _ = try await b.client.send(.joinAccount(JoinAccountRequest(code: code, deviceName: "laptop")))
+        let (aID, bID) = (try await a.client.send(.account).deviceID, try await b.client.send(.account).deviceID)
+        try await waitUntil("A and B reach each other") {
+            let (fromA, fromB) = (try await a.client.send(.peers).peers, try await b.client.send(.peers).peers)
+            return fromA.contains { $0.id == bID && $0.reachable } && fromB.contains { $0.id == aID && $0.reachable }
+        }
+        // The session was dialled by one of them (both may have tried; one session stays): that one remembers.
+        let daemons = [(a, b, bID), (b, a, aID)]
+        let (dialler, other, otherID) = try #require(
+            daemons.first { d, _, id in DialMemory(path: d.stateDirectory + "/dialled").all.contains { $0.device == id } }
+        )
+        let remembered = try #require(DialMemory(path: dialler.stateDirectory + "/dialled").all.first)
+        #expect(remembered.host == "127.0.0.1" && remembered.port == other.daemon.peerPort)
+
+        try await dialler.stop()
+        try await waitUntil("the other to see it go") { try await !other.client.send(.peers).peers.contains { $0.reachable } }
+        let back = try await TestDaemon.start(directory: dialler.directory, network: DiscoveryNetwork())
+        try await waitUntil("it to reach the other at once, on its own") {
+            try await back.client.send(.peers).peers.contains { $0.id == otherID && $0.reachable }
+        }
+        try await back.finish()
+        try await other.finish()
+    }
+}
