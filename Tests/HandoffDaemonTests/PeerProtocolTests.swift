@@ -93,6 +93,8 @@ import Testing
             .renewCertificate(requestID: 15, publicKey: Array(repeating: 6, count: 32)),
             .certificateRenewed(requestID: 16, certificate: [0x30, 1, 2]),
             .certificateRenewed(requestID: 17, certificate: []),
+            .advertName(instanceName: "q7xk2mbv0a4hj9ts", port: 47810),
+            .advertName(instanceName: String(repeating: "é", count: 31) + "x", port: 1),
             .savedDeletions([
                 SavedActivityDeletion(at: Timestamp(microsecondsSinceEpoch: 1_700_000_000_000_000), persistentIdentifiers: ["note-7", "home:ü.txt"]),
                 SavedActivityDeletion(at: Timestamp(microsecondsSinceEpoch: -5), types: ["org.example.notes.edit"], everything: true),
@@ -110,12 +112,17 @@ import Testing
         }
         // A newer peer's message is skipped, not fatal.
         #expect(try PeerMessage(kind: 200, payload: [1, 2]) == .unknown(kind: 200))
+        // An advert name is one DNS label, and a port is never 0.
+        for bad in [PeerMessage.advertName(instanceName: "", port: 1), .advertName(instanceName: String(repeating: "a", count: 64), port: 1), .advertName(instanceName: "a", port: 0)] {
+            let (kind, payload) = bad.encodedPayload()
+            #expect(throws: PeerMessageError.self) { try PeerMessage(kind: kind, payload: payload) }
+        }
     }
 
     @Test func randomPayloadsNeverCrashTheDecoder() {
         var rng = SystemRandomNumberGenerator()
         for _ in 0..<20_000 {
-            let kind = UInt8.random(in: 0...31, using: &rng)
+            let kind = UInt8.random(in: 0...32, using: &rng)
             let payload = (0..<Int.random(in: 0..<64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             _ = try? PeerMessage(kind: kind, payload: payload)
         }

@@ -49,9 +49,10 @@ import Testing
         #expect(DialMemory(path: dir + "/dialled").all.isEmpty)
     }
 
-    /// The device that dialled restarts where discovery finds nothing (another network), and the
-    /// other's advert of before is all it has: it reaches the other at the address it remembered.
-    @Test func aDeviceThatStartsReachesTheOtherWithoutDiscovery() async throws {
+    /// A device restarts where discovery finds nothing (another network), and the other's advert
+    /// of before is all it has: it reaches the other at the address it remembered. Then the
+    /// other restarts so too, and reaches it by what it said of its new advert (`advertName`).
+    @Test func devicesThatStartReachEachOtherWithoutDiscovery() async throws {
         let network = DiscoveryNetwork()
         let a = try await TestDaemon.start(network: network)
         _ = try await a.client.send(.createAccount(CreateAccountRequest(deviceName: "desk")))
@@ -64,21 +65,32 @@ import Testing
             let (fromA, fromB) = (try await a.client.send(.peers).peers, try await b.client.send(.peers).peers)
             return fromA.contains { $0.id == bID && $0.reachable } && fromB.contains { $0.id == aID && $0.reachable }
         }
-        // The session was dialled by one of them (both may have tried; one session stays): that one remembers.
-        let daemons = [(a, b, bID), (b, a, aID)]
-        let (dialler, other, otherID) = try #require(
-            daemons.first { d, _, id in DialMemory(path: d.stateDirectory + "/dialled").all.contains { $0.device == id } }
-        )
-        let remembered = try #require(DialMemory(path: dialler.stateDirectory + "/dialled").all.first)
-        #expect(remembered.host == "127.0.0.1" && remembered.port == other.daemon.peerPort)
+        // Whichever side dialled, each remembers the other: its session's address, its advert's port and name.
+        try await waitUntil("each to remember the other") {
+            DialMemory(path: a.stateDirectory + "/dialled").all.map(\.device) == [bID]
+                && DialMemory(path: b.stateDirectory + "/dialled").all.map(\.device) == [aID]
+        }
+        let remembered = try #require(DialMemory(path: b.stateDirectory + "/dialled").all.first)
+        #expect(remembered.host == "127.0.0.1" && remembered.port == a.daemon.peerPort)
 
-        try await dialler.stop()
-        try await waitUntil("the other to see it go") { try await !other.client.send(.peers).peers.contains { $0.reachable } }
-        let back = try await TestDaemon.start(directory: dialler.directory, network: DiscoveryNetwork())
-        try await waitUntil("it to reach the other at once, on its own") {
-            try await back.client.send(.peers).peers.contains { $0.id == otherID && $0.reachable }
+        try await b.stop()
+        try await waitUntil("A to see B go") { try await !a.client.send(.peers).peers.contains { $0.reachable } }
+        let back = try await TestDaemon.start(directory: b.directory, network: DiscoveryNetwork())
+        try await waitUntil("B to reach A at once, on its own") {
+            try await back.client.send(.peers).peers.contains { $0.id == aID && $0.reachable }
+        }
+
+        // A never saw B's new advert (B is on another network now): B said its name and port over
+        // the session. So A, restarted on a network of its own too, reaches B as B runs now.
+        try await waitUntil("A to remember B as it runs now") {
+            DialMemory(path: a.stateDirectory + "/dialled").all.first?.port == back.daemon.peerPort
+        }
+        try await a.stop()
+        let aBack = try await TestDaemon.start(directory: a.directory, network: DiscoveryNetwork())
+        try await waitUntil("A to reach B, both restarted") {
+            try await aBack.client.send(.peers).peers.contains { $0.id == bID && $0.reachable }
         }
         try await back.finish()
-        try await other.finish()
+        try await aBack.finish()
     }
 }

@@ -99,8 +99,12 @@ package actor AccountStore {
         }
     }
 
+    /// Settled once `start` is done: the saved account, if any, can connect.
+    package let started = Once<Void>()
+
     /// Builds the TLS contexts for what was loaded. Called once the daemon runs.
     package func start() async {
+        defer { started.settle(()) }
         guard let material else { return }
         do {
             try await install(material, saving: false)

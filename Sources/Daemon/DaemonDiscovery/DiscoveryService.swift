@@ -232,6 +232,7 @@ package final class DiscoveryService: Service {
     private func publish() async {
         guard deviceSwitch.isOn, let hello = await store.hello(), let keys = await store.advertKeys.first, !(await store.isRevokedSelf) else {
             state.withLock { $0.advertising = false }
+            await directory.advertising(nil)
             await backend.withdraw()
             return
         }
@@ -243,6 +244,7 @@ package final class DiscoveryService: Service {
             state.withLock { $0.advertising = true }
             // Members that see this advert address their hellos to it: answered from now on.
             store.security.hellos.advertising(as: identity.instanceName)
+            await directory.advertising(PeerDirectory.OwnAdvert(instanceName: identity.instanceName, port: port()))
             await backend.publish(instanceName: identity.instanceName, port: port(), txt: txt)
         } catch {
             logger.error("the advert does not fit in a TXT record", metadata: ["bytes": "\(AdvertSeal.maximumTXTBytes)"])

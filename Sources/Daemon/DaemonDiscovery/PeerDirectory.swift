@@ -81,6 +81,14 @@ package actor PeerDirectory {
     /// Where devices were last reached (`DialMemory`).
     private let dialMemory: DialMemory
 
+    /// This device's own advert, as `DiscoveryService` publishes it: told to each device when a
+    /// session opens (`advertName`), before the advert itself may have reached it.
+    package struct OwnAdvert: Sendable, Equatable {
+        package var instanceName: String
+        package var port: Int
+    }
+    package private(set) var ownAdvert: OwnAdvert?
+
     package init(events: EventHub, dialMemory: DialMemory = DialMemory(path: nil)) {
         self.dialMemory = dialMemory
         self.events = events
@@ -112,7 +120,27 @@ package actor PeerDirectory {
             )
             Self.apply(sequence: advert.sequence, activity: advert.activity, to: &e)
         }
+        rememberWhereReached(advert.deviceID)
         return fresh
+    }
+
+    package func advertising(_ advert: OwnAdvert?) { ownAdvert = advert }
+
+    /// What a device said of its advert over its session (`advertName`): where, and as what, to
+    /// dial it at the next start — news the advert itself brings only after Avahi probed it (~1 s).
+    package func advertised(_ id: DeviceID, instanceName: String, port: Int) {
+        guard let e = entries[id], e.sessions > 0, let host = e.sessionAddress else { return }
+        dialMemory.remember(DialMemory.Entry(device: id, host: host, port: port, instance: instanceName))
+    }
+
+    /// Where a device is reached now — its session's address, at the port and under the name of
+    /// its newest advert, whichever side dialled — is kept for the next start (`DialMemory`);
+    /// a device without an advert (a static peer) is not.
+    private func rememberWhereReached(_ id: DeviceID) {
+        guard let e = entries[id], e.sessions > 0, let host = e.sessionAddress,
+            let (instance, newest) = e.sightings.max(by: { $0.value.at < $1.value.at })
+        else { return }
+        dialMemory.remember(DialMemory.Entry(device: id, host: host, port: newest.port, instance: instance.name))
     }
 
     /// Whether a sighting tells us something new about where the device is: a new instance, a
@@ -147,6 +175,7 @@ package actor PeerDirectory {
             e.lastSeen = now
             e.unreachableSince = nil
         }
+        rememberWhereReached(id)
     }
 
     package func sessionDown(_ id: DeviceID, now: Timestamp = .now()) {
@@ -264,13 +293,6 @@ package actor PeerDirectory {
     package func addressee(_ id: DeviceID) -> HelloAddressee {
         guard let newest = entries[id]?.sightings.max(by: { $0.value.at < $1.value.at }) else { return .device(id) }
         return .advert(id, instanceName: newest.key.name)
-    }
-
-    /// A dial of ours reached `id` at `address`: remembered with the advert it was addressed to
-    /// (none for a static peer), for the next start.
-    package func reached(_ id: DeviceID, at address: PeerAddress) {
-        guard case .advert(_, let instance) = addressee(id) else { return }
-        dialMemory.remember(DialMemory.Entry(device: id, host: address.host, port: address.port, instance: instance))
     }
 
     /// Where to dial each device at start, and how to address it: as it was reached last.

@@ -4,7 +4,7 @@ import HandoffPeer
 
 /// The activity's peer messages: what each device is doing (`activityNotice`, told first on
 /// every session), the activity for a device that continues it (`getActivity`), and its word
-/// that it did (`activityContinued`).
+/// that it did (`activityContinued`); and where its advert is (`advertName`, told on every session).
 package struct ActivityMessages: PeerMessageHandler {
     let directory: PeerDirectory
     let desk: ActivityDesk
@@ -14,10 +14,13 @@ package struct ActivityMessages: PeerMessageHandler {
         self.desk = desk
     }
 
-    package var kinds: Set<PeerMessage.Kind> { [.activityNotice, .activityTarget, .getActivity, .activityContinued] }
+    package var kinds: Set<PeerMessage.Kind> { [.activityNotice, .activityTarget, .getActivity, .activityContinued, .advertName] }
 
     package func opened(_ talk: PeerTalk) async throws {
         for message in PeerMessage.telling(desk.notice) { try await talk.send(message) }
+        if let own = await directory.ownAdvert, let port = UInt16(exactly: own.port) {
+            try await talk.send(.advertName(instanceName: own.instanceName, port: port))
+        }
     }
 
     package func handle(_ message: PeerMessage, _ talk: PeerTalk) async throws {
@@ -33,6 +36,8 @@ package struct ActivityMessages: PeerMessageHandler {
             talk.links.spawn { try? await talk.send(await desk.answer(id, seen: seen, to: peer)) }
         case .activityContinued(let activityID):
             desk.continued(activityID, by: talk.peer)
+        case .advertName(let name, let port):
+            await directory.advertised(talk.session.peerID, instanceName: name, port: Int(port))
         default:
             break
         }

@@ -115,6 +115,8 @@ package actor MemberLinks {
     private var dials = DialPlan()
     /// When dialling a device last failed at every address (cleared once a session is up).
     private var dialFailedAt: [DeviceID: Timestamp] = [:]
+    /// The dials under way, by address (`connect`).
+    private var dialling: [String: Once<Result<MemberSession, DaemonError>>] = [:]
     let store: AccountStore
     let security: PeerSecurity
     let directory: PeerDirectory
@@ -409,7 +411,16 @@ package actor MemberLinks {
         guard let contexts = security.contexts else {
             throw .noAccount
         }
+        // One dial at a time to an address: a second caller (`sync HOST:PORT` while the dial at
+        // start is under way) takes the session that one makes, rather than replacing it.
+        if let under = dialling[address.description], case .success(let session)? = await under.valueUnlessCancelled(),
+            session.isOpen, expected == nil || session.peerID == expected
+        {
+            return session
+        }
         let outcome = Once<Result<MemberSession, DaemonError>>()
+        dialling[address.description] = outcome
+        defer { if dialling[address.description] === outcome { dialling[address.description] = nil } }
         spawn { [self] in
             do {
                 var addressee = only ?? .anyone
@@ -486,7 +497,6 @@ package actor MemberLinks {
                 let session = try await connect(target, expecting: id)
                 dials.connected(id)
                 closeIfOff(session)
-                await directory.reached(id, at: PeerAddress(host: session.remote, port: target.port))
                 return
             } catch {
                 logger.debug("cannot reach a device", metadata: ["peer": "\(id.short)", "address": "\(target)", "error": "\(error)"])
@@ -506,6 +516,7 @@ package actor MemberLinks {
     /// advert it had then — before discovery has answered (docs/discovery.md, "First contact").
     /// Gone from there, or restarted since (a new advert name): discovery finds it as ever.
     package func dialRemembered() async {
+        await store.started.value
         for (id, address, addressee) in await directory.rememberedDials {
             guard handoffOn, sessions[id] == nil, id != security.contexts?.deviceID, case .dial(_, let ticket) = dials.want(id, fresh: true) else { continue }
             spawn { [self] in await self.dialRemembered(id, at: address, addressee, ticket: ticket) }

@@ -88,6 +88,11 @@ public enum PeerMessage: Sendable, Equatable {
     case renewCertificate(requestID: UInt32, publicKey: [UInt8])
     /// The answer: a certificate (DER) from the current root, or nothing (refused).
     case certificateRenewed(requestID: UInt32, certificate: [UInt8])
+    /// The sender's DNS-SD advert now — its instance name (≤ 63 bytes, as DNS-SD allows) and
+    /// port — told when a session opens, so that the other device, at its next start, dials it
+    /// there addressed to that advert even before the advert itself reached it (docs/discovery.md,
+    /// "First contact"). A device that does not know the kind skips it.
+    case advertName(instanceName: String, port: UInt16)
     /// A message type this version does not know (a newer peer's); sessions skip it.
     case unknown(kind: UInt8)
 
@@ -99,7 +104,7 @@ public enum PeerMessage: Sendable, Equatable {
         case getAccountState = 15, accountStateReply = 16, removed = 17, leaving = 18, renameRequest = 19
         case savedDeletions = 20, activityTarget = 21, clipboardNotice = 22, openClipboardStream = 23
         case keyOffer = 24, keyAccept = 25, keyHandover = 26, keyRefused = 27, keyStored = 28
-        case renewCertificate = 29, certificateRenewed = 30
+        case renewCertificate = 29, certificateRenewed = 30, advertName = 31
     }
 
     var kindByte: UInt8 {
@@ -141,6 +146,7 @@ public enum PeerMessage: Sendable, Equatable {
         case .keyStored: .keyStored
         case .renewCertificate: .renewCertificate
         case .certificateRenewed: .certificateRenewed
+        case .advertName: .advertName
         case .unknown: nil
         }
     }
@@ -180,6 +186,7 @@ extension PeerMessage {
         case .keyStored: "account key receipt"
         case .renewCertificate: "certificate request"
         case .certificateRenewed: "certificate"
+        case .advertName: "advert name"
         case .unknown(let kind): "message of unknown type \(kind)"
         }
     }
@@ -368,6 +375,8 @@ extension PeerMessage {
 
     /// The most deletions one message (and so one device's list of them) carries.
     public static let maximumSavedDeletions = 128
+    /// A DNS-SD instance name is one DNS label: at most 63 bytes.
+    public static let maximumInstanceNameBytes = 63
 
     /// A signed account state and its account secret, each length-prefixed.
     static func signedState(_ r: inout ByteReader) throws -> (SignedAccountState, [UInt8]) {
@@ -499,6 +508,9 @@ extension PeerMessage {
         case .certificateRenewed(let request, let certificate):
             w.uint32BE(request)
             w.lengthPrefixed(certificate)
+        case .advertName(let name, let port):
+            w.lengthPrefixed(Array(name.utf8))
+            w.uint16BE(port)
         case .unknown:
             break
         }
@@ -644,6 +656,13 @@ extension PeerMessage {
                 let certificate = Array(try r.lengthPrefixed())
                 guard certificate.count <= 16 * 1024 else { throw PeerMessageError(description: "a certificate over 16 KiB") }
                 self = .certificateRenewed(requestID: request, certificate: certificate)
+            case .advertName:
+                let name = try r.utf8String()
+                let port = try r.uint16BE()
+                guard (1...PeerMessage.maximumInstanceNameBytes).contains(name.utf8.count), port > 0 else {
+                    throw PeerMessageError(description: "an advert name of no or over 63 bytes, or port 0")
+                }
+                self = .advertName(instanceName: name, port: port)
             }
         } catch let e as PeerMessageError {
             throw e
