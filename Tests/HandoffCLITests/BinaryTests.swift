@@ -101,7 +101,14 @@ import Testing
         #expect(long.status == 1 && long.stderr.contains("is too long for a Unix socket; give a shorter --socket"), "\(long)")
         let nowhere = try await second.runDaemon(["--port", "0", "--listen", "192.0.2.77"])
         #expect(nowhere.status == 1 && nowhere.stderr.contains("192.0.2.77 is not an address of this computer"), "\(nowhere)")
-        for r in [taken, again, long, nowhere] {
+        // Given no flags, as systemd starts it (`DaemonOptions`, without ArgumentParser): the same
+        // words and status, from its configuration file.
+        try second.user.makeDirectory(second.directory + "/.config")
+        try second.user.makeDirectory(second.directory + "/.config/handoff")
+        try second.write(Data("port = \(port)\nlisten = [\"127.0.0.1\"]\n".utf8), to: ".config/handoff/handoffd.toml")
+        let bare = try await second.runDaemon([])
+        #expect(bare.status == 1 && bare.stderr.contains("handoffd: error: port \(port) is already in use"), "\(bare)")
+        for r in [taken, again, long, nowhere, bare] {
             // (Its log lines before may carry the full text; the last word is for people.)
             let last = r.stderr.split(separator: "\n").filter { $0.hasPrefix("handoffd: error:") }
             #expect(last.count == 1 && !last[0].contains("errno") && !last[0].contains("descriptor:") && !last[0].contains("Error("), "\(r.stderr)")

@@ -5,6 +5,7 @@ import HandoffModel
 import HandoffTestSupport
 import Testing
 
+@testable import DaemonCore
 @testable import DaemonDiscovery
 
 /// A device that starts dials the others where it last reached them, at once, without waiting for
@@ -47,6 +48,16 @@ import Testing
         let text = "{\"devices\":[{\"device\":\"\(Self.desk)\",\"host\":\"10.0.0.1\",\"port\":70000,\"instance\":\"x\"}]}"
         try text.write(toFile: dir + "/dialled", atomically: true, encoding: .utf8)
         #expect(DialMemory(path: dir + "/dialled").all.isEmpty)
+    }
+
+    /// What a device says of its own advert on each session: never a port it does not listen on
+    /// (an advert published before the listener had its port says 0), which the other would refuse.
+    @Test func anAdvertWithoutItsPortIsNotTold() async {
+        let directory = PeerDirectory(events: EventHub())
+        await directory.advertising(PeerDirectory.OwnAdvert(instanceName: "q7xk2mbv0a4hj9ts", port: 0))
+        #expect(await directory.ownAdvert == nil)
+        await directory.advertising(PeerDirectory.OwnAdvert(instanceName: "q7xk2mbv0a4hj9ts", port: 47810))
+        #expect(await directory.ownAdvert?.port == 47810)
     }
 
     /// A device restarts where discovery finds nothing (another network), and the other's advert

@@ -195,7 +195,12 @@ package final class DiscoveryService: Service {
         }
     }
 
+    /// How long discovery waits for the dials at start (`PeerDirectory.rememberedDialsDone`): one
+    /// that succeeds takes ~10 ms; one still under way after this is likely to fail.
+    static let headStart: Duration = .milliseconds(50)
+
     package func run() async throws {
+        _ = await directory.rememberedDialsDone.value(within: Self.headStart)
         let events = await backend.start(browseDomains: browseDomains)
         let me = await store.hello()?.deviceID
         state.withLock { $0.deviceID = me }

@@ -88,9 +88,18 @@ package actor PeerDirectory {
         package var port: Int
     }
     package private(set) var ownAdvert: OwnAdvert?
+    /// Each new `ownAdvert`, for the sessions already open (`MemberLinksService` tells them).
+    package nonisolated let ownAdverts: AsyncStream<OwnAdvert>
+    private let ownAdvertChanges: AsyncStream<OwnAdvert>.Continuation
+
+    /// Settled once the dials at start (`DialMemory`) are done: discovery waits for them, briefly
+    /// (`DiscoveryService.headStart`), so that Avahi's clients and D-Bus do not take the two
+    /// cores from the one handshake likely to succeed (docs/discovery.md, "First contact").
+    package nonisolated let rememberedDialsDone = Once<Void>()
 
     package init(events: EventHub, dialMemory: DialMemory = DialMemory(path: nil)) {
         self.dialMemory = dialMemory
+        (ownAdverts, ownAdvertChanges) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.events = events
     }
 
@@ -124,7 +133,13 @@ package actor PeerDirectory {
         return fresh
     }
 
-    package func advertising(_ advert: OwnAdvert?) { ownAdvert = advert }
+    /// `advert` with port 0 (published before the listener had its port) counts as none.
+    package func advertising(_ advert: OwnAdvert?) {
+        let advert = advert.flatMap { (1...65535).contains($0.port) ? $0 : nil }
+        guard advert != ownAdvert else { return }
+        ownAdvert = advert
+        if let advert { ownAdvertChanges.yield(advert) }
+    }
 
     /// What a device said of its advert over its session (`advertName`): where, and as what, to
     /// dial it at the next start — news the advert itself brings only after Avahi probed it (~1 s).

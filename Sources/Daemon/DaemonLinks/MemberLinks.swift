@@ -517,9 +517,17 @@ package actor MemberLinks {
     /// Gone from there, or restarted since (a new advert name): discovery finds it as ever.
     package func dialRemembered() async {
         await store.started.value
+        var wanted: [(DeviceID, PeerAddress, HelloAddressee, ticket: Int)] = []
         for (id, address, addressee) in await directory.rememberedDials {
             guard handoffOn, sessions[id] == nil, id != security.contexts?.deviceID, case .dial(_, let ticket) = dials.want(id, fresh: true) else { continue }
-            spawn { [self] in await self.dialRemembered(id, at: address, addressee, ticket: ticket) }
+            wanted.append((id, address, addressee, ticket))
+        }
+        let (done, toDial) = (directory.rememberedDialsDone, wanted)
+        spawn { [self] in
+            await withDiscardingTaskGroup { group in
+                for (id, address, addressee, ticket) in toDial { group.addTask { await self.dialRemembered(id, at: address, addressee, ticket: ticket) } }
+            }
+            done.settle(())
         }
     }
 
@@ -600,6 +608,12 @@ package struct MemberLinksService: Service {
         await links.dialRemembered()
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
+                // This device's advert changed (it started, or renamed): the open sessions hear it.
+                group.addTask {
+                    for await own in links.directory.ownAdverts {
+                        if let port = UInt16(exactly: own.port) { _ = await links.broadcast(.advertName(instanceName: own.instanceName, port: port)) }
+                    }
+                }
                 for await job in links.jobStream {
                     group.addTask { await job() }
                 }

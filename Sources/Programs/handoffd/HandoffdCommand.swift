@@ -20,7 +20,15 @@ import Glibc
 enum HandoffdMain {
     static func main() async {
         HandoffDaemon.tuneProcessForStreams()
-        await ProgramExecutor.run(on: EventLoopTasks(MultiThreadedEventLoopGroup.singleton)) { await HandoffdCommand.main() }
+        await ProgramExecutor.run(on: EventLoopTasks(MultiThreadedEventLoopGroup.singleton)) {
+            // `handoffd` alone, as systemd starts it, has nothing to parse: ArgumentParser's first
+            // parse (reflection over every option) would add to every start (docs/benchmarks.md).
+            if CommandLine.arguments.count == 1 {
+                await DaemonOptions().runAsMain()
+            } else {
+                await HandoffdCommand.main()
+            }
+        }
     }
 }
 
@@ -75,6 +83,17 @@ struct HandoffdCommand: AsyncParsableCommand {
     @Option(name: .customLong("join-peer"), help: ArgumentHelp("Where the inviting device is, for --join.", valueName: "host:port"))
     var joinPeer: String?
 
+    var options: DaemonOptions {
+        DaemonOptions(
+            socket: socket, stateDirectory: stateDirectory, config: config, port: port, listen: listen, maximumActivityBytes: maximumActivityBytes,
+            logLevel: logLevel, peers: peers, browser: browser, createAccount: createAccount, joinCode: joinCode, joinPeer: joinPeer
+        )
+    }
+
+    func run() async throws {
+        try await options.run()
+    }
+
     func validate() throws {
         if let logLevel, !DaemonSettings.logLevels.contains(logLevel) {
             throw ValidationError("--log-level must be one of \(DaemonSettings.logLevels.joined(separator: ", "))")
@@ -94,6 +113,34 @@ struct HandoffdCommand: AsyncParsableCommand {
             } catch {
                 throw ValidationError("--join \(joinCode): \(error.description) (handoffctl account invite, on the device that has the account, prints it)")
             }
+        }
+    }
+}
+
+/// What handoffd runs with: the flags' values, or their defaults when it was given none.
+struct DaemonOptions {
+    var socket = HandoffPaths.defaultSocketPath()
+    var stateDirectory = HandoffPaths.stateDirectory()
+    var config: String?
+    var port: Int?
+    var listen: [String] = []
+    var maximumActivityBytes: Int?
+    var logLevel: String?
+    var peers: [String] = []
+    var browser: String?
+    var createAccount = false
+    var joinCode: String?
+    var joinPeer: String?
+
+    /// As ArgumentParser's `main` ends a command: its exit code, or 1 with the error said.
+    func runAsMain() async {
+        do {
+            try await run()
+        } catch let code as ExitCode {
+            exit(code.rawValue)
+        } catch {
+            FileHandleStderr.write("handoffd: error: \(error)\n")
+            exit(1)
         }
     }
 

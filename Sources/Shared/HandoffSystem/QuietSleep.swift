@@ -45,8 +45,10 @@ public enum QuietSleep {
     /// armed and fires only when another timer is. A daemon calls this at start, before anyone
     /// can use up its descriptors: one short wait on each clock.
     public static func prepare() async {
-        try? await sleep(for: .milliseconds(1))
-        try? await sleep(untilWallClock: wallClockMicroseconds() + 1_000)
+        // Both at once: a daemon's start waits for this (~1 ms, not 2).
+        async let monotonic: Void? = try? sleep(for: .milliseconds(1))
+        async let wallClock: Void? = try? sleep(untilWallClock: wallClockMicroseconds() + 1_000)
+        _ = await (monotonic, wallClock)
     }
 
     private static func wallClockMicroseconds() -> Int64 {
