@@ -55,7 +55,7 @@ package struct ContinueFlow: Sendable {
     package func run(_ request: ContinueRequest, link: LinkTarget?) async throws(DaemonError) -> LinkOutcome {
         let account = try await accounts.requireMembership()
         let (state, me) = (account.state, account.deviceID)
-        let continuation = Continuation(id: UUID(), request: request, flow: self)
+        let continuation = Continuation(id: .random(), request: request, flow: self)
         let fetched: ActivityFetch.Fetched
         do throws(DaemonError) {
             fetched = try await fetch.run(request.peer, expected: request.activityID, state: state, me: me) { summary, peer async in
@@ -92,7 +92,7 @@ package struct ContinueFlow: Sendable {
         activity.content.supportsContinuationStreams = false
         activity.content.needsSave = false
         let request = ContinueRequest(peer: peer.id.text, delivery: delivery, environment: environment)
-        return try await Continuation(id: UUID(), request: request, flow: self).hand(activity, from: peer)
+        return try await Continuation(id: .random(), request: request, flow: self).hand(activity, from: peer)
     }
 
     /// One continuation's lifecycle events: `willContinue` once (as soon as its type is known),

@@ -66,18 +66,16 @@ package final class MemberSession: Sendable {
         let answer = Once<Result<PeerMessage, any Error>>()
         pending.withLock { $0[id] = answer }
         defer { pending.withLock { _ = $0.removeValue(forKey: id) } }
-        // The time allowed covers the write: a peer that stops reading fills the connection.
+        // The time allowed covers the write: a peer that stops reading fills the connection. A
+        // timer of the session's event loop, not a sleeping task: arming and cancelling it wakes
+        // no other thread (a request is on the path of every `continue`).
+        let timer = channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) { answer.settle(.failure(PeerRequestTimeout())) }
+        defer { timer.cancel() }
         let outbound = self.outbound
-        let result = await withTaskGroup(of: Void.self) { group -> Result<PeerMessage, any Error>? in
-            group.addTask {
-                do { try await outbound.write(message) } catch { answer.settle(.failure(error)) }
-            }
-            defer { group.cancelAll() }
-            return await answer.value(within: timeout)
-        }
-        guard let result else {
-            try Task.checkCancellation()
-            throw PeerRequestTimeout()
+        // Left unawaited, the write is cancelled when this returns (an answer, or the timer).
+        async let _ = { do { try await outbound.write(message) } catch { answer.settle(.failure(error)) } }()
+        guard let result = await answer.valueUnlessCancelled() else {
+            throw CancellationError()
         }
         return try result.get()
     }
