@@ -426,7 +426,8 @@ public final class HandoffDaemon: Sendable {
     /// `onHangup`, SIGHUP calls it (`HangupService`).
     public func run(handleSignals: Bool = true, onHangup: (@Sendable () -> Void)? = nil) async throws {
         // Before any peer can use up our descriptors: a timer armed at the limit would never fire.
-        await QuietSleep.prepare()
+        // Its millisecond passes while the services are built below.
+        async let prepared: Void = QuietSleep.prepare()
         let daemonUID = geteuid()
         let peerPort: @Sendable () -> Int = { [self] in self.peerPort }
         let fetch = ActivityFetch(directory: directory, links: links, peerPort: peerPort, maximumActivityBytes: configuration.limits.maximumEncodedSize)
@@ -461,6 +462,7 @@ public final class HandoffDaemon: Sendable {
         )
         let state = StateLifecycle(registry: registry, accounts: accounts, events: events, attachments: attachments, notifier: configuration.notifier)
         let hangup = onHangup.map { HangupService(reload: $0) }
+        await prepared
         let serviceGroup = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [
