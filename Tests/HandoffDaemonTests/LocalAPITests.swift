@@ -343,6 +343,20 @@ import DaemonCore
         #expect(seen == ["e0", "e1"], "the stream ended after the buffer overflowed")
         #expect(hub.subscriberCount == 0)
     }
+
+    /// A subscriber that follows only some events is given only those (the others would wake
+    /// its thread for nothing), and overflows by them alone.
+    @Test func aSubscriberGetsOnlyTheEventsItFollows() async {
+        let hub = EventHub(bufferLimit: 2)
+        let stream = hub.subscribe(only: { $0.body.name.hasPrefix("kept") })
+        for name in ["dropped0", "kept1", "dropped2", "kept3", "dropped4"] {
+            hub.publish(LocalEvent(at: Timestamp(microsecondsSinceEpoch: 0), .unknown(name: name)))
+        }
+        hub.finishAll()
+        var seen: [String] = []
+        for await event in stream { seen.append(event.body.name) }
+        #expect(seen == ["kept1", "kept3"])
+    }
 }
 
 func mode(_ path: String) throws -> mode_t {

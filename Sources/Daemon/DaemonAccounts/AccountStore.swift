@@ -53,7 +53,12 @@ package actor AccountStore {
     package nonisolated let invites: InviteBook
     private let events: EventHub
     private let registry: ActivityRegistry
-    private(set) var material: AccountMaterial?
+    private(set) var material: AccountMaterial? {
+        didSet { published.withLock { $0 = material } }
+    }
+    /// `material` as last set, for readers that must not wait for the disk thread this actor
+    /// runs on (`requireMembershipNow`).
+    private nonisolated let published = Mutex<AccountMaterial?>(nil)
     /// The account key offered to another device, or by another device to this one.
     var transfers = KeyTransfers()
 
@@ -80,6 +85,7 @@ package actor AccountStore {
         self.events = events
         self.registry = registry
         self.material = AccountStore.load(path: path, logger: logger)
+        published.withLock { [material] in $0 = material }
         if let material {
             logger.info(
                 "account loaded",
@@ -241,11 +247,26 @@ package actor AccountStore {
     /// The account, for what only a member may do: a removed device is told at once (exit 32),
     /// with who removed it and how to rejoin, instead of trying the network.
     package func requireMembership() throws(DaemonError) -> AccountMaterial {
-        let m = try requireAccount()
-        if let removal = m.removalInfo {
+        try Self.membership(material)
+    }
+
+    /// As `requireMembership`, without a hop to the disk thread and back (two thread wake-ups):
+    /// `continue` asks it first (docs/benchmarks.md, "Starting handoffctl").
+    package nonisolated func requireMembershipNow() throws(DaemonError) -> AccountMaterial {
+        try Self.membership(published.withLock { $0 })
+    }
+
+    /// This device's id and name (nil without an account), without a hop to the disk thread.
+    package nonisolated var deviceNow: (id: DeviceID, name: String)? {
+        published.withLock { m in m.map { ($0.deviceID, $0.deviceName) } }
+    }
+
+    private static func membership(_ material: AccountMaterial?) throws(DaemonError) -> AccountMaterial {
+        guard let material else { throw .noAccount }
+        if let removal = material.removalInfo {
             throw .removed(removal)
         }
-        return m
+        return material
     }
 
     /// The signed notice to give `id`, a device the account removed (nil if it is not, or the

@@ -53,7 +53,7 @@ package struct ContinueFlow: Sendable {
     /// The activity `link` names, from its device, if the device is reachable and it is still
     /// current there: `request.peer` is the device.
     package func run(_ request: ContinueRequest, link: LinkTarget?) async throws(DaemonError) -> LinkOutcome {
-        let account = try await accounts.requireMembership()
+        let account = try accounts.requireMembershipNow()
         let (state, me) = (account.state, account.deviceID)
         let continuation = Continuation(id: .random(), request: request, flow: self)
         let fetched: ActivityFetch.Fetched

@@ -7,6 +7,7 @@ import HandoffAPI
 import HandoffModel
 import HandoffSystem
 import Logging
+import Synchronization
 
 /// The device's one current activity (docs/activity-encoding.md): replaced by `becomeCurrent` or
 /// the focused window (`followWindows`), withdrawn by `resignCurrent` or by its expiration date,
@@ -22,8 +23,13 @@ public actor ActivityRegistry {
     private let limits: ActivityLimits
     private let events: EventHub
     private let logger: Logger
-    private var state: CurrentActivity
+    private var state: CurrentActivity {
+        didSet { published.withLock { [state] in $0 = state.activity } }
+    }
     private var current: Activity? { state.activity }
+    /// `current` as last set, for readers that must not wait for the disk thread this actor runs
+    /// on (`currentActivityNow`).
+    private nonisolated let published = Mutex<Activity?>(nil)
     /// The last of the desk's calls carried out (`followWindows`).
     private var windowsSequence: UInt64 = 0
     /// The window whose app is attached to the current activity (`followWindows`), and how.
@@ -58,6 +64,7 @@ public actor ActivityRegistry {
         self.announce = announce
         self.logger = logger
         self.state = CurrentActivity(restored: ActivityRegistry.load(path: path, now: clock.now(), logger: logger))
+        published.withLock { [state] in $0 = state.activity }
         if let current = state.activity {
             logger.info("restored the current activity", metadata: ["activity": "\(current.id.lowercasedString)", "type": "\(current.type)"])
         }
@@ -95,6 +102,14 @@ public actor ActivityRegistry {
     public func currentActivity() async -> Activity? {
         await withdrawIfExpired()
         return current
+    }
+
+    /// The current activity if there is one not expired, without a hop to the disk thread and
+    /// back (two thread wake-ups): what another device's `continue` asks for. Nil: ask
+    /// `currentActivity`, which also withdraws one that expired.
+    public nonisolated func liveActivityNow() -> Activity? {
+        guard let activity = published.withLock({ $0 }), !activity.isExpired(at: clock.now()) else { return nil }
+        return activity
     }
 
     private func withdrawIfExpired() async {

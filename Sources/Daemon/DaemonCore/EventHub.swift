@@ -7,8 +7,13 @@ import Synchronization
 /// a silently gappy stream: its stream ends, and a client that reconnects starts clean.
 public final class EventHub: Sendable {
     private struct State {
-        var subscribers: [Int: AsyncStream<LocalEvent>.Continuation] = [:]
+        var subscribers: [Int: Subscriber] = [:]
         var nextID = 0
+    }
+
+    private struct Subscriber {
+        var continuation: AsyncStream<LocalEvent>.Continuation
+        var wants: (@Sendable (LocalEvent) -> Bool)?
     }
 
     private let state = Mutex(State())
@@ -18,14 +23,16 @@ public final class EventHub: Sendable {
         self.bufferLimit = bufferLimit
     }
 
-    public func subscribe() -> AsyncStream<LocalEvent> {
+    /// `only`: the events this subscriber takes; the others are not given to it, so they never
+    /// wake the thread it runs on (the history's, on every `continue`).
+    public func subscribe(only wants: (@Sendable (LocalEvent) -> Bool)? = nil) -> AsyncStream<LocalEvent> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: LocalEvent.self,
             bufferingPolicy: .bufferingOldest(bufferLimit)
         )
         let id = state.withLock { s in
             defer { s.nextID += 1 }
-            s.subscribers[s.nextID] = continuation
+            s.subscribers[s.nextID] = Subscriber(continuation: continuation, wants: wants)
             return s.nextID
         }
         continuation.onTermination = { [weak self] _ in
@@ -36,9 +43,9 @@ public final class EventHub: Sendable {
 
     public func publish(_ event: LocalEvent) {
         let subscribers = state.withLock { Array($0.subscribers.values) }
-        for continuation in subscribers {
-            if case .dropped = continuation.yield(event) {
-                continuation.finish()
+        for subscriber in subscribers where subscriber.wants?(event) ?? true {
+            if case .dropped = subscriber.continuation.yield(event) {
+                subscriber.continuation.finish()
             }
         }
     }
@@ -51,6 +58,6 @@ public final class EventHub: Sendable {
             defer { s.subscribers.removeAll() }
             return Array(s.subscribers.values)
         }
-        for continuation in subscribers { continuation.finish() }
+        for subscriber in subscribers { subscriber.continuation.finish() }
     }
 }

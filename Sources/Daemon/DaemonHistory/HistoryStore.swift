@@ -85,7 +85,7 @@ package actor HistoryStore: Service {
         self.limits = limits
         self.events = events
         // Subscribed now: nothing published before the service runs is missed.
-        subscription = events.subscribe()
+        subscription = events.subscribe(only: Self.follows)
         self.me = me
         self.logger = logger
         entries = limits.enabled ? Self.load(path, limits: limits, logger: logger) : []
@@ -128,6 +128,14 @@ package actor HistoryStore: Service {
 
     /// The events, for as long as the daemon runs; a subscription that fell too far behind (the
     /// hub ends it) is taken again.
+    /// The events the history follows: the others do not wake its thread.
+    static let follows: @Sendable (LocalEvent) -> Bool = { event in
+        switch event.body {
+        case .currentActivityChanged, .continued: true
+        default: false
+        }
+    }
+
     private func follow() async {
         while !Task.isCancelled {
             for await event in subscription {
@@ -142,7 +150,7 @@ package actor HistoryStore: Service {
                     break
                 }
             }
-            subscription = events.subscribe()
+            subscription = events.subscribe(only: Self.follows)
         }
     }
 

@@ -76,7 +76,9 @@ package enum ActivityAnswer {
         _ requestID: UInt32, seen: UUID?, registry: ActivityRegistry, askToSave: (@Sendable (Activity) -> Bool)? = nil,
         saveWindow: Duration = ActivityAnswer.saveWindow, now given: Timestamp? = nil
     ) async -> (message: PeerMessage, activity: Activity?) {
-        guard let current = await registry.currentActivity() else {
+        var live = registry.liveActivityNow()
+        if live == nil { live = await registry.currentActivity() }
+        guard let current = live else {
             return (.activityUnavailable(requestID: requestID, ActivityUnavailable(.none, message: "there is no current activity")), nil)
         }
         // Expiry by the registry's clock, as the registry itself judges it.

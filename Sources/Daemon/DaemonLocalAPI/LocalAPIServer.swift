@@ -279,9 +279,10 @@ package final class LocalAPIServer: Service {
             headers.add(name: "content-type", value: "application/json")
             headers.add(name: "content-length", value: String(body.count))
             if !keepAlive { headers.add(name: "connection", value: "close") }
-            try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)))
-            try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body))))
-            try await outbound.write(.end(nil))
+            // One flush: the client reads the whole answer in one wake-up, not the head first.
+            try await outbound.write(
+                contentsOf: [.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)), .body(.byteBuffer(ByteBuffer(bytes: body))), .end(nil)]
+            )
             return keepAlive
 
         case .lines(let produce):

@@ -249,7 +249,7 @@ public final class HandoffDaemon: Sendable {
         self.accounts = accounts
         let history = HistoryStore(
             stateDirectory: configuration.stateDirectory, limits: configuration.settings.history, events: events,
-            me: { (try? await accounts.info()).map { LocalEvent.PeerRef(id: $0.deviceID, name: $0.deviceName) } }, logger: logger
+            me: { accounts.deviceNow.map { LocalEvent.PeerRef(id: $0.id, name: $0.name) } }, logger: logger
         )
         self.history = history
         let directory = PeerDirectory(events: events, dialMemory: DialMemory(path: configuration.stateDirectory + "/dialled"))
