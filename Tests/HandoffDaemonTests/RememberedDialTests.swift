@@ -2,6 +2,7 @@ import Foundation
 import HandoffAPI
 import HandoffDiscovery
 import HandoffModel
+import HandoffTLS
 import HandoffTestSupport
 import Testing
 
@@ -20,15 +21,47 @@ import Testing
         let path = dir + "/dialled"
         let memory = DialMemory(path: path)
         #expect(memory.all.isEmpty, "no file yet")
-        let desk = DialMemory.Entry(device: Self.desk, host: "10.0.0.1", port: 47810, instance: "desk-a1")
+        let desk = DialMemory.Entry(device: Self.desk, host: "10.0.0.1", port: 47810, instance: "desk-a1", via: "10.0.0.9")
         memory.remember(desk)
-        memory.remember(DialMemory.Entry(device: Self.phone, host: "fe80::1%eth0", port: 47811, instance: "phone-b2"))
+        memory.remember(DialMemory.Entry(device: Self.phone, host: "fe80::1%eth0", port: 47811, instance: "phone-b2", via: "fe80::9%eth0"))
         var st = stat()
         #expect(stat(path, &st) == 0 && st.st_mode & 0o777 == 0o600)
         #expect(DialMemory(path: path).all.map(\.device) == [Self.desk, Self.phone].sorted())
 
         memory.forget(Self.phone)
         #expect(DialMemory(path: path).all == [desk], "a removed device is forgotten in the file too")
+    }
+
+    /// Dialled at start: only devices of the account now (the others are forgotten), and only
+    /// from the network this device had the session on — never from another one (a café's), where
+    /// the same addresses dialled at every start would follow the device around.
+    @Test func onlyMembersAreDialledAndOnlyFromTheNetworkOfThen() async throws {
+        let dir = try TempDirectory.make()
+        defer { TempDirectory.remove(dir) }
+        let memory = DialMemory(path: dir + "/dialled")
+        memory.remember(DialMemory.Entry(device: Self.desk, host: "10.0.0.1", port: 47810, instance: "desk-a1", via: "10.0.0.9"))
+        memory.remember(DialMemory.Entry(device: Self.phone, host: "fe80::1%eth0", port: 47811, instance: "phone-b2", via: "fe80::9%eth0"))
+        let directory = PeerDirectory(events: EventHub(), dialMemory: memory)
+        let both: Set<DeviceID> = [Self.desk, Self.phone]
+        #expect(await directory.rememberedDials(members: both, here: ["192.168.5.20"]).isEmpty, "another network")
+        #expect(await directory.rememberedDials(members: both, here: ["10.0.0.9", "fe80::9"]).map(\.id) == [Self.desk, Self.phone].sorted())
+        let onlyDesk = await directory.rememberedDials(members: [Self.desk], here: ["10.0.0.9", "fe80::9"])
+        #expect(onlyDesk.map(\.id) == [Self.desk] && onlyDesk.first?.addressee == .advert(Self.desk, instanceName: "desk-a1"))
+        #expect(DialMemory(path: dir + "/dialled").all.map(\.device) == [Self.desk], "the removed phone is forgotten on disk")
+    }
+
+    /// A member says its advert's name once per session (and when it changes, daily): what it says
+    /// more often is not written down again and again.
+    @Test func anAdvertNameIsTakenAtMostEveryTenSeconds() async {
+        let memory = DialMemory(path: nil)
+        let directory = PeerDirectory(events: EventHub(), dialMemory: memory)
+        let t0 = Timestamp(microsecondsSinceEpoch: 1_800_000_000_000_000)
+        await directory.sessionUp(Self.desk, name: "desk", address: "10.0.0.1", local: "10.0.0.9", now: t0)
+        await directory.advertised(Self.desk, instanceName: "first", port: 47810, now: t0)
+        await directory.advertised(Self.desk, instanceName: "second", port: 47810, now: Timestamp(microsecondsSinceEpoch: t0.microsecondsSinceEpoch + 1_000_000))
+        #expect(memory.all.map(\.instance) == ["first"])
+        await directory.advertised(Self.desk, instanceName: "third", port: 47810, now: Timestamp(microsecondsSinceEpoch: t0.microsecondsSinceEpoch + 11_000_000))
+        #expect(memory.all.map(\.instance) == ["third"] && memory.all.first?.via == "10.0.0.9")
     }
 
     /// A cache: what cannot be read is nothing remembered, and the daemon starts as without it.
@@ -45,7 +78,7 @@ import Testing
     @Test func aPortOutOfRangeIsNotDialled() throws {
         let dir = try TempDirectory.make()
         defer { TempDirectory.remove(dir) }
-        let text = "{\"devices\":[{\"device\":\"\(Self.desk)\",\"host\":\"10.0.0.1\",\"port\":70000,\"instance\":\"x\"}]}"
+        let text = "{\"devices\":[{\"device\":\"\(Self.desk)\",\"host\":\"10.0.0.1\",\"port\":70000,\"instance\":\"x\",\"via\":\"10.0.0.9\"}]}"
         try text.write(toFile: dir + "/dialled", atomically: true, encoding: .utf8)
         #expect(DialMemory(path: dir + "/dialled").all.isEmpty)
     }

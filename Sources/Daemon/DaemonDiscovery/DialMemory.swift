@@ -7,10 +7,11 @@ import DaemonCore
 import HandoffModel
 import Synchronization
 
-/// Where this device last reached each other device of the account by dialling it, and the
-/// advert it addressed then: kept in the state directory (`dialled`, 0600) so that a device that
-/// starts dials them at once, while discovery is still asking Avahi (docs/discovery.md, "First
-/// contact"). A cache: a missing, unreadable or stale file costs only that head start.
+/// Where this device last had a session with each other device of the account, from which of its
+/// own addresses, and the other's advert then: kept in the state directory (`dialled`, 0600) so
+/// that a device that starts dials them at once — only from a network it was on then — while
+/// discovery is still asking Avahi (docs/discovery.md, "First contact"). A cache: a missing or
+/// unreadable file costs only that head start; a stale entry at most a second of it.
 package final class DialMemory: Sendable {
     package struct Entry: Codable, Equatable, Sendable {
         package var device: DeviceID
@@ -19,12 +20,16 @@ package final class DialMemory: Sendable {
         /// The advert's instance name the dial was addressed to: a hello to it is answered only
         /// while that device runs under that name (docs/security.md, "A captured ClientHello").
         package var instance: String
+        /// This device's own address on that session: the entry is dialled only while this
+        /// device has it again (on the same network), never from another network.
+        package var via: String
 
-        package init(device: DeviceID, host: String, port: Int, instance: String) {
+        package init(device: DeviceID, host: String, port: Int, instance: String, via: String) {
             self.device = device
             self.host = host
             self.port = port
             self.instance = instance
+            self.via = via
         }
     }
 
@@ -64,6 +69,15 @@ package final class DialMemory: Sendable {
     package func forget(_ id: DeviceID) {
         entries.withLock { e in
             if e.removeValue(forKey: id) != nil { save(e) }
+        }
+    }
+
+    /// Forgets every device but `members` (one removed meanwhile, or another account's).
+    package func keep(only members: Set<DeviceID>) {
+        entries.withLock { e in
+            let before = e.count
+            e = e.filter { members.contains($0.key) }
+            if e.count != before { save(e) }
         }
     }
 

@@ -37,6 +37,11 @@ package actor PeerDirectory {
         var sessions = 0
         /// The peer's IP on the open session: where it really is now.
         var sessionAddress: String?
+        /// This device's own IP on that session.
+        var sessionLocal: String?
+        /// When the device last said its advert's name (`advertName`), which is remembered at
+        /// most every `advertNameInterval`.
+        var advertToldAt: Timestamp?
         var lastSeen: Timestamp?
         var lastAdvert: Timestamp?
         var unreachableSince: Timestamp?
@@ -143,19 +148,27 @@ package actor PeerDirectory {
 
     /// What a device said of its advert over its session (`advertName`): where, and as what, to
     /// dial it at the next start — news the advert itself brings only after Avahi probed it (~1 s).
-    package func advertised(_ id: DeviceID, instanceName: String, port: Int) {
-        guard let e = entries[id], e.sessions > 0, let host = e.sessionAddress else { return }
-        dialMemory.remember(DialMemory.Entry(device: id, host: host, port: port, instance: instanceName))
+    /// At most every `advertNameInterval` per device: each change rewrites `dialled`, and a
+    /// device says it once per session and when its advert's name changes (daily).
+    package func advertised(_ id: DeviceID, instanceName: String, port: Int, now: Timestamp = .now()) {
+        guard var e = entries[id], e.sessions > 0, let host = e.sessionAddress, let via = e.sessionLocal else { return }
+        if let told = e.advertToldAt, now.microsecondsSinceEpoch - told.microsecondsSinceEpoch < Self.advertNameInterval { return }
+        e.advertToldAt = now
+        entries[id] = e
+        dialMemory.remember(DialMemory.Entry(device: id, host: host, port: port, instance: instanceName, via: via))
     }
+
+    /// 10 s, in microseconds.
+    static let advertNameInterval: Int64 = 10_000_000
 
     /// Where a device is reached now — its session's address, at the port and under the name of
     /// its newest advert, whichever side dialled — is kept for the next start (`DialMemory`);
     /// a device without an advert (a static peer) is not.
     private func rememberWhereReached(_ id: DeviceID) {
-        guard let e = entries[id], e.sessions > 0, let host = e.sessionAddress,
+        guard let e = entries[id], e.sessions > 0, let host = e.sessionAddress, let via = e.sessionLocal,
             let (instance, newest) = e.sightings.max(by: { $0.value.at < $1.value.at })
         else { return }
-        dialMemory.remember(DialMemory.Entry(device: id, host: host, port: newest.port, instance: instance.name))
+        dialMemory.remember(DialMemory.Entry(device: id, host: host, port: newest.port, instance: instance.name, via: via))
     }
 
     /// Whether a sighting tells us something new about where the device is: a new instance, a
@@ -182,11 +195,12 @@ package actor PeerDirectory {
 
     // MARK: What sessions report
 
-    package func sessionUp(_ id: DeviceID, name: String, address: String?, theirClock: Timestamp? = nil, now: Timestamp = .now()) {
+    package func sessionUp(_ id: DeviceID, name: String, address: String?, local: String? = nil, theirClock: Timestamp? = nil, now: Timestamp = .now()) {
         update(id, name: name) { e in
             e.sessions += 1
             if let theirClock { e.clockOffsetSeconds = Double(theirClock.microsecondsSinceEpoch - now.microsecondsSinceEpoch) / 1_000_000 }
             if let address, address != "unknown" { e.sessionAddress = address }
+            e.sessionLocal = local
             e.lastSeen = now
             e.unreachableSince = nil
         }
@@ -310,9 +324,19 @@ package actor PeerDirectory {
         return .advert(id, instanceName: newest.key.name)
     }
 
-    /// Where to dial each device at start, and how to address it: as it was reached last.
-    package var rememberedDials: [(id: DeviceID, address: PeerAddress, addressee: HelloAddressee)] {
-        dialMemory.all.map { ($0.device, PeerAddress(host: $0.host, port: $0.port), .advert($0.device, instanceName: $0.instance)) }
+    /// Where to dial each of `members` at start, and how to address it, as it was reached last —
+    /// only from a network this device is on again (one of its addresses now, `here`, is the one
+    /// it had then). What is remembered of other devices is forgotten.
+    package func rememberedDials(members: Set<DeviceID>, here: Set<String>) -> [(id: DeviceID, address: PeerAddress, addressee: HelloAddressee)] {
+        dialMemory.keep(only: members)
+        return dialMemory.all.filter { here.contains(Self.withoutZone($0.via)) }.map {
+            ($0.device, PeerAddress(host: $0.host, port: $0.port), .advert($0.device, instanceName: $0.instance))
+        }
+    }
+
+    /// `fe80::1%eth0` → `fe80::1`: an interface's address is listed without its zone.
+    package static func withoutZone(_ address: String) -> String {
+        address.firstIndex(of: "%").map { String(address[..<$0]) } ?? address
     }
 
     package func isSighted(_ id: DeviceID) -> Bool { !(entries[id]?.sightings.isEmpty ?? true) }

@@ -126,8 +126,6 @@ package actor HistoryStore: Service {
         flush()
     }
 
-    /// The events, for as long as the daemon runs; a subscription that fell too far behind (the
-    /// hub ends it) is taken again.
     /// The events the history follows: the others do not wake its thread.
     static let follows: @Sendable (LocalEvent) -> Bool = { event in
         switch event.body {
@@ -136,6 +134,8 @@ package actor HistoryStore: Service {
         }
     }
 
+    /// The events, for as long as the daemon runs; a subscription that fell too far behind (the
+    /// hub ends it) is taken again.
     private func follow() async {
         while !Task.isCancelled {
             for await event in subscription {

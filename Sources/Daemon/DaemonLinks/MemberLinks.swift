@@ -295,7 +295,7 @@ package actor MemberLinks {
             try? await session.send(.accountState(signed, accountSecret: secret ?? []))
         }
         established?(session)
-        await directory.sessionUp(session.peerID, name: session.peerName, address: link.remote, theirClock: greeting.peer.clock)
+        await directory.sessionUp(session.peerID, name: session.peerName, address: link.remote, local: link.local, theirClock: greeting.peer.clock)
         logger.info("device connected", metadata: ["peer": "\(session.peerID.short)", "remote": "\(link.remote)", "dialled": "\(initiatedByUs)"])
         do {
             try await handlers.opened(PeerTalk(session: session, links: self))
@@ -411,10 +411,10 @@ package actor MemberLinks {
         }
         // One dial at a time to an address: a second caller (`sync HOST:PORT` while the dial at
         // start is under way) takes the session that one makes, rather than replacing it.
-        if let under = dialling[address.description], case .success(let session)? = await under.valueUnlessCancelled(),
-            session.isOpen, expected == nil || session.peerID == expected
-        {
-            return session
+        if let under = dialling[address.description] {
+            let outcome = await under.valueUnlessCancelled()
+            if case .success(let session)? = outcome, session.isOpen, expected == nil || session.peerID == expected { return session }
+            if Task.isCancelled { throw DaemonError(.unreachable, "handoffd is stopping") }
         }
         let outcome = Once<Result<MemberSession, DaemonError>>()
         dialling[address.description] = outcome
@@ -515,8 +515,9 @@ package actor MemberLinks {
     /// Gone from there, or restarted since (a new advert name): discovery finds it as ever.
     package func dialRemembered() async {
         await store.started.value
+        let members = Set((try? store.requireMembershipNow())?.state.devices.map(\.id) ?? [])
         var wanted: [(DeviceID, PeerAddress, HelloAddressee, ticket: Int)] = []
-        for (id, address, addressee) in await directory.rememberedDials {
+        for (id, address, addressee) in await directory.rememberedDials(members: members, here: LocalAddresses.current()) {
             guard handoffOn, sessions[id] == nil, id != security.contexts?.deviceID, case .dial(_, let ticket) = dials.want(id, fresh: true) else { continue }
             wanted.append((id, address, addressee, ticket))
         }
@@ -583,6 +584,13 @@ package actor MemberLinks {
         } onCancel: {
             session.close()
         }
+    }
+}
+
+/// This device's IP addresses now, without zones (`PeerDirectory.rememberedDials`).
+enum LocalAddresses {
+    static func current() -> Set<String> {
+        Set(((try? System.enumerateDevices()) ?? []).compactMap { $0.address?.ipAddress }.map(PeerDirectory.withoutZone))
     }
 }
 

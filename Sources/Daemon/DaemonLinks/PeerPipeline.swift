@@ -22,6 +22,8 @@ struct PeerLink: Sendable {
 
     /// The peer's IP, recorded when the connection became active (it stays known after close).
     var remote: String { remoteAddress.value ?? channel.channel.remoteAddress.map(PeerPipeline.describe) ?? "unknown" }
+    /// This device's own IP on the connection (which network it was on).
+    var local: String? { channel.channel.localAddress.map(PeerPipeline.describe) }
 
     /// Closes a link that will not be used, the way NIO requires (its writer finished).
     func discard() async {

@@ -132,7 +132,8 @@ struct DaemonOptions {
     var joinCode: String?
     var joinPeer: String?
 
-    /// As ArgumentParser's `main` ends a command: its exit code, or 1 with the error said.
+    /// Ends the process as ArgumentParser's `main` would: the command's exit code, or 1 for any
+    /// other error — said as handoffd says its own ("handoffd: error: …", not "Error: …").
     func runAsMain() async {
         do {
             try await run()
