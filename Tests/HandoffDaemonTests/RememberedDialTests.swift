@@ -51,7 +51,7 @@ import Testing
     }
 
     /// A member says its advert's name once per session (and when it changes, daily): what it says
-    /// more often is not written down again and again.
+    /// more often on one session is not written down again and again; a new session's is at once.
     @Test func anAdvertNameIsTakenAtMostEveryTenSeconds() async {
         let memory = DialMemory(path: nil)
         let directory = PeerDirectory(events: EventHub(), dialMemory: memory)
@@ -62,6 +62,11 @@ import Testing
         #expect(memory.all.map(\.instance) == ["first"])
         await directory.advertised(Self.desk, instanceName: "third", port: 47810, now: Timestamp(microsecondsSinceEpoch: t0.microsecondsSinceEpoch + 11_000_000))
         #expect(memory.all.map(\.instance) == ["third"] && memory.all.first?.via == "10.0.0.9")
+        // A new session (the device restarted under a new name a moment later): taken at once.
+        let t1 = Timestamp(microsecondsSinceEpoch: t0.microsecondsSinceEpoch + 12_000_000)
+        await directory.sessionUp(Self.desk, name: "desk", address: "10.0.0.1", local: "10.0.0.9", now: t1)
+        await directory.advertised(Self.desk, instanceName: "fourth", port: 47810, now: t1)
+        #expect(memory.all.map(\.instance) == ["fourth"])
     }
 
     /// A cache: what cannot be read is nothing remembered, and the daemon starts as without it.

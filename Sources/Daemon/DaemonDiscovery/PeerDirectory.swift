@@ -39,8 +39,8 @@ package actor PeerDirectory {
         var sessionAddress: String?
         /// This device's own IP on that session.
         var sessionLocal: String?
-        /// When the device last said its advert's name (`advertName`), which is remembered at
-        /// most every `advertNameInterval`.
+        /// When the device last said its advert's name (`advertName`) on this session: taken at
+        /// once on a new session, then at most every `advertNameInterval`.
         var advertToldAt: Timestamp?
         var lastSeen: Timestamp?
         var lastAdvert: Timestamp?
@@ -148,8 +148,9 @@ package actor PeerDirectory {
 
     /// What a device said of its advert over its session (`advertName`): where, and as what, to
     /// dial it at the next start — news the advert itself brings only after Avahi probed it (~1 s).
-    /// At most every `advertNameInterval` per device: each change rewrites `dialled`, and a
-    /// device says it once per session and when its advert's name changes (daily).
+    /// The first on a session at once, then at most every `advertNameInterval`: each change
+    /// rewrites `dialled`, and a device says it once per session and when its advert's name
+    /// changes (daily).
     package func advertised(_ id: DeviceID, instanceName: String, port: Int, now: Timestamp = .now()) {
         guard var e = entries[id], e.sessions > 0, let host = e.sessionAddress, let via = e.sessionLocal else { return }
         if let told = e.advertToldAt, now.microsecondsSinceEpoch - told.microsecondsSinceEpoch < Self.advertNameInterval { return }
@@ -201,6 +202,8 @@ package actor PeerDirectory {
             if let theirClock { e.clockOffsetSeconds = Double(theirClock.microsecondsSinceEpoch - now.microsecondsSinceEpoch) / 1_000_000 }
             if let address, address != "unknown" { e.sessionAddress = address }
             e.sessionLocal = local
+            // A new session (the device may have restarted under a new name): its word is taken at once.
+            e.advertToldAt = nil
             e.lastSeen = now
             e.unreachableSince = nil
         }
