@@ -152,11 +152,11 @@ package actor PeerDirectory {
     /// rewrites `dialled`, and a device says it once per session and when its advert's name
     /// changes (daily).
     package func advertised(_ id: DeviceID, instanceName: String, port: Int, now: Timestamp = .now()) {
-        guard var e = entries[id], e.sessions > 0, let host = e.sessionAddress, let via = e.sessionLocal else { return }
+        guard var e = entries[id], e.sessions > 0 else { return }
         if let told = e.advertToldAt, now.microsecondsSinceEpoch - told.microsecondsSinceEpoch < Self.advertNameInterval { return }
         e.advertToldAt = now
         entries[id] = e
-        dialMemory.remember(DialMemory.Entry(device: id, host: host, port: port, instance: instanceName, via: via))
+        remember(e, instanceName: instanceName, port: port)
     }
 
     /// 10 s, in microseconds.
@@ -166,10 +166,15 @@ package actor PeerDirectory {
     /// its newest advert, whichever side dialled — is kept for the next start (`DialMemory`);
     /// a device without an advert (a static peer) is not.
     private func rememberWhereReached(_ id: DeviceID) {
-        guard let e = entries[id], e.sessions > 0, let host = e.sessionAddress, let via = e.sessionLocal,
-            let (instance, newest) = e.sightings.max(by: { $0.value.at < $1.value.at })
-        else { return }
-        dialMemory.remember(DialMemory.Entry(device: id, host: host, port: newest.port, instance: instance.name, via: via))
+        guard let e = entries[id], let (instance, newest) = e.sightings.max(by: { $0.value.at < $1.value.at }) else { return }
+        remember(e, instanceName: instance.name, port: newest.port)
+    }
+
+    /// The device of `e`, at its open session's address, as `instanceName` at `port`; nothing
+    /// without an open session.
+    private func remember(_ e: Entry, instanceName: String, port: Int) {
+        guard e.sessions > 0, let host = e.sessionAddress, let via = e.sessionLocal else { return }
+        dialMemory.remember(DialMemory.Entry(device: e.id, host: host, port: port, instance: instanceName, via: via))
     }
 
     /// Whether a sighting tells us something new about where the device is: a new instance, a
