@@ -20,11 +20,11 @@ public struct HandoffClient: Sendable {
 
     /// Sends a request and waits for its answer (`LocalAPICall` lists them all).
     public func send<Answer>(_ call: LocalAPICall<Answer>) throws(HandoffClientError) -> Answer {
-        let body = try answerBody(call)
+        let body = try answerBody(call.request)
         do {
             return try LocalAPIJSON.decoder().decode(Answer.self, from: Data(body))
         } catch {
-            let (method, path) = Self.request(call.endpoint, call.path)
+            let (method, path) = Self.request(call.request.endpoint, call.request.path)
             throw HandoffClientError(
                 .protocolError,
                 "handoffd's answer to \(method) \(path) is not what this handoffctl expects; are both the same version?",
@@ -35,7 +35,7 @@ public struct HandoffClient: Sendable {
 
     /// Sends a request and returns its answer's JSON as the daemon wrote it, undecoded: for a
     /// caller that only passes (part of) it on, such as `handoffctl continue --json`.
-    public func answerBody<Answer>(_ call: LocalAPICall<Answer>) throws(HandoffClientError) -> [UInt8] {
+    public func answerBody(_ call: LocalAPIRequest) throws(HandoffClientError) -> [UInt8] {
         let (method, path) = Self.request(call.endpoint, call.path)
         var body = call.bodyJSON
         if body == nil, let value = call.body { body = try encode(value) }
@@ -55,12 +55,12 @@ public struct HandoffClient: Sendable {
         let body = try subscription.body.map { body throws(HandoffClientError) in try encode(body) }
         let connection = try UnixHTTPConnection(socketPath: socketPath, timeoutSeconds: nil)
         try connection.send(method: method, path: path, body: body)
-        let (status, headers) = try connection.readHead()
-        guard status == 200 else {
-            let body = (try? connection.readRemainingBody(headers: headers)) ?? []
-            throw HandoffClient.apiError(status: status, body: body)
+        let head = try connection.readHead()
+        guard head.status == 200 else {
+            let body = (try? connection.readRemainingBody(head)) ?? []
+            throw HandoffClient.apiError(status: head.status, body: body)
         }
-        return NDJSONSubscription(connection: connection, chunked: headers.contains { $0.0 == "transfer-encoding" })
+        return NDJSONSubscription(connection: connection, chunked: head.header("transfer-encoding") != nil)
     }
 
     /// A continuation stream as a byte pipe on the API socket.
@@ -69,12 +69,12 @@ public struct HandoffClient: Sendable {
         let connection = try UnixHTTPConnection(socketPath: socketPath, timeoutSeconds: max(timeoutSeconds, 30))
         try connection.send(method: LocalAPIEndpoints.method(of: stream.endpoint), path: stream.path, body: nil, upgrade: StreamUpgrade.protocolName)
         // Byte by byte: the stream's first bytes may follow the 101 at once, and belong to the app.
-        let (status, headers) = try connection.readHeadExactly()
-        guard status == 101 else {
-            let body = (try? connection.readRemainingBody(headers: headers)) ?? []
-            throw HandoffClient.apiError(status: status, body: body)
+        let head = try connection.readHeadExactly()
+        guard head.status == 101 else {
+            let body = (try? connection.readRemainingBody(head)) ?? []
+            throw HandoffClient.apiError(status: head.status, body: body)
         }
-        guard let idText = headers.first(where: { $0.0 == StreamUpgrade.streamIDHeader })?.1, let id = UUID(uuidString: idText) else {
+        guard let idText = head.header(StreamUpgrade.streamIDHeader), let id = UUID(uuidString: idText) else {
             throw HandoffClientError(.protocolError, "handoffd switched to a stream without naming it; are handoffctl and handoffd the same version?")
         }
         return StreamPipe(id: id, connection: connection)
@@ -168,8 +168,8 @@ public struct CauseText: Error, Sendable, CustomStringConvertible {
 }
 
 extension UnixHTTPConnection {
-    func readRemainingBody(headers: [(String, String)]) throws(HandoffClientError) -> [UInt8] {
-        if let length = headers.first(where: { $0.0 == "content-length" }).flatMap({ Int($0.1) }) {
+    func readRemainingBody(_ head: Head) throws(HandoffClientError) -> [UInt8] {
+        if let length = head.contentLength {
             var body: [UInt8] = []
             while body.count < length, let more = try readAvailable() { body += more }
             return Array(body.prefix(length))
@@ -185,8 +185,8 @@ extension HandoffClient {
     /// (`make fuzz`), which feeds recorded and mutated answers through a socket pair.
     package static func readEventStream(connected fd: Int32, maximumEvents: Int) -> Int {
         let connection = UnixHTTPConnection(connected: fd, name: "fuzz")
-        guard let (status, headers) = try? connection.readHead(), status == 200 else { return 0 }
-        let events = NDJSONSubscription<LocalEvent>(connection: connection, chunked: headers.contains { $0.0 == "transfer-encoding" })
+        guard let head = try? connection.readHead(), head.status == 200 else { return 0 }
+        let events = NDJSONSubscription<LocalEvent>(connection: connection, chunked: head.header("transfer-encoding") != nil)
         var count = 0
         while count < maximumEvents, (try? events.next()) != nil { count += 1 }
         return count

@@ -11,6 +11,26 @@ import HandoffModel
 /// of an endpoint that has a single path. Every request is written once, below; `HandoffClient`
 /// sends any of them, blocking (`send`) or from async code (`await send`).
 public struct LocalAPICall<Answer: Decodable & Sendable>: Sendable {
+    let request: LocalAPIRequest
+
+    init(
+        _ endpoint: LocalAPIEndpoints.Endpoint, _ path: String? = nil, body: (any Encodable & Sendable)? = nil, bodyJSON: [UInt8]? = nil,
+        patience: Int = 0
+    ) {
+        request = LocalAPIRequest(endpoint: endpoint, path: path, body: body, bodyJSON: bodyJSON, patience: patience)
+    }
+
+    init(_ request: LocalAPIRequest) {
+        self.request = request
+    }
+}
+
+/// A `LocalAPICall` without its answer's type, for a caller that takes the answer undecoded
+/// (`HandoffClient.answerBody`). Not generic on purpose: the Swift runtime builds a generic
+/// type's metadata on first use, looking up its `Decodable` conformance through every
+/// conformance in the binary — a measurable share of `handoffctl continue --json`
+/// (docs/benchmarks.md, "handoffctl's share of continue").
+public struct LocalAPIRequest: Sendable {
     let endpoint: LocalAPIEndpoints.Endpoint
     /// The path, when the endpoint has several.
     let path: String?
@@ -21,15 +41,9 @@ public struct LocalAPICall<Answer: Decodable & Sendable>: Sendable {
     /// that reach another device.
     let patience: Int
 
-    init(
-        _ endpoint: LocalAPIEndpoints.Endpoint, _ path: String? = nil, body: (any Encodable & Sendable)? = nil, bodyJSON: [UInt8]? = nil,
-        patience: Int = 0
-    ) {
-        self.endpoint = endpoint
-        self.path = path
-        self.body = body
-        self.bodyJSON = bodyJSON
-        self.patience = patience
+    /// Fetches a peer's current activity (the one this device saw).
+    public static func continueActivity(_ request: ContinueRequest) -> Self {
+        Self(endpoint: .continue, path: nil, body: request, bodyJSON: request.compactJSON, patience: 0)
     }
 }
 
@@ -206,7 +220,7 @@ extension LocalAPICall where Answer == OffersResponse {
 
 extension LocalAPICall where Answer == ContinueResponse {
     /// Fetches a peer's current activity (the one this device saw).
-    public static func continueActivity(_ request: ContinueRequest) -> Self { Self(.continue, body: request, bodyJSON: request.compactJSON) }
+    public static func continueActivity(_ request: ContinueRequest) -> Self { Self(.continueActivity(request)) }
 }
 
 extension LocalAPICall where Answer == LinkResponse {

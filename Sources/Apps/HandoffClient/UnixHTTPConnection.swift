@@ -100,13 +100,15 @@ final class UnixHTTPConnection {
     /// else made first (in /tmp, anyone can) is theirs to listen in.
     static func checkDirectory(of socketPath: String) throws(HandoffClientError) {
         guard let slash = socketPath.lastIndex(of: "/"), slash != socketPath.startIndex else { return }
-        let directory = String(socketPath[..<slash])
-        let name = directory.split(separator: "/").last.map(String.init) ?? ""
+        let directory = socketPath[..<slash]
+        // Its last component (not `split`, whose array of substrings is one more generic type
+        // for the runtime to build at each handoffctl start: docs/benchmarks.md).
+        let name = directory.lastIndex(of: "/").map { directory[directory.index(after: $0)...] } ?? directory
         // A --socket of the user's choosing is theirs to judge; so is a user's directory that root
         // was pointed at.
         guard name == "handoff-\(getuid())" || (name == "handoff" && getuid() != 0) else { return }
         var st = stat()
-        guard lstat(directory, &st) == 0 else { return }  // absent: nothing listens there
+        guard lstat(String(directory), &st) == 0 else { return }  // absent: nothing listens there
         let isDirectory = st.st_mode & S_IFMT == S_IFDIR
         guard isDirectory, st.st_uid == getuid(), st.st_mode & 0o077 == 0 else {
             throw HandoffClientError(
@@ -116,52 +118,94 @@ final class UnixHTTPConnection {
         }
     }
 
-    struct Response {
+    /// An answer's status line and headers.
+    struct Head {
         var status: Int
-        var headers: [(String, String)]
+        /// Header names, lowercased, and beside them their values, trimmed: two arrays of
+        /// strings rather than one of pairs, because handoffctl's start has already made the Swift
+        /// runtime build `[String]`'s type, and a pair's array would be one type more to build
+        /// (docs/benchmarks.md, "handoffctl's share of continue").
+        private var names: [String] = []
+        private var values: [String] = []
+
+        init(status: Int) {
+            self.status = status
+        }
+
+        mutating func add(_ name: String, _ value: String) {
+            names.append(name)
+            values.append(value)
+        }
+
+        /// The first value of a header, by its lowercased name.
+        func header(_ name: String) -> String? {
+            names.firstIndex(of: name).map { values[$0] }
+        }
+
+        var isChunked: Bool { header("transfer-encoding")?.lowercased().contains("chunked") == true }
+        var contentLength: Int? { header("content-length").flatMap { Int($0) } }
+    }
+
+    struct Response {
+        var head: Head
         var body: [UInt8]
 
-        func header(_ name: String) -> String? {
-            headers.first { $0.0 == name }?.1
-        }
+        var status: Int { head.status }
+        func header(_ name: String) -> String? { head.header(name) }
     }
 
     func send(method: String, path: String, body: [UInt8]?, upgrade: String? = nil) throws(HandoffClientError) {
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: handoffd\r\nUser-Agent: handoff/\(HandoffVersion.current)\r\n"
+        // Bytes from the start, in one buffer of the right size: a string grown piece by piece
+        // frees its outgrown storage, whose first release makes the runtime build a type.
+        var request: [UInt8] = []
+        request.reserveCapacity(256 + path.utf8.count + (body?.count ?? 0))
+        func add(_ text: String) { request.append(contentsOf: text.utf8) }
+        add(method)
+        add(" ")
+        add(path)
+        add(" HTTP/1.1\r\nHost: handoffd\r\nUser-Agent: handoff/")
+        add(HandoffVersion.current)
+        add("\r\n")
         if let upgrade {
-            head += "Connection: Upgrade\r\nUpgrade: \(upgrade)\r\n"
+            add("Connection: Upgrade\r\nUpgrade: ")
+            add(upgrade)
+            add("\r\n")
         } else {
-            head += "Connection: close\r\n"
+            add("Connection: close\r\n")
         }
         if let body {
-            head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n"
+            add("Content-Type: application/json\r\nContent-Length: ")
+            add(String(body.count))
+            add("\r\n\r\n")
+            request.append(contentsOf: body)
+        } else {
+            add("\r\n")
         }
-        head += "\r\n"
         // A request that asks to become a stream reads its answer head byte by byte, from nothing
         // buffered: an early answer is not looked for then.
-        try writeAll(Array(head.utf8) + (body ?? []), answerMayComeEarly: upgrade == nil)
+        try writeAll(request, answerMayComeEarly: upgrade == nil)
     }
 
     /// Reads the status line and headers; the body is read by `readBody` or streamed by `nextChunkLine`.
-    func readHead() throws(HandoffClientError) -> (status: Int, headers: [(String, String)]) {
+    func readHead() throws(HandoffClientError) -> Head {
         let statusLine = try readLine()
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
             throw HandoffClientError(.protocolError, "\(socketPath) does not speak the handoff local API (got \(statusLine.prefix(40)))")
         }
-        var headers: [(String, String)] = []
+        var head = Head(status: status)
         while true {
             let line = try readLine()
             if line.isEmpty { break }
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers.append((line[..<colon].lowercased(), line[line.index(after: colon)...].trimmingSpaces()))
+            head.add(line[..<colon].lowercased(), line[line.index(after: colon)...].trimmingSpaces())
         }
-        return (status, headers)
+        return head
     }
 
     /// Reads the head one byte at a time, so that nothing after it is taken from the socket (a
     /// stream's bytes, for the program the socket is handed to).
-    func readHeadExactly() throws(HandoffClientError) -> (status: Int, headers: [(String, String)]) {
+    func readHeadExactly() throws(HandoffClientError) -> Head {
         precondition(bufferStart == buffer.count, "bytes already buffered")
         var head: [UInt8] = []
         var byte: UInt8 = 0
@@ -196,15 +240,14 @@ final class UnixHTTPConnection {
     }
 
     func readResponse(maximumBody: Int = 64 * 1024 * 1024) throws(HandoffClientError) -> Response {
-        let (status, headers) = try readHead()
-        let response = Response(status: status, headers: headers, body: [])
+        let head = try readHead()
         var body: [UInt8] = []
-        if response.header("transfer-encoding")?.lowercased().contains("chunked") == true {
+        if head.isChunked {
             while let chunk = try readChunk() {
                 body += chunk
                 guard body.count <= maximumBody else { throw oversized() }
             }
-        } else if let lengthText = response.header("content-length"), let length = Int(lengthText) {
+        } else if let length = head.contentLength {
             guard length <= maximumBody else { throw oversized() }
             body = try readExactly(length)
         } else {
@@ -213,7 +256,7 @@ final class UnixHTTPConnection {
                 guard body.count <= maximumBody else { throw oversized() }
             }
         }
-        return Response(status: status, headers: headers, body: body)
+        return Response(head: head, body: body)
     }
 
     private func oversized() -> HandoffClientError {
@@ -267,9 +310,8 @@ final class UnixHTTPConnection {
             }
             return Array(buffer[bufferStart...])
         }
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        let n = chunk.withUnsafeMutableBytes { raw in SystemCall.retrying { recv(fd, raw.baseAddress!, raw.count, 0) } }
-        if n > 0 { return Array(chunk[0..<n]) }
+        let (chunk, n) = receive()
+        if n > 0 { return chunk }
         if n == 0 { return nil }
         if errno == EAGAIN || errno == EWOULDBLOCK {
             throw HandoffClientError(.timeout, "handoffd did not answer in time")
@@ -282,10 +324,9 @@ final class UnixHTTPConnection {
             buffer.removeFirst(bufferStart)
             bufferStart = 0
         }
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        let n = chunk.withUnsafeMutableBytes { raw in SystemCall.retrying { recv(fd, raw.baseAddress!, raw.count, 0) } }
+        let (chunk, n) = receive()
         if n > 0 {
-            buffer += chunk[0..<n]
+            if buffer.isEmpty { buffer = chunk } else { buffer += chunk }
             return true
         }
         if n == 0 { return false }
@@ -293,6 +334,17 @@ final class UnixHTTPConnection {
             throw HandoffClientError(.timeout, "handoffd did not answer in time")
         }
         throw HandoffClientError(.protocolError, "lost the connection to handoffd: \(SystemCall.describe(errno))")
+    }
+
+    /// Up to 64 KiB from the socket, and recv's result. The array is not zeroed first: only the
+    /// pages recv writes are touched (zeroing all 64 KiB faulted in 16 pages per read).
+    private func receive() -> ([UInt8], Int) {
+        var n = 0
+        let chunk = [UInt8](unsafeUninitializedCapacity: 64 * 1024) { raw, count in
+            n = SystemCall.retrying { recv(fd, raw.baseAddress!, raw.count, 0) }
+            count = max(n, 0)
+        }
+        return (chunk, n)
     }
 
     private func readLine() throws(HandoffClientError) -> String {

@@ -7,13 +7,21 @@ import HandoffAPI
 import HandoffModel
 
 #if canImport(Glibc)
-import Glibc
+// `stdout`, C's stream, is a global var that Swift 6 cannot prove safe: handoffctl writes it
+// from its one thread only.
+@preconcurrency import Glibc
 #endif
 
 /// Where handoffctl writes: data to stdout, everything else to stderr.
 enum Terminal {
+    /// One line on stdout (buffered by C's stdio, as `print` is). Not `print` itself: it takes
+    /// its words as `[Any]` and asks the Swift runtime how each one prints, which looks through
+    /// every conformance in the binary once per process (docs/benchmarks.md, "handoffctl's
+    /// share of continue").
     static func out(_ line: String) {
-        print(line)
+        var line = line
+        line.append("\n")
+        line.withUTF8 { bytes in _ = fwrite(bytes.baseAddress, 1, bytes.count, stdout) }
     }
 
     static func error(_ message: String) {

@@ -213,12 +213,29 @@ public enum HandoffPaths {
     /// `$XDG_RUNTIME_DIR/handoff/handoffd.sock`. Without `XDG_RUNTIME_DIR` (a root shell, cron, a
     /// container) `/run/user/UID` is used when it exists, else a private `/tmp/handoff-UID`, which
     /// the daemon creates 0700 and refuses to use if someone else owns it.
-    public static func defaultSocketPath(environment: [String: String] = processVariables(["XDG_RUNTIME_DIR"])) -> String {
+    public static func defaultSocketPath() -> String {
+        runtimeDirectory() + "/handoffd.sock"
+    }
+
+    public static func defaultSocketPath(environment: [String: String]) -> String {
         runtimeDirectory(environment: environment) + "/handoffd.sock"
     }
 
-    public static func runtimeDirectory(environment: [String: String] = processVariables(["XDG_RUNTIME_DIR"])) -> String {
-        if let dir = environment["XDG_RUNTIME_DIR"], dir.hasPrefix("/") {
+    /// This process's runtime directory. Its variable is read with getenv: building the
+    /// environment as a dictionary (`ProcessInfo`, or even a dictionary of one) makes the Swift
+    /// runtime build the dictionary's generic type, looking up `String: Hashable` through every
+    /// conformance in the binary — a measurable share of starting handoffctl (docs/benchmarks.md,
+    /// "Starting handoffctl", "handoffctl's share of continue").
+    public static func runtimeDirectory() -> String {
+        runtimeDirectory(xdgRuntimeDirectory: getenv("XDG_RUNTIME_DIR").map { String(cString: $0) })
+    }
+
+    public static func runtimeDirectory(environment: [String: String]) -> String {
+        runtimeDirectory(xdgRuntimeDirectory: environment["XDG_RUNTIME_DIR"])
+    }
+
+    private static func runtimeDirectory(xdgRuntimeDirectory: String?) -> String {
+        if let dir = xdgRuntimeDirectory, dir.hasPrefix("/") {
             return dir + "/handoff"
         }
         let uid = getuid()
@@ -227,17 +244,6 @@ public enum HandoffPaths {
             return "/run/user/\(uid)/handoff"
         }
         return "/tmp/handoff-\(uid)"
-    }
-
-    /// Just the named variables of this process's environment. Reading them with getenv spares
-    /// building the whole environment as a dictionary (`ProcessInfo`), which was a measurable
-    /// share of starting handoffctl (docs/benchmarks.md, "Starting handoffctl").
-    public static func processVariables(_ names: [String]) -> [String: String] {
-        var found: [String: String] = [:]
-        for name in names {
-            if let value = getenv(name) { found[name] = String(cString: value) }
-        }
-        return found
     }
 
     /// `$XDG_STATE_HOME/handoff`, defaulting to `~/.local/state/handoff`.
