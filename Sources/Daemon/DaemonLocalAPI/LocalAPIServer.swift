@@ -110,6 +110,7 @@ package final class LocalAPIServer: Service {
                         }.flatMapThrowing { peer in
                             let deadline = RequestDeadline(channel: channel, timeout: requestTimeout)
                             deadline.arm()
+                            channel.closeFuture.whenComplete { _ in deadline.end() }
                             let upgrade = StreamUpgrader(router: router, peer: peer, logger: logger, headReceived: deadline.disarm)
                             let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(
                                 configuration: NIOUpgradableHTTPServerPipelineConfiguration(
@@ -490,7 +491,11 @@ final class StreamUpgrader: NIOTypedHTTPServerProtocolUpgrader, Sendable {
 
 /// Closes a connection whose client has not sent a whole request in time: armed at connect and
 /// after each answer, disarmed as the last byte of a request arrives (on the event loop, as it is
-/// parsed: the time is the client's, however long handoffd then takes to answer).
+/// parsed: the time is the client's, however long handoffd then takes to answer), and ended when
+/// the connection closes. Ending it matters: a timer left armed stays in the event loop's queue
+/// until it fires — a wake-up 10 s after every request — and each one made arming and
+/// disarming the next slower, the queue being searched to remove one (docs/benchmarks.md,
+/// "The daemons' share of continue").
 final class RequestDeadline: Sendable {
     /// Watches the HTTP parts going by.
     final class Watcher: ChannelDuplexHandler {
@@ -516,9 +521,15 @@ final class RequestDeadline: Sendable {
         }
     }
 
+    private enum State {
+        case disarmed
+        case armed(Scheduled<Void>)
+        case ended
+    }
+
     private let channel: any Channel
     private let timeout: TimeAmount
-    private let scheduled = Mutex<Scheduled<Void>?>(nil)
+    private let state = Mutex(State.disarmed)
 
     init(channel: any Channel, timeout: TimeAmount) {
         self.channel = channel
@@ -527,12 +538,42 @@ final class RequestDeadline: Sendable {
 
     func arm() {
         let channel = self.channel
+        let armed = state.withLock { s -> Bool in
+            if case .ended = s { return false }
+            return true
+        }
+        guard armed else { return }
         let task = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
-        scheduled.withLock { $0?.cancel(); $0 = task }
+        let kept = state.withLock { s -> Bool in
+            switch s {
+            case .ended:
+                return false
+            case .armed(let earlier):
+                earlier.cancel()
+            case .disarmed:
+                break
+            }
+            s = .armed(task)
+            return true
+        }
+        if !kept { task.cancel() }
     }
 
     @Sendable func disarm() {
-        scheduled.withLock { $0?.cancel(); $0 = nil }
+        state.withLock { s in
+            if case .armed(let task) = s {
+                task.cancel()
+                s = .disarmed
+            }
+        }
+    }
+
+    /// The connection closed: no deadline any more, now or later.
+    func end() {
+        state.withLock { s in
+            if case .armed(let task) = s { task.cancel() }
+            s = .ended
+        }
     }
 }
 
