@@ -34,11 +34,27 @@ package struct ContinueFlow: Sendable {
         self.events = events
     }
 
-    package func run(_ request: ContinueRequest) async throws(DaemonError) -> ContinueResponse {
-        guard case .continued(let response) = try await run(request, link: nil) else {
+    /// A continuation done here, and the word its device is owed: that its activity was
+    /// continued (the originating app hears `wasContinued`).
+    package struct Continued: Sendable {
+        package let response: ContinueResponse
+        let session: MemberSession
+        let activityID: UUID
+
+        /// Tells the device its activity was continued; the continuation stands whether or not
+        /// it hears. The local API says it once the caller has its answer: said before, it put
+        /// a write, and the other device's wake-up, on the path of every `continue`
+        /// (docs/benchmarks.md, "The daemons' share of continue").
+        package func tellOrigin() async {
+            try? await session.send(.activityContinued(activityID: activityID))
+        }
+    }
+
+    package func run(_ request: ContinueRequest) async throws(DaemonError) -> Continued {
+        guard case .continued(let continued) = try await attempt(request, link: nil) else {
             throw DaemonError(.internalError, "a continuation without a link ended without its activity")
         }
-        return response
+        return continued
     }
 
     /// What a link's device has for the link now (docs/apps.md, "Links").
@@ -52,7 +68,22 @@ package struct ContinueFlow: Sendable {
 
     /// The activity `link` names, from its device, if the device is reachable and it is still
     /// current there: `request.peer` is the device.
-    package func run(_ request: ContinueRequest, link: LinkTarget?) async throws(DaemonError) -> LinkOutcome {
+    package func run(_ request: ContinueRequest, link: LinkTarget) async throws(DaemonError) -> LinkOutcome {
+        switch try await attempt(request, link: link) {
+        case .continued(let continued):
+            await continued.tellOrigin()
+            return .continued(continued.response)
+        case .unavailable(let reason):
+            return .unavailable(reason: reason)
+        }
+    }
+
+    private enum Attempt {
+        case continued(Continued)
+        case unavailable(reason: String)
+    }
+
+    private func attempt(_ request: ContinueRequest, link: LinkTarget?) async throws(DaemonError) -> Attempt {
         let account = try accounts.requireMembershipNow()
         let (state, me) = (account.state, account.deviceID)
         let continuation = Continuation(id: .random(), request: request, flow: self)
@@ -78,9 +109,7 @@ package struct ContinueFlow: Sendable {
             )
         )
         let response = try await continuation.hand(fetched.activity, from: fetched.peer)
-        // The originating app hears wasContinued; the continuation stands whether or not it does.
-        try? await fetched.session.send(.activityContinued(activityID: fetched.activity.id))
-        return .continued(response)
+        return .continued(Continued(response: response, session: fetched.session, activityID: fetched.activity.id))
     }
 
     /// Hands an activity kept here (a linked one from the history) to an app, as a

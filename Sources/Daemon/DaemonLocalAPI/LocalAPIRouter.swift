@@ -59,6 +59,9 @@ struct LocalAPIRequest: Sendable {
 enum LocalAPIResponse: Sendable {
     case json(HTTPResponseStatus, [UInt8])
     case jsonWithHeaders(HTTPResponseStatus, [UInt8], HTTPHeaders)
+    /// JSON, then `then` in the connection's task once the answer is written: work the request
+    /// causes that its caller does not wait for.
+    case jsonThen(HTTPResponseStatus, [UInt8], then: @Sendable () async -> Void)
     /// NDJSON: `produce` writes one JSON line at a time, in the connection's own task, until it
     /// returns, or is cancelled because the client left or the daemon stops.
     case lines(@Sendable (NDJSONWriter) async -> Void)
@@ -73,16 +76,33 @@ enum LocalAPIResponse: Sendable {
     }
 
     static func ok(_ value: some Encodable) -> LocalAPIResponse {
-        do {
-            return .json(.ok, Array(try LocalAPIJSON.encoder().encode(value)))
-        } catch {
-            return .error(LocalAPIError(.internalError, "the daemon could not encode its answer: \(error)"))
-        }
+        let (status, body) = encoded(value)
+        return .json(status, body)
+    }
+
+    /// `value`, then `then` once it is written (`jsonThen`).
+    static func ok(_ value: some Encodable, then: @escaping @Sendable () async -> Void) -> LocalAPIResponse {
+        let (status, body) = encoded(value)
+        return .jsonThen(status, body, then: then)
     }
 
     static func error(_ e: LocalAPIError, headers: HTTPHeaders = [:]) -> LocalAPIResponse {
+        let (status, body) = encoded(e)
+        return .jsonWithHeaders(status, body, headers)
+    }
+
+    /// An answer's status and JSON: `value`, or the error saying it could not be encoded.
+    private static func encoded(_ value: some Encodable) -> (HTTPResponseStatus, [UInt8]) {
+        do {
+            return (.ok, Array(try LocalAPIJSON.encoder().encode(value)))
+        } catch {
+            return encoded(LocalAPIError(.internalError, "the daemon could not encode its answer: \(error)"))
+        }
+    }
+
+    private static func encoded(_ e: LocalAPIError) -> (HTTPResponseStatus, [UInt8]) {
         let body = (try? LocalAPIJSON.encoder().encode(e.body)).map(Array.init) ?? Array(#"{"error":{"code":"internal_error","message":"encoding failed"}}"#.utf8)
-        return .jsonWithHeaders(HTTPResponseStatus(statusCode: e.code.httpStatus), body, headers)
+        return (HTTPResponseStatus(statusCode: e.code.httpStatus), body)
     }
 }
 

@@ -275,15 +275,24 @@ package final class LocalAPIServer: Service {
     ) async throws -> Bool {
         var headers = HTTPHeaders()
         switch response {
-        case .json(let status, let body), .jsonWithHeaders(let status, let body, _):
+        case .json(let status, let body), .jsonWithHeaders(let status, let body, _), .jsonThen(let status, let body, _):
             if case .jsonWithHeaders(_, _, let extra) = response { headers.add(contentsOf: extra) }
             headers.add(name: "content-type", value: "application/json")
             headers.add(name: "content-length", value: String(body.count))
             if !keepAlive { headers.add(name: "connection", value: "close") }
             // One flush: the client reads the whole answer in one wake-up, not the head first.
-            try await outbound.write(
-                contentsOf: [.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)), .body(.byteBuffer(ByteBuffer(bytes: body))), .end(nil)]
-            )
+            let written: Result<Void, any Error>
+            do {
+                try await outbound.write(
+                    contentsOf: [.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)), .body(.byteBuffer(ByteBuffer(bytes: body))), .end(nil)]
+                )
+                written = .success(())
+            } catch {
+                written = .failure(error)
+            }
+            // What the request caused is done whether or not its caller is still there to hear.
+            if case .jsonThen(_, _, let then) = response { await then() }
+            try written.get()
             return keepAlive
 
         case .lines(let produce):

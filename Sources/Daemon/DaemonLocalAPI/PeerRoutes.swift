@@ -30,7 +30,8 @@ package struct PeerRoutes: Sendable {
 
     func continueActivity(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         let ask = try request.decoded(ContinueRequest.self)
-        return .ok(try await continueFlow.run(ask))
+        let continued = try await continueFlow.run(ask)
+        return .ok(continued.response, then: continued.tellOrigin)
     }
 
     /// `POST /v1/links`: a link to an activity.
