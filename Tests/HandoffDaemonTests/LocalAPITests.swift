@@ -23,6 +23,17 @@ import DaemonCore
         ActivityContent(type: type, title: "Report", userInfo: userInfo, webpageURL: "https://example.com/r")
     }
 
+    /// The client reads an answer's status line by hand; anything but `HTTP/1.x` and three
+    /// digits is not the local API.
+    @Test(arguments: [
+        ("HTTP/1.1 200 OK", 200), ("HTTP/1.0 404 Not Found", 404), ("HTTP/1.1 101", 101), ("HTTP/1.1 413 Payload Too Large", 413),
+        ("HTTP/2 200 OK", nil), ("HTTP/1.1 20 OK", nil), ("HTTP/1.1 2000 OK", nil), ("HTTP/1.1 2x0 OK", nil), ("HTTP/1.1", nil),
+        ("SSH-2.0-OpenSSH_9.2", nil), ("", nil), ("HTTP/1.1 +20 OK", nil),
+    ] as [(String, Int?)])
+    func statusLines(line: String, status: Int?) {
+        #expect(UnixHTTPConnection.status(of: line) == status, "\(line)")
+    }
+
     @Test func socketAndStateArePrivate() async throws {
         let d = try await TestDaemon.start()
         _ = try await d.client.send(.becomeCurrent(PutCurrentActivityRequest(content: Self.content())))

@@ -43,7 +43,9 @@ public struct LocalAPIRequest: Sendable {
 
     /// Fetches a peer's current activity (the one this device saw).
     public static func continueActivity(_ request: ContinueRequest) -> Self {
-        Self(endpoint: .continue, path: nil, body: request, bodyJSON: request.compactJSON, patience: 0)
+        // Only the JSON: an existential of the request would have the runtime look up its
+        // conformance for nothing.
+        Self(endpoint: .continue, path: nil, body: nil, bodyJSON: request.compactJSON, patience: 0)
     }
 }
 

@@ -189,8 +189,7 @@ final class UnixHTTPConnection {
     /// Reads the status line and headers; the body is read by `readBody` or streamed by `nextChunkLine`.
     func readHead() throws(HandoffClientError) -> Head {
         let statusLine = try readLine()
-        let parts = statusLine.split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
+        guard let status = Self.status(of: statusLine) else {
             throw HandoffClientError(.protocolError, "\(socketPath) does not speak the handoff local API (got \(statusLine.prefix(40)))")
         }
         var head = Head(status: status)
@@ -201,6 +200,18 @@ final class UnixHTTPConnection {
             head.add(line[..<colon].lowercased(), line[line.index(after: colon)...].trimmingSpaces())
         }
         return head
+    }
+
+    /// The status of `HTTP/1.x NNN reason`, or nil. Read by hand: `split` would make the runtime
+    /// build `[Substring]`'s type at each handoffctl start (docs/benchmarks.md, "handoffctl's
+    /// share of continue").
+    static func status(of line: String) -> Int? {
+        let bytes = line.utf8
+        guard bytes.starts(with: "HTTP/1.".utf8) else { return nil }
+        guard let space = bytes.firstIndex(of: 0x20) else { return nil }
+        let code = bytes[bytes.index(after: space)...].prefix { $0 != 0x20 }
+        guard code.count == 3, code.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return code.reduce(0) { $0 * 10 + Int($1 - 0x30) }
     }
 
     /// Reads the head one byte at a time, so that nothing after it is taken from the socket (a

@@ -5,6 +5,10 @@ import Glibc
 /// A path as a Unix-socket address (`sockaddr_un`), which Glibc leaves to be filled byte by byte.
 public enum UnixSocketAddress {
     /// Runs `body` with `path` as a socket address; nil when the path is too long for one.
+    /// Inlinable, so that it is specialised where it is called: generic, it made the runtime
+    /// build pointer types' metadata on every handoffctl run (docs/benchmarks.md, "handoffctl's
+    /// share of continue").
+    @inlinable
     public static func with<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T? {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
