@@ -55,8 +55,10 @@ package actor HistoryStore: Service {
 
     private let path: String
     private var limits: Limits
-    /// This device, as its entries name it (nil before it has an account).
-    private let me: @Sendable () async -> LocalEvent.PeerRef?
+    /// This device, as its entries name it (nil before it has an account). Not async: an async
+    /// closure runs off this actor's thread and back — two wake-ups of two threads for every
+    /// event the history keeps (docs/benchmarks.md, "handoffctl's share of continue").
+    private let me: @Sendable () -> LocalEvent.PeerRef?
     private let logger: Logger
     /// Newest first, each with its line as the file holds it.
     private var entries: [(entry: HistoryEntry, line: [UInt8])]
@@ -80,7 +82,7 @@ package actor HistoryStore: Service {
     package nonisolated var unownedExecutor: UnownedSerialExecutor { Self.thread.asUnownedSerialExecutor() }
     static let thread = DiskThread(name: "handoff-history")
 
-    package init(stateDirectory: String, limits: Limits, events: EventHub, me: @escaping @Sendable () async -> LocalEvent.PeerRef?, logger: Logger) {
+    package init(stateDirectory: String, limits: Limits, events: EventHub, me: @escaping @Sendable () -> LocalEvent.PeerRef?, logger: Logger) {
         path = stateDirectory + "/" + Self.fileName
         self.limits = limits
         self.events = events
@@ -141,10 +143,10 @@ package actor HistoryStore: Service {
             for await event in subscription {
                 switch event.body {
                 case .currentActivityChanged(let activity):
-                    record(activity, device: await me(), own: true, at: activity.updatedAt)
+                    record(activity, device: me(), own: true, at: activity.updatedAt)
                 case .continued(_, let activity, let peer, _):
                     // A link reopened here this device's own activity (docs/apps.md, "Links").
-                    let own = peer.id == (await me())?.id
+                    let own = peer.id == me()?.id
                     record(activity, device: peer, own: own, at: event.at)
                 default:
                     break
