@@ -102,7 +102,8 @@ final class UnixHTTPConnection {
         guard let slash = socketPath.lastIndex(of: "/"), slash != socketPath.startIndex else { return }
         let directory = socketPath[..<slash]
         // Its last component (not `split`, whose array of substrings is one more generic type
-        // for the runtime to build at each handoffctl start: docs/benchmarks.md).
+        // for the runtime to build at each handoffctl start: docs/benchmarks.md, "handoffctl's
+        // share of continue").
         let name = directory.lastIndex(of: "/").map { directory[directory.index(after: $0)...] } ?? directory
         // A --socket of the user's choosing is theirs to judge; so is a user's directory that root
         // was pointed at.

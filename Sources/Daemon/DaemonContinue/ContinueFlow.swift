@@ -44,7 +44,7 @@ package struct ContinueFlow: Sendable {
         /// Tells the device its activity was continued; the continuation stands whether or not
         /// it hears. The local API says it once the caller has its answer: said before, it put
         /// a write, and the other device's wake-up, on the path of every `continue`
-        /// (docs/benchmarks.md, "The daemons' share of continue").
+        /// (docs/benchmarks.md, "handoffctl's share of continue").
         package func tellOrigin() async {
             try? await session.send(.activityContinued(activityID: activityID))
         }

@@ -504,7 +504,7 @@ final class StreamUpgrader: NIOTypedHTTPServerProtocolUpgrader, Sendable {
 /// the connection closes. Ending it matters: a timer left armed stays in the event loop's queue
 /// until it fires — a wake-up 10 s after every request — and each one made arming and
 /// disarming the next slower, the queue being searched to remove one (docs/benchmarks.md,
-/// "The daemons' share of continue").
+/// "handoffctl's share of continue").
 final class RequestDeadline: Sendable {
     /// Watches the HTTP parts going by.
     final class Watcher: ChannelDuplexHandler {
