@@ -51,6 +51,12 @@ import Testing
         let theirs = try await Subprocess.run(argv[0], Array(argv.dropFirst()))
         #expect(theirs.status == 4, "\(theirs)")
         #expect(theirs.stderr.contains("/tmp/handoff-\(user.uid) is not your private directory") && theirs.stderr.contains("nothing was sent"), "\(theirs.stderr)")
+        // The same directory spelt with a doubled slash is the same directory (the quick path's too).
+        for command in [["status"], ["continue", "desk", "--json"]] {
+            let doubled = user.command([ctl, "--socket", squatted + "//handoffd.sock"] + command, environment: environment)
+            let viaDoubled = try await Subprocess.run(doubled[0], Array(doubled.dropFirst()))
+            #expect(viaDoubled.status == 4 && viaDoubled.stderr.contains("is not your private directory"), "\(command): \(viaDoubled)")
+        }
         _ = try await listener.stop(signal: SIGKILL)
 
         // …and handoffd, started the same way, refuses it before it opens anything: it never

@@ -20,7 +20,7 @@ public struct HandoffClient: Sendable {
 
     /// Sends a request and waits for its answer (`LocalAPICall` lists them all).
     public func send<Answer>(_ call: LocalAPICall<Answer>) throws(HandoffClientError) -> Answer {
-        let body = try answerBody(call.request)
+        let body = try answerBody(of: call.request)
         do {
             return try LocalAPIJSON.decoder().decode(Answer.self, from: Data(body))
         } catch {
@@ -34,8 +34,14 @@ public struct HandoffClient: Sendable {
     }
 
     /// Sends a request and returns its answer's JSON as the daemon wrote it, undecoded: for a
-    /// caller that only passes (part of) it on, such as `handoffctl continue --json`.
-    public func answerBody(_ call: LocalAPIRequest) throws(HandoffClientError) -> [UInt8] {
+    /// caller that only passes (part of) it on.
+    public func answerBody<Answer>(_ call: LocalAPICall<Answer>) throws(HandoffClientError) -> [UInt8] {
+        try answerBody(of: call.request)
+    }
+
+    /// The same for a request without its answer's type, such as `handoffctl continue --json`
+    /// (`LocalAPIRequest` says why).
+    public func answerBody(of call: LocalAPIRequest) throws(HandoffClientError) -> [UInt8] {
         let (method, path) = Self.request(call.endpoint, call.path)
         var body = call.bodyJSON
         if body == nil, let value = call.body { body = try encode(value) }

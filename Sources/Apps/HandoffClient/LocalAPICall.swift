@@ -26,7 +26,7 @@ public struct LocalAPICall<Answer: Decodable & Sendable>: Sendable {
 }
 
 /// A `LocalAPICall` without its answer's type, for a caller that takes the answer undecoded
-/// (`HandoffClient.answerBody`). Not generic on purpose: the Swift runtime builds a generic
+/// (`HandoffClient.answerBody(of:)`). Not generic on purpose: the Swift runtime builds a generic
 /// type's metadata on first use, looking up its `Decodable` conformance through every
 /// conformance in the binary — a measurable share of `handoffctl continue --json`
 /// (docs/benchmarks.md, "handoffctl's share of continue").

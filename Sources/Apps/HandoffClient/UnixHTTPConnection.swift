@@ -100,7 +100,8 @@ final class UnixHTTPConnection {
     /// else made first (in /tmp, anyone can) is theirs to listen in.
     static func checkDirectory(of socketPath: String) throws(HandoffClientError) {
         guard let slash = socketPath.lastIndex(of: "/"), slash != socketPath.startIndex else { return }
-        let directory = socketPath[..<slash]
+        var directory = socketPath[..<slash]
+        while directory.count > 1, directory.last == "/" { directory = directory.dropLast() }  // "…/handoff//handoffd.sock"
         // Its last component (not `split`, whose array of substrings is one more generic type
         // for the runtime to build at each handoffctl start: docs/benchmarks.md, "handoffctl's
         // share of continue").
@@ -322,13 +323,10 @@ final class UnixHTTPConnection {
             }
             return Array(buffer[bufferStart...])
         }
-        let (chunk, n) = receive()
+        let (chunk, n, error) = receive()
         if n > 0 { return chunk }
         if n == 0 { return nil }
-        if errno == EAGAIN || errno == EWOULDBLOCK {
-            throw HandoffClientError(.timeout, "handoffd did not answer in time")
-        }
-        throw HandoffClientError(.protocolError, "lost the connection to handoffd: \(SystemCall.describe(errno))")
+        throw Self.receiveFailure(error)
     }
 
     private func fill() throws(HandoffClientError) -> Bool {
@@ -336,27 +334,34 @@ final class UnixHTTPConnection {
             buffer.removeFirst(bufferStart)
             bufferStart = 0
         }
-        let (chunk, n) = receive()
+        let (chunk, n, error) = receive()
         if n > 0 {
             if buffer.isEmpty { buffer = chunk } else { buffer += chunk }
             return true
         }
         if n == 0 { return false }
-        if errno == EAGAIN || errno == EWOULDBLOCK {
-            throw HandoffClientError(.timeout, "handoffd did not answer in time")
-        }
-        throw HandoffClientError(.protocolError, "lost the connection to handoffd: \(SystemCall.describe(errno))")
+        throw Self.receiveFailure(error)
     }
 
-    /// Up to 64 KiB from the socket, and recv's result. The array is not zeroed first: only the
-    /// pages recv writes are touched (zeroing all 64 KiB faulted in 16 pages per read).
-    private func receive() -> ([UInt8], Int) {
+    /// Up to 64 KiB from the socket, recv's result, and its errno. The array is not zeroed first:
+    /// only the pages recv writes are touched (zeroing all 64 KiB faulted in 16 pages per read).
+    /// A short read is copied into an array of its size, so that a buffer kept for long (an
+    /// event stream's) does not hold 64 KiB for a few bytes.
+    private func receive() -> ([UInt8], Int, Int32) {
         var n = 0
+        var error: Int32 = 0
         let chunk = [UInt8](unsafeUninitializedCapacity: 64 * 1024) { raw, count in
             n = SystemCall.retrying { recv(fd, raw.baseAddress!, raw.count, 0) }
+            error = errno
             count = max(n, 0)
         }
-        return (chunk, n)
+        return (n > 0 && n < 16 * 1024 ? Array(chunk[..<n]) : chunk, n, error)
+    }
+
+    private static func receiveFailure(_ error: Int32) -> HandoffClientError {
+        error == EAGAIN || error == EWOULDBLOCK
+            ? HandoffClientError(.timeout, "handoffd did not answer in time")
+            : HandoffClientError(.protocolError, "lost the connection to handoffd: \(SystemCall.describe(error))")
     }
 
     private func readLine() throws(HandoffClientError) -> String {

@@ -40,6 +40,8 @@ package struct ContinueFlow: Sendable {
         package let response: ContinueResponse
         let session: MemberSession
         let activityID: UUID
+        /// Settled when the tell went out (or could not): the continuation's streams wait for it.
+        let told: Once<Void>
 
         /// Tells the device its activity was continued; the continuation stands whether or not
         /// it hears. The local API says it once the caller has its answer: said before, it put
@@ -47,6 +49,7 @@ package struct ContinueFlow: Sendable {
         /// (docs/benchmarks.md, "handoffctl's share of continue").
         package func tellOrigin() async {
             try? await session.send(.activityContinued(activityID: activityID))
+            told.settle(())
         }
     }
 
@@ -102,14 +105,21 @@ package struct ContinueFlow: Sendable {
         if let link, !link.names(fetched.activity) {
             return .unavailable(reason: "\(fetched.peer.name) has moved on to another activity")
         }
+        let told = Once<Void>()
         book.record(
             StreamBook.Continuation(
                 id: continuation.id, peer: fetched.peer, activityID: fetched.activity.id,
-                supportsStreams: fetched.activity.content.supportsContinuationStreams, address: fetched.address
+                supportsStreams: fetched.activity.content.supportsContinuationStreams, address: fetched.address, originTold: told
             )
         )
-        let response = try await continuation.hand(fetched.activity, from: fetched.peer)
-        return .continued(Continued(response: response, session: fetched.session, activityID: fetched.activity.id))
+        let response: ContinueResponse
+        do throws(DaemonError) {
+            response = try await continuation.hand(fetched.activity, from: fetched.peer)
+        } catch {
+            told.settle(())  // nothing will be told: no stream waits for it
+            throw error
+        }
+        return .continued(Continued(response: response, session: fetched.session, activityID: fetched.activity.id, told: told))
     }
 
     /// Hands an activity kept here (a linked one from the history) to an app, as a

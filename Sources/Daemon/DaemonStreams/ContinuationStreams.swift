@@ -144,6 +144,9 @@ package struct ResumingStreams: Sendable {
         guard let contexts = security.contexts else {
             throw DaemonError(.noAccount, "this device has no account any more")
         }
+        // After `activityContinued` (at once, but for a caller that asks right after its answer);
+        // a tell that cannot go out holds no stream up for more than a second.
+        _ = await continuation.originTold?.value(within: .seconds(1))
         var targets = await directory.dialTargets(peer.id)
         if let given = continuation.address { targets.insert(given, at: 0) }
         return try await dial(

@@ -26,13 +26,18 @@ package final class StreamBook: Sendable {
         var supportsStreams: Bool
         /// The address `continue` was given, if it was given one (else the directory's).
         var address: PeerAddress?
+        /// Settled once the other device was told its activity was continued (`activityContinued`,
+        /// sent after the local caller has its answer): a stream is asked for only after that,
+        /// so that the originating app hears `wasContinued` before the stream it serves.
+        var originTold: Once<Void>?
 
-        package init(id: UUID, peer: LocalEvent.PeerRef, activityID: UUID, supportsStreams: Bool, address: PeerAddress?) {
+        package init(id: UUID, peer: LocalEvent.PeerRef, activityID: UUID, supportsStreams: Bool, address: PeerAddress?, originTold: Once<Void>? = nil) {
             self.id = id
             self.peer = peer
             self.activityID = activityID
             self.supportsStreams = supportsStreams
             self.address = address
+            self.originTold = originTold
         }
     }
 

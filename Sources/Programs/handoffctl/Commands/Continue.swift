@@ -65,7 +65,7 @@ struct Continue: ParsableCommand {
         if json, !streaming {
             // The activity as the daemon wrote it: decoding the whole answer to encode the
             // activity again was a tenth of what this command cost (docs/benchmarks.md).
-            let answer = try client.answerBody(.continueActivity(request))
+            let answer = try client.answerBody(of: .continueActivity(request))
             guard let activity = JSONMember.value("activity", in: answer) else {
                 throw CLIError(.failure, "handoffd's answer to continue has no activity; are handoffd and handoffctl the same version?")
             }
