@@ -547,21 +547,10 @@ final class RequestDeadline: Sendable {
 
     func arm() {
         let channel = self.channel
-        let armed = state.withLock { s -> Bool in
-            if case .ended = s { return false }
-            return true
-        }
-        guard armed else { return }
         let task = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
         let kept = state.withLock { s -> Bool in
-            switch s {
-            case .ended:
-                return false
-            case .armed(let earlier):
-                earlier.cancel()
-            case .disarmed:
-                break
-            }
+            if case .ended = s { return false }
+            if case .armed(let earlier) = s { earlier.cancel() }
             s = .armed(task)
             return true
         }
