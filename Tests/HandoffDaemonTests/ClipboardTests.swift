@@ -193,12 +193,34 @@ import Testing
         #expect(!ClipboardNotice.isSecret(types: ["UTF8_STRING", "text/plain"], hint: nil))
     }
 
-    /// The next `clipboardStreamRequested` on `events`.
-    static func nextPasteRequest(_ events: EventSubscription) async throws -> (UUID, UUID, String) {
-        while let event = try await events.next() {
-            if case .clipboardStreamRequested(let stream, let copy, let type, _) = event.body { return (stream, copy, type) }
+    /// This test as a device's desktop agent: it holds the device's copies (`POST
+    /// /v1/clipboard/holder`), announces them under its id, and hears each paste asked of them.
+    struct Holder {
+        let client: HandoffClient
+        let events: NDJSONSubscription<ClipboardHolderEvent>
+        let id: UUID
+
+        init(_ client: HandoffClient) async throws {
+            self.client = client
+            events = try await client.subscribe(.holdClipboard)
+            guard case .holding(let id) = try await events.next()?.body else { throw TestFailure("no holding line first") }
+            self.id = id
         }
-        throw TestFailure("the events ended")
+
+        func announce(_ items: [ClipboardItem]) async throws -> ClipboardState {
+            try await client.send(.announceClipboard(ClipboardAnnouncement(items: items, holder: id)))
+        }
+
+        /// The next paste another device asks of this device's copy.
+        func nextPasteRequest() async throws -> (UUID, UUID, String) {
+            while let event = try await events.next() {
+                if case .pasteRequested(let stream, let copy, let type, _) = event.body { return (stream, copy, type) }
+            }
+            throw TestFailure("the holder's stream ended")
+        }
+
+        /// The agent goes (it stops, crashes, or starts anew).
+        func leave() { events.close() }
     }
 
     static func file(_ path: String, _ flags: Int32) throws -> Int32 {
@@ -211,11 +233,11 @@ import Testing
         let (a, b) = try await ContinuationTests.pair(configureB: { $0.settings.clipboardMaxSize = 4096 })
         let dir = try TempDirectory.make(prefix: "handoff-clipboard")
         defer { TempDirectory.remove(dir) }
-        let agent = try await a.client.subscribe(.events)
+        let agent = try await Holder(a.client)
         let text = Data("hello there".utf8)
         try text.write(to: URL(fileURLWithPath: dir + "/copied"))
 
-        let announced = try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.text)))
+        let announced = try await agent.announce(Self.text)
         let copy = try #require(announced.local)
         #expect(announced.newest == copy && copy.peer == nil)
         try await waitUntil("B hears of A's copy") { try await b.client.send(.clipboard).newest?.id == copy.id }
@@ -226,7 +248,7 @@ import Testing
         let target = try Self.file(dir + "/pasted", O_WRONLY | O_CREAT | O_TRUNC)
         defer { close(target) }
         let pasting = Task { try await b.client.fileStream(.pasteClipboard(copy.id, type: "text/plain;charset=utf-8"), file: target, role: .receive) }
-        let (streamID, copyID, type) = try await Self.nextPasteRequest(agent)
+        let (streamID, copyID, type) = try await agent.nextPasteRequest()
         #expect(copyID == copy.id && type == "text/plain;charset=utf-8")
         let source = try Self.file(dir + "/copied", O_RDONLY)
         defer { close(source) }
@@ -241,18 +263,18 @@ import Testing
         await expectFailure(.noClipboard) { _ = try await b.client.fileStream(.pasteClipboard(UUID(), type: "text/plain;charset=utf-8"), file: target, role: .receive) }
         // Nothing copied here to paste from: B's own copy is not pasted through handoffd.
         // Over B's max_size: heard of, not pasted.
-        _ = try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.png)))
+        _ = try await agent.announce(Self.png)
         try await waitUntil("B hears of A's picture") { try await b.client.send(.clipboard).newest?.items == Self.png }
         let picture = try #require(try await b.client.send(.clipboard).newest)
         await expectFailure(.notOffered) { _ = try await b.client.fileStream(.pasteClipboard(picture.id, type: "image/png"), file: target, role: .receive) }
 
         // A's clipboard holds nothing carried (or a secret): B forgets A's copy.
-        _ = try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: [])))
+        _ = try await agent.announce([])
         try await waitUntil("B hears of the withdrawal") { try await b.client.send(.clipboard).newest == nil }
 
         // Off on B: A's copy there is forgotten, nothing is pasted, and nothing copied on B is
         // announced; the switch holds until turned on.
-        _ = try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.text)))
+        _ = try await agent.announce(Self.text)
         try await waitUntil("B hears of A's new copy") { try await b.client.send(.clipboard).newest != nil }
         let last = try #require(try await b.client.send(.clipboard).newest)
         #expect(try await b.client.send(.changeSettings(SettingsChange(clipboard: false))).clipboard == false)
@@ -270,17 +292,17 @@ import Testing
         let (a, b) = try await ContinuationTests.pair(configureB: { $0.settings.clipboardMaxSize = 4096 })
         let dir = try TempDirectory.make(prefix: "handoff-clipboard")
         defer { TempDirectory.remove(dir) }
-        let agent = try await a.client.subscribe(.events)
+        let agent = try await Holder(a.client)
         try Data("a report".utf8).write(to: URL(fileURLWithPath: dir + "/report.txt"))
         try Data(repeating: 7, count: 5000).write(to: URL(fileURLWithPath: dir + "/big.bin"))
-        let copy = try #require(try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.files))).local)
+        let copy = try #require(try await agent.announce(Self.files).local)
         try await waitUntil("B hears of A's file list") { try await b.client.send(.clipboard).newest?.id == copy.id }
 
         let target = try Self.file(dir + "/pasted", O_WRONLY | O_CREAT | O_TRUNC)
         defer { close(target) }
         for (index, name, fits) in [(0, "report.txt", true), (1, "big.bin", false)] {
             let pasting = Task { try await b.client.fileStream(.pasteClipboard(copy.id, type: ClipboardNotice.fileForm(index)), file: target, role: .receive) }
-            let (streamID, copyID, type) = try await Self.nextPasteRequest(agent)
+            let (streamID, copyID, type) = try await agent.nextPasteRequest()
             #expect(copyID == copy.id && type == ClipboardNotice.fileForm(index))
             let source = try Self.file(dir + "/" + name, O_RDONLY)
             defer { close(source) }
@@ -298,7 +320,7 @@ import Testing
         // An entry that is not a file there (its agent takes the stream and drops it, as it does
         // for a folder): refused as such.
         let pasting = Task { try await b.client.fileStream(.pasteClipboard(copy.id, type: ClipboardNotice.fileForm(2)), file: target, role: .receive) }
-        let (streamID, _, _) = try await Self.nextPasteRequest(agent)
+        let (streamID, _, _) = try await agent.nextPasteRequest()
         try await a.client.pipe(.takeStream(streamID)).close()
         let refused = await expectFailure(.streamRefused) { _ = try await pasting.value }
         #expect(refused.contains("entry 2 of the file list copied on desk is not a file there"), "\(refused)")
@@ -310,12 +332,12 @@ import Testing
     /// paste fails instead.
     @Test func aDeviceSendingMoreThanItsCopyHoldsFailsThePaste() async throws {
         let (a, b) = try await ContinuationTests.pair()
-        let agent = try await a.client.subscribe(.events)
-        let copy = try #require(try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.text))).local)
+        let agent = try await Holder(a.client)
+        let copy = try #require(try await agent.announce(Self.text).local)
         try await waitUntil("B hears of A's copy") { try await b.client.send(.clipboard).newest?.id == copy.id }
 
         let pasting = Task { try await b.client.pipe(.pasteClipboard(copy.id, type: "text/plain;charset=utf-8")) }
-        let (streamID, _, _) = try await Self.nextPasteRequest(agent)
+        let (streamID, _, _) = try await agent.nextPasteRequest()
         let sending = try await a.client.pipe(.takeStream(streamID))
         let pipe = try await pasting.value
         // 11 bytes announced; 64 KiB sent. The writes may fail once B cuts the stream.
@@ -338,7 +360,8 @@ import Testing
         let network = DiscoveryNetwork()
         let b = try await TestDaemon.start(network: network) { $0.clock = clock }
         _ = try await b.client.send(.createAccount(CreateAccountRequest(deviceName: "laptop")))
-        let copy = try #require(try await b.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.text))).local)
+        let holder = try await Holder(b.client)
+        let copy = try #require(try await holder.announce(Self.text).local)
         let a = try await TestDaemon.start(network: network)
         let updates = try await b.client.subscribe(.invite)
         let code = try #require(try await updates.next()?.invite?.code)
@@ -353,6 +376,55 @@ import Testing
             _ = try await a.client.fileStream(.pasteClipboard(copy.id, type: "text/plain;charset=utf-8"), file: target, role: .receive)
         }
         #expect(refused.contains("no longer on the clipboard there"), "\(refused)")
+        for d in [a, b] { try await d.finish() }
+    }
+
+    /// A copy is given out only while the agent that holds its bytes is there: the holder
+    /// leaving withdraws the copy it held (and only that one).
+    @Test func aHolderLeavingWithdrawsTheCopyItHeld() {
+        var board = ClipboardBoard(enabled: true)
+        let (first, second) = (UUID(), UUID())
+        _ = board.copied(Self.text, holder: first, now: Self.t0, settings: Self.settings)
+        #expect(board.holderLeft(second, now: Self.t0.adding(seconds: 1), settings: Self.settings) == .nothing, "another holder's leaving")
+        guard case .everyone(let withdrawal) = board.holderLeft(first, now: Self.t0.adding(seconds: 1), settings: Self.settings) else {
+            Issue.record("the withdrawal is told")
+            return
+        }
+        #expect(withdrawal.items.isEmpty && board.local == nil && board.newest == nil)
+        #expect(board.holderLeft(first, now: Self.t0.adding(seconds: 2), settings: Self.settings) == .nothing, "nothing left to withdraw")
+        // A copy that ran out is not withdrawn again.
+        _ = board.copied(Self.text, holder: second, now: Self.t0, settings: Self.settings)
+        #expect(board.holderLeft(second, now: Self.t0.adding(seconds: 120), settings: Self.settings) == .nothing)
+    }
+
+    /// Issue 54's paste that hung: A's agent stops (or starts anew) after a copy. Its copy is
+    /// withdrawn on A and on B at once, so B offers nothing and a paste there is refused at once
+    /// instead of waiting for an agent that is not there. A copy announced without a holder that
+    /// is there is refused.
+    @Test func aCopyWhoseAgentLeftIsWithdrawnEverywhere() async throws {
+        let (a, b) = try await ContinuationTests.pair()
+        let agent = try await Holder(a.client)
+        let copy = try #require(try await agent.announce(Self.text).local)
+        try await waitUntil("B hears of A's copy") { try await b.client.send(.clipboard).newest?.id == copy.id }
+
+        agent.leave()
+        try await waitUntil("A withdraws the copy its agent held") { try await a.client.send(.clipboard).local == nil }
+        try await waitUntil("B forgets it") { try await b.client.send(.clipboard).newest == nil }
+        let target = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        defer { close(target) }
+        await expectFailure(.noClipboard) { _ = try await b.client.fileStream(.pasteClipboard(copy.id, type: "text/plain;charset=utf-8"), file: target, role: .receive) }
+
+        // The agent starts anew: a copy needs its new id; the old one, or none, is refused.
+        let refused = await expectFailure(.invalidValue) {
+            _ = try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.text, holder: agent.id)))
+        }
+        #expect(refused.contains("not connected any more"), "\(refused)")
+        await expectFailure(.invalidValue) { _ = try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: Self.text))) }
+        let again = try await Holder(a.client)
+        let next = try #require(try await again.announce(Self.text).local)
+        try await waitUntil("B hears of the new copy") { try await b.client.send(.clipboard).newest?.id == next.id }
+        again.leave()
+        try await waitUntil("B forgets that one too") { try await b.client.send(.clipboard).newest == nil }
         for d in [a, b] { try await d.finish() }
     }
 }

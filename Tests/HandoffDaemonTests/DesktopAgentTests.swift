@@ -162,18 +162,18 @@ import Testing
         let home = directory + "/home"
         let source = directory + "/copied"
         try Data("hello there".utf8).write(to: URL(fileURLWithPath: source))
-        let aEvents = try await a.client.subscribe(.events)
+        let aAgent = try await ClipboardTests.Holder(a.client)
         let environment = ["HOME": home, "PATH": directory + "/no-programs", "DBUS_SESSION_BUS_ADDRESS": session.bus.address]
         try await Self.withAgent(b, bus: session.bus, environment: environment) {
             let text = [ClipboardItem(type: "text/plain;charset=utf-8", size: 11)]
-            let copy = try #require(try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: text))).local)
+            let copy = try #require(try await aAgent.announce(text).local)
             try await session.waitUntilDisplayed(1)
             try await monitor.wait(for: "the copy's notification") { $0.stdout.contains("string \"Copied on desk: text\"") }
             let clicked = try await session.dunstctl(["action", "0"])
             #expect(clicked.status == 0, "\(clicked)")
 
             // A's agent (this test) is asked for the text, and hands it over.
-            let (streamID, copyID, type) = try await ClipboardTests.nextPasteRequest(aEvents)
+            let (streamID, copyID, type) = try await aAgent.nextPasteRequest()
             #expect(copyID == copy.id && type == "text/plain;charset=utf-8")
             let fd = try ClipboardTests.file(source, O_RDONLY)
             defer { close(fd) }
@@ -188,9 +188,9 @@ import Testing
             // A newer copy is a notification again; withdrawn, it goes.
             _ = try await session.dunstctl(["close-all"])
             try await session.waitUntilDisplayed(0)
-            _ = try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: text)))
+            _ = try await aAgent.announce(text)
             try await session.waitUntilDisplayed(1)
-            _ = try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: [])))
+            _ = try await aAgent.announce([])
             try await session.waitUntilDisplayed(0)
         }
         try await a.finish()

@@ -344,7 +344,7 @@ import Testing
         defer { TempDirectory.remove(directory) }
         let bus = try await SessionBus(directory: directory)
         let (a, b) = try await ContinuationTests.pair()
-        let origin = try await a.client.subscribe(.events)
+        let origin = try await ClipboardTests.Holder(a.client)
         try await DesktopAgentTests.withAgent(b, bus: bus) {
             let app = App(bus: try DBusConnection.connect(address: bus.address))
             defer { app.bus.close() }
@@ -352,7 +352,7 @@ import Testing
             #expect(try await app.call("Clipboard") == [.vardict(["enabled": .bool(true)])])
             let text = Array("from the desk".utf8)
             await app.refused("org.handoff.Error.no_clipboard", "PasteFromDevice", [.string("")])
-            let copy = try #require(try await a.client.send(.announceClipboard(ClipboardAnnouncement(items: [ClipboardItem(type: "text/plain;charset=utf-8", size: Int64(text.count))]))).local)
+            let copy = try #require(try await origin.announce([ClipboardItem(type: "text/plain;charset=utf-8", size: Int64(text.count))]).local)
             var heard = signals.makeAsyncIterator()
             var said: [String: DBusValue] = [:]
             while said["device"] == nil {
@@ -363,14 +363,11 @@ import Testing
             #expect(try await app.call("Clipboard") == [.vardict(said)])
             // The paste: desk's agent (this test) is asked for the bytes, and gives them.
             let serving = Task { () async throws in
-                while let event = try await origin.next() {
-                    guard case .clipboardStreamRequested(let streamID, _, _, _) = event.body else { continue }
-                    let pipe = try await a.client.pipe(.takeStream(streamID))
-                    try await pipe.write(text)
-                    pipe.finishWriting()
-                    _ = try await pipe.readToEnd()
-                    return
-                }
+                let (streamID, _, _) = try await origin.nextPasteRequest()
+                let pipe = try await a.client.pipe(.takeStream(streamID))
+                try await pipe.write(text)
+                pipe.finishWriting()
+                _ = try await pipe.readToEnd()
             }
             guard case .unixFD(let fd) = try await app.call("PasteFromDevice", [.string("")]).first else { throw TestFailure("no descriptor") }
             #expect(try await Self.readAll(fd) == text)
@@ -379,7 +376,7 @@ import Testing
             try await serving.value
             await app.refused("org.handoff.Error.no_clipboard", "PasteFromDevice", [.string("image/png")])
         }
-        origin.close()
+        origin.leave()
         try await a.finish()
         try await b.finish()
         await bus.stop()

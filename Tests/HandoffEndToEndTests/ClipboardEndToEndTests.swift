@@ -82,6 +82,52 @@ import Testing
         }
     }
 
+    /// Issue 54: alpha's agent goes after a copy — killed (a crash), and once more stopped
+    /// after its restart made a copy. Each time alpha's copy is withdrawn on both hosts, so a
+    /// paste on bravo is refused at once (exit 49, no copy) instead of waiting for an agent that
+    /// is not there; the agent started anew announces its next copy, which bravo pastes.
+    @Test func aCopyIsWithdrawnWhenItsAgentGoes() async throws {
+        await Rig.withHosts(["alpha", "bravo"]) { rig in
+            try await EndToEndTests().startPaired(rig)
+            let (alpha, firstAgent) = try await rig.waylandAgent(on: "alpha")
+            let (bravo, bravoAgent) = try await rig.waylandAgent(on: "bravo")
+            for agent in [firstAgent, bravoAgent] {
+                try await agent.wait(for: "the agent to share the clipboard") { $0.stderr.contains("the clipboard is shared") }
+            }
+            let wl: (String, WaylandSession, String) async throws -> ProcessResult = { host, session, script in
+                try await rig.run(host, ["/usr/bin/env", "WAYLAND_DISPLAY=\(session.display)", "sh", "-c", script])
+            }
+            let newest = { () async throws -> ClipboardCopy? in try await rig.ctlJSON("bravo", ClipboardState.self, ["clipboard", "--json"]).newest }
+            #expect(try await wl("alpha", alpha, "printf 'before the crash' | wl-copy").status == 0)
+            try await Rig.waitFor("bravo to offer alpha's copy") { try await newest()?.peer != nil }
+
+            // The agent crashes.
+            _ = try await firstAgent.stop(signal: SIGKILL)
+            try await Rig.waitFor("alpha to withdraw the copy its agent held") {
+                try await rig.ctlJSON("alpha", ClipboardState.self, ["clipboard", "--json"]).local == nil
+            }
+            try await Rig.waitFor("bravo to forget it") { try await newest() == nil }
+            let refused = try await rig.ctl("bravo", ["clipboard", "paste"])
+            #expect(refused.status == 49 && refused.stdout.isEmpty, "\(refused)")
+            #expect(try await wl("bravo", bravo, "wl-paste --no-newline").stdout.isEmpty, "bravo offers nothing")
+
+            // Started anew, it announces the next copy; stopped in order, that goes too.
+            let secondAgent = try await rig.waylandAgent(on: "alpha", in: alpha)
+            try await secondAgent.wait(for: "the new agent to share the clipboard") { $0.stderr.contains("the clipboard is shared") }
+            #expect(try await newest() == nil, "nothing is offered again after the restart")
+            try await Rig.waitFor("the new agent's copy on bravo") {
+                _ = try await wl("alpha", alpha, "printf 'after the restart' | wl-copy")
+                return try await wl("bravo", bravo, "wl-paste --no-newline").stdout == "after the restart"
+            }
+            #expect(try await secondAgent.stop() == 0, "\(secondAgent.stderr)")
+            try await Rig.waitFor("bravo to forget the copy of the agent that stopped") { try await newest() == nil }
+            #expect(try await rig.ctl("bravo", ["clipboard", "paste"]).status == 49)
+            #expect(try await bravoAgent.stop() == 0, "\(bravoAgent.stderr)")
+            await alpha.stop()
+            await bravo.stop()
+        }
+    }
+
     static let owner = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/clipboard-owner.py").standardizedFileURL.path
 
     /// `command` in `session` on `host`, as the test user.

@@ -54,12 +54,18 @@ extension Rig {
             [Rig.script, "exec", name, host] + user.command(command, environment: environment(host))
         }
         let session = try await WaylandSession(directory: directory, base: environment(host), wrap: inHost)
+        return (session, try await waylandAgent(on: host, in: session))
+    }
+
+    /// The real `handoff-desktop` in `session` (another one, or the same agent started anew),
+    /// once it is ready.
+    public func waylandAgent(on host: String, in session: WaylandSession) async throws -> RunningProcess {
         let agent = try RunningProcess(
             Rig.script,
             ["exec", name, host]
                 + user.command([try user.product("handoff-desktop"), "--status-icon-grace", "3600"], environment: session.environment(environment(host)))
         )
         try await agent.wait(for: "handoff-desktop to be ready") { $0.stderr.contains("] ready") }
-        return (session, agent)
+        return agent
     }
 }

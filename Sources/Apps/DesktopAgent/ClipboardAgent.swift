@@ -54,6 +54,9 @@ package struct ClipboardAgent: Sendable {
     package enum Input: Sendable {
         /// What handoffd says of the clipboard (at each connection, then each `clipboardChanged`).
         case daemon(ClipboardState)
+        /// The agent holds this device's copies in handoffd under this id (`POST
+        /// /v1/clipboard/holder`); nil: that ended (handoffd went), and the copy held with it.
+        case holding(UUID?)
         /// Another device pastes a kind of this device's copy.
         case streamRequested(streamID: UUID, copyID: UUID, type: String)
         case session(ClipboardEvent)
@@ -94,6 +97,7 @@ package struct ClipboardAgent: Sendable {
     package func run(_ inbox: AsyncStream<Input>, post: AsyncStream<Input>.Continuation) async {
         let alarm = Alarm()
         var state: ClipboardState?
+        var holder: UUID?
         var local: Local?
         var offered: ClipboardCopy?
         var ended: [UUID] = []
@@ -103,6 +107,7 @@ package struct ClipboardAgent: Sendable {
                 for await event in backend.events { post.yield(.session(event)) }
             }
             group.addTask { await alarm.run { post.yield(.tick) } }
+            group.addTask { await holdCopies(post) }
             for await input in inbox {
                 switch input {
                 case .daemon(let new):
@@ -123,10 +128,14 @@ package struct ClipboardAgent: Sendable {
                     }
                     offered = wanted
                     if let kept = files, kept.copyID != wanted?.id { files = Self.drop(kept, backend) }
+                case .holding(let new):
+                    // A copy held under another id is gone from handoffd: nobody asks for it.
+                    if new != holder { local = nil }
+                    holder = new
                 case .session(.copied(let forms, let secret)):
                     guard let current = state, current.enabled else { continue }
                     let kept = secret ? [] : forms.filter { Int64($0.bytes.count) <= current.maximumSize }
-                    local = await announce(kept, secret: secret)
+                    local = await announce(kept, secret: secret, holder: holder)
                 case .session(.pasteRequested(let request)):
                     guard let copy = offered else {
                         backend.answer(request, with: nil)
@@ -165,7 +174,12 @@ package struct ClipboardAgent: Sendable {
                 case .session(.disconnected):
                     logger.notice("the display server went away; the clipboard is no longer shared from this session")
                 case .streamRequested(let streamID, let copyID, let type):
-                    guard let local, local.id == copyID else { continue }
+                    guard let local, local.id == copyID else {
+                        // Not held here (any more): taken and dropped, so that the device
+                        // pasting hears it now rather than at handoffd's deadline.
+                        group.addTask { await refuse(streamID) }
+                        continue
+                    }
                     if let index = ClipboardNotice.fileIndex(type) {
                         // A place is taken only for a file that is there to send.
                         let file = local.files[index]
@@ -191,12 +205,60 @@ package struct ClipboardAgent: Sendable {
         backend.withdraw()
     }
 
-    /// Tells handoffd what was copied (nothing carried, or a secret: its last copy is withdrawn);
-    /// what it gives out then, held here.
-    private func announce(_ forms: [ClipboardForm], secret: Bool) async -> Local? {
+    /// Holds this device's copies in handoffd for as long as it runs (`POST
+    /// /v1/clipboard/holder`), and again each time handoffd is back: its id goes to the loop as
+    /// `holding`, each paste another device asks for as `streamRequested`. The connection
+    /// closing — the agent stopping, or crashing — is what tells handoffd its copy is gone.
+    private func holdCopies(_ post: AsyncStream<Input>.Continuation) async {
+        var failures = 0
+        while !Task.isCancelled {
+            do throws(HandoffClientError) {
+                let events = try await client.subscribe(.holdClipboard)
+                failures = 0
+                let ended = await withTaskCancellationHandler { () async -> HandoffClientError? in
+                    do throws(HandoffClientError) {
+                        while let event = try await events.next() {
+                            switch event.body {
+                            case .holding(let holder): post.yield(.holding(holder))
+                            case .pasteRequested(let streamID, let copyID, let type, _):
+                                post.yield(.streamRequested(streamID: streamID, copyID: copyID, type: type))
+                            case .unknown: break
+                            }
+                        }
+                        return nil
+                    } catch {
+                        return error
+                    }
+                } onCancel: {
+                    events.close()
+                }
+                if let ended { throw ended }
+            } catch {
+                // handoffd is away: DesktopAgent says so, once.
+            }
+            post.yield(.holding(nil))
+            let delay = DesktopAgent.reconnectDelays[min(failures, DesktopAgent.reconnectDelays.count - 1)]
+            failures += 1
+            guard (try? await QuietSleep.sleep(for: delay)) != nil else { return }
+        }
+    }
+
+    /// A paste of a copy this agent does not hold: its stream is taken and closed at once.
+    private func refuse(_ streamID: UUID) async {
+        (try? await client.pipe(.takeStream(streamID)))?.close()
+        logger.info("another device asked for a copy that is not held here any more")
+    }
+
+    /// Tells handoffd what was copied (nothing carried, or a secret: its last copy is withdrawn),
+    /// held by `holder`; what it gives out then, held here.
+    private func announce(_ forms: [ClipboardForm], secret: Bool, holder: UUID?) async -> Local? {
         let items = forms.map { ClipboardItem(type: $0.type, size: Int64($0.bytes.count)) }
+        guard holder != nil || items.isEmpty else {
+            logger.notice("a copy here was not announced: handoffd is not reachable")
+            return nil
+        }
         do throws(HandoffClientError) {
-            let answer = try await client.send(.announceClipboard(ClipboardAnnouncement(items: items)))
+            let answer = try await client.send(.announceClipboard(ClipboardAnnouncement(items: items, holder: holder)))
             logger.info("a copy here was announced", metadata: ["kinds": "\(items.count)", "secret": "\(secret)"])
             guard let copy = answer.local, !forms.isEmpty else { return nil }
             let kept = Dictionary(forms.map { ($0.type, $0.bytes) }, uniquingKeysWith: { first, _ in first })

@@ -119,7 +119,7 @@ package struct ClipboardNotes: Sendable {
                 case .noteClosed(let id):
                     plan.closed(id)
                     if plan.note == nil { shown.value = nil }
-                case .streamRequested, .session, .filesKept:
+                case .holding, .streamRequested, .session, .filesKept:
                     break
                 }
                 switch action {

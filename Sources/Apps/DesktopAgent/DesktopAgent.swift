@@ -205,8 +205,6 @@ package struct DesktopAgent: Sendable {
                                 await readSwitch()
                             case .clipboardChanged(let state):
                                 clipboard(.daemon(state), true)
-                            case .clipboardStreamRequested(let streamID, let copyID, let type, _):
-                                clipboard(.streamRequested(streamID: streamID, copyID: copyID, type: type), false)
                             default: break
                             }
                         }

@@ -93,6 +93,13 @@ extension LocalAPICall where Answer == ClipboardState {
     public static func announceClipboard(_ announcement: ClipboardAnnouncement) -> Self { Self(.announceClipboard, body: announcement) }
 }
 
+extension LocalAPISubscription where Element == ClipboardHolderEvent {
+    /// Holds this device's copies (the desktop agent): the first event names the holder to
+    /// announce copies with, then each paste another device asks for arrives. Closing it
+    /// withdraws the copy it held.
+    public static var holdClipboard: Self { Self(.holdClipboard) }
+}
+
 extension LocalAPICall where Answer == DaemonStatus {
     public static var status: Self { Self(.status) }
 

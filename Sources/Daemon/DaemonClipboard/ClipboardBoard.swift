@@ -31,6 +31,9 @@ package struct ClipboardBoard: Sendable, Equatable {
         package var expiresAt: Timestamp
         /// nil: copied here.
         package var peer: LocalEvent.PeerRef?
+        /// (Copied here) the agent holding its bytes (`ClipboardAnnouncement.holder`): the copy
+        /// is given out only while that holder is connected.
+        package var holder: UUID? = nil
     }
 
     package private(set) var enabled: Bool
@@ -65,18 +68,31 @@ package struct ClipboardBoard: Sendable, Equatable {
     /// Something was copied here (no items: nothing carried, or a secret). Returns the notice for
     /// the other devices — a withdrawal when there was a copy and now there is none. Either way
     /// this device's clipboard is the newest: no older copy from elsewhere takes its place.
-    package mutating func copied(_ items: [ClipboardItem], id: UUID = UUID(), now: Timestamp, settings: ClipboardSettings) -> Tell {
+    package mutating func copied(
+        _ items: [ClipboardItem], holder: UUID? = nil, id: UUID = UUID(), now: Timestamp, settings: ClipboardSettings
+    ) -> Tell {
         guard enabled else { return .nothing }
-        let lifetime = settings.lifetimeSeconds
         localIsNewest = true
-        guard !items.isEmpty else {
-            let had = local.map { $0.expiresAt > now } ?? false
-            local = nil
-            return had ? .everyone(ClipboardNotice(id: id, copiedAt: now, lifetimeSeconds: lifetime, items: [])) : .nothing
-        }
+        guard !items.isEmpty else { return withdrawLocal(id: id, now: now, settings: settings) }
+        let lifetime = settings.lifetimeSeconds
         let notice = ClipboardNotice(id: id, copiedAt: now, lifetimeSeconds: lifetime, items: items)
-        local = Copy(notice: notice, expiresAt: now.adding(seconds: Int64(lifetime)), peer: nil)
+        local = Copy(notice: notice, expiresAt: now.adding(seconds: Int64(lifetime)), peer: nil, holder: holder)
         return .everyone(notice)
+    }
+
+    /// The agent `holder` went (it stopped, crashed, or started anew): the copy it held is
+    /// withdrawn, for no paste of it can be served any more. Nothing newer from elsewhere takes
+    /// its place.
+    package mutating func holderLeft(_ holder: UUID, id: UUID = UUID(), now: Timestamp, settings: ClipboardSettings) -> Tell {
+        guard enabled, let held = local?.holder, held == holder else { return .nothing }
+        return withdrawLocal(id: id, now: now, settings: settings)
+    }
+
+    /// This device's copy is gone: the others are told (a notice with no kinds), if it still ran.
+    private mutating func withdrawLocal(id: UUID, now: Timestamp, settings: ClipboardSettings) -> Tell {
+        let had = local.map { $0.expiresAt > now } ?? false
+        local = nil
+        return had ? .everyone(ClipboardNotice(id: id, copiedAt: now, lifetimeSeconds: settings.lifetimeSeconds, items: [])) : .nothing
     }
 
     /// `peer` announced a copy (or withdrew its last one). Kept for the shorter of its lifetime

@@ -25,7 +25,10 @@ extension DaemonError.Code {
 /// Nothing of the content passes through here but the streams; what runs out is forgotten when
 /// next looked at (each agent sets its own timer by `expiresAt`). Decisions are `ClipboardBoard`'s.
 package final class ClipboardDesk: Sendable {
+    /// The decisions, and the agents holding this device's copies (`POST /v1/clipboard/holder`),
+    /// under one lock: a copy is never taken for held by a holder that already left.
     private let board: Mutex<ClipboardBoard>
+    private let holders = Mutex<[UUID: AsyncStream<ClipboardHolderEvent>.Continuation]>([:])
     private let settings: Mutex<ClipboardSettings>
     private let clock: any DaemonClock
     private let events: EventHub
@@ -62,6 +65,42 @@ package final class ClipboardDesk: Sendable {
         }
     }
 
+    /// How many pastes a holder may be behind on before it is taken for gone.
+    static let holderBacklog = 64
+
+    /// `POST /v1/clipboard/holder`: the desktop agent holds this device's copies for as long as
+    /// this runs — until `write` fails (it left) or the task is cancelled (it left, or handoffd
+    /// stops). The first event names the holder; the copy it held is withdrawn when it ends
+    /// (docs/clipboard.md, "Who holds a copy").
+    package func hold(writing write: (ClipboardHolderEvent) async -> Bool) async {
+        let (stream, continuation) = AsyncStream.makeStream(of: ClipboardHolderEvent.self, bufferingPolicy: .bufferingOldest(Self.holderBacklog))
+        let id = UUID.random()
+        holders.withLock { $0[id] = continuation }
+        continuation.yield(ClipboardHolderEvent(at: clock.now(), .holding(holder: id)))
+        logger.info("the desktop agent holds the clipboard's copies", metadata: ["holder": "\(id.lowercasedString)"])
+        for await event in stream {
+            guard await write(event) else { break }
+        }
+        await holderLeft(id)
+    }
+
+    /// A holder's stream ended: the copy it held is withdrawn here and on the other devices.
+    private func holderLeft(_ holder: UUID) async {
+        let now = clock.now()
+        let settings = current
+        let (tell, state) = board.withLock { b in
+            // Under the board's lock: an announcement checks its holder under it too.
+            _ = holders.withLock { $0.removeValue(forKey: holder) }
+            _ = b.expire(now: now)
+            return (b.holderLeft(holder, now: now, settings: settings), b.state(settings))
+        }
+        logger.info("the desktop agent no longer holds the clipboard's copies", metadata: ["holder": "\(holder.lowercasedString)"])
+        guard tell != .nothing else { return }
+        await carryOut(tell)
+        events.publish(LocalEvent(at: now, .clipboardChanged(state)))
+        logger.info("the copy its agent held was withdrawn")
+    }
+
     /// `POST /v1/clipboard`: something was copied here.
     package func announce(_ announcement: ClipboardAnnouncement) async throws(DaemonError) -> ClipboardState {
         let settings = current
@@ -73,14 +112,27 @@ package final class ClipboardDesk: Sendable {
             )
         }
         let now = clock.now()
-        let (tell, state, enabled, changed) = board.withLock { b in
+        let (tell, state, enabled, held, changed) = board.withLock { b in
             let before = b
+            // A copy nobody holds could not be pasted: refused, unless it withdraws (no items).
+            let held = announcement.items.isEmpty || announcement.holder.map { id in holders.withLock { $0[id] != nil } } ?? false
+            guard held else { return (ClipboardBoard.Tell.nothing, b.state(settings), b.enabled, false, false) }
             _ = b.expire(now: now)
-            let tell = b.copied(announcement.items, now: now, settings: settings)
-            return (tell, b.state(settings), b.enabled, b != before)
+            let tell = b.copied(announcement.items, holder: announcement.holder, now: now, settings: settings)
+            return (tell, b.state(settings), b.enabled, true, b != before)
         }
         guard enabled else {
             throw DaemonError(.clipboardOff, "the clipboard is not shared on this device; turn it on with: handoffctl clipboard on")
+        }
+        guard held else {
+            throw DaemonError(
+                ActivityError(
+                    .invalidValue,
+                    announcement.holder == nil
+                        ? "a copy is announced with the holder id POST \(LocalAPIRoute.clipboardHolder) gave (the agent that serves its pastes)"
+                        : "holder \(announcement.holder!.lowercasedString) is not connected any more: hold the clipboard again (POST \(LocalAPIRoute.clipboardHolder))"
+                )
+            )
         }
         await carryOut(tell)
         // Nothing to withdraw, nothing new: nobody needs to hear of it.
@@ -184,16 +236,21 @@ package final class ClipboardDesk: Sendable {
 }
 
 extension ClipboardDesk: ClipboardStreamServer {
-    /// Another device pastes from this device's copy: the agent that announced it is asked to
-    /// take the stream (every subscriber of this user hears it; the first to take it serves it).
+    /// Another device pastes from this device's copy: the agent holding it is asked to take the
+    /// stream, on its own holder stream. A copy whose holder is gone is refused at once.
     package func requestStream(_ streamID: UUID, copyID: UUID, type: String, from peer: LocalEvent.PeerRef) throws(DaemonError) {
         let now = clock.now()
-        let refusal = board.withLock { b in
+        let (refusal, holder) = board.withLock { b in
             _ = b.expire(now: now)
-            return b.refusal(copyID: copyID, type: type, now: now)
+            let holder = b.local?.holder.flatMap { id in holders.withLock { $0[id] } }
+            return (b.refusal(copyID: copyID, type: type, now: now), holder)
         }
         if let refusal { throw DaemonError(.activityChanged, refusal) }
-        guard events.subscriberCount > 0 else { throw DaemonError(.streamRefused, "nothing there serves the clipboard right now") }
+        let event = ClipboardHolderEvent(at: now, .pasteRequested(streamID: streamID, copyID: copyID, type: type, peer: peer))
+        guard let holder, case .enqueued = holder.yield(event) else {
+            throw DaemonError(.streamRefused, "nothing there serves the clipboard right now")
+        }
+        // For `handoffctl watch`; the holder alone takes the stream.
         events.publish(LocalEvent(at: now, .clipboardStreamRequested(streamID: streamID, copyID: copyID, type: type, peer: peer)))
         logger.info("another device pastes this device's copy", metadata: ["peer": "\(peer.id.short)", "stream": "\(streamID.lowercasedString)"])
     }

@@ -74,4 +74,10 @@ package struct DeviceRoutes: Sendable {
         let announcement = try request.decoded(ClipboardAnnouncement.self)
         return .ok(try await clipboard.announce(announcement))
     }
+
+    /// `POST /v1/clipboard/holder`: the desktop agent holds this device's copies while it stays.
+    func holdClipboard(_ request: LocalAPIRequest) -> LocalAPIResponse {
+        let clipboard = clipboard
+        return .lines { writer in await clipboard.hold { await writer.write($0) } }
+    }
 }

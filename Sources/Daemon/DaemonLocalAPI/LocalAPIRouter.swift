@@ -217,6 +217,7 @@ package struct LocalAPIRouter: Sendable {
         case .takeStream, .openContinuationStream, .pasteClipboard: return try streams.streamNeedsUpgrade(request)
         case .getClipboard: return try device.getClipboard(request)
         case .announceClipboard: return try await device.announceClipboard(request)
+        case .holdClipboard: return device.holdClipboard(request)
         case .registerApp: return try await activity.apps.register(request)
         case .putWindow: return try await activity.apps.put(request)
         case .postWindow: return try await activity.apps.post(request)

@@ -10,9 +10,82 @@ import HandoffModel
 /// more (or a secret), and what this device announced before is withdrawn.
 public struct ClipboardAnnouncement: Codable, Sendable, Equatable {
     public var items: [ClipboardItem]
+    /// Who holds the copy's bytes and serves its pastes: the id `POST /v1/clipboard/holder` gave
+    /// (its first line). A copy is given out only while its holder stays connected; one announced
+    /// without a holder that is there is refused (a withdrawal needs none).
+    public var holder: UUID?
 
-    public init(items: [ClipboardItem]) {
+    public init(items: [ClipboardItem], holder: UUID? = nil) {
         self.items = items
+        self.holder = holder
+    }
+}
+
+/// One line of `POST /v1/clipboard/holder`'s NDJSON stream, open for as long as the desktop agent
+/// holds this device's copies (docs/clipboard.md, "Who holds a copy"): first `holding` with the
+/// holder's id, then each paste another device asks of a copy it announced. The stream closing
+/// — the agent stopped, crashed, or started anew — withdraws the copy it held.
+public struct ClipboardHolderEvent: Codable, Sendable, Equatable {
+    public enum Body: Sendable, Equatable {
+        /// The first line: the id to announce copies with (`ClipboardAnnouncement.holder`).
+        case holding(holder: UUID)
+        /// Another device pastes form `type` of copy `copyID`: take stream `streamID` (`POST
+        /// /v1/streams/ID`) within 10 seconds and hand it the bytes — or take it and close it at
+        /// once when that copy is not held here any more.
+        case pasteRequested(streamID: UUID, copyID: UUID, type: String, peer: LocalEvent.PeerRef)
+        case unknown(name: String)
+
+        public var name: String {
+            switch self {
+            case .holding: "holding"
+            case .pasteRequested: "pasteRequested"
+            case .unknown(let name): name
+            }
+        }
+    }
+
+    public var at: Timestamp
+    public var body: Body
+
+    public init(at: Timestamp, _ body: Body) {
+        self.at = at
+        self.body = body
+    }
+
+    enum CodingKeys: String, CodingKey { case event, at, holder, streamID, copyID, type, peer }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        at = try c.decode(Timestamp.self, forKey: .at)
+        let name = try c.decode(String.self, forKey: .event)
+        switch name {
+        case "holding":
+            body = .holding(holder: try c.decode(UUID.self, forKey: .holder))
+        case "pasteRequested":
+            body = .pasteRequested(
+                streamID: try c.decode(UUID.self, forKey: .streamID), copyID: try c.decode(UUID.self, forKey: .copyID),
+                type: try c.decode(String.self, forKey: .type), peer: try c.decode(LocalEvent.PeerRef.self, forKey: .peer)
+            )
+        default:
+            body = .unknown(name: name)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(body.name, forKey: .event)
+        try c.encode(at, forKey: .at)
+        switch body {
+        case .holding(let holder):
+            try c.encode(holder.lowercasedString, forKey: .holder)
+        case .pasteRequested(let stream, let copy, let type, let peer):
+            try c.encode(stream.lowercasedString, forKey: .streamID)
+            try c.encode(copy.lowercasedString, forKey: .copyID)
+            try c.encode(type, forKey: .type)
+            try c.encode(peer, forKey: .peer)
+        case .unknown:
+            break
+        }
     }
 }
 

@@ -65,6 +65,9 @@ public enum LocalAPIRoute {
     /// desktop agent); under it, `POST /v1/clipboard/COPY/TYPE` (an upgrade, or the file socket)
     /// pastes one form of another device's copy (docs/clipboard.md).
     public static let clipboard = "/v1/clipboard"
+    /// POST: NDJSON of `ClipboardHolderEvent` for as long as the desktop agent holds this
+    /// device's copies: its id first, then the pastes it serves (docs/clipboard.md).
+    public static let clipboardHolder = "/v1/clipboard/holder"
     /// GET: `DeviceSettings`; PUT `SettingsChange`: change them (answers the new `DeviceSettings`).
     public static let settings = "/v1/settings"
 

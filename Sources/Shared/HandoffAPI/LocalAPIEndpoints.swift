@@ -15,7 +15,7 @@ public enum LocalAPIEndpoints {
         case makeLink, openLink
         case listStreams, getStream, takeStream
         case openContinuationStream
-        case getClipboard, announceClipboard, pasteClipboard
+        case getClipboard, announceClipboard, holdClipboard, pasteClipboard
         case registerApp, putWindow, postWindow, deleteWindow, answerContinuation
     }
 
@@ -82,6 +82,7 @@ public enum LocalAPIEndpoints {
         Route(method: "POST", path: .under(LocalAPIRoute.continuations), endpoint: .openContinuationStream),
         Route(method: "GET", path: .exact(LocalAPIRoute.clipboard), endpoint: .getClipboard),
         Route(method: "POST", path: .exact(LocalAPIRoute.clipboard), endpoint: .announceClipboard),
+        Route(method: "POST", path: .exact(LocalAPIRoute.clipboardHolder), endpoint: .holdClipboard),
         Route(method: "POST", path: .under(LocalAPIRoute.clipboard), endpoint: .pasteClipboard),
         Route(method: "POST", path: .exact(LocalAPIRoute.apps), endpoint: .registerApp),
         Route(method: "DELETE", path: .window(.window), endpoint: .deleteWindow),

@@ -43,8 +43,9 @@ public struct LocalEvent: Codable, Sendable, Equatable {
         /// A copy here or on another device, a copy withdrawn or run out, or the clipboard
         /// turned on or off (docs/clipboard.md).
         case clipboardChanged(ClipboardState)
-        /// (This device's copy) another device pastes form `type` of copy `copyID`: the agent
-        /// that announced it takes stream `streamID` (`POST /v1/streams/ID`) with the bytes.
+        /// (This device's copy) another device pastes form `type` of copy `copyID`, for watchers:
+        /// the agent holding the copy is asked on its own holder stream (`ClipboardHolderEvent`)
+        /// and takes stream `streamID` with the bytes.
         case clipboardStreamRequested(streamID: UUID, copyID: UUID, type: String, peer: PeerRef)
         case unknown(name: String)
 
