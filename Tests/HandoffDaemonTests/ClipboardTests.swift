@@ -427,4 +427,53 @@ import Testing
         try await waitUntil("B forgets that one too") { try await b.client.send(.clipboard).newest == nil }
         for d in [a, b] { try await d.finish() }
     }
+
+    /// Issue 54: an agent that announces 5 MiB and sends 10 bytes, then ends its side in order.
+    /// The paste fails on the device pasting — through a pipe, into a file, and with `handoffctl
+    /// clipboard paste` to standard output (nothing printed) or to a file (none made) — where it
+    /// used to succeed with the 10 bytes.
+    @Test func aCopyThatComesShortPastesNothing() async throws {
+        let (a, b) = try await ContinuationTests.pair()
+        let dir = try TempDirectory.make(prefix: "handoff-clipboard")
+        defer { TempDirectory.remove(dir) }
+        let agent = try await Holder(a.client)
+        let announced = [ClipboardItem(type: "text/plain;charset=utf-8", size: 5 << 20)]
+        let copy = try #require(try await agent.announce(announced).local)
+        try await waitUntil("B hears of A's copy") { try await b.client.send(.clipboard).newest?.id == copy.id }
+        /// A's agent answers the next paste with 10 bytes, and ends in order.
+        func serveShort() async throws {
+            let (streamID, _, _) = try await agent.nextPasteRequest()
+            let pipe = try await a.client.pipe(.takeStream(streamID))
+            try? await pipe.write(Array("ten bytes!".utf8))
+            pipe.finishWriting()
+            _ = try? await pipe.readToEnd()
+            pipe.close()
+        }
+
+        let pasting = Task { try await b.client.pipe(.pasteClipboard(copy.id, type: "text/plain;charset=utf-8")) }
+        try await serveShort()
+        let pipe = try await pasting.value
+        _ = try await pipe.readToEnd()
+        pipe.close()
+        let outcome = try await b.client.send(.stream(pipe.id, waitForOutcome: true))
+        #expect(outcome.state == .failed, "\(outcome)")
+        #expect(outcome.error?.contains("ended the stream after 10 of the 5242880 bytes offered") == true, "\(String(describing: outcome.error))")
+
+        let target = try Self.file(dir + "/pasted", O_WRONLY | O_CREAT | O_TRUNC)
+        defer { close(target) }
+        let intoFile = Task { try await b.client.fileStream(.pasteClipboard(copy.id, type: "text/plain;charset=utf-8"), file: target, role: .receive).outcome() }
+        try await serveShort()
+        #expect(try await intoFile.value.state == .failed)
+
+        let ctl = Subprocess.product("handoffctl")
+        let toStandardOutput = Task { try await Subprocess.run(ctl, ["--socket", b.socketPath, "clipboard", "paste"]) }
+        try await serveShort()
+        let printed = try await toStandardOutput.value
+        #expect(printed.status == 40 && printed.stdout.isEmpty, "\(printed)")
+        let toFile = Task { try await Subprocess.run(ctl, ["--socket", b.socketPath, "clipboard", "paste", "--output", dir + "/out.txt"]) }
+        try await serveShort()
+        let written = try await toFile.value
+        #expect(written.status == 40 && !FileManager.default.fileExists(atPath: dir + "/out.txt"), "\(written)")
+        for d in [a, b] { try await d.finish() }
+    }
 }

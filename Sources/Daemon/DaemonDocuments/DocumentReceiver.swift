@@ -117,7 +117,7 @@ package struct DocumentReceiver: Sendable {
 
     private func receive(_ document: DocumentActivity, continuationID: UUID, from peer: LocalEvent.PeerRef) async throws(DaemonError) -> String {
         var prepared = try await resuming.open(continuationID: continuationID)
-        prepared.receiveLimit = document.size
+        prepared.announcedLength = document.size
         if let announced = prepared.record.info.expectedBytes, announced != document.size {
             prepared.abandon(because: "the other device announced another size")
             throw DaemonError(.documentMismatch, "\(peer.name) sends \(announced) bytes for \(document.name), not the \(document.size) offered; nothing was kept")

@@ -79,7 +79,7 @@ package struct StreamRoutes: Sendable {
             }
             do throws(DaemonError) {
                 var (prepared, limit) = try await clipboard.paste(copyID: copyID, type: type)
-                prepared.receiveLimit = limit
+                prepared.announcedLength = limit
                 return prepared
             } catch {
                 throw LocalAPIError(error)

@@ -47,8 +47,9 @@ package enum ContinuationStreams {
         let peerName: String
         /// (Originator) `streamAccepted` is still to be sent.
         let mustAccept: Bool
-        /// At most this many bytes from the other device: a paste's or a document's announced size.
-        package var receiveLimit: Int64?
+        /// Exactly this many bytes from the other device: a paste's or a document's announced
+        /// size. More, or an orderly end before it, fails the stream.
+        package var announcedLength: Int64?
 
         init(record: StreamRecord, connection: StreamConnection, peerName: String, mustAccept: Bool) {
             self.record = record
@@ -62,7 +63,7 @@ package enum ContinuationStreams {
         package func splice(to local: any Channel, file: StreamFile? = nil, logger: Logger) {
             let splice = StreamSplice(
                 record: record, local: local, localEnd: file.map { .file($0) } ?? .pipe, peer: connection.channel, peerName: peerName,
-                receiveLimit: receiveLimit, logger: logger
+                announcedLength: announcedLength, logger: logger
             )
             // A file sent has a known length: both devices can show how far along it is.
             let length = file.flatMap { $0.role == .send ? $0.size : nil }

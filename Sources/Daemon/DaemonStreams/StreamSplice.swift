@@ -72,14 +72,15 @@ final class StreamSplice: Sendable {
     let localEnd: LocalEnd
     let peer: any Channel
     let peerName: String
-    /// More bytes than this from the other device fail the stream: what was offered has a size
-    /// (a paste, a document), and no file or app gets more, whatever its end is.
-    let receiveLimit: Int64?
+    /// Exactly this many bytes from the other device: what was offered has a size (a paste, a
+    /// document, a file of a file list), and no file or app gets more — nor takes fewer for the
+    /// whole: a byte past it, or the other device ending its side before it, fails the stream.
+    let announcedLength: Int64?
     private let logger: Logger
     private let state = Mutex(State())
 
     init(
-        record: StreamRecord, local: any Channel, localEnd: LocalEnd = .pipe, peer: any Channel, peerName: String, receiveLimit: Int64? = nil,
+        record: StreamRecord, local: any Channel, localEnd: LocalEnd = .pipe, peer: any Channel, peerName: String, announcedLength: Int64? = nil,
         logger: Logger
     ) {
         self.record = record
@@ -87,7 +88,7 @@ final class StreamSplice: Sendable {
         self.localEnd = localEnd
         self.peer = peer
         self.peerName = peerName
-        self.receiveLimit = receiveLimit
+        self.announcedLength = announcedLength
         self.logger = logger
     }
 
@@ -347,8 +348,8 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler, StreamSpl
             splice.record.sent(buffer.readableBytes)
         case .peer:
             let received = splice.record.received(buffer.readableBytes)
-            if let limit = splice.receiveLimit, received > limit {
-                splice.fail("\(splice.peerName) sent more than the \(limit) bytes offered")
+            if let length = splice.announcedLength, received > length {
+                splice.fail("\(splice.peerName) sent more than the \(length) bytes offered")
                 return
             }
         }
@@ -382,6 +383,11 @@ final class StreamGlue: ChannelDuplexHandler, RemovableChannelHandler, StreamSpl
 
     private func endInput() {
         guard !inputEnded else { return }
+        if side == .peer, let length = splice.announcedLength, case let received = splice.record.info.bytesReceived, received < length {
+            // A short stream is a broken one: the app must not take it for the whole.
+            splice.fail("\(splice.peerName) ended the stream after \(received) of the \(length) bytes offered")
+            return
+        }
         inputEnded = true
         splice.inputEnded(side)
         handOver()

@@ -54,6 +54,24 @@ enum StreamTransfer {
         return info
     }
 
+    /// `clipboard paste` to standard output: all of it or nothing. What comes is held aside in an
+    /// unlinked file (in $XDG_RUNTIME_DIR, else the temporary directory) and written out only
+    /// once the stream completed — a stream cut short, or shorter than its copy announced
+    /// (handoffd fails it), prints nothing.
+    static func receiveWhole(_ opening: LocalAPIStream, client: HandoffClient) throws -> StreamInfo {
+        let variables: [String] = ["XDG_RUNTIME_DIR", "TMPDIR"]
+        let directory = variables.lazy.compactMap { (name: String) -> String? in getenv(name).map { String(cString: $0) } }.first { !$0.isEmpty } ?? "/tmp"
+        let (temporary, fd) = try temporaryFile(beside: directory + "/paste")
+        unlink(temporary)
+        defer { close(fd) }
+        let info = try outcome(of: client.fileStream(opening, file: fd, role: .receive))
+        guard lseek(fd, 0, SEEK_SET) == 0 else { throw CLIError(.streamFailed, "cannot read back the paste: \(SystemCall.describe(errno))") }
+        if case .failure(let failure) = BytePump.copy(from: fd, to: 1) {
+            throw CLIError(.streamFailed, "cannot write the paste to standard output: \(SystemCall.describe(failure.errno))")
+        }
+        return info
+    }
+
     /// Into a pipe or terminal. Nothing goes the other way, but our side ends only once everything
     /// arrived: if the sending app hangs up early, our side still being open is what tells handoffd
     /// it was cut short.

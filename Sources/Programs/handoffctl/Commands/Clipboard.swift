@@ -87,7 +87,14 @@ struct ClipboardPaste: ParsableCommand {
         } else {
             chosen = ClipboardCopy.preferredTypes.first(where: types.contains) ?? types[0]
         }
-        _ = try StreamTransfer.receive(.pasteClipboard(copy.id, type: chosen), into: output, client: client, progress: false)
+        // Whole or not at all: a file appears only once complete, standard output gets nothing
+        // of a paste cut short.
+        let paste = LocalAPIStream.pasteClipboard(copy.id, type: chosen)
+        if output == "-" {
+            _ = try StreamTransfer.receiveWhole(paste, client: client)
+        } else {
+            _ = try StreamTransfer.receive(paste, into: output, client: client, progress: false)
+        }
     }
 }
 
