@@ -3,10 +3,13 @@ import Foundation
 import HandoffAPI
 import HandoffModel
 import HandoffSystem
+import HandoffTLS
+import NIOCore
 import HandoffTestSupport
 import Testing
 
 @testable import DaemonDocuments
+@testable import DaemonStreams
 
 /// The parts of documents that need no daemon: where a file is in words both devices understand,
 /// its MIME type from its name, the names copies get, where Downloads is.
@@ -140,4 +143,66 @@ import Testing
         #expect(ApplicationActivation.fileURI("/home/u/Q3 report#1.odt") == "file:///home/u/Q3%20report%231.odt")
         #expect(ApplicationActivation.fileURI("/home/u/é") == "file:///home/u/%C3%A9")
     }
+}
+
+/// What a file sent against its offer (`OfferCheck`, issue 54) decides, chunk by chunk: the
+/// verdict is in with the chunk that completes the size offered, before that chunk leaves.
+@Suite struct OfferCheckTests {
+    static let bytes = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    static let offered = StreamFile.Offered(size: 300, sha256: Crypto.sha256(bytes).lowercaseHex)
+
+    static func chunk(_ range: Range<Int>, of bytes: [UInt8] = OfferCheckTests.bytes) -> ByteBuffer {
+        ByteBufferAllocator().buffer(bytes: bytes[range])
+    }
+
+    /// `check` reads `chunk`; the verdict, and what of the chunk may go.
+    static func read(_ check: inout OfferCheck, _ range: Range<Int>, of bytes: [UInt8] = OfferCheckTests.bytes) -> (OfferCheck.Verdict, Int) {
+        var chunk = Self.chunk(range, of: bytes)
+        let verdict = check.read(&chunk)
+        return (verdict, chunk.readableBytes)
+    }
+
+    @Test func theFileAsOfferedIsWholeWithItsLastChunk() {
+        var check = OfferCheck(Self.offered)
+        #expect(Self.read(&check, 0..<128) == (.more, 128))
+        #expect(Self.read(&check, 128..<256) == (.more, 128))
+        #expect(Self.read(&check, 256..<300) == (.whole, 44))
+        #expect(check.ended() == .whole)
+    }
+
+    @Test func aFileChangedUnderTheSameSizeIsCaughtBeforeItsLastChunk() {
+        var changed = Self.bytes
+        changed[10] ^= 1
+        var check = OfferCheck(Self.offered)
+        #expect(Self.read(&check, 0..<128, of: changed).0 == .more)
+        #expect(Self.read(&check, 128..<256, of: changed).0 == .more)
+        guard case .differs(let reason) = Self.read(&check, 256..<300, of: changed).0 else {
+            Issue.record("a changed file passed")
+            return
+        }
+        #expect(reason.contains("changed since it was offered"))
+    }
+
+    /// Grown since (appended to): what was offered is its start, sent whole; the rest is not.
+    @Test func aFileGrownSinceIsSentAsOfferedOnly() {
+        var grown = OfferCheck(StreamFile.Offered(size: 100, sha256: Crypto.sha256(Array(Self.bytes[0..<100])).lowercaseHex))
+        #expect(Self.read(&grown, 0..<300) == (.whole, 100), "one read past the offer is cut to it")
+        guard case .differs = Self.read(&grown, 0..<1).0 else {
+            Issue.record("a byte past the offer passed")
+            return
+        }
+    }
+
+    @Test func aFileShorterThanOfferedIsNotWhatWasOffered() {
+        var check = OfferCheck(Self.offered)
+        #expect(Self.read(&check, 0..<200) == (.more, 200))
+        guard case .differs(let reason) = check.ended() else {
+            Issue.record("a short file passed")
+            return
+        }
+        #expect(reason.contains("ended after 200 of the 300 bytes offered"))
+        let empty = StreamFile.Offered(size: 0, sha256: Crypto.sha256([]).lowercaseHex)
+        #expect(OfferCheck(empty).ended() == .whole, "an empty file offered empty")
+    }
+
 }

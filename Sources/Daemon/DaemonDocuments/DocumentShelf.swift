@@ -151,6 +151,8 @@ package final class DocumentShelf: StreamFileSource {
             close(fd)
             throw DaemonError(.activityChanged, "\(document.name) changed since it was offered; continue again to get the new version")
         }
-        return try StreamFile(descriptor: fd, role: .send)
+        // The hash is checked as the file is read: one changed under the same size and time
+        // never leaves whole (the other device would only discard it).
+        return try StreamFile(descriptor: fd, role: .send, offered: StreamFile.Offered(size: document.size, sha256: document.sha256))
     }
 }

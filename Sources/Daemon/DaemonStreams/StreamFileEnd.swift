@@ -1,7 +1,9 @@
 import DaemonCore
 import Dispatch
 import HandoffAPI
+import HandoffModel
 import HandoffSystem
+import HandoffTLS
 import NIOCore
 import Synchronization
 
@@ -14,11 +16,26 @@ import Glibc
 package final class StreamFile: Sendable {
     let descriptor: Int32
     let role: FileStreamRequest.Role
+    /// (Sending) what the file was offered as: it is checked as it is read, so that a file
+    /// changed since — even under the same size and modification time — never leaves whole.
+    let offered: Offered?
+
+    /// A file's size and SHA-256 (64 lowercase hexadecimal digits) when it was offered.
+    package struct Offered: Sendable, Equatable {
+        let size: Int64
+        let sha256: String
+
+        package init(size: Int64, sha256: String) {
+            self.size = size
+            self.sha256 = sha256
+        }
+    }
 
     /// Takes `descriptor` if it can serve `role`; closes it and throws otherwise.
-    package init(descriptor: Int32, role: FileStreamRequest.Role) throws(DaemonError) {
+    package init(descriptor: Int32, role: FileStreamRequest.Role, offered: Offered? = nil) throws(DaemonError) {
         self.descriptor = descriptor
         self.role = role
+        self.offered = offered
         try check()
     }
 
@@ -92,6 +109,8 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
     private var readsWaiting = 0
     /// What the other end asked before our `start` ran (its start can run first on another loop).
     private var beforeStart: [(StreamFileEnd) -> Void] = []
+    /// (Sending a file offered with its hash) what was read of it so far.
+    private var checking: OfferCheck?
 
     init(_ file: StreamFile, splice: StreamSplice) {
         self.file = file
@@ -117,6 +136,7 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
             return
         }
         self.worker = worker
+        if file.role == .send, let offered = file.offered { checking = OfferCheck(offered) }
         let early = beforeStart
         beforeStart = []
         early.forEach { $0(self) }
@@ -157,18 +177,37 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
     private func read(_ result: FileWorker.ReadResult) {
         guard let partner, let me, !inputEnded, !closing else { return }
         switch result {
-        case .data(let chunk):
+        case .data(let read):
+            var chunk = read
+            let verdict = checking?.read(&chunk) ?? .more
+            if case .differs(let reason) = verdict {
+                // Before this chunk goes: what left is less than the whole, and the other device
+                // sees a broken stream, not a short one.
+                splice.fail(reason)
+                return
+            }
             splice.record.sent(chunk.readableBytes)
-            partner.later { $0.write([chunk], wake: me) }
+            let sending = chunk
+            partner.later { $0.write([sending], wake: me) }
+            // All that was offered went, and it is what was offered: a file grown since ends here.
+            if verdict == .whole { endOfFile(partner) }
         case .end:
-            inputEnded = true
-            splice.inputEnded(.local)
-            partner.later { $0.closeOutput() }
+            if let checking, case .differs(let reason) = checking.ended() {
+                splice.fail(reason)
+                return
+            }
+            endOfFile(partner)
         case .failed(let errno):
             splice.fail("cannot read the file being sent: \(SystemCall.describe(errno))")
         case .wouldBlock, .unsupported:
             break  // only from attempts on the loop, handled there
         }
+    }
+
+    private func endOfFile(_ partner: StreamSplice.End) {
+        inputEnded = true
+        splice.inputEnded(.local)
+        partner.later { $0.closeOutput() }
     }
 
     // MARK: To the file (receive)
@@ -275,6 +314,49 @@ final class StreamFileEnd: ChannelDuplexHandler, StreamSpliceEnd {
 
 @available(*, unavailable)
 extension StreamFileEnd: Sendable {}
+
+/// A file being sent against what it was offered as (`StreamFile.Offered`): its bytes are hashed
+/// as they are read, and the verdict is in before the last of them leaves.
+struct OfferCheck {
+    enum Verdict: Equatable {
+        case more
+        /// Exactly the size offered was read, and its SHA-256 is the one offered.
+        case whole
+        case differs(String)
+    }
+
+    let offered: StreamFile.Offered
+    private var read: Int64 = 0
+    private var digest: Crypto.SHA256Digest? = Crypto.SHA256Digest()
+
+    init(_ offered: StreamFile.Offered) {
+        self.offered = offered
+    }
+
+    /// Takes the next chunk read, cut to what is left of the size offered (a file grown since
+    /// is sent as it was offered, if its start is still that).
+    mutating func read(_ chunk: inout ByteBuffer) -> Verdict {
+        guard let digest else { return .differs("the file was read past the size offered") }
+        let left = Int(offered.size - read)
+        if chunk.readableBytes > left { chunk.moveWriterIndex(to: chunk.readerIndex + left) }
+        read += Int64(chunk.readableBytes)
+        chunk.withUnsafeReadableBytes { digest.update($0) }
+        guard read == offered.size else { return .more }
+        self.digest = nil
+        return digest.finish().lowercaseHex == offered.sha256
+            ? .whole : .differs("the file changed since it was offered (its SHA-256 differs); the rest was not sent")
+    }
+
+    /// The file ended: a file shorter than offered is not what was offered.
+    func ended() -> Verdict {
+        guard let digest else { return .whole }
+        guard read == offered.size else {
+            return .differs("the file ended after \(read) of the \(offered.size) bytes offered; the rest was not sent")
+        }
+        // Offered empty: only the hash of nothing passes.
+        return digest.finish().lowercaseHex == offered.sha256 ? .whole : .differs("the file changed since it was offered")
+    }
+}
 
 extension FileStreamReply {
     /// One JSON line, as the file socket carries it.
