@@ -103,3 +103,72 @@ extension EndToEndTests {
         return bytes
     }
 }
+
+extension EndToEndTests {
+    /// Charlie, an attacker host, listens where alpha's and bravo's `peers` send them, and keeps
+    /// the first TLS record each sends first: a member hello addressed to anyone.
+    static let helloRecorder = """
+        import os, socket, sys
+        s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("0.0.0.0", 47810)); s.listen(16); print("listening", flush=True)
+        while True:
+            c, (address, _) = s.accept(); c.settimeout(5); data = b""
+            try:
+                while len(data) < 5 or len(data) < 5 + int.from_bytes(data[3:5], "big"):
+                    chunk = c.recv(65536)
+                    if not chunk: break
+                    data += chunk
+            except OSError: pass
+            c.close()
+            if len(data) >= 5 and data[0] == 22 and not os.path.exists(sys.argv[1] + "/hello-" + address):
+                open(sys.argv[1] + "/hello-" + address, "wb").write(data[:5 + int.from_bytes(data[3:5], "big")])
+        """
+
+    /// Sends the recorded hello `argv[3]` to `argv[1]:argv[2]` and prints the first byte of the
+    /// answer: 22 is a ServerHello (the host answers for the account), 21 an alert (a stranger's).
+    static let helloReplayer = """
+        import socket, sys
+        c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+        c.sendall(open(sys.argv[3], "rb").read())
+        try: answer = c.recv(1)
+        except OSError: answer = b""
+        print(answer[0] if answer else "nothing")
+        """
+
+    /// Issue 54: a hello bravo sent to anyone (a static peer), captured, and replayed to bravo —
+    /// while it runs, and after it restarted — gets the stranger's alert, never a ServerHello: a
+    /// device never answers its own hello (docs/security.md, "A captured ClientHello"). The
+    /// control: alpha's hello, replayed to bravo, is answered (once), as the docs say what is left.
+    @Test(.heavy) func aDeviceNeverAnswersItsOwnHelloEvenAfterARestart() async throws {
+        await Rig.withHosts(["alpha", "bravo", "charlie"]) { rig in
+            let charlie = try await rig.address("charlie")
+            for host in ["alpha", "bravo"] {
+                try rig.write(to: rig.home(host) + "/.config/handoff/handoffd.toml", "peers = [\"\(charlie):47810\"]\n")
+            }
+            let recorded = rig.home("charlie") + "/hellos"
+            try rig.user.makeDirectory(recorded)
+            let recorder = try RunningProcess(
+                Rig.script, ["exec", rig.name, "charlie"] + rig.user.command(["/usr/bin/python3", "-c", Self.helloRecorder, recorded], environment: rig.environment("charlie"))
+            )
+            defer { kill(recorder.pid, SIGKILL) }
+            try await recorder.wait(for: "charlie to listen") { $0.stdout.contains("listening") }
+            try await startPaired(rig)
+            let (alpha, bravo) = (try await rig.address("alpha"), try await rig.address("bravo"))
+            let (alphaHello, bravoHello) = (recorded + "/hello-" + alpha, recorded + "/hello-" + bravo)
+            try await Rig.waitFor("charlie to record a hello of each", seconds: 60) {
+                FileManager.default.fileExists(atPath: alphaHello) && FileManager.default.fileExists(atPath: bravoHello)
+            }
+            let port = try await rig.ctlJSON("bravo", DaemonStatus.self, ["status"]).peerPort
+            func replay(_ hello: String) async throws -> String {
+                let answer = try await rig.run("charlie", ["/usr/bin/python3", "-c", Self.helloReplayer, bravo, "\(port)", hello])
+                return answer.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            #expect(try await replay(bravoHello) == "21", "bravo's own hello, reflected back to it")
+            _ = try await rig.daemon("bravo")?.stop()
+            try await rig.startDaemon("bravo")
+            #expect(try await replay(bravoHello) == "21", "bravo's own hello, replayed after it restarted")
+            #expect(try await replay(alphaHello) == "22", "the control: alpha's hello to anyone is answered by bravo")
+            #expect(try await replay(alphaHello) == "21", "once")
+        }
+    }
+}

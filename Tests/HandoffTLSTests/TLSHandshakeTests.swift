@@ -245,12 +245,18 @@ func commonStrings(_ a: [UInt8], _ b: [UInt8], length: Int = 8) -> Set<[UInt8]> 
         #expect(try answer(inviter, to: try hello(.joinClient(psk: psk))).first == 22, "the joiner's next try is answered")
 
         let device = try account.device()
-        let hellos = MemberHelloGuard()
-        let server = try TLSContext.memberServer(identity: device, trust: account.trust, hellos: hellos)
-        let own = try hello(.memberClient(identity: device, trust: account.trust, hellos: hellos))
+        let server = try TLSContext.memberServer(identity: device, trust: account.trust)
+        let own = try hello(.memberClient(identity: device, trust: account.trust))
         let strangers = try answer(server, to: try hello(.memberClient(identity: try TestAccount().device(), trust: try TestAccount().trust)))
         #expect(try answer(server, to: own) == strangers, "its own hello to anyone, reflected")
+        // Issue 54: the same device after a restart (its key read again, nothing remembered).
+        let restarted = try TLSContext.memberServer(identity: try DeviceIdentity(key: device.key, certificate: device.certificate), trust: account.trust)
+        #expect(try answer(restarted, to: own) == strangers, "its own hello, replayed after a restart")
+        let resumed = try hello(.memberClient(identity: device, trust: account.trust))
+        #expect(try answer(restarted, to: resumed) == strangers, "any hello of its own")
         #expect(try answer(server, to: try hello(.memberClient(identity: try account.device(), trust: account.trust))).first == 22, "another device's")
+        let other = try hello(.memberClient(identity: try account.device(), trust: account.trust))
+        #expect(try answer(restarted, to: other).first == 22, "another device's, on the restarted one")
     }
 
     /// Two connections from the same device share no 8-byte string in their ClientHellos that a

@@ -139,12 +139,12 @@ import Testing
         var now = proven
         for _ in 0..<30 {  // a resumption every hour, each leaving a new secret
             now = now + .seconds(3600)
-            guard let (_, proof) = book.offer(for: other, to: .device(other), now: now) else { break }
+            guard let (_, proof) = book.offer(for: other, to: .device(other), salt: Crypto.randomBytes(16), now: now) else { break }
             #expect(proof.provenAt == proven)
             book.remember(Crypto.randomBytes(32), me: me, role: .client, proof: proof, now: now)
         }
         #expect(now - proven <= .seconds(86_400), "resumed past a day after the proof")
-        #expect(book.offer(for: other, to: .device(other), now: proven + .seconds(86_401)) == nil)
+        #expect(book.offer(for: other, to: .device(other), salt: Crypto.randomBytes(16), now: proven + .seconds(86_401)) == nil)
         #expect(!book.holds(other, now: proven + .seconds(86_401)))
     }
 

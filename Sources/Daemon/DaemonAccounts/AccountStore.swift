@@ -729,8 +729,8 @@ package actor AccountStore {
                 security.set(
                     PeerSecurity.Contexts(
                         server: try .memberServer(identity: next.identity, trust: trust, hellos: security.hellos, joins: invites),
-                        client: try .memberClient(identity: next.identity, trust: trust, hellos: security.hellos),
-                        streamClient: try .memberClient(identity: next.identity, trust: trust, alpn: HandoffALPN.stream, hellos: security.hellos),
+                        client: try .memberClient(identity: next.identity, trust: trust),
+                        streamClient: try .memberClient(identity: next.identity, trust: trust, alpn: HandoffALPN.stream),
                         trust: trust,
                         deviceID: next.deviceID,
                         certificate: next.identity.certificate.der

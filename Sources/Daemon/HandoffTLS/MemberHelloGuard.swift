@@ -37,8 +37,9 @@ public enum HelloAddressee: Sendable, Hashable {
 /// (Server) which addressees a member hello may name to be answered here, and the hellos already
 /// answered: each identity's salt is used once, so a hello replayed to the device it was meant for
 /// is a stranger's too. Salts are remembered only for identities our own keys made (a stranger's
-/// cannot push them out), the last `remembered` of them — with the salts of the hellos this device
-/// sends itself (a reflected hello is a replay) and the randoms of join hellos (each answered once).
+/// cannot push them out), the last `remembered` of them — with the randoms of join hellos (each
+/// answered once). This device's own hellos need no memory: their salts carry its mark
+/// (`DeviceIdentity.helloSalt`).
 public final class MemberHelloGuard: Sendable {
     /// Far more connections than members open between two advert names (a day at most).
     static let remembered = 16_384
@@ -70,12 +71,6 @@ public final class MemberHelloGuard: Sendable {
     func addressees(for me: DeviceID) -> [HelloAddressee] {
         let names = state.withLock { $0.names }
         return names.map { .advert(me, instanceName: $0) } + [.device(me), .anyone]
-    }
-
-    /// (Client) this device sends a hello with `salt`: answering it here — a hello to anyone
-    /// reflected back to its sender — would tell whoever reflected it that the two are one.
-    func sent(salt: [UInt8]) {
-        _ = firstUse(ofSalt: salt)
     }
 
     /// True the first time a salt comes; false for a replay. Remembered from then on if asked.

@@ -76,12 +76,13 @@ public final class TLSConnection {
         if context.role == .client, context.offersPSK {
             if let join = context.joinPSK {
                 (identity, key) = (join.identity, join.key)
-            } else if resume, let expectedPeer, let resumption = context.trust?.resumptionOffer(for: expectedPeer, to: addressee) {
+            } else if resume, let expectedPeer, let salt = context.identity?.helloSalt(),
+                let resumption = context.trust?.resumptionOffer(for: expectedPeer, to: addressee, salt: salt)
+            {
                 (identity, key, resuming) = (resumption.offer.identity, resumption.offer.key, resumption.proof)
-            } else if let offer = context.trust?.offer(generation: secretGeneration, to: addressee) {
+            } else if let salt = context.identity?.helloSalt(), let offer = context.trust?.offer(generation: secretGeneration, to: addressee, salt: salt) {
+                // Its salt is marked as this device's: never answered here, reflected or replayed.
                 (identity, key) = (offer.identity, offer.key)
-                // Our own hello, reflected back to us, must find its salt used.
-                context.hellos?.sent(salt: AccountKeys.salt(ofIdentity: identity))
             } else {
                 throw TLSError(.crypto, "no account secret of generation \(secretGeneration)")
             }

@@ -16,8 +16,7 @@ public final class TLSContext: @unchecked Sendable {
     let ctx: OpaquePointer
     public let role: Role
     let trust: TrustPolicy?
-    /// (Member server) what member hellos must be addressed to, and which were answered already;
-    /// (member client) the same device's guard, told of the hellos it sends.
+    /// (Member server) what member hellos must be addressed to, and which were answered already.
     let hellos: MemberHelloGuard?
     let joinLookup: (any JoinPSKLookup)?
     let joinPSK: JoinPSK?
@@ -106,11 +105,14 @@ public final class TLSContext: @unchecked Sendable {
     /// our resumption secrets: then with the device that holds it), addressed to this device,
     /// and not seen before; nil for anything else (answered like a wrong key).
     func memberKey(forIdentity identity: [UInt8]) -> MemberPSK? {
-        guard let trust, let hellos, let me = self.identity?.id else { return nil }
-        let key = trust.psk(forMemberIdentity: identity, addressedTo: hellos.addressees(for: me))
+        guard let trust, let hellos, let me = self.identity else { return nil }
+        let key = trust.psk(forMemberIdentity: identity, addressedTo: hellos.addressees(for: me.id))
+        // One of this device's own hellos — reflected back, or replayed after a restart — is a
+        // stranger's: answering it would say that the two addresses are one device.
+        let own = me.madeHello(salt: AccountKeys.salt(ofIdentity: identity))
         // Looked up for every identity (remembered only for ours), so a replay costs what a stranger's hello does.
         let fresh = hellos.firstUse(ofSalt: AccountKeys.salt(ofIdentity: identity), remember: key != nil)
-        return fresh ? key : nil
+        return fresh && !own ? key : nil
     }
 
     /// (Server) the key of a pending invite's PSK identity, the first time this ClientHello comes:
@@ -134,12 +136,12 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     /// Dialling another device of the account: a session (`HandoffALPN.member`), or a
-    /// continuation stream (`HandoffALPN.stream`). `hellos` is this device's server guard: the
-    /// salts of its own hellos go in, so a hello reflected back to it is a stranger's.
+    /// continuation stream (`HandoffALPN.stream`). Its hellos' salts carry this device's mark
+    /// (`DeviceIdentity.helloSalt`), so a hello reflected back to it is a stranger's.
     public static func memberClient(
-        identity: DeviceIdentity, trust: TrustPolicy, alpn: String = HandoffALPN.member, hellos: MemberHelloGuard? = nil
+        identity: DeviceIdentity, trust: TrustPolicy, alpn: String = HandoffALPN.member
     ) throws(TLSError) -> TLSContext {
-        try TLSContext(role: .client, identity: identity, trust: trust, hellos: hellos, joinLookup: nil, joinPSK: nil, alpn: [alpn])
+        try TLSContext(role: .client, identity: identity, trust: trust, hellos: nil, joinLookup: nil, joinPSK: nil, alpn: [alpn])
     }
 
     /// Joining an account with a code.

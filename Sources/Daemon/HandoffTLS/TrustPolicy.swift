@@ -68,8 +68,8 @@ public final class TrustPolicy: Sendable {
     public var secretGenerations: Int { accountKeys.withLock { $0.count } }
 
     /// (Client) a fresh PSK offer for `addressee` under the secret of `generation` (0 = current).
-    func offer(generation: Int, to addressee: HelloAddressee) -> AccountKeys.Offer? {
-        accountKeys.withLock { keys in generation < keys.count ? keys[generation].offer(to: addressee) : nil }
+    func offer(generation: Int, to addressee: HelloAddressee, salt: [UInt8]) -> AccountKeys.Offer? {
+        accountKeys.withLock { keys in generation < keys.count ? keys[generation].offer(to: addressee, salt: salt) : nil }
     }
 
     /// (Server) the key of an identity one of our secrets made for one of `addressees`, or one
@@ -86,9 +86,9 @@ public final class TrustPolicy: Sendable {
 
     /// (Client) an offer only `device` can answer, keyed from what our last sessions with it
     /// derived (`remember`), with when it last proved itself in full; nil when there is none.
-    func resumptionOffer(for device: DeviceID, to addressee: HelloAddressee) -> (offer: AccountKeys.Offer, proof: ResumptionBook.Proof)? {
+    func resumptionOffer(for device: DeviceID, to addressee: HelloAddressee, salt: [UInt8]) -> (offer: AccountKeys.Offer, proof: ResumptionBook.Proof)? {
         guard !isRevoked(device) else { return nil }
-        return resumption.withLock { $0.offer(for: device, to: addressee) }
+        return resumption.withLock { $0.offer(for: device, to: addressee, salt: salt) }
     }
 
     func canResume(with device: DeviceID) -> Bool {
@@ -174,9 +174,9 @@ struct ResumptionBook {
         entries[device] = nil
     }
 
-    func offer(for device: DeviceID, to addressee: HelloAddressee, now: ContinuousClock.Instant = .now) -> (offer: AccountKeys.Offer, proof: Proof)? {
+    func offer(for device: DeviceID, to addressee: HelloAddressee, salt: [UInt8], now: ContinuousClock.Instant = .now) -> (offer: AccountKeys.Offer, proof: Proof)? {
         guard let entry = entries[device]?.last, now - entry.proof.provenAt < Self.lifetime else { return nil }
-        return (entry.dialling.offer(to: addressee), entry.proof)
+        return (entry.dialling.offer(to: addressee, salt: salt), entry.proof)
     }
 
     func psk(forIdentity identity: [UInt8], addressedTo addressees: [HelloAddressee], now: ContinuousClock.Instant = .now) -> (key: [UInt8], proof: Proof)? {
@@ -279,6 +279,13 @@ public struct AccountKeys: Sendable {
 public struct DeviceIdentity: Sendable {
     public let key: SigningKey
     public let certificate: Certificate
+    /// Keys the mark on the salts of the member hellos this device sends (`helloSalt`), by which
+    /// it knows one of its own hellos coming back to it — reflected, or replayed after any number
+    /// of its restarts — without remembering it: derived from the device key, it lasts as long as
+    /// the device (docs/security.md, "A captured ClientHello").
+    private let helloMarkKey: [UInt8]
+
+    static let helloMarkLength = 8
 
     public init(key: SigningKey, certificate: Certificate) throws(TLSError) {
         guard certificate.publicKey == key.publicKey else {
@@ -286,9 +293,28 @@ public struct DeviceIdentity: Sendable {
         }
         self.key = key
         self.certificate = certificate
+        helloMarkKey = Crypto.hkdf(secret: try key.rawPrivateKey(), info: Array("handoff own hello mark v1".utf8), length: 32)
     }
 
     public var id: DeviceID { key.id }
+
+    /// A fresh salt for a member hello: random bytes, then a mark of them only this device can
+    /// make. To anyone else all 16 bytes look random, as every salt does.
+    func helloSalt() -> [UInt8] {
+        let random = Crypto.randomBytes(AccountKeys.saltLength - Self.helloMarkLength)
+        return random + mark(random)
+    }
+
+    /// Whether this device made `salt` (a hello of its own): the same work for any salt.
+    func madeHello(salt: [UInt8]) -> Bool {
+        guard salt.count == AccountKeys.saltLength else { return false }
+        let split = AccountKeys.saltLength - Self.helloMarkLength
+        return Crypto.constantTimeEqual(Array(salt[split...]), mark(Array(salt[..<split])))
+    }
+
+    private func mark(_ random: [UInt8]) -> [UInt8] {
+        Array(Crypto.hmacSHA256(key: helloMarkKey, Array("hello salt".utf8) + random).prefix(Self.helloMarkLength))
+    }
 }
 
 /// The pre-shared key a join code stands for. The identity is sent in the clear in the ClientHello,
