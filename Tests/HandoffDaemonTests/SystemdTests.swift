@@ -87,6 +87,7 @@ import Testing
         func publish(instanceName: String, port: Int, txt: TXTRecord) async {}
         func withdraw() async {}
         func stop() async { continuation.finish() }
+        func lookFor(instanceName: String) async {}
     }
 
     /// STATUS follows what no local event reports (avahi-daemon lost and found again) without

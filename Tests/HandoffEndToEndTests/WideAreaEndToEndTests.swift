@@ -80,6 +80,10 @@ import Testing
             let browse = try await rig.run("bravo", ["avahi-browse", "-rpt", "_handoff._tcp"])
             #expect(browse.status == 0 && !browse.stdout.contains("10.77.1."), "\(browse.stdout)")
             #expect(try await peers(rig, "bravo").first { $0.id == alphaID }?.foundVia == ["wide-area"])
+            // Issue 54: doctor on bravo, which finds its devices through the zone only, does not
+            // warn that multicast found none nor suggest `peers`.
+            let zoneOnly = try await rig.ctl("bravo", ["doctor"])
+            #expect(zoneOnly.stdout.contains("found in the zone handoff.test.") && !zoneOnly.stdout.contains("peers = ["), "\(zoneOnly)")
 
             // Continue, with a 64 MiB stream, from one subnet to the other.
             let file = rig.home("alpha") + "/payload"

@@ -145,6 +145,19 @@ public final class ZoneServer: @unchecked Sendable {
         throw TestFailure("\(kind.rawValue) did not start serving \(zone) on \(address)")
     }
 
+    /// What the server logged since it (last) started.
+    public var log: String { (process?.stdout ?? "") + (process?.stderr ?? "") }
+
+    /// Freezes the server (SIGSTOP): connections still open (the kernel completes them), but
+    /// nothing is answered — a server that went silent — until `resume`.
+    public func pause() {
+        if let process { kill(process.pid, SIGSTOP) }
+    }
+
+    public func resume() {
+        if let process { kill(process.pid, SIGCONT) }
+    }
+
     /// Stops the server (SIGTERM; what it holds stays in its journal).
     public func stop() async throws {
         try await process?.stop()
@@ -186,7 +199,7 @@ public final class ZoneServer: @unchecked Sendable {
     }
 
     deinit {
-        if let process, process.isRunning { kill(process.pid, SIGKILL) }
+        if let process, process.isRunning { kill(process.pid, SIGKILL) }  // also a paused one
         TempDirectory.remove(directory)
     }
 }

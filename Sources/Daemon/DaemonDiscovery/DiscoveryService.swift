@@ -218,6 +218,9 @@ package final class DiscoveryService: Service {
                 group.addTask {
                     for await _ in self.accountChangeStream { await self.reexamine() }
                 }
+                group.addTask { [directory = self.directory, backend = self.backend] in
+                    for await name in directory.soughtAdverts { await backend.lookFor(instanceName: name) }
+                }
                 group.addTask {
                     while !Task.isCancelled {
                         try? await QuietSleep.sleep(for: Self.rotationInterval)

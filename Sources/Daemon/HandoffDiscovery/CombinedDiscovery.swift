@@ -44,6 +44,11 @@ public final class CombinedDiscovery: DiscoveryBackend {
         await wideArea.withdraw()
     }
 
+    public func lookFor(instanceName: String) async {
+        await link.lookFor(instanceName: instanceName)
+        await wideArea.lookFor(instanceName: instanceName)
+    }
+
     public func stop() async {
         await link.stop()
         await wideArea.stop()

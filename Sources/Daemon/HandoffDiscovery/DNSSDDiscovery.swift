@@ -123,6 +123,9 @@ public actor DNSSDDiscovery: DiscoveryBackend {
         registration = nil
     }
 
+    /// Avahi browses continuously: a new name on the link is reported within a second anyway.
+    public func lookFor(instanceName: String) {}
+
     public func stop() {
         retry?.cancel()
         wake?.cancel()

@@ -94,4 +94,8 @@ public protocol DiscoveryBackend: Sendable {
     /// Stops advertising (browsing goes on).
     func withdraw() async
     func stop() async
+    /// A member said over its session that it advertises as `instanceName` (`advertName`), and
+    /// no advert of that name has been seen here: look for it now, rather than at the next
+    /// browse. (Avahi finds a new name on the link by itself within a second.)
+    func lookFor(instanceName: String) async
 }

@@ -97,4 +97,7 @@ public final class InMemoryDiscovery: DiscoveryBackend {
     public func stop() async {
         await network.leave(ObjectIdentifier(self))
     }
+
+    /// The network reports every advert as it changes: nothing to look for.
+    public func lookFor(instanceName: String) async {}
 }

@@ -50,6 +50,8 @@ package enum UnicastDNS {
 
     struct Failure: Error, Equatable, CustomStringConvertible {
         var description: String
+        /// The server answered (with an error): it is there.
+        var answered = false
     }
 
     /// The answer records of `type` for `name`; none for a name that does not exist.
@@ -67,7 +69,7 @@ package enum UnicastDNS {
             guard status == LDNS_STATUS_OK, let answer else { return .failure(Failure(description: describe(status, server: server))) }
             defer { ldns_pkt_free(answer) }
             let rcode = Int(ldns_pkt_get_rcode(answer).rawValue)
-            guard rcode == 0 || rcode == 3 else { return .failure(Failure(description: "\(server) answered \(rcodeName(rcode)) for \(name)")) }
+            guard rcode == 0 || rcode == 3 else { return .failure(Failure(description: "\(server) answered \(rcodeName(rcode)) for \(name)", answered: true)) }
             return .success(records(in: answer, type: type.rawValue))
         }
     }

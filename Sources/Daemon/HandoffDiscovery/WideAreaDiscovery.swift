@@ -72,6 +72,9 @@ public actor WideAreaDiscovery: DiscoveryBackend {
     private var lookingUntil: ContinuousClock.Instant?
     private var browseProblem: String?
     private var browseFailures = 0
+    /// The zone's server did not answer the last exchange (a browse or a write): a stop does not
+    /// wait for it (`withdraw`).
+    private var serverSilent = false
     /// Browses that answered: a followed device's SRV and addresses are asked again every
     /// `addressesEvery`th (or when its TXT changed); its TXT at every one.
     private var browses = 0
@@ -119,21 +122,50 @@ public actor WideAreaDiscovery: DiscoveryBackend {
         poke()
     }
 
+    /// A member restarted under a new name, and said so over its session before our next browse:
+    /// browse now and every second for 10 s (its own write to the zone may be under way), until
+    /// the listing has it — so `peers` says how it is found within a second, not a minute. (At
+    /// most once per session and 10 s: `PeerDirectory.advertised`.)
+    public func lookFor(instanceName: String) {
+        guard !listed.contains(where: { $0.name == instanceName }) else { return }
+        let now = ContinuousClock.now
+        lookingUntil = max(lookingUntil ?? now, now + .seconds(10))
+        nextBrowse = min(nextBrowse, now)
+        poke()
+    }
+
     public func publish(instanceName: String, port: Int, txt: TXTRecord) {
         desired = (instanceName, port, txt)
         poke()
     }
 
-    /// Withdraws our records, and waits (bounded by the queries' timeouts) until the zone has
-    /// heard it, so that an exit leaves nothing behind.
+    /// Withdraws our records, and waits until the zone has heard it, so that an exit leaves
+    /// nothing behind — at most one query's `timeout` in all (the exchange under way, then the
+    /// withdrawal), and not at all when the server did not answer last. What could not be
+    /// deleted is in `wide-area-names`, deleted at the next start (docs/discovery.md).
     public func withdraw() async {
         desired = nil
-        guard configuration.key != nil, !stopped else { return }
+        guard configuration.key != nil, !stopped, !serverSilent else { return }
         withdrawing += 1
         poke()
-        if working { await withCheckedContinuation { idleWaiters.append($0) } }
+        if working {
+            let deadline = ContinuousClock.now + configuration.timeout
+            let timer = Task(executorPreference: ProgramExecutor.current) { [weak self] in
+                try? await QuietSleep.sleep(until: deadline)
+                guard !Task.isCancelled else { return }
+                await self?.stopWaiting()
+            }
+            await withCheckedContinuation { idleWaiters.append($0) }
+            timer.cancel()
+        }
         withdrawing -= 1
         if !working { schedule() }  // browsing, left out while it waited, is due again
+    }
+
+    /// A withdrawal waited as long as it may: it goes on without the server's word.
+    private func stopWaiting() {
+        for waiter in idleWaiters { waiter.resume() }
+        idleWaiters = []
     }
 
     public func stop() {
@@ -216,14 +248,15 @@ public actor WideAreaDiscovery: DiscoveryBackend {
     private func write(_ first: WideAreaRegistrar.Write?, key: TSIGKey) async {
         var write = first
         while let current = write, !stopped {
-            let error = await send(current, key: key)
-            write = registrar.finished(error, now: .now)
+            let failure = await send(current, key: key)
+            if case .unanswered = failure { serverSilent = true } else { serverSilent = false }
+            write = registrar.finished(failure, now: .now)
             report()
         }
     }
 
     /// One write; nil when it took effect, else why not.
-    private func send(_ write: WideAreaRegistrar.Write, key: TSIGKey) async -> String? {
+    private func send(_ write: WideAreaRegistrar.Write, key: TSIGKey) async -> WideAreaRegistrar.Failure? {
         let domain = configuration.domain
         // Before the write: a crash while it is under way leaves names that may be in the zone.
         let names = write.withdraw + (write.put.map { [$0.instanceName] } ?? [])
@@ -232,7 +265,7 @@ public actor WideAreaDiscovery: DiscoveryBackend {
             await UnicastDNS.thread.run { Self.writeLeftover(names, to: file) }
         }
         guard let server = await findUpdateServer() else {
-            return "registering in \(domain) failed: no server found for it (set `server` in [wide_area])"
+            return .unanswered("registering in \(domain) failed: no server found for it (set `server` in [wide_area])")
         }
         let changes = WideAreaRegistrar.changes(write, domain: domain, ttl: configuration.ttl)
         switch await UnicastDNS.update(zone: domain, changes, at: server, key: key, timeout: configuration.timeout) {
@@ -242,9 +275,12 @@ public actor WideAreaDiscovery: DiscoveryBackend {
                 await UnicastDNS.thread.run { Self.writeLeftover([], to: file) }
             }
             return nil
-        case .refused(let why), .failed(let why):
+        case .refused(let why):
             if configuration.server == nil { updateServer = nil }  // found again next time
-            return "registering in \(domain) failed: \(why)"
+            return .refused("registering in \(domain) failed: \(why)")
+        case .failed(let why):
+            if configuration.server == nil { updateServer = nil }
+            return .unanswered("registering in \(domain) failed: \(why)")
         }
     }
 
@@ -293,6 +329,7 @@ public actor WideAreaDiscovery: DiscoveryBackend {
         switch await UnicastDNS.query(service, .ptr, at: queryServer, timeout: configuration.timeout) {
         case .failure(let failure):
             browseFailures += 1
+            serverSilent = !failure.answered
             browseProblem = "browsing \(configuration.domain) failed: \(failure.description)"
             // Back off while the server is away: 1 s, 2 s … up to the idle interval.
             let delay = min(.seconds(1) * (1 << min(browseFailures - 1, 10)), configuration.browseInterval)
@@ -300,6 +337,7 @@ public actor WideAreaDiscovery: DiscoveryBackend {
             report()
         case .success(let records):
             browseFailures = 0
+            serverSilent = false
             browseProblem = nil
             browses += 1
             // The zone's server answers again: a registration waiting for its back-off goes now.

@@ -26,6 +26,22 @@ struct WideAreaRegistrar {
         var put: Registration?
     }
 
+    /// Why a write did not take effect, as far as when to try again goes.
+    enum Failure: Sendable, Equatable {
+        /// The server answered no (a key it does not know, a policy): asking again sooner than
+        /// the back-off changes nothing, whatever else it answers.
+        case refused(String)
+        /// No answer (or none to read): the server may be away, and it answering a browse says
+        /// it is back.
+        case unanswered(String)
+
+        var message: String {
+            switch self {
+            case .refused(let why), .unanswered(let why): why
+            }
+        }
+    }
+
     struct Timing {
         /// How often what is in the zone is written again.
         var refresh: Duration = .seconds(60)
@@ -49,6 +65,8 @@ struct WideAreaRegistrar {
     private var lastWriteAt: ContinuousClock.Instant?
     private var retryAt: ContinuousClock.Instant?
     private var failures = 0
+    /// The last write failed because the server said no (not for want of an answer).
+    private var refused = false
     /// Why the last write failed; nil once one succeeds.
     private(set) var problem: String?
 
@@ -75,12 +93,13 @@ struct WideAreaRegistrar {
         return next(now: now)
     }
 
-    /// The write in flight finished.
-    mutating func finished(_ error: String?, now: ContinuousClock.Instant) -> Write? {
+    /// The write in flight finished (nil: it took effect).
+    mutating func finished(_ failure: Failure?, now: ContinuousClock.Instant) -> Write? {
         guard let write = inFlight else { return nil }
         inFlight = nil
-        if let error {
-            problem = error
+        if let failure {
+            problem = failure.message
+            if case .refused = failure { refused = true } else { refused = false }
             failures += 1
             let delay = min(timing.firstRetry * (1 << min(failures - 1, 16)), timing.longestRetry)
             retryAt = now + delay
@@ -89,6 +108,7 @@ struct WideAreaRegistrar {
         }
         problem = nil
         failures = 0
+        refused = false
         retryAt = nil
         stale.removeAll { write.withdraw.contains($0) }
         written = write.put
@@ -133,10 +153,12 @@ struct WideAreaRegistrar {
         return lastWriteAt + timing.minimumInterval
     }
 
-    /// The server answered something else (a browse): a write waiting for its back-off goes now,
-    /// rather than up to `longestRetry` after the server came back.
+    /// The server answered something else (a browse): a write that got no answer, waiting for its
+    /// back-off, goes now, rather than up to `longestRetry` after the server came back. One the
+    /// server refused waits its back-off out (1 s doubling to `longestRetry`): the browse says
+    /// nothing of the key or the policy that refused it.
     mutating func serverAnswered(now: ContinuousClock.Instant) -> Write? {
-        guard retryAt != nil else { return nil }
+        guard retryAt != nil, !refused else { return nil }
         retryAt = nil
         return next(now: now)
     }

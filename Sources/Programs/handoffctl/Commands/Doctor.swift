@@ -18,7 +18,7 @@ struct Doctor: ParsableCommand {
         discussion: """
             Checks: handoffd running, Avahi reachable, this device in an account (and not removed \
             from it), its certificate, clocks against the other devices, other devices seen by \
-            multicast, the port and whether the firewall (ufw, firewalld) lets it in, the command \
+            multicast (or found in the wide-area zone, or at the addresses in peers), the port and whether the firewall (ufw, firewalld) lets it in, the command \
             that opens continued web pages, nss-mdns. Exits 42 when something must be fixed \
             (warnings alone exit 0).
             """
@@ -30,8 +30,42 @@ struct Doctor: ParsableCommand {
     @Flag(help: "Print the checks as JSON.")
     var json = false
 
-    struct Check: Codable {
-        enum Verdict: String, Codable { case ok, warning, problem }
+    /// Whether this device finds the others: by multicast DNS, or — where the network carries
+    /// no multicast — through the wide-area zone or `peers`, which are then no reason to warn.
+    static func discoveryCheck(peers: [PeerInfo], strangers: Int, wideArea: WideAreaStatus?) -> Check {
+        let viaMulticast = peers.filter { $0.foundVia.contains("mdns") }.count
+        // Strangers come from the zone too when there is one: only without it do they say
+        // multicast works.
+        if viaMulticast > 0 || (strangers > 0 && wideArea == nil) {
+            return Check(name: "multicast", verdict: .ok, message: "multicast DNS works: \(viaMulticast + strangers) handoff device(s) seen")
+        }
+        let viaZone = peers.filter { $0.foundVia.contains("wide-area") }.count
+        if let wideArea, viaZone > 0 {
+            return Check(
+                name: "multicast", verdict: .ok,
+                message: "no device seen by multicast DNS here; \(viaZone) found in the zone \(safe(wideArea.domain)) (wide area)"
+            )
+        }
+        let viaPeers = peers.filter { $0.foundVia.contains("static") }.count
+        if viaPeers > 0 {
+            return Check(name: "multicast", verdict: .ok, message: "no device seen by multicast DNS here; \(viaPeers) reached at the addresses in peers")
+        }
+        if let wideArea {
+            return Check(
+                name: "multicast", verdict: .warning,
+                message: "no other handoff device has been seen by multicast DNS or in the zone \(safe(wideArea.domain)) (are they on, and registered there?)",
+                fix: "give the other devices the same [wide_area] domain and a key_file (docs/discovery.md, \"Beyond one link\")"
+            )
+        }
+        return Check(
+            name: "multicast", verdict: .warning,
+            message: "no other handoff device has been seen through multicast DNS (are they on? does the network isolate clients or block multicast?)",
+            fix: "give their addresses instead: peers = [\"HOST:47810\"] in ~/.config/handoff/handoffd.toml, or handoffd --peer HOST:PORT"
+        )
+    }
+
+    struct Check: Codable, Equatable {
+        enum Verdict: String, Codable, Equatable { case ok, warning, problem }
         var name: String
         var verdict: Verdict
         var message: String
@@ -153,18 +187,7 @@ struct Doctor: ParsableCommand {
 
         let peers = status.account == nil ? [] : (try? client.send(.peers))?.peers ?? []
         if status.account != nil, status.discovery.state == .running {
-            let viaMulticast = peers.filter { $0.foundVia.contains("mdns") }.count
-            if viaMulticast > 0 || status.strangers > 0 {
-                checks.append(Check(name: "multicast", verdict: .ok, message: "multicast DNS works: \(viaMulticast + status.strangers) handoff device(s) seen"))
-            } else {
-                checks.append(
-                    Check(
-                        name: "multicast", verdict: .warning,
-                        message: "no other handoff device has been seen through multicast DNS (are they on? does the network isolate clients or block multicast?)",
-                        fix: "give their addresses instead: peers = [\"HOST:47810\"] in ~/.config/handoff/handoffd.toml, or handoffd --peer HOST:PORT"
-                    )
-                )
-            }
+            checks.append(Doctor.discoveryCheck(peers: peers, strangers: status.strangers, wideArea: status.discovery.wideArea))
         }
 
         let measured = peers.filter { $0.reachable && $0.clockOffsetSeconds != nil }

@@ -25,7 +25,9 @@ struct Peers: ParsableCommand {
             Terminal.out("no other device of your account is reachable")
         }
         for p in reachable {
-            Terminal.out("\(safe(p.name))  \(p.id.short)…  via \(p.foundVia.joined(separator: ", "))  \(p.addresses.first ?? "")")
+            // Back under a new name, its advert not seen yet: it is reached on the connection it made.
+            let via = p.foundVia.isEmpty ? "its own connection" : p.foundVia.joined(separator: ", ")
+            Terminal.out("\(safe(p.name))  \(p.id.short)…  via \(via)  \(p.addresses.first ?? "")")
             if let a = p.activity {
                 Terminal.out("    \(safe(a.type))  \(displayQuoted(a.title))  \(a.updatedAt.age(at: now)) ago")
             } else {
