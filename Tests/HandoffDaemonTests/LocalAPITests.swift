@@ -6,7 +6,9 @@ import HandoffTestSupport
 import Testing
 
 import DaemonCore
+@testable import DaemonLocalAPI
 @testable import HandoffClient
+import Synchronization
 
 /// The local API against a real daemon in this process, over its real Unix socket.
 @Suite(.timeLimit(.minutes(3))) struct LocalAPITests {
@@ -340,6 +342,77 @@ import DaemonCore
             }
         }
         #expect(sawIt, "the events stream is still open after the request timeout")
+        try await d.finish()
+    }
+
+    /// The budget of local connections by a table (issue 54): at most `maximum` open, the first
+    /// one turned away said once; a burst (64 open) ending (8 or fewer left) gives memory back,
+    /// once per burst.
+    @Test func localConnectionsAreBoundedAndABurstEndsOnce() {
+        var budget = LocalConnectionBudget(maximum: 100)
+        var answers: [LocalConnectionBudget.Admission] = []
+        for _ in 0..<102 { answers.append(budget.opened()) }
+        #expect(answers.prefix(100).allSatisfy { $0 == .admitted })
+        #expect(answers.suffix(2) == [.refused(first: true), .refused(first: false)], "the first turned away is said once")
+        var ends = 0
+        for _ in 0..<2 where budget.closed(served: false) { ends += 1 }
+        #expect(budget.open == 100 && budget.served == 100)
+        #expect(budget.opened() == .refused(first: false), "still full")
+        for _ in 0..<92 where budget.closed(served: true) { ends += 1 }
+        #expect(ends == 0 && budget.open == 9 && budget.served == 8, "9 still open, one turned away: the burst goes on")
+        #expect(budget.opened() == .admitted, "a slot again")
+        #expect(budget.opened() == .admitted)
+        for _ in 0..<2 where budget.closed(served: true) { ends += 1 }
+        #expect(ends == 0)
+        let over = budget.closed(served: false)
+        #expect(over, "8 left: the burst is over")
+        #expect(budget.peak == 8)
+        for _ in 0..<8 where budget.closed(served: true) { ends += 1 }
+        for _ in 0..<63 { answers.append(budget.opened()) }
+        for _ in 0..<63 where budget.closed(served: true) { ends += 1 }
+        #expect(ends == 0 && budget.open == 0 && budget.served == 0, "no burst since: 63 open at most")
+    }
+
+    /// A client that opens more local connections than handoffd takes (here 8) gets a clear
+    /// answer on the next — 429 `rate_limited`, whatever it asked — and a slot again once one
+    /// closes; and a burst of connections (100) ending gives its memory back, once.
+    @Test func tooManyLocalConnectionsAreToldSoAndABurstGivesItsMemoryBack() async throws {
+        let limited = try await TestDaemon.start { $0.localConnections = 8 }
+        let socketPath = limited.socketPath
+        var held: [UnixHTTPConnection] = []
+        for _ in 0..<8 {
+            let connection = try UnixHTTPConnection(socketPath: socketPath, timeoutSeconds: 60)
+            try connection.sendRaw("GET /v1/status HTTP/1.1\r\nHost: x\r\n\r\n", body: [])
+            let box = UncheckedBox(connection)
+            #expect(try await onOwnThread { try box.value.readResponse().status } == 200)
+            held.append(connection)
+        }
+        func ninth() async throws -> (Int, String) {
+            try await onOwnThread {
+                let c = try UnixHTTPConnection(socketPath: socketPath, timeoutSeconds: 60)
+                try c.sendRaw("GET /v1/status HTTP/1.1\r\nHost: x\r\n\r\n", body: [])
+                let r = try c.readResponse()
+                return (r.status, String(decoding: r.body, as: UTF8.self))
+            }
+        }
+        let refused = try await ninth()
+        #expect(refused.0 == 429 && refused.1.contains("rate_limited") && refused.1.contains("8 local connections open already"), "\(refused)")
+        await expectFailure(.rateLimited) { _ = try await limited.client.send(.status) }
+        held.removeLast().hangUp()
+        try await waitUntil("a slot again") { (try? await limited.client.send(.status)) != nil }
+        held.forEach { $0.hangUp() }
+        try await limited.finish()
+
+        let trims = Mutex(0)
+        let d = try await TestDaemon.start { $0.localBurstEnded = { trims.withLock { $0 += 1 } } }
+        var burst: [UnixHTTPConnection] = []
+        for _ in 0..<100 { burst.append(try UnixHTTPConnection(socketPath: d.socketPath, timeoutSeconds: 60)) }
+        _ = try await d.client.send(.status)  // all of them were accepted before it
+        #expect(trims.withLock { $0 } == 0)
+        burst.forEach { $0.hangUp() }
+        try await waitUntil("the burst's memory given back") { trims.withLock { $0 } == 1 }
+        for _ in 0..<20 { _ = try await d.client.send(.status) }
+        #expect(trims.withLock { $0 } == 1, "once per burst")
         try await d.finish()
     }
 

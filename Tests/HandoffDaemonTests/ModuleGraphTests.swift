@@ -231,6 +231,19 @@ import Testing
         #expect(table.sorted() == Self.modules.sorted(), "the table of modules: \(table)")
     }
 
+    /// Every target Package.swift declares — those beside Sources/ too: tests, examples, the
+    /// fuzz harness — is named in docs/architecture.md (issue 54 found three that were not).
+    @Test func theDocumentNamesEveryTargetOfThePackage() throws {
+        let text = try String(contentsOf: Self.root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        let declared =
+            Self.manifest.matches(of: /\.(?:target|systemLibrary|executableTarget|testTarget|plugin|binaryTarget|macro)\(\s*name:\s*"([\w-]+)"/).map { String($0.1) }
+            + Self.manifest.matches(of: /daemonModule\(\s*"(\w+)"/).map { String($0.1) }
+        #expect(Set(Self.modules).isSubset(of: declared) && declared.count > Self.modules.count, "cannot read the targets from Package.swift: \(declared)")
+        for target in declared {
+            #expect(text.contains("`\(target)`"), "docs/architecture.md does not name \(target)")
+        }
+    }
+
     /// docs/architecture.md names the daemon's modules in the order Package.swift gives.
     @Test func theDocumentNamesTheModuleLineOfThePackage() throws {
         let text = try String(contentsOf: Self.root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)

@@ -8,3 +8,7 @@ int handoff_keep_bulk_buffers(size_t mmap_threshold, size_t trim_threshold) {
     ok &= mallopt(M_TRIM_THRESHOLD, (int)trim_threshold);
     return ok;
 }
+
+int handoff_release_free_memory(void) {
+    return malloc_trim(0);
+}

@@ -10,6 +10,7 @@ import HandoffSystem
 import Logging
 import NIOCore
 import NIOPosix
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -116,6 +117,7 @@ final class FileSocketServer: Sendable {
     }
 
     private static func acceptLoop(_ listening: Int32, daemonUID: UInt32, requestTimeout: timeval, serve: @escaping @Sendable (Accepted) -> Void) {
+        let reading = Mutex(0)
         while true {
             // (accept4 is _GNU_SOURCE only; children are started with every descriptor closed anyway.)
             let connection = SystemCall.retrying { accept(listening, nil, nil) }
@@ -142,14 +144,44 @@ final class FileSocketServer: Sendable {
                 continue
             }
             // Each request is read on a thread of its own: a client that connects and says
-            // nothing holds up no one else (for at most `requestTimeout`, itself).
+            // nothing holds up no one else (for at most `requestTimeout`, itself). At most
+            // `maximumReading` at once: a burst of silent connections costs a bounded number of
+            // threads; one more is told so.
+            let admitted = reading.withLock { n -> Bool in
+                guard n < maximumReading else { return false }
+                n += 1
+                return true
+            }
+            guard admitted else {
+                turnAway(connection)
+                continue
+            }
             let started = BlockingThread.detach(name: "handoff-request") {
                 let (request, passed) = readRequest(connection, timeout: requestTimeout)
+                reading.withLock { $0 -= 1 }
                 serve(Accepted(connection: connection, peer: peer, request: request, passed: passed))
             }
             // At the thread limit: this client is turned away (it sees the connection close).
-            if !started { close(connection) }
+            if !started {
+                reading.withLock { $0 -= 1 }
+                close(connection)
+            }
         }
+    }
+
+    /// Requests read at once, each on a thread of its own (`acceptLoop`).
+    static let maximumReading = 32
+
+    /// Too many requests are being read: the client is told so (one `FileStreamReply` line, as
+    /// any refusal), without a thread, and the connection closed.
+    private static func turnAway(_ connection: Int32) {
+        let reply = FileStreamReply(
+            error: APIErrorBody(code: .rateLimited, message: "handoffd is reading \(maximumReading) file requests already; try again in a moment")
+        )
+        var line = (try? LocalAPIJSON.encoder().encode(reply)).map { Array($0) } ?? []
+        line.append(UInt8(ascii: "\n"))
+        _ = line.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        close(connection)
     }
 
     /// The request line and the descriptor that came with it: -1 none, -2 more than one (none kept).

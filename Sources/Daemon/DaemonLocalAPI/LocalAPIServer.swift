@@ -33,12 +33,19 @@ package final class LocalAPIServer: Service {
         case stream
     }
 
+    /// A connection to serve — or one turned away (too many open), which only its handler
+    /// (`TooManyConnections`) answers and closes: NIO registers a connection only once it is
+    /// handed over, so it cannot just be dropped.
     struct Connection: IncomingConnection {
         let channel: any Channel
-        let peer: PeerCredentials
-        let negotiated: EventLoopFuture<Negotiated>
-        let upgrader: StreamUpgrader
-        let deadline: RequestDeadline
+        let served: Served?
+
+        struct Served: Sendable {
+            let peer: PeerCredentials
+            let negotiated: EventLoopFuture<Negotiated>
+            let upgrader: StreamUpgrader
+            let deadline: RequestDeadline
+        }
     }
 
     private let socketPath: String
@@ -48,9 +55,20 @@ package final class LocalAPIServer: Service {
     private let ready: ReadinessSignal
     /// `Deadlines.localRequest` and `.fileRequest`.
     private let deadlines: Deadlines
+    /// The open connections, at most `maximumConnections`.
+    private let connections: LocalConnections
 
-    package init(socketPath: String, router: LocalAPIRouter, maximumRequestBody: Int, deadlines: Deadlines, logger: Logger, ready: ReadinessSignal) {
+    /// How many local connections may be open at once (`LocalConnectionBudget`): far more than
+    /// a desktop's apps, agents and commands hold, and ~13 KB each.
+    package static let maximumConnections = 512
+
+    /// `burstEnded`: what gives the memory of a burst of connections back (malloc_trim).
+    package init(
+        socketPath: String, router: LocalAPIRouter, maximumRequestBody: Int, deadlines: Deadlines, maximumConnections: Int = LocalAPIServer.maximumConnections,
+        burstEnded: (@Sendable () -> Void)? = nil, logger: Logger, ready: ReadinessSignal
+    ) {
         self.deadlines = deadlines
+        self.connections = LocalConnections(maximum: maximumConnections, burstEnded: burstEnded ?? LocalConnections.releaseMemory)
         self.socketPath = socketPath
         self.router = router
         self.maximumRequestBody = maximumRequestBody
@@ -97,13 +115,25 @@ package final class LocalAPIServer: Service {
         do {
             let router = self.router
             let logger = self.logger
+            let connections = self.connections
             let requestTimeout = TimeAmount(deadlines.localRequest)
             // No child options or child initializer (see AcceptLoop): each connection is set up
             // in the closure, guarded.
             server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .serverChannelOption(.backlog, value: 128)
                 .bind(unixDomainSocketPath: socketPath) { channel in
-                    ConnectionSetup.guarded(channel, intake: intake, peer: "a local client", logger: logger) {
+                    if case .refused(let first) = connections.admit(channel) {
+                        // Told so, and never handed over: it holds no task and no HTTP parser.
+                        let maximum = connections.maximum
+                        if first { logger.notice("turning local connections away: too many open", metadata: ["maximum": "\(maximum)"]) }
+                        return ConnectionSetup.guarded(channel, intake: intake, peer: "a local client", logger: logger) {
+                            channel.eventLoop.makeCompletedFuture {
+                                try channel.pipeline.syncOperations.addHandler(TooManyConnections(maximum: maximum, linger: requestTimeout))
+                                return Connection(channel: channel, served: nil)
+                            }
+                        }
+                    }
+                    return ConnectionSetup.guarded(channel, intake: intake, peer: "a local client", logger: logger) {
                         // A stream's app shuts down its sending side when it is done sending, and keeps reading.
                         channel.setOption(.allowRemoteHalfClosure, value: true).flatMap {
                             PeerCredentials.of(channel)
@@ -127,7 +157,9 @@ package final class LocalAPIServer: Service {
                                 )
                             )
                             channel.closeFuture.whenComplete { _ in upgrade.connectionClosed() }
-                            return Connection(channel: channel, peer: peer, negotiated: negotiated, upgrader: upgrade, deadline: deadline)
+                            return Connection(
+                                channel: channel, served: Connection.Served(peer: peer, negotiated: negotiated, upgrader: upgrade, deadline: deadline)
+                            )
                         }
                     }
                 }
@@ -166,8 +198,10 @@ package final class LocalAPIServer: Service {
 
     // MARK: Connections
 
-    private func serve(_ connection: Connection) async {
-        let channel = connection.channel
+    private func serve(_ accepted: Connection) async {
+        // One turned away is its handler's: nothing to wait for here.
+        guard let connection = accepted.served else { return }
+        let channel = accepted.channel
         do {
             // Waiting on a future ignores cancellation: closing the channel ends the wait. A
             // stream asked for is opened by this connection's task, while NIO waits for it.

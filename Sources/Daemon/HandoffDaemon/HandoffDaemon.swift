@@ -109,6 +109,11 @@ public struct DaemonConfiguration: Sendable {
     public var saveWindow: Duration = ActivityAnswer.saveWindow
     /// How long running apps and other devices have to answer.
     public var deadlines = Deadlines()
+    /// How many local-API connections may be open at once (`LocalAPIServer.maximumConnections`).
+    public var localConnections = LocalAPIServer.maximumConnections
+    /// What gives back the memory a burst of local connections took; nil: malloc_trim (tests
+    /// count the calls).
+    public var localBurstEnded: (@Sendable () -> Void)? = nil
 
     public enum FirstUse: Sendable {
         case nothing
@@ -457,6 +462,8 @@ public final class HandoffDaemon: Sendable {
             router: router,
             maximumRequestBody: maximumBody,
             deadlines: configuration.deadlines,
+            maximumConnections: configuration.localConnections,
+            burstEnded: configuration.localBurstEnded,
             logger: logger,
             ready: apiReady
         )

@@ -77,4 +77,11 @@ public enum LinuxCalls {
     public static func keepBulkBuffers(mmapThreshold: Int, trimThreshold: Int) -> Bool {
         handoff_keep_bulk_buffers(mmapThreshold, trimThreshold) == 1
     }
+
+    /// glibc's malloc_trim(0): the free pages of every arena go back to the system. It walks the
+    /// whole heap: not on an event loop.
+    @discardableResult
+    public static func releaseFreeMemory() -> Bool {
+        handoff_release_free_memory() == 1
+    }
 }

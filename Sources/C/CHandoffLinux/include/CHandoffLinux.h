@@ -46,6 +46,11 @@ int handoff_spawn_setsid_flag(void);
 /// halved stream throughput (bench/streams). Returns 1 when both were set.
 int handoff_keep_bulk_buffers(size_t mmap_threshold, size_t trim_threshold);
 
+/// malloc_trim(0) (<malloc.h>): gives the free pages of every arena back to the system, from the
+/// middle of the heap too. After a burst of connections glibc keeps what they took (its trim at
+/// free(3) only shrinks a heap's top, and only above the trim threshold). Returns 1 if any was.
+int handoff_release_free_memory(void);
+
 /// sendmsg(2) of `length` bytes with one descriptor attached (SCM_RIGHTS), retrying EINTR, without
 /// SIGPIPE. Returns the bytes sent, or -1 with errno set. handoffctl hands handoffd the file a
 /// continuation stream reads or writes, so the bytes need not pass through handoffctl.
