@@ -355,22 +355,31 @@ import Synchronization
         #expect(answers.prefix(100).allSatisfy { $0 == .admitted })
         #expect(answers.suffix(2) == [.refused(first: true), .refused(first: false)], "the first turned away is said once")
         var ends = 0
-        for _ in 0..<2 where budget.closed(served: false) { ends += 1 }
+        for _ in 0..<2 where budget.closed(.refused(first: false)) { ends += 1 }
         #expect(budget.open == 100 && budget.served == 100)
         #expect(budget.opened() == .refused(first: false), "still full")
-        for _ in 0..<92 where budget.closed(served: true) { ends += 1 }
+        for _ in 0..<92 where budget.closed(.admitted) { ends += 1 }
         #expect(ends == 0 && budget.open == 9 && budget.served == 8, "9 still open, one turned away: the burst goes on")
         #expect(budget.opened() == .admitted, "a slot again")
         #expect(budget.opened() == .admitted)
-        for _ in 0..<2 where budget.closed(served: true) { ends += 1 }
+        for _ in 0..<2 where budget.closed(.admitted) { ends += 1 }
         #expect(ends == 0)
-        let over = budget.closed(served: false)
+        let over = budget.closed(.refused(first: false))
         #expect(over, "8 left: the burst is over")
         #expect(budget.peak == 8)
-        for _ in 0..<8 where budget.closed(served: true) { ends += 1 }
+        for _ in 0..<8 where budget.closed(.admitted) { ends += 1 }
         for _ in 0..<63 { answers.append(budget.opened()) }
-        for _ in 0..<63 where budget.closed(served: true) { ends += 1 }
+        for _ in 0..<63 where budget.closed(.admitted) { ends += 1 }
         #expect(ends == 0 && budget.open == 0 && budget.served == 0, "no burst since: 63 open at most")
+        // Turned away beyond 64 at once: closed unanswered, so that descriptors stay bounded.
+        var small = LocalConnectionBudget(maximum: 1)
+        _ = small.opened()
+        var refusals: [LocalConnectionBudget.Admission] = []
+        for _ in 0..<66 { refusals.append(small.opened()) }
+        #expect(refusals.filter { if case .refused = $0 { true } else { false } }.count == LocalConnectionBudget.answeredRefusals)
+        #expect(refusals.suffix(2) == [.dropped, .dropped] && small.answering == 64)
+        _ = small.closed(.refused(first: false))
+        #expect(small.opened() == .refused(first: false), "one answered went: room for one more")
     }
 
     /// A client that opens more local connections than handoffd takes (here 8) gets a clear

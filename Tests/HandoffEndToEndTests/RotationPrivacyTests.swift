@@ -139,7 +139,7 @@ extension EndToEndTests {
     /// while it runs, and after it restarted — gets the stranger's alert, never a ServerHello: a
     /// device never answers its own hello (docs/security.md, "A captured ClientHello"). The
     /// control: alpha's hello, replayed to bravo, is answered (once), as the docs say what is left.
-    @Test(.heavy) func aDeviceNeverAnswersItsOwnHelloEvenAfterARestart() async throws {
+    @Test func aDeviceNeverAnswersItsOwnHelloEvenAfterARestart() async throws {
         await Rig.withHosts(["alpha", "bravo", "charlie"]) { rig in
             let charlie = try await rig.address("charlie")
             for host in ["alpha", "bravo"] {

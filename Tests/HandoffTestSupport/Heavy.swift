@@ -28,6 +28,12 @@ public struct HeavyTrait: SuiteTrait, TestTrait, TestScoping {
     }
 
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        // `.heavy` on a test of a `.heavy` suite would wait for a second slot while holding one:
+        // with a `.heaviest` test queued, nobody would ever run again.
+        guard !HeavyTrait.holdsASlot else {
+            Issue.record("\(test.name) holds a heavy slot already: mark its suite or the test, not both (docs/testing.md)")
+            return
+        }
         let taken = await HeavySlots.shared.acquire(weight)
         defer { HeavySlots.shared.release(taken) }
         try await HeavyTrait.$holdsASlot.withValue(true) { try await function() }

@@ -98,6 +98,9 @@ package struct ClipboardAgent: Sendable {
         let alarm = Alarm()
         var state: ClipboardState?
         var holder: UUID?
+        /// A copy made while handoffd held no holder of ours (it was away, or the holder stream
+        /// not open yet): announced once it is.
+        var unannounced: (forms: [ClipboardForm], secret: Bool)?
         var local: Local?
         var offered: ClipboardCopy?
         var ended: [UUID] = []
@@ -118,7 +121,11 @@ package struct ClipboardAgent: Sendable {
                     state = new
                     // Only the switch drops what was copied here: a word from before the last
                     // copy may name the copy before it.
-                    if !new.enabled { local = nil }
+                    if !new.enabled { (local, unannounced) = (nil, nil) }
+                    if new.enabled, let holder, let copy = unannounced {
+                        unannounced = nil
+                        local = await announce(copy.forms, secret: copy.secret, holder: holder)
+                    }
                     let wanted = new.enabled ? new.newest.flatMap { $0.peer == nil || ended.contains($0.id) ? nil : $0 } : nil
                     if let wanted, wanted.id != offered?.id {
                         backend.offer(types: wanted.items.map(\.type))
@@ -132,9 +139,19 @@ package struct ClipboardAgent: Sendable {
                     // A copy held under another id is gone from handoffd: nobody asks for it.
                     if new != holder { local = nil }
                     holder = new
+                    if let new, let copy = unannounced, state?.enabled == true {
+                        unannounced = nil
+                        local = await announce(copy.forms, secret: copy.secret, holder: new)
+                    }
                 case .session(.copied(let forms, let secret)):
                     guard let current = state, current.enabled else { continue }
                     let kept = secret ? [] : forms.filter { Int64($0.bytes.count) <= current.maximumSize }
+                    guard let holder else {
+                        unannounced = (kept, secret)
+                        logger.info("a copy here waits for handoffd to be announced")
+                        continue
+                    }
+                    unannounced = nil
                     local = await announce(kept, secret: secret, holder: holder)
                 case .session(.pasteRequested(let request)):
                     guard let copy = offered else {
@@ -251,12 +268,8 @@ package struct ClipboardAgent: Sendable {
 
     /// Tells handoffd what was copied (nothing carried, or a secret: its last copy is withdrawn),
     /// held by `holder`; what it gives out then, held here.
-    private func announce(_ forms: [ClipboardForm], secret: Bool, holder: UUID?) async -> Local? {
+    private func announce(_ forms: [ClipboardForm], secret: Bool, holder: UUID) async -> Local? {
         let items = forms.map { ClipboardItem(type: $0.type, size: Int64($0.bytes.count)) }
-        guard holder != nil || items.isEmpty else {
-            logger.notice("a copy here was not announced: handoffd is not reachable")
-            return nil
-        }
         do throws(HandoffClientError) {
             let answer = try await client.send(.announceClipboard(ClipboardAnnouncement(items: items, holder: holder)))
             logger.info("a copy here was announced", metadata: ["kinds": "\(items.count)", "secret": "\(secret)"])

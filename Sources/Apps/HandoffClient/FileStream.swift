@@ -47,7 +47,13 @@ public final class FileStream: @unchecked Sendable {
         let sent = line.withUnsafeBytes { LinuxCalls.send($0, attaching: file, on: fd) }
         guard sent == line.count else {
             let e = errno
+            // Turned away before the request went (too many at once): its reply says why.
+            var brief = timeval(tv_sec: 1, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &brief, socklen_t(MemoryLayout<timeval>.size))
+            var unread: [UInt8] = []
+            let said = try? Self.nextReply(fd, pending: &unread)
             Glibc.close(fd)
+            if let failure = said?.error { throw HandoffClientError(.api(failure.code), failure.message) }
             throw HandoffClientError(.protocolError, "cannot hand the file to handoffd at \(path): \(SystemCall.describe(e))")
         }
         // Opening reaches the other device, which may take a TLS handshake or two.

@@ -25,8 +25,9 @@ extension DaemonError.Code {
 /// Nothing of the content passes through here but the streams; what runs out is forgotten when
 /// next looked at (each agent sets its own timer by `expiresAt`). Decisions are `ClipboardBoard`'s.
 package final class ClipboardDesk: Sendable {
-    /// The decisions, and the agents holding this device's copies (`POST /v1/clipboard/holder`),
-    /// under one lock: a copy is never taken for held by a holder that already left.
+    /// The decisions, and the agents holding this device's copies (`POST /v1/clipboard/holder`).
+    /// `holders` is taken inside `board`'s lock where both are (never the other way round), so
+    /// that a copy is never taken for held by a holder that already left.
     private let board: Mutex<ClipboardBoard>
     private let holders = Mutex<[UUID: AsyncStream<ClipboardHolderEvent>.Continuation]>([:])
     private let settings: Mutex<ClipboardSettings>
@@ -65,7 +66,7 @@ package final class ClipboardDesk: Sendable {
         }
     }
 
-    /// How many pastes a holder may be behind on before it is taken for gone.
+    /// How many pastes a holder may be behind on: one more is refused (`streamRefused`).
     static let holderBacklog = 64
 
     /// `POST /v1/clipboard/holder`: the desktop agent holds this device's copies for as long as
@@ -77,7 +78,7 @@ package final class ClipboardDesk: Sendable {
         let id = UUID.random()
         holders.withLock { $0[id] = continuation }
         continuation.yield(ClipboardHolderEvent(at: clock.now(), .holding(holder: id)))
-        logger.info("the desktop agent holds the clipboard's copies", metadata: ["holder": "\(id.lowercasedString)"])
+        logger.info("the desktop agent holds the clipboard's copies", metadata: ["holder": "\(id.lowercasedString.prefix(8))"])
         for await event in stream {
             guard await write(event) else { break }
         }
@@ -90,11 +91,11 @@ package final class ClipboardDesk: Sendable {
         let settings = current
         let (tell, state) = board.withLock { b in
             // Under the board's lock: an announcement checks its holder under it too.
-            _ = holders.withLock { $0.removeValue(forKey: holder) }
+            holders.withLock { $0.removeValue(forKey: holder) }?.finish()
             _ = b.expire(now: now)
             return (b.holderLeft(holder, now: now, settings: settings), b.state(settings))
         }
-        logger.info("the desktop agent no longer holds the clipboard's copies", metadata: ["holder": "\(holder.lowercasedString)"])
+        logger.info("the desktop agent no longer holds the clipboard's copies", metadata: ["holder": "\(holder.lowercasedString.prefix(8))"])
         guard tell != .nothing else { return }
         await carryOut(tell)
         events.publish(LocalEvent(at: now, .clipboardChanged(state)))
@@ -129,7 +130,7 @@ package final class ClipboardDesk: Sendable {
                 ActivityError(
                     .invalidValue,
                     announcement.holder == nil
-                        ? "a copy is announced with the holder id POST \(LocalAPIRoute.clipboardHolder) gave (the agent that serves its pastes)"
+                        ? "a copy is announced with the holder id POST \(LocalAPIRoute.clipboardHolder) gave (the agent that serves its pastes); a handoff-desktop older than handoffd does not: restart it"
                         : "holder \(announcement.holder!.lowercasedString) is not connected any more: hold the clipboard again (POST \(LocalAPIRoute.clipboardHolder))"
                 )
             )

@@ -122,16 +122,23 @@ package final class LocalAPIServer: Service {
             server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .serverChannelOption(.backlog, value: 128)
                 .bind(unixDomainSocketPath: socketPath) { channel in
-                    if case .refused(let first) = connections.admit(channel) {
-                        // Told so, and never handed over: it holds no task and no HTTP parser.
+                    switch connections.admit(channel) {
+                    case .admitted:
+                        break
+                    case .refused(let first):
+                        // Told so (handed over only for NIO to register it: it holds no task and
+                        // no HTTP parser).
                         let maximum = connections.maximum
                         if first { logger.notice("turning local connections away: too many open", metadata: ["maximum": "\(maximum)"]) }
                         return ConnectionSetup.guarded(channel, intake: intake, peer: "a local client", logger: logger) {
                             channel.eventLoop.makeCompletedFuture {
-                                try channel.pipeline.syncOperations.addHandler(TooManyConnections(maximum: maximum, linger: requestTimeout))
+                                try channel.pipeline.syncOperations.addHandler(TooManyConnections(maximum: maximum, linger: .seconds(1)))
                                 return Connection(channel: channel, served: nil)
                             }
                         }
+                    case .dropped:
+                        channel.close(promise: nil)
+                        return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
                     }
                     return ConnectionSetup.guarded(channel, intake: intake, peer: "a local client", logger: logger) {
                         // A stream's app shuts down its sending side when it is done sending, and keeps reading.

@@ -13,10 +13,15 @@ struct LocalConnectionBudget: Sendable, Equatable {
     static let burst = 64
     /// … is over once no more than this many are open.
     static let quiet = 8
+    /// At most this many turned away are answered at once; beyond them, one is closed at once
+    /// unanswered: descriptors stay bounded, whatever an app opens.
+    static let answeredRefusals = 64
 
     let maximum: Int
     /// Connections served now.
     private(set) var served = 0
+    /// Connections turned away with an answer, not closed yet.
+    private(set) var answering = 0
     /// Connections open now, those turned away (and not closed yet) too: a burst's memory is
     /// theirs as well.
     private(set) var open = 0
@@ -31,8 +36,11 @@ struct LocalConnectionBudget: Sendable, Equatable {
 
     enum Admission: Equatable {
         case admitted
-        /// Over the maximum; `first`: the first turned away since one closed (worth a log line).
+        /// Over the maximum: told so; `first`, the first turned away since one closed (worth a
+        /// log line).
         case refused(first: Bool)
+        /// Over the maximum, and `answeredRefusals` are being told so already: closed at once.
+        case dropped
     }
 
     /// A connection came: whether it is served, or turned away.
@@ -40,6 +48,8 @@ struct LocalConnectionBudget: Sendable, Equatable {
         open += 1
         peak = max(peak, open)
         guard served < maximum else {
+            guard answering < Self.answeredRefusals else { return .dropped }
+            answering += 1
             defer { refusing = true }
             return .refused(first: !refusing)
         }
@@ -47,13 +57,18 @@ struct LocalConnectionBudget: Sendable, Equatable {
         return .admitted
     }
 
-    /// A connection closed (`served`: one that was admitted): whether a burst just ended — give
-    /// the memory back now.
-    mutating func closed(served wasServed: Bool) -> Bool {
+    /// A connection closed, admitted as `admission`: whether a burst just ended — give the
+    /// memory back now.
+    mutating func closed(_ admission: Admission) -> Bool {
         open = max(0, open - 1)
-        if wasServed {
+        switch admission {
+        case .admitted:
             served = max(0, served - 1)
             refusing = false
+        case .refused:
+            answering = max(0, answering - 1)
+        case .dropped:
+            break
         }
         guard peak >= Self.burst, open <= Self.quiet else { return false }
         peak = open
@@ -77,9 +92,8 @@ final class LocalConnections: Sendable {
     /// Counts `channel` in until it closes: served, or turned away when too many are.
     func admit(_ channel: any Channel) -> LocalConnectionBudget.Admission {
         let admission = budget.withLock { $0.opened() }
-        let served = admission == .admitted
         channel.closeFuture.whenComplete { [self] _ in
-            guard budget.withLock({ $0.closed(served: served) }) else { return }
+            guard budget.withLock({ $0.closed(admission) }) else { return }
             // A moment later: the tasks and buffers of the last connections are freed by then.
             let burstEnded = self.burstEnded
             channel.eventLoop.scheduleTask(in: Self.settle) { burstEnded() }
@@ -91,14 +105,16 @@ final class LocalConnections: Sendable {
     static let settle: TimeAmount = .seconds(1)
 
     /// The memory of a burst, back to the system (`LinuxCalls.releaseFreeMemory`).
+    /// (Without a thread to do it on, not at all: it walks the whole heap, never on the loop.)
     static let releaseMemory: @Sendable () -> Void = {
-        if !BlockingThread.detach(name: "handoff-trim", { LinuxCalls.releaseFreeMemory() }) { LinuxCalls.releaseFreeMemory() }
+        _ = BlockingThread.detach(name: "handoff-trim") { LinuxCalls.releaseFreeMemory() }
     }
 }
 
 /// A connection over `LocalConnections.maximum`: told so in HTTP — `429` with `rate_limited` —
 /// whatever it asks (it may not have asked yet: the answer waits in its socket), then closed once
-/// it hangs up or `linger` passes. Nothing of it is read: it costs a channel and this handler.
+/// it hangs up or `linger` passes (a second: time for its request to go, so that it reads the
+/// answer rather than failing to send). Nothing of it is read: it costs a channel and this handler.
 final class TooManyConnections: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer

@@ -145,7 +145,12 @@ public actor WideAreaDiscovery: DiscoveryBackend {
     /// deleted is in `wide-area-names`, deleted at the next start (docs/discovery.md).
     public func withdraw() async {
         desired = nil
-        guard configuration.key != nil, !stopped, !serverSilent else { return }
+        guard configuration.key != nil, !stopped else { return }
+        guard !serverSilent else {
+            // Written when the server answers again (handoff turned off), or at the next start.
+            poke()
+            return
+        }
         withdrawing += 1
         poke()
         if working {
@@ -329,7 +334,8 @@ public actor WideAreaDiscovery: DiscoveryBackend {
         switch await UnicastDNS.query(service, .ptr, at: queryServer, timeout: configuration.timeout) {
         case .failure(let failure):
             browseFailures += 1
-            serverSilent = !failure.answered
+            // Only the server updates go to says whether a withdrawal would be heard.
+            if queryServer == updateServer { serverSilent = !failure.answered }
             browseProblem = "browsing \(configuration.domain) failed: \(failure.description)"
             // Back off while the server is away: 1 s, 2 s … up to the idle interval.
             let delay = min(.seconds(1) * (1 << min(browseFailures - 1, 10)), configuration.browseInterval)
@@ -337,7 +343,7 @@ public actor WideAreaDiscovery: DiscoveryBackend {
             report()
         case .success(let records):
             browseFailures = 0
-            serverSilent = false
+            if queryServer == updateServer { serverSilent = false }
             browseProblem = nil
             browses += 1
             // The zone's server answers again: a registration waiting for its back-off goes now.

@@ -61,8 +61,11 @@ enum StreamTransfer {
     static func receiveWhole(_ opening: LocalAPIStream, client: HandoffClient) throws -> StreamInfo {
         let variables: [String] = ["XDG_RUNTIME_DIR", "TMPDIR"]
         let directory = variables.lazy.compactMap { (name: String) -> String? in getenv(name).map { String(cString: $0) } }.first { !$0.isEmpty } ?? "/tmp"
-        let (temporary, fd) = try temporaryFile(beside: directory + "/paste")
-        unlink(temporary)
+        // 0600 and unlinked at once: nobody else can open it while the paste is in it.
+        var template = Array((directory + "/.handoff-paste-XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { throw CLIError(.failure, "cannot make a file in \(directory) to hold the paste: \(SystemCall.describe(errno))") }
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
         defer { close(fd) }
         let info = try outcome(of: client.fileStream(opening, file: fd, role: .receive))
         guard lseek(fd, 0, SEEK_SET) == 0 else { throw CLIError(.streamFailed, "cannot read back the paste: \(SystemCall.describe(errno))") }

@@ -53,7 +53,7 @@ struct Doctor: ParsableCommand {
         if let wideArea {
             return Check(
                 name: "multicast", verdict: .warning,
-                message: "no other handoff device has been seen by multicast DNS or in the zone \(safe(wideArea.domain)) (are they on, and registered there?)",
+                message: "no other device of this account has been seen by multicast DNS or in the zone \(safe(wideArea.domain)) (are they on, and registered there?)",
                 fix: "give the other devices the same [wide_area] domain and a key_file (docs/discovery.md, \"Beyond one link\")"
             )
         }
