@@ -191,4 +191,114 @@ import HandoffDiscovery
         (all.wideAreaDomain, all.wideAreaServer, all.wideAreaKeyFile) = (nil, nil, nil)
         #expect(all == DaemonSettings())
     }
+
+    /// What each key of the shipped example says when given a value of the wrong kind — and an
+    /// integer key one out of range — word for word as when this was written: moving each
+    /// feature's settings into its own section (issue 55) must not change a message.
+    /// `PRINT_REFUSALS=1` prints them afresh.
+    @Test func everyKeysRefusalIsPinned() throws {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../config/handoffd.toml").path
+        var section = ""
+        var refusals: [String] = []
+        for line in try String(contentsOfFile: example, encoding: .utf8).split(separator: "\n") where line.hasPrefix("# ") {
+            let text = line.dropFirst(2)
+            if text.hasPrefix("["), text.hasSuffix("]"), !text.contains(" ") {
+                section = String(text)
+                continue
+            }
+            guard let equals = text.range(of: " = "), !text.hasPrefix(" ") else { continue }
+            let (key, value) = (text[..<equals.lowerBound], text[equals.upperBound...])
+            var wrong = [value.first == "\"" || value.first == "[" || value == "true" || value == "false" ? "7" : "\"x\""]
+            if value.allSatisfy(\.isNumber) { wrong.append("-1") }
+            for bad in wrong {
+                var settings = DaemonSettings()
+                do throws(ConfigFile.ParseError) {
+                    try settings.apply(try ConfigFile(path: "/f", text: "\(section)\n\(key) = \(bad)\n"))
+                    refusals.append("\(section) \(key) = \(bad): accepted")
+                } catch {
+                    refusals.append("\(section) \(key) = \(bad): \(error.reason)")
+                }
+            }
+        }
+        if ProcessInfo.processInfo.environment["PRINT_REFUSALS"] == "1" {
+            print(refusals.map { "        #\"\($0)\"#," }.joined(separator: "\n"))
+        }
+        #expect(refusals.count == Self.pinnedRefusals.count, "\(refusals.count) keys and values now")
+        for (refusal, pinned) in zip(refusals, Self.pinnedRefusals) {
+            #expect(refusal == pinned)
+        }
+    }
+
+    static let pinnedRefusals: [String] = [
+        #" handoff = 7: handoff must be true or false"#,
+        #" port = "x": port must be an integer from 1 to 65535"#,
+        #" port = -1: port must be an integer from 1 to 65535"#,
+        #" listen = 7: listen must be a non-empty array of addresses, e.g. ["0.0.0.0", "::"]"#,
+        #" max_activity_bytes = "x": max_activity_bytes must be an integer from 1024 to 16777216"#,
+        #" max_activity_bytes = -1: max_activity_bytes must be an integer from 1024 to 16777216"#,
+        #" log_level = 7: log_level must be one of "trace", "debug", "info", "notice", "warning", "error", "critical""#,
+        #" peers = 7: peers must be an array of "host:port" strings"#,
+        #" browse_domains = 7: browse_domains must be an array of domain names"#,
+        #" browser = 7: browser must be a "command line" (e.g. "firefox --new-tab")"#,
+        #"[handlers] "org.example.editor.edit" = 7: [handlers] "org.example.editor.edit" must be a "command line" (%f is the activity's file)"#,
+        #"[notifications] enabled = 7: [notifications] enabled must be true or false"#,
+        #"[notifications] muted_types = 7: [notifications] muted_types must be an array of activity types"#,
+        #"[web_domains] off = 7: [web_domains] off must be an array of claimed domains"#,
+        #"[documents] follow = 7: [documents] follow must be true or false"#,
+        #"[documents] folders = 7: [documents] folders must be an array of folders (e.g. ["~/Sync"])"#,
+        #"[documents] max_size = "x": [documents] max_size must be a number of bytes (e.g. 1073741824)"#,
+        #"[documents] max_size = -1: [documents] max_size must be a number of bytes (e.g. 1073741824)"#,
+        #"[clipboard] enabled = 7: [clipboard] enabled must be true or false"#,
+        #"[clipboard] lifetime = "x": [clipboard] lifetime must be a number of seconds from 1 to 3600"#,
+        #"[clipboard] lifetime = -1: [clipboard] lifetime must be a number of seconds from 1 to 3600"#,
+        #"[clipboard] max_size = "x": [clipboard] max_size must be a number of bytes (e.g. 67108864)"#,
+        #"[clipboard] max_size = -1: [clipboard] max_size must be a number of bytes (e.g. 67108864)"#,
+        #"[history] enabled = 7: [history] enabled must be true or false"#,
+        #"[history] max_entries = "x": [history] max_entries must be an integer from 1 to 10000"#,
+        #"[history] max_entries = -1: [history] max_entries must be an integer from 1 to 10000"#,
+        #"[history] max_bytes = "x": [history] max_bytes must be an integer from 65536 to 16777216"#,
+        #"[history] max_bytes = -1: [history] max_bytes must be an integer from 65536 to 16777216"#,
+        #"[wide_area] domain = 7: [wide_area] domain must be a domain name (e.g. "handoff.example.net")"#,
+        #"[wide_area] server = 7: [wide_area] server must be the DNS server's IP address, with a port if not 53 (e.g. "192.0.2.53" or "[2001:db8::53]:5353")"#,
+        #"[wide_area] key_file = 7: [wide_area] key_file must be an absolute path or ~/… (the key tsig-keygen wrote)"#,
+        #"[wide_area] browse_interval = "x": [wide_area] browse_interval must be a number of seconds from 5 to 3600"#,
+        #"[wide_area] browse_interval = -1: [wide_area] browse_interval must be a number of seconds from 5 to 3600"#,
+        #"[wide_area] ttl = "x": [wide_area] ttl must be a number of seconds from 10 to 86400"#,
+        #"[wide_area] ttl = -1: [wide_area] ttl must be a number of seconds from 10 to 86400"#,
+    ]
+
+    /// A reload names exactly the settings only a restart applies, in this order — each changed
+    /// alone, then all at once; the rest apply as they are (issue 55 moves this list into each
+    /// feature's settings: it must say the same).
+    @Test func reloadNamesExactlyTheSettingsARestartApplies() async throws {
+        let d = try await TestDaemon.start { $0.settings.port = 47811 }
+        func changed(_ change: (inout DaemonSettings) -> Void) throws -> [String] {
+            var settings = d.daemon.configuration.settings
+            change(&settings)
+            return try d.daemon.reload(settings)
+        }
+        #expect(try changed { _ in } == [])
+        #expect(try changed { $0.port = 47812 } == ["port"])
+        #expect(try changed { $0.listen = ["127.0.0.2"] } == ["listen"])
+        #expect(try changed { $0.maxActivityBytes = 4096 } == ["max_activity_bytes"])
+        #expect(try changed { $0.peers = ["192.0.2.1:47810"] } == ["peers"])
+        #expect(try changed { $0.browseDomains = ["example.com."] } == ["browse_domains"])
+        #expect(try changed { $0.wideAreaDomain = "handoff.example.net." } == ["wide_area"])
+        #expect(try changed { $0.wideAreaTTL = 60 } == ["wide_area"])
+        #expect(try changed { $0.wideAreaBrowseInterval = 30 } == ["wide_area"])
+        let everything = try changed {
+            $0.port = 47812
+            $0.listen = ["127.0.0.2"]
+            $0.maxActivityBytes = 4096
+            $0.peers = ["192.0.2.1:47810"]
+            $0.browseDomains = ["example.com."]
+            $0.wideAreaServer = DNSServer(address: "192.0.2.53")
+            $0.historyMaxEntries = 5
+            $0.clipboardLifetime = 5
+            $0.documentsFollow = true
+            $0.notifications = false
+        }
+        #expect(everything == ["port", "listen", "max_activity_bytes", "peers", "browse_domains", "wide_area"])
+        try await d.finish()
+    }
 }

@@ -247,6 +247,34 @@ import Synchronization
         #expect(LocalAPIEndpoints.match(method: "PATCH", path: "/v1/devices/abc") == .methodNotAllowed(allowed: "DELETE"))
     }
 
+    /// Every endpoint of the table reaches a handler: asked with an empty JSON object, none is
+    /// answered "no endpoint" or `405` — a route a feature forgot to register would be (issue 55's
+    /// router dispatches from what features register; this holds it to the table).
+    @Test func everyEndpointReachesAHandler() async throws {
+        let d = try await TestDaemon.start()
+        let socketPath = d.socketPath
+        for route in LocalAPIEndpoints.routes {
+            let path: String
+            switch route.path {
+            case .exact(let p): path = p
+            case .under(let p): path = p + "/" + UUID().lowercasedString
+            case .window(let part): path = LocalAPIRoute.window("main", of: UUID(), part)
+            case .continuationAnswer: path = LocalAPIRoute.apps + "/" + UUID().lowercasedString + "/continuations/" + UUID().lowercasedString
+            }
+            let (status, body) = try await onOwnThread { () -> (Int, String) in
+                let c = try UnixHTTPConnection(socketPath: socketPath, timeoutSeconds: 30)
+                try c.sendRaw("\(route.method) \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n", body: Array("{}".utf8))
+                let head = try c.readHead()
+                // An event stream answers 200 and goes on: its head is enough.
+                guard head.status != 200 else { return (200, "") }
+                return (head.status, String(decoding: try c.readRemainingBody(head), as: UTF8.self))
+            }
+            // (A handler may answer not_found of what it looks for; "no endpoint" is the router's.)
+            #expect(status != 405 && !body.contains("no endpoint") && !body.contains("no stream endpoint"), "\(route.method) \(path) (\(route.endpoint)): \(status) \(body)")
+        }
+        try await d.finish()
+    }
+
     @Test func webOriginsUnknownRoutesAndOversizedBodiesAreRefused() async throws {
         let d = try await TestDaemon.start()
         let socketPath = d.socketPath
