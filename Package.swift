@@ -19,7 +19,7 @@ let floors: KeyValuePairs<String, [String]> = [
     "Shared": ["HandoffModel", "HandoffAPI", "HandoffSystem"],
     // The daemon: its adapters (TLS, DNS-SD, the peer protocol), then `daemonLine`.
     "Daemon": [
-        "HandoffTLS", "HandoffDiscovery", "HandoffPeer", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps",
+        "HandoffTLS", "HandoffDiscovery", "HandoffPeer", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonSessions", "DaemonStreams", "DaemonApps",
         "DaemonHistory", "DaemonDocuments", "DaemonClipboard", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
     ],
     // The user's side: the client, apps' library, D-Bus, the desktop agent, the browser host.
@@ -36,7 +36,7 @@ func sources(_ target: String) -> String {
 
 /// The daemon's feature modules, lowest first: each may import only those before it.
 let daemonLine = [
-    "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonHistory", "DaemonDocuments", "DaemonClipboard",
+    "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonSessions", "DaemonStreams", "DaemonApps", "DaemonHistory", "DaemonDocuments", "DaemonClipboard",
     "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
 ]
 
@@ -147,7 +147,7 @@ let package = Package(
             imports: ["DaemonAccounts", "DaemonCore", "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffPeer", "HandoffSystem", "HandoffTLS", logging, lifecycle]
         ),
         daemonModule(
-            "DaemonLinks",
+            "DaemonSessions",
             imports: [
                 "DaemonAccounts", "DaemonCore", "DaemonDiscovery", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffSystem", "HandoffTLS", nioCore, nioPosix,
                 logging, lifecycle,
@@ -156,32 +156,32 @@ let package = Package(
         daemonModule(
             "DaemonStreams",
             imports: [
-                "DaemonAccounts", "DaemonCore", "DaemonDiscovery", "DaemonLinks", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffSystem", "HandoffTLS",
+                "DaemonAccounts", "DaemonCore", "DaemonDiscovery", "DaemonSessions", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffSystem", "HandoffTLS",
                 nioCore, nioPosix, logging,
             ]
         ),
         daemonModule("DaemonApps", imports: ["DaemonCore", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", logging]),
         daemonModule(
-            "DaemonHistory", imports: ["DaemonApps", "DaemonCore", "DaemonLinks", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffSystem", logging, lifecycle]
+            "DaemonHistory", imports: ["DaemonApps", "DaemonCore", "DaemonSessions", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffSystem", logging, lifecycle]
         ),
         daemonModule(
             "DaemonDocuments",
-            imports: ["DaemonCore", "DaemonLinks", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", "HandoffTLS", logging]
+            imports: ["DaemonCore", "DaemonSessions", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", "HandoffTLS", logging]
         ),
         daemonModule(
-            "DaemonClipboard", imports: ["DaemonCore", "DaemonLinks", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffPeer", logging]
+            "DaemonClipboard", imports: ["DaemonCore", "DaemonSessions", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffPeer", logging]
         ),
         daemonModule(
             "DaemonContinue",
             imports: [
-                "DaemonAccounts", "DaemonApps", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory", "DaemonLinks", "DaemonStreams", "HandoffAPI",
+                "DaemonAccounts", "DaemonApps", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory", "DaemonSessions", "DaemonStreams", "HandoffAPI",
                 "HandoffModel", "HandoffPeer", "HandoffSystem", logging,
             ]
         ),
         daemonModule(
             "DaemonLocalAPI",
             imports: [
-                "DaemonAccounts", "DaemonApps", "DaemonClipboard", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory", "DaemonLinks",
+                "DaemonAccounts", "DaemonApps", "DaemonClipboard", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory", "DaemonSessions",
                 "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", "HandoffTLS", nioCore, nioPosix, .product(name: "NIOHTTP1", package: "swift-nio"),
                 logging, lifecycle,
             ]
@@ -190,7 +190,7 @@ let package = Package(
             "HandoffDaemon",
             imports: [
                 "DaemonAccounts", "DaemonApps", "DaemonClipboard", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory",
-                "DaemonLinks", "DaemonLocalAPI", "DaemonStreams", "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffSystem", nioCore, nioPosix, logging, lifecycle,
+                "DaemonSessions", "DaemonLocalAPI", "DaemonStreams", "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffSystem", nioCore, nioPosix, logging, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
@@ -272,7 +272,7 @@ let package = Package(
         .testTarget(
             name: "HandoffDaemonTests",
             dependencies: [
-                "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonLinks", "DaemonStreams", "DaemonApps", "DaemonDocuments",
+                "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonSessions", "DaemonStreams", "DaemonApps", "DaemonDocuments",
                 "DaemonHistory", "DaemonClipboard", "DaemonContinue",
                 "DaemonLocalAPI",
                 "HandoffClient", "HandoffKit", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",

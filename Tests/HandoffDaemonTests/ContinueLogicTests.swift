@@ -7,7 +7,7 @@ import Testing
 
 @testable import DaemonContinue
 @testable import DaemonCore
-@testable import DaemonLinks
+@testable import DaemonSessions
 @testable import HandoffDaemon
 
 /// How a device answers "send me your current activity", and how the asker reads the answer.

@@ -6,7 +6,7 @@ import Testing
 @testable import DaemonApps
 @testable import DaemonContinue
 @testable import DaemonCore
-@testable import DaemonLinks
+@testable import DaemonSessions
 @testable import DaemonLocalAPI
 @testable import DaemonStreams
 

@@ -2,7 +2,7 @@ import Foundation
 import HandoffAPI
 import HandoffTestSupport
 import Testing
-@testable import DaemonLinks
+@testable import DaemonSessions
 @testable import HandoffDaemon
 
 /// What a peer that never authenticates can cost: a bounded time and a bounded number of sockets.

@@ -1,4 +1,4 @@
-import DaemonLinks
+import DaemonSessions
 import Foundation
 import HandoffAPI
 @testable import HandoffDaemon
@@ -9,7 +9,7 @@ import Synchronization
 import Testing
 
 /// Peer messages are answered by the feature that registered their kind (`PeerMessageHandlers`,
-/// docs/architecture.md "Adding a peer message"): a handler from a module above DaemonLinks —
+/// docs/architecture.md "Adding a peer message"): a handler from a module above DaemonSessions —
 /// this test's — takes a kind on one daemon and hears it from the other, with who sent it; the
 /// session carries on, and the built-in handlers keep the other kinds.
 @Suite(.timeLimit(.minutes(2))) struct PeerMessageHandlerTests {
@@ -33,7 +33,7 @@ import Testing
         // still be listed, closing, and what is sent on it goes nowhere (a broadcast promises no
         // delivery; sessions exchange what matters when they open).
         _ = try await Rig.waitFor("desk's handler to hear the laptop") {
-            await b.daemon.links.broadcast(.activityContinued(activityID: said))
+            await b.daemon.sessions.broadcast(.activityContinued(activityID: said))
             try await Task.sleep(for: .milliseconds(200))
             return handler.heard.withLock { !$0.isEmpty }
         }
@@ -46,12 +46,12 @@ import Testing
         try await b.finish()
     }
 
-    /// Every kind a member session answers belongs to a feature: MemberLinks names none of them.
+    /// Every kind a member session answers belongs to a feature: MemberSessions names none of them.
     @Test func memberLinksSwitchesOverNoFeaturesMessages() throws {
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/Daemon/DaemonLinks/MemberLinks.swift")
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/Daemon/DaemonSessions/MemberSessions.swift")
         let text = try String(contentsOf: path, encoding: .utf8)
         for kind in ["activityNotice", "getActivity", "activityContinued", "accountState", "getAccountState", "leaving", "renameRequest", "removed"] {
-            #expect(!text.contains("case .\(kind)(") && !text.contains("case .\(kind):"), "MemberLinks switches over \(kind)")
+            #expect(!text.contains("case .\(kind)(") && !text.contains("case .\(kind):"), "MemberSessions switches over \(kind)")
         }
     }
 }

@@ -4,7 +4,7 @@ import HandoffTLS
 import NIOCore
 import NIOEmbedded
 import Testing
-@testable import DaemonLinks
+@testable import DaemonSessions
 
 /// The peer pipeline (`PeerPipeline.installHandlers`: TLS, the handshake gate, framing with a
 /// limit) on two NIO testing channels joined by hand, with real OpenSSL: a member handshake,

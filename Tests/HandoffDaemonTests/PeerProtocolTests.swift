@@ -7,7 +7,7 @@ import Testing
 
 @testable import DaemonAccounts
 @testable import DaemonCore
-@testable import DaemonLinks
+@testable import DaemonSessions
 @testable import HandoffDaemon
 
 @Suite(.timeLimit(.minutes(3))) struct PeerProtocolTests {

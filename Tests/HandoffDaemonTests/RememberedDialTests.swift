@@ -10,7 +10,7 @@ import Testing
 @testable import DaemonDiscovery
 
 /// A device that starts dials the others where it last reached them, at once, without waiting for
-/// discovery (docs/discovery.md, "First contact"): `DialMemory`, `MemberLinks.dialRemembered`.
+/// discovery (docs/discovery.md, "First contact"): `DialMemory`, `MemberSessions.dialRemembered`.
 @Suite(.timeLimit(.minutes(3))) struct RememberedDialTests {
     static let desk = DeviceID(digest: Array(repeating: 1, count: 32))
     static let phone = DeviceID(digest: Array(repeating: 2, count: 32))

@@ -1,6 +1,6 @@
 import HandoffModel
 import Testing
-@testable import DaemonLinks
+@testable import DaemonSessions
 
 /// The session tie-break (`SessionSlots`) by tables: both devices of a crossed dial keep the same
 /// connection, a reconnect replaces a stale session, and an ended session frees only its own slot.

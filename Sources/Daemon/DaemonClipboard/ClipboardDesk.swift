@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import DaemonCore
-import DaemonLinks
+import DaemonSessions
 import DaemonStreams
 import HandoffAPI
 import HandoffModel
@@ -33,18 +33,18 @@ package final class ClipboardDesk: Sendable {
     private let settings: Mutex<ClipboardSettings>
     private let clock: any DaemonClock
     private let events: EventHub
-    private let links: MemberLinks
+    private let sessions: MemberSessions
     private let resuming: ResumingStreams
     private let logger: Logger
 
     package init(
-        enabled: Bool, settings: ClipboardSettings, clock: any DaemonClock, events: EventHub, links: MemberLinks, resuming: ResumingStreams, logger: Logger
+        enabled: Bool, settings: ClipboardSettings, clock: any DaemonClock, events: EventHub, sessions: MemberSessions, resuming: ResumingStreams, logger: Logger
     ) {
         self.board = Mutex(ClipboardBoard(enabled: enabled))
         self.settings = Mutex(settings)
         self.clock = clock
         self.events = events
-        self.links = links
+        self.sessions = sessions
         self.resuming = resuming
         self.logger = logger
     }
@@ -178,7 +178,7 @@ package final class ClipboardDesk: Sendable {
 
     private func carryOut(_ tell: ClipboardBoard.Tell) async {
         guard case .everyone(let notice) = tell else { return }
-        _ = await links.broadcast(.clipboardNotice(notice))
+        _ = await sessions.broadcast(.clipboardNotice(notice))
     }
 
     /// `POST /v1/clipboard/COPY/TYPE`: a paste of form `type` of another device's copy `copyID`

@@ -5,7 +5,7 @@ import Foundation
 #endif
 import DaemonCore
 import DaemonDiscovery
-import DaemonLinks
+import DaemonSessions
 import HandoffAPI
 import HandoffModel
 import HandoffPeer
@@ -16,13 +16,13 @@ import HandoffSystem
 /// precisely why there is none. What is then done with the activity is `ContinueFlow`'s.
 package struct ActivityFetch: Sendable {
     let directory: PeerDirectory
-    let links: MemberLinks
+    let sessions: MemberSessions
     let peerPort: @Sendable () -> Int
     let maximumActivityBytes: Int
 
-    package init(directory: PeerDirectory, links: MemberLinks, peerPort: @escaping @Sendable () -> Int, maximumActivityBytes: Int) {
+    package init(directory: PeerDirectory, sessions: MemberSessions, peerPort: @escaping @Sendable () -> Int, maximumActivityBytes: Int) {
         self.directory = directory
-        self.links = links
+        self.sessions = sessions
         self.peerPort = peerPort
         self.maximumActivityBytes = maximumActivityBytes
     }
@@ -49,7 +49,7 @@ package struct ActivityFetch: Sendable {
             throw DaemonError(.activityChanged, "\(device.name)'s activity changed since it was offered; continue the new one")
         }
         if let device = target.device, let advertised = target.seen { await seen(advertised, device) }
-        var session = try await target.session(links: links, directory: directory)
+        var session = try await target.session(sessions: sessions, directory: directory)
         var answer: PeerMessage?
         // A session can end under us (both devices dialled at once and one connection gave
         // way, or the other side restarted): one fresh connection is worth a try.
@@ -62,7 +62,7 @@ package struct ActivityFetch: Sendable {
                 if Task.isCancelled { throw DaemonError(.unreachable, "handoffd is stopping") }
                 guard attempt == 1 else { throw DaemonError(.unreachable, "the connection to \(session.peerName) ended before it answered") }
                 try? await QuietSleep.sleep(for: .milliseconds(100))
-                session = try await target.session(links: links, directory: directory)
+                session = try await target.session(sessions: sessions, directory: directory)
             }
         }
         let peer = LocalEvent.PeerRef(id: session.peerID, name: session.peerName)

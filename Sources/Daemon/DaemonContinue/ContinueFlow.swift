@@ -5,7 +5,7 @@ import Foundation
 #endif
 import DaemonAccounts
 import DaemonCore
-import DaemonLinks
+import DaemonSessions
 import DaemonStreams
 import HandoffAPI
 import HandoffModel

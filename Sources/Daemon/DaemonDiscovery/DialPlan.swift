@@ -12,7 +12,7 @@ import HandoffModel
 ///   seen and nothing new is heard of it.
 /// Both devices of a pair dial; `SessionSlots` keeps one session of two crossed dials.
 ///
-/// A value, as `SessionSlots` is: `MemberLinks` (DaemonLinks) tells it what happened and does
+/// A value, as `SessionSlots` is: `MemberSessions` (DaemonSessions) tells it what happened and does
 /// what it answers (wait, then dial if the wait's ticket is still the current one).
 package struct DialPlan {
     package enum Action: Equatable {

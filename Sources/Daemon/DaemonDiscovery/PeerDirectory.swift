@@ -93,7 +93,7 @@ package actor PeerDirectory {
         package var port: Int
     }
     package private(set) var ownAdvert: OwnAdvert?
-    /// Each new `ownAdvert`, for the sessions already open (`MemberLinksService` tells them).
+    /// Each new `ownAdvert`, for the sessions already open (`MemberSessionsService` tells them).
     package nonisolated let ownAdverts: AsyncStream<OwnAdvert>
     private let ownAdvertChanges: AsyncStream<OwnAdvert>.Continuation
 

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import DaemonCore
-import DaemonLinks
+import DaemonSessions
 import DaemonStreams
 import HandoffAPI
 import HandoffModel

@@ -1,6 +1,6 @@
 import DaemonApps
 import DaemonCore
-import DaemonLinks
+import DaemonSessions
 import HandoffAPI
 import HandoffModel
 import HandoffPeer
@@ -17,17 +17,17 @@ package struct SavedDeletions: PeerMessageHandler {
     let history: HistoryStore
     let restorations: RestorationStore
     let registry: ActivityRegistry
-    let links: MemberLinks
+    let sessions: MemberSessions
     let clock: any DaemonClock
     let logger: Logger
 
     package init(
-        history: HistoryStore, restorations: RestorationStore, registry: ActivityRegistry, links: MemberLinks, clock: any DaemonClock, logger: Logger
+        history: HistoryStore, restorations: RestorationStore, registry: ActivityRegistry, sessions: MemberSessions, clock: any DaemonClock, logger: Logger
     ) {
         self.history = history
         self.restorations = restorations
         self.registry = registry
-        self.links = links
+        self.sessions = sessions
         self.clock = clock
         self.logger = logger
     }
@@ -50,13 +50,13 @@ package struct SavedDeletions: PeerMessageHandler {
             }
             guard !told.isEmpty else { return }
             me.logger.info("saved activities deleted on another device", metadata: ["device": "\(peer.name)", "deletions": "\(told.count)"])
-            await me.links.broadcast(.savedDeletions(told), except: [from])
+            await me.sessions.broadcast(.savedDeletions(told), except: [from])
         }
         // Applying reads the restoration activities from disk: in a task of its own, so the
         // session does not stall — a few at a time; beyond that, in the session's own turn,
         // which holds up a device that sends faster than they are applied.
         guard inFlight.start() else { return await work() }
-        talk.links.spawn {
+        talk.sessions.spawn {
             await work()
             me.inFlight.end()
         }
@@ -87,7 +87,7 @@ package struct SavedDeletions: PeerMessageHandler {
         )
         if let problem = deletion.problem { throw DaemonError(ActivityError(.invalidValue, "cannot delete saved activities: \(problem)")) }
         let done = await apply(deletion) ?? Done(history: 0, restorations: 0, current: false, kept: false)
-        let told = await links.broadcast(.savedDeletions([deletion]))
+        let told = await sessions.broadcast(.savedDeletions([deletion]))
         return DeleteSavedResponse(deletion: deletion.id, historyEntries: done.history, restorations: done.restorations, current: done.current, devicesTold: told)
     }
 

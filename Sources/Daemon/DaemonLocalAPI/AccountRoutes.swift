@@ -6,7 +6,7 @@ import Foundation
 import DaemonAccounts
 import DaemonCore
 import DaemonDiscovery
-import DaemonLinks
+import DaemonSessions
 import HandoffAPI
 import HandoffModel
 import HandoffTLS
@@ -15,7 +15,7 @@ import Logging
 /// The account and device routes. Every handler's first line checks who is asking.
 package struct AccountRoutes: Sendable {
     let accounts: AccountStore
-    let links: MemberLinks
+    let sessions: MemberSessions
     let directory: PeerDirectory
     let discovery: DiscoveryService
     let peerPort: @Sendable () -> Int
@@ -24,12 +24,12 @@ package struct AccountRoutes: Sendable {
     let logger: Logger
 
     package init(
-        accounts: AccountStore, links: MemberLinks, directory: PeerDirectory, discovery: DiscoveryService, peerPort: @escaping @Sendable () -> Int,
+        accounts: AccountStore, sessions: MemberSessions, directory: PeerDirectory, discovery: DiscoveryService, peerPort: @escaping @Sendable () -> Int,
         deviceSwitch: DeviceSwitch, logger: Logger
     ) {
         self.deviceSwitch = deviceSwitch
         self.accounts = accounts
-        self.links = links
+        self.sessions = sessions
         self.directory = directory
         self.discovery = discovery
         self.peerPort = peerPort
@@ -101,7 +101,7 @@ package struct AccountRoutes: Sendable {
     func sync(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         let sync = try request.decoded(SyncRequest.self)
         return .ok(
-            try await AccountSync.sync(sync, store: accounts, links: links, directory: directory, defaultPort: peerPort())
+            try await AccountSync.sync(sync, store: accounts, sessions: sessions, directory: directory, defaultPort: peerPort())
         )
     }
 
@@ -115,17 +115,17 @@ package struct AccountRoutes: Sendable {
         // is removed there, as a member is.
         let heldElsewhere = account.keyHolder.map { $0 != account.deviceID } ?? false
         if account.removal == nil, !account.isAdmin || heldElsewhere {
-            (told, removed) = await links.askToBeRemoved()
+            (told, removed) = await sessions.askToBeRemoved()
         }
         let name = try await accounts.forget(force: leave.force)
-        await links.dropAll()
+        await sessions.dropAll()
         return .ok(LeaveResponse(accountName: name, told: told, removedByKeyHolder: removed, wasRemoved: account.removal != nil))
     }
 
     /// A new recovery code, whose envelope the other devices get with the signed state at once.
     func recoveryCode(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         let (code, info) = try await accounts.makeRecoveryCode()
-        await links.stateChanged()
+        await sessions.stateChanged()
         return .ok(RecoveryCodeResponse(code: code.text, account: info))
     }
 
@@ -139,7 +139,7 @@ package struct AccountRoutes: Sendable {
             throw DaemonError(.invalidCode, error.describe(as: "recovery code"))
         }
         let info = try await accounts.recover(code)
-        await links.stateChanged()
+        await sessions.stateChanged()
         return .ok(info)
     }
 
@@ -151,9 +151,9 @@ package struct AccountRoutes: Sendable {
             let info = try await accounts.cancelHandover()
             return .lines { writer in _ = await writer.write(KeyTransferUpdate(cancelled: info)) }
         }
-        let (offer, id, done) = try await KeyTransferFlow.offer(transfer, store: accounts, links: links, directory: directory, defaultPort: peerPort())
-        let withdraw = KeyOfferRelease(store: accounts, links: links, offerID: id, device: offer.deviceID)
-        let (accounts, links) = (accounts, links)
+        let (offer, id, done) = try await KeyTransferFlow.offer(transfer, store: accounts, sessions: sessions, directory: directory, defaultPort: peerPort())
+        let withdraw = KeyOfferRelease(store: accounts, sessions: sessions, offerID: id, device: offer.deviceID)
+        let (accounts, sessions) = (accounts, sessions)
         return .lines { writer in
             guard await writer.write(KeyTransferUpdate(offered: offer)) else { return }
             // Until the offer expires, and a moment more for a key accepted just before.
@@ -165,7 +165,7 @@ package struct AccountRoutes: Sendable {
             } else {
                 // Not in this task: it is cancelled when the asker hangs up, and the device
                 // offered the key must still hear that the offer is gone.
-                links.spawn { await KeyTransferFlow.withdraw(id, from: offer.deviceID, store: accounts, links: links) }
+                sessions.spawn { await KeyTransferFlow.withdraw(id, from: offer.deviceID, store: accounts, sessions: sessions) }
                 _ = await writer.write(KeyTransferUpdate(expired: true))
             }
             withExtendedLifetime(withdraw) {}
@@ -174,14 +174,14 @@ package struct AccountRoutes: Sendable {
 
     /// Takes the key another device offered this one; the other devices learn who holds it.
     func acceptKey(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
-        .ok(try await KeyTransferFlow.accept(store: accounts, links: links, directory: directory, defaultPort: peerPort()))
+        .ok(try await KeyTransferFlow.accept(store: accounts, sessions: sessions, directory: directory, defaultPort: peerPort()))
     }
 
     /// A new account key; the devices with a session learn it at once, and ask for new
     /// certificates.
     func rotateKey(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
         let info = try await accounts.rotateKey()
-        await links.stateChanged()
+        await sessions.stateChanged()
         return .ok(info)
     }
 
@@ -190,7 +190,7 @@ package struct AccountRoutes: Sendable {
         let rename = try request.decoded(RenameDeviceRequest.self)
         if await accounts.isAdmin {
             let renamed = try await accounts.rename(rename.device, to: rename.name)
-            await links.stateChanged()
+            await sessions.stateChanged()
             return .ok(renamed)
         }
         let me = try await accounts.info()
@@ -199,7 +199,7 @@ package struct AccountRoutes: Sendable {
             throw DaemonError(.notAccountAdmin, "only the device holding the account key renames other devices; run it there, or rename this one (handoffctl devices rename NEWNAME)")
         }
         let name = try AccountStore.validName(rename.name, what: "device name")
-        return .ok(try await links.askToBeRenamed(name))
+        return .ok(try await sessions.askToBeRenamed(name))
     }
 
     func devices(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
@@ -210,7 +210,7 @@ package struct AccountRoutes: Sendable {
         let id = String(request.path.dropFirst(LocalAPIRoute.devices.count + 1))
         let removed = try await accounts.revoke(PathSegment.unescape(id))
         // Close its sessions now, and tell every connected device at once.
-        await links.stateChanged()
+        await sessions.stateChanged()
         return .ok(removed)
     }
 }
@@ -219,20 +219,20 @@ package struct AccountRoutes: Sendable {
 /// the other device says it holds the key).
 private final class KeyOfferRelease: Sendable {
     let store: AccountStore
-    let links: MemberLinks
+    let sessions: MemberSessions
     let offerID: UUID
     let device: DeviceID
 
-    init(store: AccountStore, links: MemberLinks, offerID: UUID, device: DeviceID) {
+    init(store: AccountStore, sessions: MemberSessions, offerID: UUID, device: DeviceID) {
         self.store = store
-        self.links = links
+        self.sessions = sessions
         self.offerID = offerID
         self.device = device
     }
 
     deinit {
-        let (store, links, id, device) = (store, links, offerID, device)
-        links.spawn { await KeyTransferFlow.withdraw(id, from: device, store: store, links: links) }
+        let (store, sessions, id, device) = (store, sessions, offerID, device)
+        sessions.spawn { await KeyTransferFlow.withdraw(id, from: device, store: store, sessions: sessions) }
     }
 }
 

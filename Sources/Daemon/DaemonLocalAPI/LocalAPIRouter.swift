@@ -6,7 +6,7 @@ import Foundation
 import DaemonAccounts
 import DaemonContinue
 import DaemonCore
-import DaemonLinks
+import DaemonSessions
 import DaemonStreams
 import HandoffAPI
 import HandoffModel

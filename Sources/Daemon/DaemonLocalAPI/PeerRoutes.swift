@@ -1,6 +1,6 @@
 import DaemonContinue
 import DaemonDiscovery
-import DaemonLinks
+import DaemonSessions
 import HandoffAPI
 
 /// What the other devices are doing, continuing one, and links to activities (docs/apps.md,

@@ -6,7 +6,7 @@ import Foundation
 import DaemonAccounts
 import DaemonCore
 import DaemonDiscovery
-import DaemonLinks
+import DaemonSessions
 import HandoffAPI
 import HandoffModel
 import HandoffPeer

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import DaemonCore
-import DaemonLinks
+import DaemonSessions
 import HandoffAPI
 import HandoffModel
 import HandoffPeer

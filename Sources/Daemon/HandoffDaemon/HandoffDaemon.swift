@@ -11,7 +11,7 @@ import DaemonCore
 import DaemonDiscovery
 import DaemonDocuments
 import DaemonHistory
-import DaemonLinks
+import DaemonSessions
 import DaemonLocalAPI
 import DaemonStreams
 import HandoffAPI
@@ -162,7 +162,7 @@ public final class HandoffDaemon: Sendable {
     /// The peer messages each feature answers (tests add their own).
     let peerMessages: PeerMessageHandlers
     let directory: PeerDirectory
-    let links: MemberLinks
+    let sessions: MemberSessions
     let discovery: DiscoveryService
     let attachments: Attachments
     let book: StreamBook
@@ -292,16 +292,16 @@ public final class HandoffDaemon: Sendable {
         peerMessages.register(KeyTransferMessages(store: accounts, logger: logger))
         peerMessages.register(CertificateRenewal(store: accounts, logger: logger))
         self.peerMessages = peerMessages
-        let links = MemberLinks(
+        let sessions = MemberSessions(
             store: accounts, security: security, directory: directory, handlers: peerMessages, handoffOn: deviceSwitch.isOn,
             clock: configuration.clock, deadlines: configuration.deadlines, logger: logger
         )
-        self.links = links
-        let deletions = SavedDeletions(history: history, restorations: restorations, registry: registry, links: links, clock: configuration.clock, logger: logger)
+        self.sessions = sessions
+        let deletions = SavedDeletions(history: history, restorations: restorations, registry: registry, sessions: sessions, clock: configuration.clock, logger: logger)
         peerMessages.register(deletions)
         self.deletions = deletions
         let clipboard = ClipboardDesk(
-            enabled: deviceSwitch.settings.clipboard, settings: configuration.settings.clipboard, clock: configuration.clock, events: events, links: links,
+            enabled: deviceSwitch.settings.clipboard, settings: configuration.settings.clipboard, clock: configuration.clock, events: events, sessions: sessions,
             resuming: resuming, logger: logger
         )
         peerMessages.register(ClipboardMessages(desk: clipboard))
@@ -316,7 +316,7 @@ public final class HandoffDaemon: Sendable {
             store: accounts,
             security: security,
             admission: admission,
-            links: links,
+            sessions: sessions,
             streams: originating,
             logger: logger,
             handshakeTimeout: .milliseconds(Int64(configuration.handshakeTimeoutSeconds * 1000)),
@@ -329,7 +329,7 @@ public final class HandoffDaemon: Sendable {
             configuration.settings.wideArea(home: home, stateDirectory: configuration.stateDirectory).map { wideArea in
                 var wideArea = wideArea
                 if let addresses = configuration.wideAreaAddresses { wideArea.addresses = addresses }
-                return CombinedDiscovery(link: configuration.discovery, wideArea: WideAreaDiscovery(configuration: wideArea))
+                return CombinedDiscovery(local: configuration.discovery, wideArea: WideAreaDiscovery(configuration: wideArea))
             } ?? configuration.discovery
         self.discovery = DiscoveryService(
             backend: backend,
@@ -345,7 +345,7 @@ public final class HandoffDaemon: Sendable {
         )
         route.connect(
             EventRoute.Features(
-                events: events, attachments: attachments, book: book, presence: presence, links: links, discovery: discovery, admission: admission,
+                events: events, attachments: attachments, book: book, presence: presence, sessions: sessions, discovery: discovery, admission: admission,
                 accounts: accounts, history: history, clipboard: clipboard
             )
         )
@@ -435,12 +435,12 @@ public final class HandoffDaemon: Sendable {
         async let prepared: Void = QuietSleep.prepare()
         let daemonUID = geteuid()
         let peerPort: @Sendable () -> Int = { [self] in self.peerPort }
-        let fetch = ActivityFetch(directory: directory, links: links, peerPort: peerPort, maximumActivityBytes: configuration.limits.maximumEncodedSize)
+        let fetch = ActivityFetch(directory: directory, sessions: sessions, peerPort: peerPort, maximumActivityBytes: configuration.limits.maximumEncodedSize)
         let continueFlow = ContinueFlow(accounts: accounts, fetch: fetch, book: book, handover: handover, events: events)
         let router = LocalAPIRouter(
             activity: ActivityRoutes(registry: registry, events: events, attachments: attachments, desk: apps, documents: documents),
             account: AccountRoutes(
-                accounts: accounts, links: links, directory: directory, discovery: discovery, peerPort: peerPort, deviceSwitch: deviceSwitch,
+                accounts: accounts, sessions: sessions, directory: directory, discovery: discovery, peerPort: peerPort, deviceSwitch: deviceSwitch,
                 logger: logger
             ),
             peers: PeerRoutes(
@@ -475,7 +475,7 @@ public final class HandoffDaemon: Sendable {
                 services: [
                     .init(service: state),
                     .init(service: history),
-                    .init(service: MemberLinksService(links: links, staticPeers: staticPeers, deviceSwitch: deviceSwitch)),
+                    .init(service: MemberSessionsService(sessions: sessions, staticPeers: staticPeers, deviceSwitch: deviceSwitch)),
                     .init(service: listener),
                     .init(service: discovery),
                     .init(service: api),
@@ -652,7 +652,7 @@ public final class HandoffDaemon: Sendable {
             discovery: discovery.status,
             reachablePeers: await directory.reachableCount,
             strangers: await directory.strangers,
-            inboundPeers: await links.inboundCount,
+            inboundPeers: await sessions.inboundCount,
             browser: launcher.browserStatus,
             configFile: configuration.configFile,
             settings: deviceSwitch.settings,
@@ -692,7 +692,7 @@ final class EventRoute: Sendable {
         let attachments: Attachments
         let book: StreamBook
         let presence: Presence
-        let links: MemberLinks
+        let sessions: MemberSessions
         let discovery: DiscoveryService
         let admission: AdmissionControl
         let accounts: AccountStore
@@ -733,14 +733,14 @@ final class EventRoute: Sendable {
             f.book.keepGrants(for: activity?.id)
             // Peers with a session hear at once; the advert follows as fast as Avahi allows.
             let notice = f.presence.update(activity)
-            let links = f.links
-            links.spawn { await links.tell(notice) }
+            let sessions = f.sessions
+            sessions.spawn { await sessions.tell(notice) }
             f.discovery.advertise(notice)
         case .accountChanged:
             f.discovery.accountChanged()
             // Left (or never had) an account: its deletions are no other account's business.
             let (accounts, history) = (f.accounts, f.history)
-            f.links.spawn { if await !accounts.isMember { await history.forgetDeletions() } }
+            f.sessions.spawn { if await !accounts.isMember { await history.forgetDeletions() } }
             f.events.publish(LocalEvent(at: .now(), .statusChanged))
             statusChanged.yield()
         case .discoveryStateChanged:
@@ -748,18 +748,18 @@ final class EventRoute: Sendable {
         case .invitesChanged:
             f.discovery.invitesChanged()
         case .memberSighted(let id, let fresh):
-            let links = f.links
-            links.spawn { await links.consider(id, fresh: fresh) }
+            let sessions = f.sessions
+            sessions.spawn { await sessions.consider(id, fresh: fresh) }
         case .activityGiven(let peer, let activityID):
             f.book.grant(peer, activityID: activityID)
         case .settingsChanged(let settings):
             // Off: the sessions end and the advert goes; on: both come back at once.
             let notice = f.presence.share(settings.handoff)
             f.admission.open(settings.handoff)
-            let links = f.links
-            links.spawn { await links.switched(on: settings.handoff, notice: notice) }
+            let sessions = f.sessions
+            sessions.spawn { await sessions.switched(on: settings.handoff, notice: notice) }
             let clipboard = f.clipboard
-            links.spawn { await clipboard.setEnabled(settings.clipboard) }
+            sessions.spawn { await clipboard.setEnabled(settings.clipboard) }
             f.discovery.advertise(notice)
             f.events.publish(LocalEvent(at: .now(), .statusChanged))
             statusChanged.yield()

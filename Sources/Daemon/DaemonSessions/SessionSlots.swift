@@ -5,7 +5,7 @@ import HandoffModel
 /// once (crossed dials): the one dialled by the device with the smaller id. Both devices decide
 /// the same way from the same two ids, so they keep the same connection and close the same one.
 ///
-/// A value, as `TXTThrottle` is: `MemberLinks` holds one, tells it what happened, and does what
+/// A value, as `TXTThrottle` is: `MemberSessions` holds one, tells it what happened, and does what
 /// it answers (close the session it names). Generic over the session so tables can test it.
 struct SessionSlots<Session: AnyObject> {
     /// The session kept with each device.

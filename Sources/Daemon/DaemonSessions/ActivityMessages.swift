@@ -33,7 +33,7 @@ package struct ActivityMessages: PeerMessageHandler {
             // Its own task: saving a needsSave activity may take a second, and the session must
             // not stall meanwhile.
             let (desk, peer) = (self.desk, talk.peer)
-            talk.links.spawn { try? await talk.send(await desk.answer(id, seen: seen, to: peer)) }
+            talk.sessions.spawn { try? await talk.send(await desk.answer(id, seen: seen, to: peer)) }
         case .activityContinued(let activityID):
             desk.continued(activityID, by: talk.peer)
         case .advertName(let name, let port):

@@ -55,7 +55,7 @@ package enum AccountJoiner {
         }
         // Each address in turn, until one answers. If none does, the error that says most:
         // an inviter's refusal over a silent address's time-out.
-        var dialed: PeerLink?
+        var dialed: PeerConnection?
         var failures: [DaemonError] = []
         for candidate in addresses {
             do {
@@ -67,15 +67,15 @@ package enum AccountJoiner {
                 failures.append(error)
             }
         }
-        guard let link = dialed else {
+        guard let connection = dialed else {
             throw failures.first { $0.code != .unreachable && $0.code != .timeout } ?? failures.last ?? DaemonError(.unreachable, "the inviting device does not answer")
         }
         let reply: PeerMessage
         do {
-            reply = try await link.channel.executeThenClose { inbound, outbound in
+            reply = try await connection.channel.executeThenClose { inbound, outbound in
                 var messages = inbound.makeAsyncIterator()
                 try await outbound.write(.joinRequest(JoinRequest(deviceName: deviceName, publicKey: key.publicKey)))
-                return try await MemberGreeting.receive(&messages, link: link, within: .seconds(30))
+                return try await MemberGreeting.receive(&messages, connection: connection, within: .seconds(30))
             }
         } catch {
             throw PeerDialer.describe(error, address: address)
@@ -133,13 +133,13 @@ package enum AccountJoiner {
 /// and keeps it if newer, and sends ours if the device's is older.
 package enum AccountSync {
     package static func sync(
-        _ request: SyncRequest, store: AccountStore, links: MemberLinks, directory: PeerDirectory, defaultPort: Int
+        _ request: SyncRequest, store: AccountStore, sessions: MemberSessions, directory: PeerDirectory, defaultPort: Int
     ) async throws(DaemonError) -> SyncResponse {
         let account = try await store.requireMembership()
         let (state, me) = (account.state, account.deviceID)
         let before = await store.stateRank
         let target = try await PeerTarget.resolve(request.peer, state: state, me: me, directory: directory, defaultPort: defaultPort)
-        let session = try await target.session(links: links, directory: directory)
+        let session = try await target.session(sessions: sessions, directory: directory)
         let reply: PeerMessage
         do {
             reply = try await session.request { PeerMessage.getAccountState(requestID: $0) }
@@ -154,7 +154,7 @@ package enum AccountSync {
         let theirRank = AccountStateRank(rotations: UInt64(signed.rootLinks.count), version: (try? AccountState(decoding: signed.stateBytes))?.version ?? 0)
         switch await store.adopt(signed, accountSecret: secret) {
         case .updated:
-            await links.stateChanged()
+            await sessions.stateChanged()
         case .notNewer:
             if theirRank < (await store.stateRank), let (mine, secret) = await store.stateToShare(with: session.peerID) {
                 try? await session.send(.accountState(mine, accountSecret: secret ?? []))

@@ -48,7 +48,7 @@ package struct KeyTransferMessages: PeerMessageHandler {
                 try await talk.send(.keyRefused(requestID: request, message: "it offers this device no key now (withdrawn, or not the device holding it)"))
             }
         case .keyStored(let offerID):
-            if await store.keyStored(offerID, by: peer) { await talk.links.stateChanged() }
+            if await store.keyStored(offerID, by: peer) { await talk.sessions.stateChanged() }
         default:
             break
         }
@@ -60,14 +60,14 @@ package enum KeyTransferFlow {
     /// `account transfer-key DEVICE`, on the key holder: the offer, told to the device. Returns
     /// the offer, its id, and what settles once the device holds the key.
     package static func offer(
-        _ request: KeyTransferRequest, store: AccountStore, links: MemberLinks, directory: PeerDirectory, defaultPort: Int
+        _ request: KeyTransferRequest, store: AccountStore, sessions: MemberSessions, directory: PeerDirectory, defaultPort: Int
     ) async throws(DaemonError) -> (offer: KeyOfferInfo, id: UUID, done: Once<AccountInfo>) {
         let account = try await store.requireMembership()
         let target = try await PeerTarget.resolve(request.device, state: account.state, me: account.deviceID, directory: directory, defaultPort: defaultPort)
         guard target.device != nil else { throw DaemonError(.badRequest, "name a device of the account (handoffctl devices), not an address") }
         let (offer, id, done) = try await store.offerKey(to: target.device!.id.text)
         do {
-            let session = try await target.session(links: links, directory: directory)
+            let session = try await target.session(sessions: sessions, directory: directory)
             try await session.send(.keyOffer(offerID: id, expiresAt: offer.expiresAt))
         } catch {
             await store.withdrawKeyOffer(id)
@@ -78,14 +78,14 @@ package enum KeyTransferFlow {
 
     /// The offer's asker stopped waiting before it was accepted: the offer goes, and the device
     /// it was made to hears so (an offer whose expiry is past), if a session with it is open.
-    package static func withdraw(_ offerID: UUID, from device: DeviceID, store: AccountStore, links: MemberLinks) async {
+    package static func withdraw(_ offerID: UUID, from device: DeviceID, store: AccountStore, sessions: MemberSessions) async {
         guard await store.withdrawKeyOffer(offerID) else { return }
-        try? await links.session(for: device)?.send(.keyOffer(offerID: offerID, expiresAt: Timestamp(microsecondsSinceEpoch: 0)))
+        try? await sessions.session(for: device)?.send(.keyOffer(offerID: offerID, expiresAt: Timestamp(microsecondsSinceEpoch: 0)))
     }
 
     /// `account accept-key`, on the device offered the key: asks the holder for it, writes it,
     /// says so, and tells every device of the state that names this one.
-    package static func accept(store: AccountStore, links: MemberLinks, directory: PeerDirectory, defaultPort: Int) async throws(DaemonError) -> AccountInfo {
+    package static func accept(store: AccountStore, sessions: MemberSessions, directory: PeerDirectory, defaultPort: Int) async throws(DaemonError) -> AccountInfo {
         let account = try await store.requireMembership()
         guard let (offerID, from) = await store.pendingKeyOffer() else {
             throw DaemonError(
@@ -94,7 +94,7 @@ package enum KeyTransferFlow {
             )
         }
         let target = try await PeerTarget.resolve(from.deviceID.text, state: account.state, me: account.deviceID, directory: directory, defaultPort: defaultPort)
-        let session = try await target.session(links: links, directory: directory)
+        let session = try await target.session(sessions: sessions, directory: directory)
         let reply: PeerMessage
         do {
             reply = try await session.request { .keyAccept(requestID: $0, offerID: offerID) }
@@ -109,7 +109,7 @@ package enum KeyTransferFlow {
             // Written: the old holder deletes its copy. If this is lost, the state that names
             // this device, told to every device just below, tells it as well.
             try? await session.send(.keyStored(offerID: offerID))
-            await links.stateChanged()
+            await sessions.stateChanged()
             return info
         case .keyRefused(_, let message):
             await store.forgetKeyOffer()

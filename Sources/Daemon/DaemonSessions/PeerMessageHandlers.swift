@@ -8,8 +8,8 @@ import Synchronization
 /// message").
 package struct PeerTalk: Sendable {
     package let session: MemberSession
-    /// The sessions, for work that outlives the message (`links.spawn`) or concerns them all.
-    package let links: MemberLinks
+    /// The sessions, for work that outlives the message (`sessions.spawn`) or concerns them all.
+    package let sessions: MemberSessions
 
     package var peer: LocalEvent.PeerRef { LocalEvent.PeerRef(id: session.peerID, name: session.peerName) }
 
@@ -18,7 +18,7 @@ package struct PeerTalk: Sendable {
 
 /// What a feature answers on member sessions: the kinds of peer message it owns, and what it
 /// does with each. Features register theirs with `PeerMessageHandlers` in the composition root,
-/// as they implement `StreamService` for streams; MemberLinks only carries the sessions.
+/// as they implement `StreamService` for streams; MemberSessions only carries the sessions.
 package protocol PeerMessageHandler: Sendable {
     /// The kinds it answers; a kind has one handler.
     var kinds: Set<PeerMessage.Kind> { get }

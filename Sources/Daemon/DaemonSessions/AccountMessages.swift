@@ -21,7 +21,7 @@ package struct AccountMessages: PeerMessageHandler {
         switch message {
         case .accountState(let signed, let secret):
             if await store.adopt(signed, accountSecret: secret) == .updated {
-                await talk.links.stateChanged()
+                await talk.sessions.stateChanged()
                 // A rotated key: the key holder certifies this device again.
                 await CertificateRenewal.renewIfNeeded(talk, store: store, logger: logger)
             }
@@ -32,11 +32,11 @@ package struct AccountMessages: PeerMessageHandler {
             let removed = await store.removeLeaving(peer)
             // The leaver learns that it is out — never the secret made new by its removal.
             try await sendState(answering: id, talk)
-            if removed { await talk.links.stateChanged() }
+            if removed { await talk.sessions.stateChanged() }
         case .renameRequest(let id, let name):
             let renamed = await store.isAdmin ? (try? await store.rename(peer.text, to: name)) : nil
             try await sendState(answering: id, talk)
-            if renamed != nil { await talk.links.stateChanged() }
+            if renamed != nil { await talk.sessions.stateChanged() }
         case .removed(let notice):
             // Only a notice about this device, that verifies, ends anything; another is ignored.
             let learned = await store.learnRemoval(notice)
@@ -45,7 +45,7 @@ package struct AccountMessages: PeerMessageHandler {
                 logger.notice("ignored a removal notice that is not about this device or does not verify", metadata: ["peer": "\(peer.short)"])
                 return
             }
-            if learned { await talk.links.dropAll() }
+            if learned { await talk.sessions.dropAll() }
             throw PeerSessionError.removed(notice)
         default:
             break

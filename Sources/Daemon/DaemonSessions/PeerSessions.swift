@@ -26,50 +26,50 @@ enum MemberGreeting {
 
     static func asServer(
         peerID: DeviceID,
-        link: PeerLink,
+        connection: PeerConnection,
         inbound: inout NIOAsyncChannelInboundStream<PeerMessage>.AsyncIterator,
         outbound: NIOAsyncChannelOutboundWriter<PeerMessage>,
         store: AccountStore
     ) async throws -> Outcome {
         guard let mine = await store.hello() else { throw PeerSessionError.noAccount }
         try await outbound.write(.hello(mine))
-        let theirs = try await expectHello(from: peerID, link: link, inbound: &inbound)
-        return try await afterHellos(mine: mine, theirs: theirs, link: link, inbound: &inbound, outbound: outbound, store: store)
+        let theirs = try await expectHello(from: peerID, connection: connection, inbound: &inbound)
+        return try await afterHellos(mine: mine, theirs: theirs, connection: connection, inbound: &inbound, outbound: outbound, store: store)
     }
 
     static func asClient(
         peerID: DeviceID,
-        link: PeerLink,
+        connection: PeerConnection,
         inbound: inout NIOAsyncChannelInboundStream<PeerMessage>.AsyncIterator,
         outbound: NIOAsyncChannelOutboundWriter<PeerMessage>,
         store: AccountStore
     ) async throws -> Outcome {
-        let theirs = try await expectHello(from: peerID, link: link, inbound: &inbound)
+        let theirs = try await expectHello(from: peerID, connection: connection, inbound: &inbound)
         guard let mine = await store.hello() else { throw PeerSessionError.noAccount }
         try await outbound.write(.hello(mine))
-        return try await afterHellos(mine: mine, theirs: theirs, link: link, inbound: &inbound, outbound: outbound, store: store)
+        return try await afterHellos(mine: mine, theirs: theirs, connection: connection, inbound: &inbound, outbound: outbound, store: store)
     }
 
     /// Once both have spoken: larger frames are allowed, and the older account state is updated.
     private static func afterHellos(
         mine: PeerHello,
         theirs: PeerHello,
-        link: PeerLink,
+        connection: PeerConnection,
         inbound: inout NIOAsyncChannelInboundStream<PeerMessage>.AsyncIterator,
         outbound: NIOAsyncChannelOutboundWriter<PeerMessage>,
         store: AccountStore
     ) async throws -> Outcome {
-        link.limit.raise(to: FrameLimit.member)
-        let learned = try await exchangeStates(mine: mine, theirs: theirs, link: link, inbound: &inbound, outbound: outbound, store: store)
+        connection.limit.raise(to: FrameLimit.member)
+        let learned = try await exchangeStates(mine: mine, theirs: theirs, connection: connection, inbound: &inbound, outbound: outbound, store: store)
         return Outcome(peer: theirs, mine: mine, learnedNewerState: learned)
     }
 
     private static func expectHello(
         from peerID: DeviceID,
-        link: PeerLink,
+        connection: PeerConnection,
         inbound: inout NIOAsyncChannelInboundStream<PeerMessage>.AsyncIterator
     ) async throws -> PeerHello {
-        let message = try await receive(&inbound, link: link, within: deadline)
+        let message = try await receive(&inbound, connection: connection, within: deadline)
         switch message {
         case .hello(let hello):
             guard hello.protocolVersion == PeerHello.currentProtocolVersion else {
@@ -89,7 +89,7 @@ enum MemberGreeting {
     private static func exchangeStates(
         mine: PeerHello,
         theirs: PeerHello,
-        link: PeerLink,
+        connection: PeerConnection,
         inbound: inout NIOAsyncChannelInboundStream<PeerMessage>.AsyncIterator,
         outbound: NIOAsyncChannelOutboundWriter<PeerMessage>,
         store: AccountStore
@@ -98,7 +98,7 @@ enum MemberGreeting {
             try await outbound.write(.accountState(signed, accountSecret: secret ?? []))
         }
         guard theirs.stateRank > mine.stateRank else { return false }
-        let message = try await receive(&inbound, link: link, within: deadline)
+        let message = try await receive(&inbound, connection: connection, within: deadline)
         guard case .accountState(let signed, let secret) = message else { throw PeerSessionError.unexpected("\(message)") }
         return await store.adopt(signed, accountSecret: secret) == .updated
     }
@@ -106,10 +106,10 @@ enum MemberGreeting {
     /// The next message, or a failure if none arrives within `deadline` (the channel is closed).
     static func receive(
         _ inbound: inout NIOAsyncChannelInboundStream<PeerMessage>.AsyncIterator,
-        link: PeerLink,
+        connection: PeerConnection,
         within deadline: TimeAmount
     ) async throws -> PeerMessage {
-        let channel = link.channel.channel
+        let channel = connection.channel.channel
         let timer = channel.eventLoop.scheduleTask(in: deadline) { channel.close(promise: nil) }
         defer { timer.cancel() }
         guard let message = try await inbound.next() else { throw PeerSessionError.closed }
@@ -140,28 +140,28 @@ package enum PeerSessionError: Error, CustomStringConvertible {
 
 /// The listening side of each accepted, authenticated connection.
 enum ServerSessions {
-    static func serveMember(_ peerID: DeviceID, link: PeerLink, store: AccountStore, links: MemberLinks) async throws {
-        try await link.channel.executeThenClose { inbound, outbound in
+    static func serveMember(_ peerID: DeviceID, connection: PeerConnection, store: AccountStore, sessions: MemberSessions) async throws {
+        try await connection.channel.executeThenClose { inbound, outbound in
             var messages = inbound.makeAsyncIterator()
-            let greeting = try await MemberGreeting.asServer(peerID: peerID, link: link, inbound: &messages, outbound: outbound, store: store)
-            await links.serve(greeting, link: link, initiatedByUs: false, messages: &messages, outbound: outbound)
+            let greeting = try await MemberGreeting.asServer(peerID: peerID, connection: connection, inbound: &messages, outbound: outbound, store: store)
+            await sessions.serve(greeting, connection: connection, initiatedByUs: false, messages: &messages, outbound: outbound)
         }
     }
 
     /// A removed device of the account connected: it gets its removal notice — or, for a
     /// removal recorded without one, a failure saying so — and the connection ends.
-    static func tellRemoved(_ id: DeviceID, link: PeerLink, store: AccountStore, logger: Logger) async {
+    static func tellRemoved(_ id: DeviceID, connection: PeerConnection, store: AccountStore, logger: Logger) async {
         let notice = await store.removalNotice(for: id)
-        try? await link.channel.executeThenClose { _, outbound in
+        try? await connection.channel.executeThenClose { _, outbound in
             try await outbound.write(notice.map { .removed($0) } ?? .failure(PeerFailure(.revoked, "this device has been removed from the account")))
         }
-        logger.notice("told a removed device so", metadata: ["remote": "\(link.remote)", "peer": "\(id.short)"])
+        logger.notice("told a removed device so", metadata: ["remote": "\(connection.remote)", "peer": "\(id.short)"])
     }
 
-    static func serveJoiner(pskIdentity: [UInt8], link: PeerLink, store: AccountStore, logger: Logger) async throws {
-        try await link.channel.executeThenClose { inbound, outbound in
+    static func serveJoiner(pskIdentity: [UInt8], connection: PeerConnection, store: AccountStore, logger: Logger) async throws {
+        try await connection.channel.executeThenClose { inbound, outbound in
             var messages = inbound.makeAsyncIterator()
-            let message = try await MemberGreeting.receive(&messages, link: link, within: .seconds(30))
+            let message = try await MemberGreeting.receive(&messages, connection: connection, within: .seconds(30))
             guard case .joinRequest(let request) = message else {
                 try await outbound.write(.joinRefused(JoinRefusal(.invalidRequest, "expected a join request")))
                 return
@@ -169,7 +169,7 @@ enum ServerSessions {
             let reply = await store.handleJoin(pskIdentity: pskIdentity, request: request)
             try await outbound.write(reply)
             if case .joinRefused(let r) = reply {
-                logger.notice("join refused", metadata: ["remote": "\(link.remote)", "reason": "\(r.reason)"])
+                logger.notice("join refused", metadata: ["remote": "\(connection.remote)", "reason": "\(r.reason)"])
             }
         }
     }

@@ -36,16 +36,16 @@ package struct PeerTarget: Sendable {
     static let quickTry: TimeAmount = .milliseconds(500)
 
     /// The session to use: the one open with the device, or a new one.
-    package func session(links: MemberLinks, directory: PeerDirectory) async throws(DaemonError) -> MemberSession {
-        guard let device else { return try await links.connect(address!) }
-        if let session = await links.session(for: device.id) { return session }
+    package func session(sessions: MemberSessions, directory: PeerDirectory) async throws(DaemonError) -> MemberSession {
+        guard let device else { return try await sessions.connect(address!) }
+        if let session = await sessions.session(for: device.id) { return session }
         if let info = await directory.info(device.id), !info.reachable,
-            let lost = [info.unreachableSince, await links.lastDialFailure(device.id)].compactMap({ $0 }).max(),
+            let lost = [info.unreachableSince, await sessions.lastDialFailure(device.id)].compactMap({ $0 }).max(),
             (info.lastAdvert ?? Timestamp(microsecondsSinceEpoch: 0)) < lost
         {
             for address in await directory.dialTargets(device.id) {
                 do {
-                    return try await links.connect(address, expecting: device.id, connectTimeout: Self.quickTry)
+                    return try await sessions.connect(address, expecting: device.id, connectTimeout: Self.quickTry)
                 } catch {
                     // Reached, and told no: that is the answer (exit 32/31), not "unreachable".
                     if error.code == .revoked || error.code == .refused { throw error }
@@ -58,7 +58,7 @@ package struct PeerTarget: Sendable {
         // Two rounds: when both devices dial each other at once, one of the two connections is
         // closed, and the session to use is the other one, there a moment later.
         for round in 1...2 {
-            if let session = await links.session(for: device.id) { return session }
+            if let session = await sessions.session(for: device.id) { return session }
             let targets = await directory.dialTargets(device.id)
             guard !targets.isEmpty else {
                 throw DaemonError(.unreachable, "\(device.name) has not been seen on the network; is handoffd running there? (or give HOST:PORT)")
@@ -66,7 +66,7 @@ package struct PeerTarget: Sendable {
             for address in targets {
                 let result: Result<MemberSession, DaemonError>
                 do {
-                    result = .success(try await links.connect(address, expecting: device.id))
+                    result = .success(try await sessions.connect(address, expecting: device.id))
                 } catch {
                     result = .failure(error)
                 }

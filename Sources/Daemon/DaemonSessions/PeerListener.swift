@@ -21,7 +21,7 @@ package final class PeerListener: Service {
     private let store: AccountStore
     private let security: PeerSecurity
     private let admission: AdmissionControl
-    private let links: MemberLinks
+    private let sessions: MemberSessions
     private let streams: any StreamService
     private let logger: Logger
     private let handshakeTimeout: TimeAmount
@@ -31,11 +31,11 @@ package final class PeerListener: Service {
     package let boundPort = BoundPort()
 
     package init(
-        port: Int, bindAddresses: [String], store: AccountStore, security: PeerSecurity, admission: AdmissionControl, links: MemberLinks,
+        port: Int, bindAddresses: [String], store: AccountStore, security: PeerSecurity, admission: AdmissionControl, sessions: MemberSessions,
         streams: any StreamService, logger: Logger, handshakeTimeout: TimeAmount, configFile: String?
     ) {
         self.configFile = configFile
-        self.links = links
+        self.sessions = sessions
         self.streams = streams
         self.handshakeTimeout = handshakeTimeout
         self.port = port
@@ -193,7 +193,7 @@ package final class PeerListener: Service {
             channel.close(promise: nil)
             return
         }
-        let link: PeerLink
+        let connection: PeerConnection
         let handshake: TLSHandshakeCompleted
         switch accepted {
         case .stream(let stream):
@@ -201,22 +201,22 @@ package final class PeerListener: Service {
             await stream.serve()
             return
         case .session(let l, let h):
-            (link, handshake) = (l, h)
+            (connection, handshake) = (l, h)
         }
         do {
             switch handshake.peer {
             case .member(let id):
                 admission.memberAuthenticated(pending.remote.value ?? "unknown")
-                try await ServerSessions.serveMember(id, link: link, store: store, links: links)
+                try await ServerSessions.serveMember(id, connection: connection, store: store, sessions: sessions)
             case .removedMember(let id):
-                await ServerSessions.tellRemoved(id, link: link, store: store, logger: logger)
+                await ServerSessions.tellRemoved(id, connection: connection, store: store, logger: logger)
             case .joiner(let identity):
-                try await ServerSessions.serveJoiner(pskIdentity: identity, link: link, store: store, logger: logger)
+                try await ServerSessions.serveJoiner(pskIdentity: identity, connection: connection, store: store, logger: logger)
             case .inviter:
-                await link.discard()
+                await connection.discard()
             }
         } catch {
-            logger.debug("device session ended", metadata: ["remote": "\(link.remote)", "error": "\(error)"])
+            logger.debug("device session ended", metadata: ["remote": "\(connection.remote)", "error": "\(error)"])
         }
     }
 }

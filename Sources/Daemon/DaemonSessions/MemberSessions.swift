@@ -107,7 +107,7 @@ package struct PeerRequestTimeout: Error, CustomStringConvertible {
 /// carry activity notices both ways as changes happen, answer `continue`, and spread account
 /// state. When a session ends, the device shows as unreachable at once; TCP keepalive notices a
 /// silent peer without waking us (docs/discovery.md).
-package actor MemberLinks {
+package actor MemberSessions {
     private var slots = SessionSlots<MemberSession>()
     private var sessions: [DeviceID: MemberSession] { slots.sessions }
     private var dials = DialPlan()
@@ -266,15 +266,15 @@ package actor MemberLinks {
     /// `executeThenClose`, after the greeting.
     nonisolated func serve(
         _ greeting: MemberGreeting.Outcome,
-        link: PeerLink,
+        connection: PeerConnection,
         initiatedByUs: Bool,
         messages: inout NIOAsyncChannelInboundStream<PeerMessage>.AsyncIterator,
         outbound: NIOAsyncChannelOutboundWriter<PeerMessage>,
         established: (@Sendable (MemberSession) -> Void)? = nil
     ) async {
         let session = MemberSession(
-            peerID: greeting.peer.deviceID, peerName: greeting.peer.deviceName, initiatedByUs: initiatedByUs, remote: link.remote,
-            outbound: outbound, channel: link.channel.channel, requestTimeout: deadlines.peerRequest
+            peerID: greeting.peer.deviceID, peerName: greeting.peer.deviceName, initiatedByUs: initiatedByUs, remote: connection.remote,
+            outbound: outbound, channel: connection.channel.channel, requestTimeout: deadlines.peerRequest
         )
         guard await register(session) else {
             logger.debug("dropped a duplicate session", metadata: ["peer": "\(session.peerID.short)"])
@@ -295,10 +295,10 @@ package actor MemberLinks {
             try? await session.send(.accountState(signed, accountSecret: secret ?? []))
         }
         established?(session)
-        await directory.sessionUp(session.peerID, name: session.peerName, address: link.remote, local: link.local, theirClock: greeting.peer.clock)
-        logger.info("device connected", metadata: ["peer": "\(session.peerID.short)", "remote": "\(link.remote)", "dialled": "\(initiatedByUs)"])
+        await directory.sessionUp(session.peerID, name: session.peerName, address: connection.remote, local: connection.local, theirClock: greeting.peer.clock)
+        logger.info("device connected", metadata: ["peer": "\(session.peerID.short)", "remote": "\(connection.remote)", "dialled": "\(initiatedByUs)"])
         do {
-            try await handlers.opened(PeerTalk(session: session, links: self))
+            try await handlers.opened(PeerTalk(session: session, sessions: self))
             while let message = try await messages.next() {
                 try await handle(message, on: session)
             }
@@ -324,7 +324,7 @@ package actor MemberLinks {
             try await session.send(.failure(PeerFailure(.unexpectedMessage, "unexpected \(message.kindName)")))
             throw PeerSessionError.unexpected(message.kindName)
         }
-        try await handler.handle(message, PeerTalk(session: session, links: self))
+        try await handler.handle(message, PeerTalk(session: session, sessions: self))
     }
 
     /// After the account state changed here (a removal, a rename, a newer state learned): tell
@@ -423,12 +423,12 @@ package actor MemberLinks {
             do {
                 var addressee = only ?? .anyone
                 if only == nil, let expected { addressee = await self.directory.addressee(expected) }
-                let (link, peer) = try await PeerDialer.connect(
+                let (connection, peer) = try await PeerDialer.connect(
                     address, context: contexts.client, expectedPeer: expected, addressee: addressee, asAddressedOnly: only != nil,
                     connectTimeout: connectTimeout
                 )
                 guard case .member(let peerID) = peer else {
-                    await link.discard()
+                    await connection.discard()
                     outcome.settle(.failure(DaemonError(.refused, "\(address) is not a device of this account")))
                     return
                 }
@@ -436,14 +436,14 @@ package actor MemberLinks {
                 // open (`continue HOST:PORT`), the open one serves, and this connection goes
                 // before its greeting (the other side never registers it).
                 if let open = await self.session(for: peerID) {
-                    await link.discard()
+                    await connection.discard()
                     outcome.settle(.success(open))
                     return
                 }
-                try await link.channel.executeThenClose { inbound, outbound in
+                try await connection.channel.executeThenClose { inbound, outbound in
                     var messages = inbound.makeAsyncIterator()
-                    let greeting = try await MemberGreeting.asClient(peerID: peerID, link: link, inbound: &messages, outbound: outbound, store: store)
-                    await self.serve(greeting, link: link, initiatedByUs: true, messages: &messages, outbound: outbound) { session in
+                    let greeting = try await MemberGreeting.asClient(peerID: peerID, connection: connection, inbound: &messages, outbound: outbound, store: store)
+                    await self.serve(greeting, connection: connection, initiatedByUs: true, messages: &messages, outbound: outbound) { session in
                         outcome.settle(.success(session))
                     }
                 }
@@ -594,33 +594,33 @@ enum LocalAddresses {
     }
 }
 
-/// `MemberLinks` runs its background work (dials, sessions it started) inside the daemon's
+/// `MemberSessions` runs its background work (dials, sessions it started) inside the daemon's
 /// service group, and ends it all on shutdown.
-package struct MemberLinksService: Service {
-    let links: MemberLinks
+package struct MemberSessionsService: Service {
+    let sessions: MemberSessions
     let staticPeers: [PeerAddress]
     /// Static peers are dialled only while handoff is on here.
     let deviceSwitch: DeviceSwitch
 
-    package init(links: MemberLinks, staticPeers: [PeerAddress], deviceSwitch: DeviceSwitch) {
-        self.links = links
+    package init(sessions: MemberSessions, staticPeers: [PeerAddress], deviceSwitch: DeviceSwitch) {
+        self.sessions = sessions
         self.staticPeers = staticPeers
         self.deviceSwitch = deviceSwitch
     }
 
     package func run() async throws {
         let deviceSwitch = self.deviceSwitch
-        for peer in staticPeers { links.maintainStatic(peer) { await deviceSwitch.waitUntilOn() } }
-        await links.dialRemembered()
+        for peer in staticPeers { sessions.maintainStatic(peer) { await deviceSwitch.waitUntilOn() } }
+        await sessions.dialRemembered()
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
                 // This device's advert changed (it started, or renamed): the open sessions hear it.
                 group.addTask {
-                    for await own in links.directory.ownAdverts {
-                        if let port = UInt16(exactly: own.port) { _ = await links.broadcast(.advertName(instanceName: own.instanceName, port: port)) }
+                    for await own in sessions.directory.ownAdverts {
+                        if let port = UInt16(exactly: own.port) { _ = await sessions.broadcast(.advertName(instanceName: own.instanceName, port: port)) }
                     }
                 }
-                for await job in links.jobStream {
+                for await job in sessions.jobStream {
                     group.addTask { await job() }
                 }
             }

@@ -17,19 +17,19 @@ package enum PeerDialer {
     static func connect(
         _ address: PeerAddress, context: TLSContext, expectedPeer: DeviceID? = nil, addressee: HelloAddressee = .anyone, asAddressedOnly: Bool = false,
         connectTimeout: TimeAmount = PeerDialer.connectTimeout
-    ) async throws(DaemonError) -> (PeerLink, TLSPeer) {
+    ) async throws(DaemonError) -> (PeerConnection, TLSPeer) {
         let attempts = helloAttempts(
             addressee, secretGenerations: context.secretGenerations, resuming: expectedPeer.map(context.canResume) ?? false, asAddressedOnly: asAddressedOnly
         )
         for (index, attempt) in attempts.enumerated() {
-            let link = try await open(address, connectTimeout: connectTimeout) {
+            let connection = try await open(address, connectTimeout: connectTimeout) {
                 try attempt.connection(context: context, expectedPeer: expectedPeer)
             }
             do {
-                let done = try await link.completedHandshake()
-                return (link, done.peer)
+                let done = try await connection.completedHandshake()
+                return (connection, done.peer)
             } catch {
-                await link.discard()
+                await connection.discard()
                 if let tls = error as? TLSError, tls.code == .accountKeyUnknown, index + 1 < attempts.count { continue }
                 throw describe(error, address: address)
             }
@@ -56,7 +56,7 @@ package enum PeerDialer {
     /// then — if that was its advert — to the device alone (it may have restarted under a new name
     /// we have not seen yet); then the previous secret, for a device that has not heard of the last
     /// removal (each side accepts both; docs/security.md). `asAddressedOnly`: nothing wider — a dial
-    /// at start to where a device was last reached (`MemberLinks.dialRemembered`) offers only what
+    /// at start to where a device was last reached (`MemberSessions.dialRemembered`) offers only what
     /// that device's advert then would have been sent, and leaves the rest to discovery.
     package static func helloAttempts(_ addressee: HelloAddressee, secretGenerations: Int, resuming: Bool = false, asAddressedOnly: Bool = false)
         -> [HelloAttempt]
@@ -71,7 +71,7 @@ package enum PeerDialer {
 
     private static func open(
         _ address: PeerAddress, connectTimeout: TimeAmount, connection: @escaping @Sendable () throws -> TLSConnection
-    ) async throws(DaemonError) -> PeerLink {
+    ) async throws(DaemonError) -> PeerConnection {
         do {
             return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(connectTimeout)

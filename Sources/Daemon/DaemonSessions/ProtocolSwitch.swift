@@ -5,7 +5,7 @@ import NIOCore
 
 /// What an accepted connection turned out to be once its TLS handshake named the protocol.
 enum AcceptedConnection: Sendable {
-    case session(PeerLink, TLSHandshakeCompleted)
+    case session(PeerConnection, TLSHandshakeCompleted)
     case stream(any IncomingStream)
 }
 
@@ -40,7 +40,7 @@ enum ProtocolSwitch {
         try sync.addHandler(ByteToMessageHandler(LimitedFrameDecoder(limit: limit)))
         try sync.addHandler(MessageToByteHandler(PeerFrameEncoder()))
         let wrapped = try PeerChannel(wrappingChannelSynchronously: channel)
-        let link = PeerLink(channel: wrapped, handshake: channel.eventLoop.makeSucceededFuture(done), limit: limit, remoteAddress: remote)
-        return .session(link, done)
+        let connection = PeerConnection(channel: wrapped, handshake: channel.eventLoop.makeSucceededFuture(done), limit: limit, remoteAddress: remote)
+        return .session(connection, done)
     }
 }

@@ -33,7 +33,7 @@ package struct CertificateRenewal: PeerMessageHandler {
     static func renewIfNeeded(_ talk: PeerTalk, store: AccountStore, logger: Logger) async {
         guard let publicKey = await store.certificateToRenew(with: talk.session.peerID) else { return }
         let session = talk.session
-        talk.links.spawn {
+        talk.sessions.spawn {
             guard case .certificateRenewed(_, let der)? = try? await session.request({ .renewCertificate(requestID: $0, publicKey: publicKey) }) else {
                 return logger.info("the key holder did not renew this device's certificate now", metadata: ["peer": "\(session.peerID.short)"])
             }

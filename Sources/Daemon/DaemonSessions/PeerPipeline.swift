@@ -14,7 +14,7 @@ typealias PeerChannel = NIOAsyncChannel<PeerMessage, PeerMessage>
 
 /// A connection to another device, from either side: the async channel of messages, the TLS
 /// handshake's outcome, and the frame-size limit the session raises once it knows the peer.
-struct PeerLink: Sendable {
+struct PeerConnection: Sendable {
     let channel: PeerChannel
     let handshake: EventLoopFuture<TLSHandshakeCompleted>
     let limit: FrameLimit
@@ -25,7 +25,7 @@ struct PeerLink: Sendable {
     /// This device's own IP on the connection (which network it was on).
     var local: String? { channel.channel.localAddress.map(PeerPipeline.describe) }
 
-    /// Closes a link that will not be used, the way NIO requires (its writer finished).
+    /// Closes a connection that will not be used, the way NIO requires (its writer finished).
     func discard() async {
         try? await channel.executeThenClose { _, _ in }
     }
@@ -183,10 +183,10 @@ package enum PeerPipeline {
         _ channel: any Channel,
         connection: TLSConnection,
         handshakeTimeout: TimeAmount = .seconds(10)
-    ) throws -> PeerLink {
+    ) throws -> PeerConnection {
         let (handshake, limit, remote) = try installHandlers(channel, connection: connection, handshakeTimeout: handshakeTimeout)
         let wrapped = try PeerChannel(wrappingChannelSynchronously: channel)
-        return PeerLink(channel: wrapped, handshake: handshake, limit: limit, remoteAddress: remote)
+        return PeerConnection(channel: wrapped, handshake: handshake, limit: limit, remoteAddress: remote)
     }
 
     /// The handlers `configure` installs, in order; messages come out of the last one (tests put
