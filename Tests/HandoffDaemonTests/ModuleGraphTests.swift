@@ -141,7 +141,7 @@ import Testing
         #expect(spelled.isEmpty, "\(spelled)")
     }
 
-    /// Who may use the local API is checked once per way in: the router (a `LocalAPIRequest`
+    /// Who may use the local API is checked once per way in: the router (a `AuthorizedRequest`
     /// exists only once checked), a stream upgrade, the file socket (which decides at accept not
     /// to read a stranger's request, and answers it the same way later).
     @Test func authorizationHappensOncePerWayIn() throws {
@@ -365,7 +365,7 @@ import Testing
                 }
             }
         }
-        #expect(services.isSuperset(of: ["MemberSessions", "AccountStore", "ContinueFlow", "ActivityDesk", "StreamRoutes", "OriginatingStreams"]))
+        #expect(services.isSuperset(of: ["MemberSessions", "AccountStore", "ContinueFlow", "ActivityAnswerer", "StreamRoutes", "OriginatingStreams"]))
         for (file, text) in texts {
             for match in text.matches(of: /init\(((?:[^()]|\([^()]*\))*)\)/) {
                 var depth = 0

@@ -20,7 +20,7 @@ import Glibc
 /// in memory until it runs out, for a device that pastes it; another device's copy is offered as
 /// this session's clipboard, and fetched only when an app pastes it.
 ///
-/// Decisions are `ClipboardDesk`'s in handoffd; this carries out what its events say, in one
+/// Decisions are `SharedClipboard`'s in handoffd; this carries out what its events say, in one
 /// loop, with the session's clipboard (`ClipboardBackend`: the X server's, or a Wayland compositor's) as
 /// its edge.
 package struct ClipboardAgent: Sendable {

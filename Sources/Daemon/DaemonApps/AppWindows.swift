@@ -7,7 +7,7 @@ import HandoffModel
 
 /// The apps registered with handoffd and their windows (docs/apps.md), as a value: what each app
 /// continues, each window's activity, which window had focus last — and from that, the device's
-/// current activity and which running app a continuation goes to. `AppDesk` tells it what
+/// current activity and which running app a continuation goes to. `AppRegistry` tells it what
 /// happened and does what follows; tests drive it by tables.
 ///
 /// Focus is an order, not a clock: every focus takes the next number, so "most recently focused"

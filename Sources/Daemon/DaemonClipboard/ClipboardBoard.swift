@@ -24,7 +24,7 @@ package struct ClipboardSettings: Sendable, Equatable {
 
 /// The clipboard's decisions as a value (docs/clipboard.md): this device's last copy and the
 /// newest one heard of, each until it runs out; what a copy here, a notice from another device
-/// and the switch do; who may paste what. `ClipboardDesk` carries out what it returns.
+/// and the switch do; who may paste what. `SharedClipboard` carries out what it returns.
 package struct ClipboardBoard: Sendable, Equatable {
     package struct Copy: Sendable, Equatable {
         package var notice: ClipboardNotice

@@ -10,14 +10,14 @@ import HandoffAPI
 import HandoffModel
 
 /// Where a continuation goes on this device (docs/apps.md, "Where a continuation goes"): the
-/// running app that takes it (`AppDesk`), else a program started for it (`Launcher`: a handler,
+/// running app that takes it (`AppRegistry`), else a program started for it (`Launcher`: a handler,
 /// a `.desktop` app, the browser).
 package struct Handover: Sendable {
-    let apps: AppDesk
+    let apps: AppRegistry
     let launcher: Launcher
     let documents: DocumentReceiver
 
-    package init(apps: AppDesk, launcher: Launcher, documents: DocumentReceiver) {
+    package init(apps: AppRegistry, launcher: Launcher, documents: DocumentReceiver) {
         self.apps = apps
         self.launcher = launcher
         self.documents = documents

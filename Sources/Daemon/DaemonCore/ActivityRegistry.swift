@@ -166,7 +166,7 @@ public actor ActivityRegistry {
         }
     }
 
-    /// The windows changed (`AppDesk`): the focused one, and whether the change was a focus;
+    /// The windows changed (`AppRegistry`): the focused one, and whether the change was a focus;
     /// `sequence` orders the desk's calls (one older than the last is stale and ignored). When
     /// that makes the window's activity current, its app is attached to it (`attachment`) in the
     /// same step, so no other change can come between. A window's activity that cannot be

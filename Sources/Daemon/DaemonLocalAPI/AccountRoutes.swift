@@ -36,16 +36,16 @@ package struct AccountRoutes: Sendable {
         self.logger = logger
     }
 
-    func getAccount(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func getAccount(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         return .ok(try await accounts.info())
     }
 
-    func createAccount(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func createAccount(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let create = request.body.readableBytes == 0 ? CreateAccountRequest() : try request.decoded(CreateAccountRequest.self)
         return .ok(try await accounts.create(create))
     }
 
-    func joinAccount(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func joinAccount(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let join = try request.decoded(JoinAccountRequest.self)
         let discovery = discovery
         return .ok(
@@ -57,7 +57,7 @@ package struct AccountRoutes: Sendable {
     }
 
     /// NDJSON: the code at once, then who joined, or that it expired. Hanging up cancels the invite.
-    func invite(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func invite(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         guard deviceSwitch.isOn else {
             throw DaemonError(.handoffOff, "handoff is off on this device, so no other device can reach it to join; turn it on first (handoffctl config handoff on)")
         }
@@ -98,7 +98,7 @@ package struct AccountRoutes: Sendable {
         }
     }
 
-    func sync(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func sync(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let sync = try request.decoded(SyncRequest.self)
         return .ok(
             try await AccountSync.sync(sync, store: accounts, sessions: sessions, directory: directory, defaultPort: peerPort())
@@ -107,7 +107,7 @@ package struct AccountRoutes: Sendable {
 
     /// Tells the devices it has sessions with (the one holding the account key removes this
     /// one), then forgets the account: keys, certificate and state are deleted.
-    func leave(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func leave(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let leave = request.body.readableBytes == 0 ? LeaveRequest() : try request.decoded(LeaveRequest.self)
         let account = try await accounts.info()
         var (told, removed) = ([String](), false)
@@ -123,14 +123,14 @@ package struct AccountRoutes: Sendable {
     }
 
     /// A new recovery code, whose envelope the other devices get with the signed state at once.
-    func recoveryCode(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func recoveryCode(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let (code, info) = try await accounts.makeRecoveryCode()
         await sessions.stateChanged()
         return .ok(RecoveryCodeResponse(code: code.text, account: info))
     }
 
     /// The account key restored here; the other devices learn who holds it now.
-    func recover(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func recover(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let recover = try request.decoded(RecoverRequest.self)
         let code: RecoveryCode
         do {
@@ -145,7 +145,7 @@ package struct AccountRoutes: Sendable {
 
     /// NDJSON: the offer once the device heard it, then the account once that device holds the
     /// key, or that the offer expired. Hanging up before it was accepted withdraws it.
-    func transferKey(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func transferKey(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let transfer = try request.decoded(KeyTransferRequest.self)
         if transfer.cancel == true {
             let info = try await accounts.cancelHandover()
@@ -173,20 +173,20 @@ package struct AccountRoutes: Sendable {
     }
 
     /// Takes the key another device offered this one; the other devices learn who holds it.
-    func acceptKey(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func acceptKey(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         .ok(try await KeyTransferFlow.accept(store: accounts, sessions: sessions, directory: directory, defaultPort: peerPort()))
     }
 
     /// A new account key; the devices with a session learn it at once, and ask for new
     /// certificates.
-    func rotateKey(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func rotateKey(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let info = try await accounts.rotateKey()
         await sessions.stateChanged()
         return .ok(info)
     }
 
     /// On the device holding the account key: any device. Elsewhere: this one, signed there.
-    func renameDevice(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func renameDevice(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let rename = try request.decoded(RenameDeviceRequest.self)
         if await accounts.isAdmin {
             let renamed = try await accounts.rename(rename.device, to: rename.name)
@@ -202,11 +202,11 @@ package struct AccountRoutes: Sendable {
         return .ok(try await sessions.askToBeRenamed(name))
     }
 
-    func devices(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func devices(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         return .ok(try await accounts.devices())
     }
 
-    func removeDevice(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func removeDevice(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let id = String(request.path.dropFirst(LocalAPIRoute.devices.count + 1))
         let removed = try await accounts.revoke(PathSegment.unescape(id))
         // Close its sessions now, and tell every connected device at once.

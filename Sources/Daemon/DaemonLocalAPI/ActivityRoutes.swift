@@ -19,19 +19,19 @@ package struct ActivityRoutes: Sendable {
     let apps: AppRoutes
     let documents: DocumentShelf
 
-    package init(registry: ActivityRegistry, events: EventHub, attachments: Attachments, desk: AppDesk, documents: DocumentShelf) {
+    package init(registry: ActivityRegistry, events: EventHub, attachments: Attachments, apps: AppRegistry, documents: DocumentShelf) {
         self.registry = registry
         self.events = events
         self.attachments = attachments
-        self.apps = AppRoutes(desk: desk)
+        self.apps = AppRoutes(apps: apps)
         self.documents = documents
     }
 
-    func getCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func getCurrent(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         return .ok(try await registry.currentResponse())
     }
 
-    func putCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func putCurrent(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let put = try request.decoded(PutCurrentActivityRequest.self)
         try Self.refuseDocument(put.content)
         return .ok(try await registry.becomeCurrent(put))
@@ -51,13 +51,13 @@ package struct ActivityRoutes: Sendable {
     }
 
     /// `PUT /v1/activity/current/document`: a file becomes the current activity.
-    func putDocument(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func putDocument(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         return .ok(try await documents.offer(try request.decoded(DocumentRequest.self)))
     }
 
     /// `DELETE /v1/activity/current`; with `?id=ID`, only if that one is still current (else
     /// nothing is withdrawn: `{}`).
-    func deleteCurrent(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func deleteCurrent(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         if let text = request.query.split(separator: "&").first(where: { $0.hasPrefix("id=") })?.dropFirst(3) {
             guard let id = UUID(uuidString: String(text)) else { throw DaemonError(.badRequest, "id=\(text) is not an activity id") }
             return .ok(ResignResponse(resigned: try await registry.resignCurrent(ifID: id)))
@@ -65,11 +65,11 @@ package struct ActivityRoutes: Sendable {
         return .ok(ResignResponse(resigned: try await registry.resignCurrent()))
     }
 
-    func events(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
+    func events(_ request: AuthorizedRequest) throws -> LocalAPIResponse {
         return .ndjson(events.subscribe())
     }
 
-    func attach(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func attach(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let ask = try request.decoded(AttachRequest.self)
         let registry = registry
         guard await registry.currentActivity()?.id == ask.activityID else {

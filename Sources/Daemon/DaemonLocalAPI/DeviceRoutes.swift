@@ -11,13 +11,13 @@ package struct DeviceRoutes: Sendable {
     let deviceSwitch: DeviceSwitch
     let history: HistoryStore
     let deletions: SavedDeletions
-    let clipboard: ClipboardDesk
+    let clipboard: SharedClipboard
     /// What `status` shows, gathered by the composition root from every feature; with the
     /// claims of web domains (which reads every app's `.desktop` file) when asked.
     let gather: @Sendable (_ webDomains: Bool) async -> DaemonStatus
 
     package init(
-        deviceSwitch: DeviceSwitch, history: HistoryStore, deletions: SavedDeletions, clipboard: ClipboardDesk,
+        deviceSwitch: DeviceSwitch, history: HistoryStore, deletions: SavedDeletions, clipboard: SharedClipboard,
         status: @escaping @Sendable (_ webDomains: Bool) async -> DaemonStatus
     ) {
         self.deviceSwitch = deviceSwitch
@@ -29,7 +29,7 @@ package struct DeviceRoutes: Sendable {
 
     /// `GET /v1/history`: the recent activities this device saw, newest first; with
     /// `?persistentIdentifier=`, those of that content only.
-    func history(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func history(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         var list = await history.list()
         let given = request.query.split(separator: "&").contains { $0.hasPrefix("persistentIdentifier=") }
         if given {
@@ -45,38 +45,38 @@ package struct DeviceRoutes: Sendable {
     }
 
     /// `POST /v1/history/delete`: saved activities deleted on every device of the account.
-    func deleteSaved(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func deleteSaved(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let ask = try request.decoded(DeleteSavedRequest.self)
         return .ok(try await deletions.delete(ask))
     }
 
     /// `GET /v1/status`; with `?webDomains=1`, also what apps claim (`doctor`).
-    func status(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func status(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         return .ok(await gather(request.query.contains("webDomains=1")))
     }
 
-    func settings(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
+    func settings(_ request: AuthorizedRequest) throws -> LocalAPIResponse {
         return .ok(deviceSwitch.settings)
     }
 
-    func changeSettings(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
+    func changeSettings(_ request: AuthorizedRequest) throws -> LocalAPIResponse {
         let change = try request.decoded(SettingsChange.self)
         return .ok(try deviceSwitch.change(change))
     }
 
     /// `GET /v1/clipboard`: the newest copy heard of and this device's own.
-    func getClipboard(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
+    func getClipboard(_ request: AuthorizedRequest) throws -> LocalAPIResponse {
         return .ok(clipboard.state)
     }
 
     /// `POST /v1/clipboard`: something was copied here (the desktop agent).
-    func announceClipboard(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func announceClipboard(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let announcement = try request.decoded(ClipboardAnnouncement.self)
         return .ok(try await clipboard.announce(announcement))
     }
 
     /// `POST /v1/clipboard/holder`: the desktop agent holds this device's copies while it stays.
-    func holdClipboard(_ request: LocalAPIRequest) -> LocalAPIResponse {
+    func holdClipboard(_ request: AuthorizedRequest) -> LocalAPIResponse {
         let clipboard = clipboard
         return .lines { writer in await clipboard.hold { await writer.write($0) } }
     }

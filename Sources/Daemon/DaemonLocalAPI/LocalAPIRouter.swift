@@ -27,7 +27,7 @@ struct ReceivedRequest: Sendable {
 
 /// A request of the daemon's own user (or root): the router makes one only after checking who
 /// sent it, so every handler that takes one has been authorized — once, by the type.
-struct LocalAPIRequest: Sendable {
+struct AuthorizedRequest: Sendable {
     let head: HTTPRequestHead
     let body: ByteBuffer
     let peer: PeerCredentials
@@ -149,14 +149,14 @@ package struct LocalAPIRouter: Sendable {
     }
 
     func handle(_ received: ReceivedRequest) async -> LocalAPIResponse {
-        let request: LocalAPIRequest
+        let request: AuthorizedRequest
         do throws(LocalAPIError) {
             // A browser page can be tricked into talking to local sockets through proxies; nothing
             // legitimate sends these headers to a Unix socket.
             if received.head.headers.contains(name: "origin") || received.head.headers.contains(name: "referer") {
                 throw LocalAPIError(.forbiddenOrigin, "requests from web pages (with Origin or Referer) are refused")
             }
-            request = try LocalAPIRequest(authorizing: received, daemonUID: daemonUID)
+            request = try AuthorizedRequest(authorizing: received, daemonUID: daemonUID)
         } catch {
             logger.notice("local API request refused", metadata: ["uid": "\(received.peer.uid)", "pid": "\(received.peer.pid)", "code": "\(error.code.rawValue)"])
             return .error(error)
@@ -179,8 +179,8 @@ package struct LocalAPIRouter: Sendable {
         }
     }
 
-    /// Each endpoint's handler (a `LocalAPIRequest` is authorized).
-    private func handle(_ endpoint: LocalAPIEndpoints.Endpoint, _ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    /// Each endpoint's handler (a `AuthorizedRequest` is authorized).
+    private func handle(_ endpoint: LocalAPIEndpoints.Endpoint, _ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         switch endpoint {
         case .status: return try await device.status(request)
         case .getSettings: return try device.settings(request)

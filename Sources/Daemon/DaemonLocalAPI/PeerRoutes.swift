@@ -9,10 +9,10 @@ package struct PeerRoutes: Sendable {
     let directory: PeerDirectory
     let discovery: DiscoveryService
     let continueFlow: ContinueFlow
-    let offers: OfferDesk
-    let links: LinkDesk
+    let offers: OfferFinder
+    let links: ActivityLinks
 
-    package init(directory: PeerDirectory, discovery: DiscoveryService, continueFlow: ContinueFlow, offers: OfferDesk, links: LinkDesk) {
+    package init(directory: PeerDirectory, discovery: DiscoveryService, continueFlow: ContinueFlow, offers: OfferFinder, links: ActivityLinks) {
         self.directory = directory
         self.discovery = discovery
         self.continueFlow = continueFlow
@@ -20,28 +20,28 @@ package struct PeerRoutes: Sendable {
         self.links = links
     }
 
-    func peers(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func peers(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         return .ok(PeersResponse(peers: await directory.all(), strangers: await directory.strangers, discovery: discovery.status))
     }
 
-    func offers(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func offers(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         return .ok(await offers.current())
     }
 
-    func continueActivity(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func continueActivity(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let ask = try request.decoded(ContinueRequest.self)
         let continued = try await continueFlow.run(ask)
         return .ok(continued.response, then: continued.tellOrigin)
     }
 
     /// `POST /v1/links`: a link to an activity.
-    func makeLink(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func makeLink(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let ask = try request.decoded(LinkRequest.self)
         return .ok(try await links.make(ask))
     }
 
     /// `POST /v1/links/open`: reopens what a link names.
-    func openLink(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func openLink(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let ask = try request.decoded(OpenLinkRequest.self)
         return .ok(try await links.open(ask))
     }

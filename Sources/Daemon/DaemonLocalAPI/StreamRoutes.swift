@@ -17,10 +17,10 @@ package struct StreamRoutes: Sendable {
     let resuming: ResumingStreams
     let originating: OriginatingStreams
     /// Pastes from another device's copy are streams too.
-    let clipboard: ClipboardDesk
+    let clipboard: SharedClipboard
     package let daemonUID: UInt32
 
-    package init(book: StreamBook, resuming: ResumingStreams, originating: OriginatingStreams, clipboard: ClipboardDesk, daemonUID: UInt32) {
+    package init(book: StreamBook, resuming: ResumingStreams, originating: OriginatingStreams, clipboard: SharedClipboard, daemonUID: UInt32) {
         self.book = book
         self.resuming = resuming
         self.originating = originating
@@ -28,12 +28,12 @@ package struct StreamRoutes: Sendable {
         self.daemonUID = daemonUID
     }
 
-    func listStreams(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
+    func listStreams(_ request: AuthorizedRequest) throws -> LocalAPIResponse {
         return .ok(StreamsResponse(streams: book.streams))
     }
 
     /// `GET /v1/streams/ID`, with `?wait=1`: waits (up to 10 s) for the stream's outcome.
-    func getStream(_ request: LocalAPIRequest) async throws -> LocalAPIResponse {
+    func getStream(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {
         let id = try Self.uuid(after: LocalAPIRoute.streams + "/", in: request.path, what: "stream")
         guard let record = book.stream(id) else {
             throw DaemonError(.unknownStream, "no stream \(id.lowercasedString) on this device")
@@ -45,7 +45,7 @@ package struct StreamRoutes: Sendable {
     }
 
     /// The stream endpoints without `Upgrade: handoff-stream`.
-    func streamNeedsUpgrade(_ request: LocalAPIRequest) throws -> LocalAPIResponse {
+    func streamNeedsUpgrade(_ request: AuthorizedRequest) throws -> LocalAPIResponse {
         throw LocalAPIError(
             .badRequest,
             "\(request.path) turns the connection into the stream's byte pipe: send `Connection: Upgrade` and `Upgrade: \(StreamUpgrade.protocolName)`"

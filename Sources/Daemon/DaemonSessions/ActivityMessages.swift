@@ -7,17 +7,17 @@ import HandoffPeer
 /// that it did (`activityContinued`); and where its advert is (`advertName`, told on every session).
 package struct ActivityMessages: PeerMessageHandler {
     let directory: PeerDirectory
-    let desk: ActivityDesk
+    let answerer: ActivityAnswerer
 
-    package init(directory: PeerDirectory, desk: ActivityDesk) {
+    package init(directory: PeerDirectory, answerer: ActivityAnswerer) {
         self.directory = directory
-        self.desk = desk
+        self.answerer = answerer
     }
 
     package var kinds: Set<PeerMessage.Kind> { [.activityNotice, .activityTarget, .getActivity, .activityContinued, .advertName] }
 
     package func opened(_ talk: PeerTalk) async throws {
-        for message in PeerMessage.telling(desk.notice) { try await talk.send(message) }
+        for message in PeerMessage.telling(answerer.notice) { try await talk.send(message) }
         if let own = await directory.ownAdvert, let port = UInt16(exactly: own.port) {
             try await talk.send(.advertName(instanceName: own.instanceName, port: port))
         }
@@ -32,10 +32,10 @@ package struct ActivityMessages: PeerMessageHandler {
         case .getActivity(let id, let seen):
             // Its own task: saving a needsSave activity may take a second, and the session must
             // not stall meanwhile.
-            let (desk, peer) = (self.desk, talk.peer)
-            talk.sessions.spawn { try? await talk.send(await desk.answer(id, seen: seen, to: peer)) }
+            let (answerer, peer) = (self.answerer, talk.peer)
+            talk.sessions.spawn { try? await talk.send(await answerer.answer(id, seen: seen, to: peer)) }
         case .activityContinued(let activityID):
-            desk.continued(activityID, by: talk.peer)
+            answerer.continued(activityID, by: talk.peer)
         case .advertName(let name, let port):
             await directory.advertised(talk.session.peerID, instanceName: name, port: Int(port))
         default:

@@ -150,8 +150,8 @@ public final class HandoffDaemon: Sendable {
     public let events: EventHub
     public let registry: ActivityRegistry
     /// Registered apps and their windows (docs/apps.md).
-    let apps: AppDesk
-    let offers: OfferDesk
+    let apps: AppRegistry
+    let offers: OfferFinder
     let accounts: AccountStore
     let invites: InviteBook
     let security = PeerSecurity()
@@ -170,7 +170,7 @@ public final class HandoffDaemon: Sendable {
     let resuming: ResumingStreams
     let originating: OriginatingStreams
     let documents: DocumentShelf
-    let clipboard: ClipboardDesk
+    let clipboard: SharedClipboard
     /// The recent activities this device saw.
     let history: HistoryStore
     let deletions: SavedDeletions
@@ -232,7 +232,7 @@ public final class HandoffDaemon: Sendable {
         let attachments = Attachments(events: events)
         self.attachments = attachments
         let restorations = RestorationStore(stateDirectory: configuration.stateDirectory, limits: configuration.limits, logger: logger)
-        self.apps = AppDesk(
+        self.apps = AppRegistry(
             registry: registry,
             restoration: restorations,
             attachments: attachments,
@@ -277,17 +277,17 @@ public final class HandoffDaemon: Sendable {
             )
         )
         self.handover = handover
-        self.offers = OfferDesk(
+        self.offers = OfferFinder(
             directory: directory, handover: handover,
             policy: NotificationPolicy(enabled: configuration.notifications, mutedTypes: Set(configuration.mutedNotificationTypes)),
             deviceSwitch: deviceSwitch
         )
-        let desk = ActivityDesk(
+        let answerer = ActivityAnswerer(
             registry: registry, presence: presence, attachments: attachments, announce: route.announce, saveWindow: configuration.saveWindow
         )
         // Who answers which peer message on the sessions: each feature its own.
         let peerMessages = PeerMessageHandlers()
-        peerMessages.register(ActivityMessages(directory: directory, desk: desk))
+        peerMessages.register(ActivityMessages(directory: directory, answerer: answerer))
         peerMessages.register(AccountMessages(store: accounts, logger: logger))
         peerMessages.register(KeyTransferMessages(store: accounts, logger: logger))
         peerMessages.register(CertificateRenewal(store: accounts, logger: logger))
@@ -300,11 +300,11 @@ public final class HandoffDaemon: Sendable {
         let deletions = SavedDeletions(history: history, restorations: restorations, registry: registry, sessions: sessions, clock: configuration.clock, logger: logger)
         peerMessages.register(deletions)
         self.deletions = deletions
-        let clipboard = ClipboardDesk(
+        let clipboard = SharedClipboard(
             enabled: deviceSwitch.settings.clipboard, settings: configuration.settings.clipboard, clock: configuration.clock, events: events, sessions: sessions,
             resuming: resuming, logger: logger
         )
-        peerMessages.register(ClipboardMessages(desk: clipboard))
+        peerMessages.register(ClipboardMessages(clipboard: clipboard))
         self.clipboard = clipboard
         self.originating = OriginatingStreams(
             book: book, registry: registry, attachments: attachments, store: accounts, sources: OriginatingStreams.Sources(files: documents, clipboard: clipboard),
@@ -438,14 +438,14 @@ public final class HandoffDaemon: Sendable {
         let fetch = ActivityFetch(directory: directory, sessions: sessions, peerPort: peerPort, maximumActivityBytes: configuration.limits.maximumEncodedSize)
         let continueFlow = ContinueFlow(accounts: accounts, fetch: fetch, book: book, handover: handover, events: events)
         let router = LocalAPIRouter(
-            activity: ActivityRoutes(registry: registry, events: events, attachments: attachments, desk: apps, documents: documents),
+            activity: ActivityRoutes(registry: registry, events: events, attachments: attachments, apps: apps, documents: documents),
             account: AccountRoutes(
                 accounts: accounts, sessions: sessions, directory: directory, discovery: discovery, peerPort: peerPort, deviceSwitch: deviceSwitch,
                 logger: logger
             ),
             peers: PeerRoutes(
                 directory: directory, discovery: discovery, continueFlow: continueFlow, offers: offers,
-                links: LinkDesk(accounts: accounts, registry: registry, history: history, fetch: fetch, continueFlow: continueFlow)
+                links: ActivityLinks(accounts: accounts, registry: registry, history: history, fetch: fetch, continueFlow: continueFlow)
             ),
             streams: StreamRoutes(book: book, resuming: resuming, originating: originating, clipboard: clipboard, daemonUID: daemonUID),
             device: DeviceRoutes(
@@ -697,7 +697,7 @@ final class EventRoute: Sendable {
         let admission: AdmissionControl
         let accounts: AccountStore
         let history: HistoryStore
-        let clipboard: ClipboardDesk
+        let clipboard: SharedClipboard
     }
 
     private let features = Mutex<Features?>(nil)

@@ -22,7 +22,7 @@ package struct NotificationPolicy: Sendable, Equatable {
 /// reachable device's unexpired current activity that a running app, a handler, a `.desktop` app
 /// or (for a web page) the browser here would take — asked afresh each time, so an app installed
 /// or started a moment ago counts.
-package final class OfferDesk: Sendable {
+package final class OfferFinder: Sendable {
     let directory: PeerDirectory
     let handover: Handover
     private let policy: Mutex<NotificationPolicy>

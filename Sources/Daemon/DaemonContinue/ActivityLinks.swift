@@ -13,7 +13,7 @@ import HandoffModel
 /// (and the `handoff:` URI handler, and apps) reopens what it names — from the device it was
 /// current on while it is still current there (its latest state, with streams), else as this
 /// device's history kept it, else its web page.
-package struct LinkDesk: Sendable {
+package struct ActivityLinks: Sendable {
     let accounts: AccountStore
     let registry: ActivityRegistry
     let history: HistoryStore

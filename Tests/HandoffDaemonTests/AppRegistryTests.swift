@@ -6,20 +6,20 @@ import Testing
 @testable import DaemonApps
 @testable import DaemonCore
 
-/// `AppDesk` against a real `ActivityRegistry` and `RestorationStore`: windows' focus makes the
+/// `AppRegistry` against a real `ActivityRegistry` and `RestorationStore`: windows' focus makes the
 /// device's current activity, closing and quitting withdraw it, a script's `PUT` stands until a
 /// window is focused again, and restoration activities come back at the next registration.
-@Suite struct AppDeskTests {
+@Suite struct AppRegistryTests {
     struct Desk {
         let dir: String
         let registry: ActivityRegistry
-        let desk: AppDesk
+        let desk: AppRegistry
 
         init(dir: String? = nil) throws {
             self.dir = try dir ?? TempDirectory.make()
             registry = ActivityRegistry(stateDirectory: self.dir, limits: ActivityLimits(), events: EventHub(), logger: TestLogger.make("registry"))
             let restoration = RestorationStore(stateDirectory: self.dir, limits: ActivityLimits(), logger: TestLogger.make("restoration"))
-            desk = AppDesk(registry: registry, restoration: restoration, attachments: Attachments(events: EventHub()), limits: ActivityLimits(), logger: TestLogger.make("apps"))
+            desk = AppRegistry(registry: registry, restoration: restoration, attachments: Attachments(events: EventHub()), limits: ActivityLimits(), logger: TestLogger.make("apps"))
         }
 
         var currentTitle: String? { get async { await registry.currentActivity()?.title } }
@@ -108,10 +108,10 @@ import Testing
         let d = try Desk()
         defer { TempDirectory.remove(d.dir) }
         let (a, _) = try await d.desk.register(appID: "org.example.A", continues: [])
-        for i in 0..<AppDesk.windowsPerRegistrationAtMost { try await d.desk.focus(window: "w\(i)", of: a) }
+        for i in 0..<AppRegistry.windowsPerRegistrationAtMost { try await d.desk.focus(window: "w\(i)", of: a) }
         do {
             try await d.desk.focus(window: "one more", of: a)
-            Issue.record("window \(AppDesk.windowsPerRegistrationAtMost + 1) was kept")
+            Issue.record("window \(AppRegistry.windowsPerRegistrationAtMost + 1) was kept")
         } catch {
             #expect(error.code == .tooManyWindows)
         }
@@ -127,7 +127,7 @@ import Testing
         } catch {
             #expect(error.code == .tooManyWindows)
         }
-        #expect(kept * 60_000 <= AppDesk.activityBytesPerRegistrationAtMost && kept >= 7)
+        #expect(kept * 60_000 <= AppRegistry.activityBytesPerRegistrationAtMost && kept >= 7)
     }
 
     @Test func aFocusedWindowWithoutAnActivityLeavesNothingCurrent() async throws {
@@ -169,7 +169,7 @@ import Testing
         await #expect(throws: DaemonError.self) {
             _ = try await d.desk.setActivity(ActivityContent(type: "org.example.note", title: String(repeating: "x", count: 300)), window: "1", of: a)
         }
-        for i in 1..<AppDesk.registrationsAtMost { _ = try await d.desk.register(appID: "org.example.A\(i)", continues: []) }
+        for i in 1..<AppRegistry.registrationsAtMost { _ = try await d.desk.register(appID: "org.example.A\(i)", continues: []) }
         do {
             _ = try await d.desk.register(appID: "org.example.Z", continues: [])
             Issue.record("a 65th registration was taken")

@@ -14,7 +14,7 @@ import Logging
 /// decides what is current (`CurrentActivity`: a focus gives the windows the say, a request
 /// takes it back); windows' state-restoration activities are kept (`RestorationStore`) and
 /// handed back at registration; continuations go to the running app that takes them.
-package actor AppDesk {
+package actor AppRegistry {
     private let registry: ActivityRegistry
     private let restoration: RestorationStore
     private let attachments: Attachments

@@ -24,7 +24,7 @@ extension DaemonError.Code {
 ///
 /// Nothing of the content passes through here but the streams; what runs out is forgotten when
 /// next looked at (each agent sets its own timer by `expiresAt`). Decisions are `ClipboardBoard`'s.
-package final class ClipboardDesk: Sendable {
+package final class SharedClipboard: Sendable {
     /// The decisions, and the agents holding this device's copies (`POST /v1/clipboard/holder`).
     /// `holders` is taken inside `board`'s lock where both are (never the other way round), so
     /// that a copy is never taken for held by a holder that already left.
@@ -236,7 +236,7 @@ package final class ClipboardDesk: Sendable {
     }
 }
 
-extension ClipboardDesk: ClipboardStreamServer {
+extension SharedClipboard: ClipboardStreamServer {
     /// Another device pastes from this device's copy: the agent holding it is asked to take the
     /// stream, on its own holder stream. A copy whose holder is gone is refused at once.
     package func requestStream(_ streamID: UUID, copyID: UUID, type: String, from peer: LocalEvent.PeerRef) throws(DaemonError) {
@@ -260,20 +260,20 @@ extension ClipboardDesk: ClipboardStreamServer {
 /// `clipboardNotice` on member sessions: what another device copied, and this device's copy told
 /// to a device whose session just opened.
 package struct ClipboardMessages: PeerMessageHandler {
-    let desk: ClipboardDesk
+    let clipboard: SharedClipboard
 
-    package init(desk: ClipboardDesk) {
-        self.desk = desk
+    package init(clipboard: SharedClipboard) {
+        self.clipboard = clipboard
     }
 
     package var kinds: Set<PeerMessage.Kind> { [.clipboardNotice] }
 
     package func opened(_ talk: PeerTalk) async throws {
-        if let notice = desk.noticeForNewcomer() { try await talk.send(.clipboardNotice(notice)) }
+        if let notice = clipboard.noticeForNewcomer() { try await talk.send(.clipboardNotice(notice)) }
     }
 
     package func handle(_ message: PeerMessage, _ talk: PeerTalk) async throws {
         guard case .clipboardNotice(let notice) = message else { return }
-        desk.heard(notice, from: talk.peer)
+        clipboard.heard(notice, from: talk.peer)
     }
 }

@@ -11,7 +11,7 @@ import HandoffPeer
 /// This device's side of another's `continue`, as sessions need it: what it announces about its
 /// activity, the activity for a device that asks (saved first by its app when it needs saving),
 /// and telling the app its activity was continued.
-package struct ActivityDesk: Sendable {
+package struct ActivityAnswerer: Sendable {
     let registry: ActivityRegistry
     let presence: Presence
     let attachments: Attachments
