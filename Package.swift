@@ -19,8 +19,8 @@ let floors: KeyValuePairs<String, [String]> = [
     "Shared": ["HandoffModel", "HandoffAPI", "HandoffSystem"],
     // The daemon: its adapters (TLS, DNS-SD, the peer protocol), then `daemonLine`.
     "Daemon": [
-        "HandoffTLS", "HandoffDiscovery", "HandoffPeer", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonSessions", "DaemonStreams", "DaemonApps",
-        "DaemonHistory", "DaemonDocuments", "DaemonClipboard", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
+        "HandoffTLS", "HandoffDiscovery", "HandoffPeer", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonSessions", "DaemonMembership", "DaemonStreams",
+        "DaemonApps", "DaemonHistory", "DaemonDocuments", "DaemonClipboard", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
     ],
     // The user's side: the client, apps' library, D-Bus, the desktop agent, the browser host.
     "Apps": ["HandoffClient", "HandoffKit", "HandoffDBus", "SessionClipboard", "DesktopAgent", "BrowserHost"],
@@ -36,8 +36,8 @@ func sources(_ target: String) -> String {
 
 /// The daemon's feature modules, lowest first: each may import only those before it.
 let daemonLine = [
-    "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonSessions", "DaemonStreams", "DaemonApps", "DaemonHistory", "DaemonDocuments", "DaemonClipboard",
-    "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
+    "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonSessions", "DaemonMembership", "DaemonStreams", "DaemonApps", "DaemonHistory", "DaemonDocuments",
+    "DaemonClipboard", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
 ]
 
 /// A daemon module, declaring exactly what its files import (ModuleGraphTests compares them):
@@ -154,6 +154,10 @@ let package = Package(
             ]
         ),
         daemonModule(
+            "DaemonMembership",
+            imports: ["DaemonAccounts", "DaemonCore", "DaemonDiscovery", "DaemonSessions", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffTLS", logging]
+        ),
+        daemonModule(
             "DaemonStreams",
             imports: [
                 "DaemonAccounts", "DaemonCore", "DaemonDiscovery", "DaemonSessions", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffSystem", "HandoffTLS",
@@ -181,8 +185,8 @@ let package = Package(
         daemonModule(
             "DaemonLocalAPI",
             imports: [
-                "DaemonAccounts", "DaemonApps", "DaemonClipboard", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory", "DaemonSessions",
-                "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", "HandoffTLS", nioCore, nioPosix, .product(name: "NIOHTTP1", package: "swift-nio"),
+                "DaemonAccounts", "DaemonApps", "DaemonClipboard", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory", "DaemonMembership",
+                "DaemonSessions", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", "HandoffTLS", nioCore, nioPosix, .product(name: "NIOHTTP1", package: "swift-nio"),
                 logging, lifecycle,
             ]
         ),
@@ -190,7 +194,7 @@ let package = Package(
             "HandoffDaemon",
             imports: [
                 "DaemonAccounts", "DaemonApps", "DaemonClipboard", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory",
-                "DaemonSessions", "DaemonLocalAPI", "DaemonStreams", "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffSystem", nioCore, nioPosix, logging, lifecycle,
+                "DaemonMembership", "DaemonSessions", "DaemonLocalAPI", "DaemonStreams", "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffSystem", nioCore, nioPosix, logging, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
@@ -272,8 +276,8 @@ let package = Package(
         .testTarget(
             name: "HandoffDaemonTests",
             dependencies: [
-                "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonSessions", "DaemonStreams", "DaemonApps", "DaemonDocuments",
-                "DaemonHistory", "DaemonClipboard", "DaemonContinue",
+                "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonSessions", "DaemonMembership", "DaemonStreams", "DaemonApps",
+                "DaemonDocuments", "DaemonHistory", "DaemonClipboard", "DaemonContinue",
                 "DaemonLocalAPI",
                 "HandoffClient", "HandoffKit", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
                 "HandoffDBus", "DesktopAgent", "SessionClipboard",

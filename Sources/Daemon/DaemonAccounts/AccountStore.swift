@@ -47,13 +47,14 @@ package actor AccountStore {
     static let deviceCertificateDays: Int64 = 3 * 365
     static let rootCertificateDays: Int64 = 20 * 365
 
-    private let path: String
+    let path: String
     let logger: Logger
     package nonisolated let security: PeerSecurity
     package nonisolated let invites: InviteBook
     private let events: EventHub
-    private let registry: ActivityRegistry
-    private(set) var material: AccountMaterial? {
+    let registry: ActivityRegistry
+    /// Set only by `install` (saved first), at start, and when the account is forgotten.
+    var material: AccountMaterial? {
         didSet { published.withLock { $0 = material } }
     }
     /// `material` as last set, for readers that must not wait for the disk thread this actor
@@ -496,123 +497,6 @@ package actor AccountStore {
         return DeviceInfo(id: device.id, name: name, addedAt: device.addedAt, isThisDevice: device.id == m.deviceID)
     }
 
-    // MARK: Recovery
-
-    /// Where a recovery code's derivation runs (half a second, 128 MiB): off the disk thread,
-    /// which saves everything else.
-    private static let keyDerivation = DiskThread(name: "handoff-kdf")
-
-    /// `account recovery-code`, on the device holding the key: a new code from which any member
-    /// restores the key (`recover`). The key sealed with it (`RecoveryEnvelope`) travels in the
-    /// signed account state; the code is shown once and kept nowhere. A new one replaces the last.
-    package func makeRecoveryCode(now: Timestamp = .now()) async throws(DaemonError) -> (code: RecoveryCode, info: AccountInfo) {
-        let m = try requireMembership()
-        let rootKey = try signingKey(m, or: DaemonError(.notAccountAdmin, "only the device holding the account key makes a recovery code; run it there"))
-        let code = RecoveryCode(secret: Crypto.randomBytes(InviteCode.secretLength))
-        let accountID = m.state.accountID
-        let sealed = await Self.keyDerivation.run { () -> Result<RecoveryEnvelope, TLSError> in
-            Result { () throws(TLSError) in try RecoveryEnvelope.seal(rootKey, code: code, accountID: accountID) }
-        }
-        // The actor ran other work while the key was derived: the change goes on the state as it
-        // is now.
-        let current = try requireMembership()
-        // The same key, too: a rotation meanwhile would leave the envelope sealing a retired key.
-        guard current.state.accountID == accountID, signingKey(current)?.publicKey == rootKey.publicKey else {
-            throw DaemonError(.notAccountAdmin, "the account changed while the code was made; nothing was kept")
-        }
-        var next = current
-        do {
-            let envelope = try sealed.get()
-            next.state = current.state.recoverable(with: AccountState.Recovery(envelope: envelope.encoded, madeAt: now, madeBy: current.deviceID), at: now)
-            next.signedState = try AccountMaterial.sign(next.state, with: rootKey, chain: next.chain)
-        } catch {
-            throw DaemonError(.internalError, "cannot seal the account key: \(error)")
-        }
-        try await install(next, saving: true)
-        logger.notice("a recovery code was made", metadata: ["version": "\(next.state.version)"])
-        return (code, next.info)
-    }
-
-    /// `account recover CODE`, on a member: the account key from the state's envelope, if `code`
-    /// is the one it was sealed with; this device holds it from then on (a signed state says so).
-    /// Wrong codes are counted (`RecoveryAttempts`).
-    package func recover(_ code: RecoveryCode, now: Timestamp = .now()) async throws(DaemonError) -> AccountInfo {
-        let m = try requireMembership()
-        guard m.rootKey == nil else { throw DaemonError(.accountExists, "this device holds the account key already") }
-        guard let recovery = m.state.recovery else {
-            throw DaemonError(DaemonError.Code(.notFound), "no recovery code was made for this account (handoffctl account recovery-code, on the device holding the key)")
-        }
-        var attempts = loadAttempts()
-        if attempts.settle(now: now) { saveAttempts(attempts) }
-        if let wait = attempts.wait(now: now) {
-            throw DaemonError(DaemonError.Code(.rateLimited), "too many wrong recovery codes; try again in \(Self.duration(wait))")
-        }
-        let envelope: RecoveryEnvelope
-        do {
-            envelope = try RecoveryEnvelope(decoding: recovery.envelope)
-        } catch {
-            throw DaemonError(DaemonError.Code(.versionMismatch), "the account's recovery envelope is not one this handoff reads (\(error)); update handoff")
-        }
-        // Counted before it is tried, so that tries made at once are each counted; a right code
-        // starts over below.
-        attempts.failed(now: now)
-        saveAttempts(attempts)
-        let accountID = m.state.accountID
-        let opened = await Self.keyDerivation.run { () -> Result<SigningKey?, TLSError> in
-            Result { () throws(TLSError) in try envelope.open(code: code, accountID: accountID) }
-        }
-        if case .failure(let failure) = opened {
-            // Not the code's fault (memory, OpenSSL): not counted.
-            var undone = attempts
-            undone.failures -= 1
-            saveAttempts(undone)
-            throw DaemonError(.internalError, "cannot derive the key from the recovery code: \(failure)")
-        }
-        guard case .success(let key?) = opened, key.publicKey == m.root.publicKey else {
-            let left = attempts.freeLeft
-            throw DaemonError(
-                .codeRejected,
-                "that is not this account's recovery code (the one this device knows of was made \(recovery.madeAt.rfc3339); a newer one "
-                    + "reaches it with the account state: handoffctl account sync DEVICE); "
-                    + (left > 0 ? "\(left) more tries before a wait" : "the next try waits \(Self.duration(attempts.wait(now: now) ?? 0))")
-            )
-        }
-        saveAttempts(RecoveryAttempts())
-        // As it is now (the actor ran other work meanwhile): still this account, still no key.
-        var next = try requireMembership()
-        guard next.state.accountID == accountID, next.rootKey == nil, next.root.publicKey == key.publicKey else {
-            throw DaemonError(.accountExists, "the account changed while the code was tried; nothing was kept")
-        }
-        let rootKey = key
-        next.rootKey = rootKey
-        try recertifySelf(&next, now: now)
-        next.state = next.state.held(by: next.deviceID, at: now)
-        do {
-            next.signedState = try AccountMaterial.sign(next.state, with: rootKey, chain: next.chain)
-        } catch {
-            throw DaemonError(.internalError, "cannot sign the account state: \(error)")
-        }
-        try await install(next, saving: true)
-        logger.notice("the account key was recovered here", metadata: ["version": "\(next.state.version)"])
-        return next.info
-    }
-
-    private var attemptsPath: String { path + "-recovery-attempts" }
-
-    private func loadAttempts() -> RecoveryAttempts {
-        guard let bytes = try? PrivateFiles.read(attemptsPath, maximumSize: 4096) else { return RecoveryAttempts() }
-        return (try? JSONDecoder().decode(RecoveryAttempts.self, from: Data(bytes))) ?? RecoveryAttempts()
-    }
-
-    private func saveAttempts(_ attempts: RecoveryAttempts) {
-        guard let data = try? JSONEncoder().encode(attempts) else { return }
-        do {
-            try PrivateFiles.writeAtomically(Array(data), to: attemptsPath)
-        } catch {
-            logger.error("cannot save the count of wrong recovery codes", metadata: ["error": "\(error)"])
-        }
-    }
-
     static func duration(_ seconds: Int64) -> String {
         seconds < 120 ? "\(seconds) s" : seconds < 7200 ? "\((seconds + 59) / 60) min" : "\((seconds + 3599) / 3600) h"
     }
@@ -696,76 +580,4 @@ package actor AccountStore {
         return .updated
     }
 
-    // MARK: Installing
-
-    /// Saves (when asked) and then makes `material` current: trust, TLS contexts, activity origin.
-    func install(_ next: AccountMaterial, saving: Bool) async throws(DaemonError) {
-        // Never saved: a state its own root chain does not vouch for (the file would not load).
-        guard AccountMaterial.verify(next.signedState, chain: next.chain)?.current == true else {
-            logger.error("refused to keep an account state its root chain does not vouch for")
-            throw DaemonError(.internalError, "the account state does not verify against its own key; nothing was changed")
-        }
-        if saving {
-            do {
-                try PrivateFiles.writeAtomically(try next.encodedFile(), to: path)
-            } catch {
-                logger.error("cannot save the account", metadata: ["error": "\(error)"])
-                throw DaemonError(.internalError, "cannot save the account in \(path): \(error)")
-            }
-        }
-        let revoked = Set(next.state.revoked.map(\.id))
-        let listed = Set(next.state.devices.map(\.id))
-        do {
-            // The same device, certificate and roots: the contexts stay (and the sessions they
-            // resume); a rotation or a new certificate makes new ones.
-            if let existing = security.contexts, existing.deviceID == next.deviceID, existing.trust.accountID == next.state.accountID,
-                existing.certificate == next.identity.certificate.der, existing.trust.chain.links.count == next.chain.links.count
-            {
-                existing.trust.setRevoked(revoked)
-                existing.trust.setListed(listed)
-                existing.trust.setAccountSecrets(next.accountSecrets)
-            } else {
-                let trust = try TrustPolicy(chain: next.chain, accountSecrets: next.accountSecrets, revoked: revoked, listed: listed)
-                security.set(
-                    PeerSecurity.Contexts(
-                        server: try .memberServer(identity: next.identity, trust: trust, hellos: security.hellos, joins: invites),
-                        client: try .memberClient(identity: next.identity, trust: trust),
-                        streamClient: try .memberClient(identity: next.identity, trust: trust, alpn: HandoffALPN.stream),
-                        trust: trust,
-                        deviceID: next.deviceID,
-                        certificate: next.identity.certificate.der
-                    )
-                )
-            }
-        } catch {
-            throw DaemonError(.internalError, "cannot set up TLS for the account: \(error)")
-        }
-        material = next
-        await registry.setDeviceID(next.deviceID.text)
-        announce(.accountChanged)
-    }
-
-    // MARK: Names
-
-    package static func validName(_ name: String, what: String) throws(DaemonError) -> String {
-        let trimmed = String(name.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 64, !trimmed.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw DaemonError(.badRequest, "the \(what) must be 1–64 bytes of text on one line")
-        }
-        return trimmed
-    }
-
-    package static func hostName() -> String {
-        var buffer = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buffer, buffer.count) == 0 else { return "device" }
-        let name = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        return name.isEmpty ? "device" : name
-    }
-
-    static func defaultAccountName() -> String {
-        if let pw = getpwuid(geteuid()), let user = pw.pointee.pw_name {
-            return "\(String(cString: user))'s devices"
-        }
-        return "my devices"
-    }
 }

@@ -6,6 +6,7 @@ import Foundation
 import DaemonAccounts
 import DaemonCore
 import DaemonDiscovery
+import DaemonMembership
 import DaemonSessions
 import HandoffAPI
 import HandoffModel
@@ -115,7 +116,7 @@ package struct AccountRoutes: Sendable {
         // is removed there, as a member is.
         let heldElsewhere = account.keyHolder.map { $0 != account.deviceID } ?? false
         if account.removal == nil, !account.isAdmin || heldElsewhere {
-            (told, removed) = await sessions.askToBeRemoved()
+            (told, removed) = await AccountRequests.askToBeRemoved(store: accounts, sessions: sessions)
         }
         let name = try await accounts.forget(force: leave.force)
         await sessions.dropAll()
@@ -199,7 +200,7 @@ package struct AccountRoutes: Sendable {
             throw DaemonError(.notAccountAdmin, "only the device holding the account key renames other devices; run it there, or rename this one (handoffctl devices rename NEWNAME)")
         }
         let name = try AccountStore.validName(rename.name, what: "device name")
-        return .ok(try await sessions.askToBeRenamed(name))
+        return .ok(try await AccountRequests.askToBeRenamed(name, store: accounts, sessions: sessions))
     }
 
     func devices(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {

@@ -3,6 +3,7 @@ import HandoffAPI
 import HandoffModel
 import HandoffPeer
 import HandoffTLS
+import Logging
 import NIOCore
 import NIOPosix
 
@@ -35,6 +36,37 @@ package enum PeerDialer {
             }
         }
         preconditionFailure("helloAttempts is never empty")
+    }
+
+    /// One message sent and one answer read on a connection of its own, to the first of
+    /// `addresses` that answers — for an exchange that comes before any session (joining an
+    /// account). If none answers, the error that says most: a refusal over a silent address's
+    /// time-out.
+    package static func exchangeOnce(
+        _ addresses: [PeerAddress], context: TLSContext, sending message: PeerMessage, within limit: TimeAmount, logger: Logger
+    ) async throws(DaemonError) -> (PeerAddress, PeerMessage) {
+        var failures: [DaemonError] = []
+        for address in addresses {
+            let connection: PeerConnection
+            do {
+                connection = try await connect(address, context: context).0
+            } catch {
+                logger.debug("the device does not answer at this address", metadata: ["address": "\(address)", "error": "\(error)"])
+                failures.append(error)
+                continue
+            }
+            do {
+                let reply = try await connection.channel.executeThenClose { inbound, outbound in
+                    var messages = inbound.makeAsyncIterator()
+                    try await outbound.write(message)
+                    return try await MemberGreeting.receive(&messages, connection: connection, within: limit)
+                }
+                return (address, reply)
+            } catch {
+                throw describe(error, address: address)
+            }
+        }
+        throw failures.first { $0.code != .unreachable && $0.code != .timeout } ?? failures.last ?? DaemonError(.unreachable, "the device does not answer")
     }
 
     /// One offer a dial makes (`helloAttempts`).

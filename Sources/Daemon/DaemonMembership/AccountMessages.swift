@@ -1,4 +1,5 @@
 import DaemonAccounts
+import DaemonSessions
 import HandoffPeer
 import Logging
 

@@ -1,6 +1,7 @@
 import DaemonAccounts
 import DaemonCore
 import DaemonDiscovery
+import DaemonSessions
 import HandoffAPI
 import HandoffModel
 import HandoffPeer
@@ -37,7 +38,7 @@ package enum AccountJoiner {
             // may lead here).
             addresses = await findInviter(code)
         }
-        guard var address = addresses.first else {
+        guard !addresses.isEmpty else {
             throw DaemonError(
                 .unreachable,
                 "no device on this network is inviting with this code (is `handoffctl account invite` still waiting there, on the same network?); or give its address: --peer HOST:PORT"
@@ -53,33 +54,9 @@ package enum AccountJoiner {
         } catch {
             throw DaemonError(.internalError, "cannot prepare the join: \(error)")
         }
-        // Each address in turn, until one answers. If none does, the error that says most:
-        // an inviter's refusal over a silent address's time-out.
-        var dialed: PeerConnection?
-        var failures: [DaemonError] = []
-        for candidate in addresses {
-            do {
-                dialed = try await PeerDialer.connect(candidate, context: context).0
-                address = candidate
-                break
-            } catch {
-                logger.debug("the inviter does not answer at this address", metadata: ["address": "\(candidate)", "error": "\(error)"])
-                failures.append(error)
-            }
-        }
-        guard let connection = dialed else {
-            throw failures.first { $0.code != .unreachable && $0.code != .timeout } ?? failures.last ?? DaemonError(.unreachable, "the inviting device does not answer")
-        }
-        let reply: PeerMessage
-        do {
-            reply = try await connection.channel.executeThenClose { inbound, outbound in
-                var messages = inbound.makeAsyncIterator()
-                try await outbound.write(.joinRequest(JoinRequest(deviceName: deviceName, publicKey: key.publicKey)))
-                return try await MemberGreeting.receive(&messages, connection: connection, within: .seconds(30))
-            }
-        } catch {
-            throw PeerDialer.describe(error, address: address)
-        }
+        let (address, reply) = try await PeerDialer.exchangeOnce(
+            addresses, context: context, sending: .joinRequest(JoinRequest(deviceName: deviceName, publicKey: key.publicKey)), within: .seconds(30), logger: logger
+        )
 
         switch reply {
         case .joinAccepted(let accepted):

@@ -6,6 +6,7 @@ import Foundation
 import DaemonAccounts
 import DaemonCore
 import DaemonDiscovery
+import DaemonSessions
 import HandoffAPI
 import HandoffModel
 import HandoffPeer
