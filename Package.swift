@@ -19,8 +19,8 @@ let floors: KeyValuePairs<String, [String]> = [
     "Shared": ["HandoffModel", "HandoffAPI", "HandoffSystem"],
     // The daemon: its adapters (TLS, DNS-SD, the peer protocol), then `daemonLine`.
     "Daemon": [
-        "HandoffTLS", "HandoffDiscovery", "HandoffPeer", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonSessions", "DaemonMembership", "DaemonStreams",
-        "DaemonApps", "DaemonHistory", "DaemonDocuments", "DaemonClipboard", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
+        "HandoffTLS", "HandoffTLSChannel", "HandoffDiscovery", "HandoffWideArea", "HandoffPeer", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonSessions",
+        "DaemonMembership", "DaemonStreams", "DaemonApps", "DaemonHistory", "DaemonDocuments", "DaemonClipboard", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
     ],
     // The user's side: the client, apps' library, D-Bus, the desktop agent, the browser host.
     "Apps": ["HandoffClient", "HandoffKit", "HandoffDBus", "SessionClipboard", "DesktopAgent", "BrowserHost"],
@@ -93,10 +93,23 @@ let package = Package(
             path: sources("HandoffTLS"), swiftSettings: strict
         ),
 
-        // The only importer of CHandoffDNSSD and CHandoffLDNS: advertising, browsing, resolving, on
-        // the link and in a unicast zone; and an in-memory backend so that in-process tests can run
-        // several daemons with discovery.
-        .target(name: "HandoffDiscovery", dependencies: ["CHandoffDNSSD", "CHandoffLDNS", "HandoffModel", "HandoffSystem"], path: sources("HandoffDiscovery"), swiftSettings: strict),
+        // The TLS engine on a NIO channel: ciphertext below, plaintext above (`TLSHandler`).
+        .target(
+            name: "HandoffTLSChannel", dependencies: ["HandoffTLS", "HandoffModel", .product(name: "NIOCore", package: "swift-nio")], path: sources("HandoffTLSChannel"),
+            swiftSettings: strict
+        ),
+
+        // The only importer of CHandoffDNSSD: advertising, browsing, resolving on the link, the
+        // backend protocol every discovery implements, and an in-memory backend so that in-process
+        // tests can run several daemons with discovery.
+        .target(name: "HandoffDiscovery", dependencies: ["CHandoffDNSSD", "HandoffModel", "HandoffSystem"], path: sources("HandoffDiscovery"), swiftSettings: strict),
+        // The only importer of CHandoffLDNS: the same backend in a unicast DNS zone, for devices on
+        // other subnets (docs/discovery.md, "Beyond one link") — registering by signed updates,
+        // browsing by queries.
+        .target(
+            name: "HandoffWideArea", dependencies: ["CHandoffLDNS", "HandoffDiscovery", "HandoffModel", "HandoffSystem"], path: sources("HandoffWideArea"),
+            swiftSettings: strict
+        ),
 
         // Daemon-to-daemon messages and framing; knows nothing about TLS.
         .target(
@@ -149,8 +162,8 @@ let package = Package(
         daemonModule(
             "DaemonSessions",
             imports: [
-                "DaemonAccounts", "DaemonCore", "DaemonDiscovery", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffSystem", "HandoffTLS", nioCore, nioPosix,
-                logging, lifecycle,
+                "DaemonAccounts", "DaemonCore", "DaemonDiscovery", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffSystem", "HandoffTLS", "HandoffTLSChannel",
+                nioCore, nioPosix, logging, lifecycle,
             ]
         ),
         daemonModule(
@@ -161,7 +174,7 @@ let package = Package(
             "DaemonStreams",
             imports: [
                 "DaemonAccounts", "DaemonCore", "DaemonDiscovery", "DaemonSessions", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffSystem", "HandoffTLS",
-                nioCore, nioPosix, logging,
+                "HandoffTLSChannel", nioCore, nioPosix, logging,
             ]
         ),
         daemonModule("DaemonApps", imports: ["DaemonCore", "DaemonStreams", "HandoffAPI", "HandoffModel", "HandoffSystem", logging]),
@@ -194,7 +207,8 @@ let package = Package(
             "HandoffDaemon",
             imports: [
                 "DaemonAccounts", "DaemonApps", "DaemonClipboard", "DaemonContinue", "DaemonCore", "DaemonDiscovery", "DaemonDocuments", "DaemonHistory",
-                "DaemonMembership", "DaemonSessions", "DaemonLocalAPI", "DaemonStreams", "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffSystem", nioCore, nioPosix, logging, lifecycle,
+                "DaemonMembership", "DaemonSessions", "DaemonLocalAPI", "DaemonStreams", "HandoffAPI", "HandoffDiscovery", "HandoffModel", "HandoffSystem", "HandoffWideArea",
+                nioCore, nioPosix, logging, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
@@ -205,7 +219,8 @@ let package = Package(
         .executableTarget(
             name: "handoff-fuzz",
             dependencies: [
-                "CHandoffFuzz", "BrowserHost", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonContinue", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffPeer", "HandoffDiscovery",
+                "CHandoffFuzz", "BrowserHost", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonContinue", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffPeer",
+                "HandoffDiscovery", "HandoffWideArea",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -279,7 +294,8 @@ let package = Package(
                 "HandoffTestSupport", "HandoffDaemon", "DaemonCore", "DaemonAccounts", "DaemonDiscovery", "DaemonSessions", "DaemonMembership", "DaemonStreams", "DaemonApps",
                 "DaemonDocuments", "DaemonHistory", "DaemonClipboard", "DaemonContinue",
                 "DaemonLocalAPI",
-                "HandoffClient", "HandoffKit", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffPeer", "HandoffDiscovery", "HandoffSystem",
+                "HandoffClient", "HandoffKit", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffTLSChannel", "HandoffPeer", "HandoffDiscovery", "HandoffWideArea",
+                "HandoffSystem",
                 "HandoffDBus", "DesktopAgent", "SessionClipboard",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

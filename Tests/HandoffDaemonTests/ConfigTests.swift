@@ -6,6 +6,7 @@ import Testing
 import DaemonDocuments
 @testable import HandoffDaemon
 import HandoffDiscovery
+import HandoffWideArea
 
 @Suite(.timeLimit(.minutes(3))) struct ConfigTests {
     func parse(_ text: String) throws(ConfigFile.ParseError) -> ConfigFile {

@@ -1,6 +1,7 @@
 import HandoffModel
 import HandoffPeer
 import HandoffTLS
+import HandoffTLSChannel
 import NIOCore
 import NIOEmbedded
 import Testing

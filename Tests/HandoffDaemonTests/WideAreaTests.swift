@@ -7,6 +7,7 @@ import HandoffTestSupport
 import Testing
 
 @testable import HandoffDiscovery
+@testable import HandoffWideArea
 
 /// The key file: BIND's format, refused when others may read it.
 @Suite struct TSIGKeyTests {

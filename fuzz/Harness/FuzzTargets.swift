@@ -7,6 +7,7 @@ import HandoffAPI
 import HandoffClient
 import HandoffDaemon
 import HandoffDiscovery
+import HandoffWideArea
 import HandoffModel
 import HandoffPeer
 import NIOCore

@@ -3,6 +3,7 @@ import DaemonCore
 import HandoffAPI
 import HandoffModel
 import HandoffTLS
+import HandoffTLSChannel
 import Logging
 import NIOCore
 import NIOPosix

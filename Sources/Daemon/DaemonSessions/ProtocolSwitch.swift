@@ -1,6 +1,7 @@
 import HandoffModel
 import HandoffPeer
 import HandoffTLS
+import HandoffTLSChannel
 import NIOCore
 
 /// What an accepted connection turned out to be once its TLS handshake named the protocol.

@@ -11,6 +11,7 @@ import HandoffAPI
 import HandoffModel
 import HandoffPeer
 import HandoffTLS
+import HandoffTLSChannel
 import HandoffSystem
 import Logging
 import NIOCore

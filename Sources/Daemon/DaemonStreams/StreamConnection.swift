@@ -9,6 +9,7 @@ import HandoffAPI
 import HandoffModel
 import HandoffPeer
 import HandoffTLS
+import HandoffTLSChannel
 import NIOCore
 import NIOPosix
 

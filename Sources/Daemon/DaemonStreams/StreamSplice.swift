@@ -1,5 +1,6 @@
 import DaemonCore
 import HandoffTLS
+import HandoffTLSChannel
 import Logging
 import NIOCore
 import Synchronization

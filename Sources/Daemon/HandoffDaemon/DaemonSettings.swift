@@ -12,6 +12,7 @@ import HandoffAPI
 import HandoffDiscovery
 import HandoffModel
 import HandoffSystem
+import HandoffWideArea
 
 #if canImport(Glibc)
 import Glibc

@@ -19,6 +19,7 @@ import HandoffAPI
 import HandoffDiscovery
 import HandoffModel
 import HandoffSystem
+import HandoffWideArea
 import Logging
 import NIOCore
 import NIOPosix

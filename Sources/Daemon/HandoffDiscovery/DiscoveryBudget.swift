@@ -11,28 +11,30 @@
 /// `maximumKnown` instances, new ones are not tracked at all.
 ///
 /// A value: events in, actions out; the clock is the caller's (table-tested).
-struct DiscoveryBudget {
+package struct DiscoveryBudget {
     /// Whether an instance's record is one we follow.
-    typealias Interest = (ServiceInstance, TXTRecord) -> Bool
+    package typealias Interest = (ServiceInstance, TXTRecord) -> Bool
 
-    struct Limits {
-        var maximumResolving = 8
-        var resolveTimeout: Duration = .seconds(5)
-        var maximumFollowed = 64
-        var maximumRemembered = 1024
-        var maximumKnown = 4096
+    package struct Limits {
+        package var maximumResolving = 8
+        package var resolveTimeout: Duration = .seconds(5)
+        package var maximumFollowed = 64
+        package var maximumRemembered = 1024
+        package var maximumKnown = 4096
         /// Address queries start with a follow and end after this: addresses rarely change, and a
         /// change shows as the instance leaving and coming back (browse), which starts them again.
-        var addressQueryLifetime: Duration = .seconds(10)
+        package var addressQueryLifetime: Duration = .seconds(10)
         /// An instance whose resolve or TXT query failed (a busy avahi-daemon) is tried again after
         /// this, doubling for each failure in a row up to `longestRetry` (so that a record that
         /// never resolves costs a wake-up every few minutes, not every 30 s): avahi does not
         /// report an instance again while it stays in its cache.
-        var retryAfter: Duration = .seconds(30)
-        var longestRetry: Duration = .seconds(960)
+        package var retryAfter: Duration = .seconds(30)
+        package var longestRetry: Duration = .seconds(960)
+
+        package init() {}
     }
 
-    enum Action: Hashable {
+    package enum Action: Hashable {
         /// Start a one-shot resolve.
         case resolve(ServiceInstance)
         /// Give up a resolve (it timed out, or the instance left).
@@ -45,12 +47,12 @@ struct DiscoveryBudget {
         case endAddressQueries(ServiceInstance)
     }
 
-    let limits: Limits
+    package let limits: Limits
     private var known: Set<ServiceInstance> = []
     private var waiting: [ServiceInstance] = []
     private var queued: Set<ServiceInstance> = []
     private var resolving: [ServiceInstance: ContinuousClock.Instant] = [:]
-    private(set) var followed: Set<ServiceInstance> = []
+    package private(set) var followed: Set<ServiceInstance> = []
     /// The TXT each followed instance has now.
     private var followedTXT: [ServiceInstance: TXTRecord] = [:]
     private var addressQueriesUntil: [ServiceInstance: ContinuousClock.Instant] = [:]
@@ -65,18 +67,18 @@ struct DiscoveryBudget {
     /// when the interest changes, like the remembered ones.
     private var dropped: Set<ServiceInstance> = []
     /// Instances not tracked because `maximumKnown` was reached.
-    private(set) var untracked = 0
+    package private(set) var untracked = 0
 
-    init(limits: Limits = Limits()) {
+    package init(limits: Limits = Limits()) {
         self.limits = limits
     }
 
-    var resolvingCount: Int { resolving.count }
-    func tracks(_ instance: ServiceInstance) -> Bool { known.contains(instance) }
-    var knownCount: Int { known.count }
+    package var resolvingCount: Int { resolving.count }
+    package func tracks(_ instance: ServiceInstance) -> Bool { known.contains(instance) }
+    package var knownCount: Int { known.count }
 
     /// Browsing found `instance` (on its first interface).
-    mutating func appeared(_ instance: ServiceInstance, now: ContinuousClock.Instant) -> [Action] {
+    package mutating func appeared(_ instance: ServiceInstance, now: ContinuousClock.Instant) -> [Action] {
         if failed.removeValue(forKey: instance) != nil {
             enqueue(instance)
             return startResolves(now: now)
@@ -92,7 +94,7 @@ struct DiscoveryBudget {
     }
 
     /// Browsing lost `instance` (on its last interface).
-    mutating func disappeared(_ instance: ServiceInstance, interest: Interest, now: ContinuousClock.Instant) -> [Action] {
+    package mutating func disappeared(_ instance: ServiceInstance, interest: Interest, now: ContinuousClock.Instant) -> [Action] {
         guard known.remove(instance) != nil else { return [] }
         var actions: [Action] = []
         if queued.remove(instance) != nil, let index = waiting.firstIndex(of: instance) { waiting.remove(at: index) }
@@ -111,7 +113,7 @@ struct DiscoveryBudget {
     }
 
     /// Its resolve answered with `txt`; `interesting` says whether the TXT is one we follow.
-    mutating func resolved(_ instance: ServiceInstance, txt: TXTRecord, interesting: Bool, now: ContinuousClock.Instant) -> [Action] {
+    package mutating func resolved(_ instance: ServiceInstance, txt: TXTRecord, interesting: Bool, now: ContinuousClock.Instant) -> [Action] {
         guard resolving.removeValue(forKey: instance) != nil else { return [] }
         failures[instance] = nil
         var actions: [Action] = []
@@ -129,7 +131,7 @@ struct DiscoveryBudget {
     }
 
     /// Its resolve failed: it is tried again if browsing finds it again.
-    mutating func resolveFailed(_ instance: ServiceInstance, now: ContinuousClock.Instant) -> [Action] {
+    package mutating func resolveFailed(_ instance: ServiceInstance, now: ContinuousClock.Instant) -> [Action] {
         guard resolving.removeValue(forKey: instance) != nil else { return [] }
         fail(instance, now: now)
         return startResolves(now: now)
@@ -148,7 +150,7 @@ struct DiscoveryBudget {
 
     /// The TXT query of a followed instance failed: it is no longer followed, and is looked at
     /// again later.
-    mutating func followFailed(_ instance: ServiceInstance, now: ContinuousClock.Instant) -> [Action] {
+    package mutating func followFailed(_ instance: ServiceInstance, now: ContinuousClock.Instant) -> [Action] {
         guard followed.remove(instance) != nil else { return [] }
         followedTXT[instance] = nil
         addressQueriesUntil[instance] = nil
@@ -157,7 +159,7 @@ struct DiscoveryBudget {
     }
 
     /// A followed instance's TXT changed: one that is no longer ours is no longer followed.
-    mutating func txtChanged(_ instance: ServiceInstance, txt: TXTRecord, interest: Interest, now: ContinuousClock.Instant) -> [Action] {
+    package mutating func txtChanged(_ instance: ServiceInstance, txt: TXTRecord, interest: Interest, now: ContinuousClock.Instant) -> [Action] {
         guard followed.contains(instance) else { return [] }
         followedTXT[instance] = txt
         guard !interest(instance, txt) else { return [] }
@@ -168,7 +170,7 @@ struct DiscoveryBudget {
     /// strangers now, remembered ones ours — by the TXT they had, or the one they have now (a
     /// record not followed may have changed since: an inviter adds its join tag), so every
     /// remembered one is resolved again, a few at a time.
-    mutating func interestChanged(_ interest: Interest, now: ContinuousClock.Instant) -> [Action] {
+    package mutating func interestChanged(_ interest: Interest, now: ContinuousClock.Instant) -> [Action] {
         var actions: [Action] = []
         for (instance, txt) in followedTXT where !interest(instance, txt) { actions += stopFollowing(instance) }
         actions += followRemembered(interest: interest, now: now)
@@ -182,7 +184,7 @@ struct DiscoveryBudget {
     }
 
     /// Time passed: resolves that took too long are given up; address queries end.
-    mutating func tick(now: ContinuousClock.Instant) -> [Action] {
+    package mutating func tick(now: ContinuousClock.Instant) -> [Action] {
         var actions: [Action] = []
         for (instance, started) in resolving where now - started >= limits.resolveTimeout {
             resolving[instance] = nil
@@ -201,12 +203,12 @@ struct DiscoveryBudget {
     }
 
     /// When `tick` next has something to do.
-    var nextDeadline: ContinuousClock.Instant? {
+    package var nextDeadline: ContinuousClock.Instant? {
         (resolving.values.map { $0 + limits.resolveTimeout } + Array(addressQueriesUntil.values) + failed.map { retryAt($0.key, failedAt: $0.value) }).min()
     }
 
     /// Whether `instance` was resolved and is not followed, for counting strangers.
-    func isRemembered(_ instance: ServiceInstance) -> Bool { remembered[instance] != nil }
+    package func isRemembered(_ instance: ServiceInstance) -> Bool { remembered[instance] != nil }
 
     // MARK: Helpers
 

@@ -1,3 +1,4 @@
+import HandoffDiscovery
 import HandoffModel
 
 /// What we keep in a unicast zone, and when to write it (docs/discovery.md, "Beyond one link").

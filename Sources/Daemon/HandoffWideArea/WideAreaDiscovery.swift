@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HandoffDiscovery
 import HandoffModel
 import HandoffSystem
 

@@ -1,4 +1,5 @@
 import CHandoffLDNS
+import HandoffDiscovery
 import HandoffSystem
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import HandoffModel
+import HandoffTLS
 import NIOCore
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import HandoffDiscovery
 import HandoffSystem
 import Synchronization
 
