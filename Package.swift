@@ -23,7 +23,10 @@ let floors: KeyValuePairs<String, [String]> = [
         "DaemonMembership", "DaemonStreams", "DaemonApps", "DaemonHistory", "DaemonDocuments", "DaemonClipboard", "DaemonContinue", "DaemonLocalAPI", "HandoffDaemon",
     ],
     // The user's side: the client, apps' library, D-Bus, the desktop agent, the browser host.
-    "Apps": ["HandoffClient", "HandoffKit", "HandoffDBus", "SessionClipboard", "DesktopAgent", "BrowserHost"],
+    "Apps": [
+        "HandoffClient", "HandoffKit", "HandoffDBus", "SessionClipboard", "DesktopCore", "DesktopNotifications", "DesktopJoinDialog", "DesktopTray", "DesktopClipboard",
+        "DesktopDocuments", "DesktopAgent", "BrowserHost",
+    ],
     // The programs that are installed.
     "Programs": ["handoffd", "handoffctl", "handoff-desktop", "handoff-browser-host"],
 ]
@@ -135,16 +138,36 @@ let package = Package(
             name: "SessionClipboard", dependencies: ["CHandoffXCB", "CHandoffWayland", "HandoffModel", "HandoffSystem"], path: sources("SessionClipboard"),
             swiftSettings: strict
         ),
-        // The session agent's work (docs/desktop.md, docs/dbus.md): notifications of the other devices' activities and
-        // the D-Bus interface for apps, on
-        // HandoffClient and HandoffDBus — no NIO, OpenSSL or dns_sd.
-        // Its D-Bus interfaces' introspection XML is served as it is in the repository.
+        // The session agent (docs/desktop.md, docs/dbus.md), on HandoffClient and HandoffDBus — no
+        // NIO, OpenSSL or dns_sd — as rooms the agent lists: what they share (options, the alarm),
+        // notifications, the join dialog, the status icon, the clipboard, recent documents. Their
+        // D-Bus interfaces' introspection XML is served as it is in the repository.
+        .target(name: "DesktopCore", dependencies: ["HandoffAPI", "HandoffModel", "HandoffSystem"], path: sources("DesktopCore"), swiftSettings: strict),
+        .target(name: "DesktopNotifications", dependencies: ["HandoffAPI", "HandoffDBus", "HandoffModel"], path: sources("DesktopNotifications"), swiftSettings: strict),
+        .target(name: "DesktopJoinDialog", dependencies: ["HandoffSystem"], path: sources("DesktopJoinDialog"), swiftSettings: strict),
         .target(
-            name: "DesktopAgent", dependencies: ["HandoffDBus", "HandoffClient", "HandoffAPI", "HandoffModel", "HandoffSystem", "SessionClipboard", logging],
-            path: sources("DesktopAgent"), resources: [
-                .embedInCode("Interfaces/org.handoff.Desktop1.xml"), .embedInCode("Interfaces/org.handoff.Receiver1.xml"),
-                .embedInCode("Interfaces/org.kde.StatusNotifierItem.xml"), .embedInCode("Interfaces/com.canonical.dbusmenu.xml"),
-            ], swiftSettings: strict
+            name: "DesktopTray",
+            dependencies: ["DesktopCore", "DesktopNotifications", "DesktopJoinDialog", "HandoffAPI", "HandoffClient", "HandoffDBus", "HandoffModel", "HandoffSystem", logging],
+            path: sources("DesktopTray"),
+            resources: [.embedInCode("Interfaces/org.kde.StatusNotifierItem.xml"), .embedInCode("Interfaces/com.canonical.dbusmenu.xml")], swiftSettings: strict
+        ),
+        .target(
+            name: "DesktopClipboard",
+            dependencies: ["DesktopCore", "DesktopNotifications", "HandoffAPI", "HandoffClient", "HandoffModel", "HandoffSystem", "SessionClipboard", logging],
+            path: sources("DesktopClipboard"), swiftSettings: strict
+        ),
+        .target(
+            name: "DesktopDocuments", dependencies: ["HandoffAPI", "HandoffClient", "HandoffModel", "HandoffSystem", logging], path: sources("DesktopDocuments"),
+            swiftSettings: strict
+        ),
+        .target(
+            name: "DesktopAgent",
+            dependencies: [
+                "DesktopCore", "DesktopNotifications", "DesktopJoinDialog", "DesktopTray", "DesktopClipboard", "DesktopDocuments", "HandoffDBus", "HandoffClient",
+                "HandoffAPI", "HandoffModel", "HandoffSystem", "SessionClipboard", logging,
+            ],
+            path: sources("DesktopAgent"), resources: [.embedInCode("Interfaces/org.handoff.Desktop1.xml"), .embedInCode("Interfaces/org.handoff.Receiver1.xml")],
+            swiftSettings: strict
         ),
 
         // The browser's native messaging host (docs/browser.md): the extension's messages, checked,
@@ -296,7 +319,7 @@ let package = Package(
                 "DaemonLocalAPI",
                 "HandoffClient", "HandoffKit", "HandoffAPI", "HandoffModel", "HandoffTLS", "HandoffTLSChannel", "HandoffPeer", "HandoffDiscovery", "HandoffWideArea",
                 "HandoffSystem",
-                "HandoffDBus", "DesktopAgent", "SessionClipboard",
+                "HandoffDBus", "DesktopAgent", "DesktopCore", "DesktopNotifications", "DesktopTray", "DesktopClipboard", "DesktopDocuments", "SessionClipboard",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -309,7 +332,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HandoffDesktopTests",
-            dependencies: ["HandoffDBus", "DesktopAgent", "BrowserHost", "HandoffKit", "HandoffTestSupport", "HandoffAPI", "HandoffModel", "HandoffSystem"],
+            dependencies: [
+                "HandoffDBus", "DesktopAgent", "DesktopCore", "DesktopNotifications", "DesktopJoinDialog", "DesktopTray", "DesktopClipboard", "BrowserHost", "HandoffKit", "HandoffTestSupport",
+                "HandoffAPI", "HandoffModel", "HandoffSystem",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,4 +1,6 @@
 import DesktopAgent
+import DesktopCore
+import DesktopTray
 import Foundation
 import HandoffAPI
 import HandoffClient

@@ -278,9 +278,13 @@ import Testing
         #expect(long.isEmpty, "\(long)")
     }
 
-    @Test func noDaemonModuleIsLargerThan2500Lines() throws {
+    /// No module of the daemon's or the apps' floors is over 2500 lines (issue 55): one that grew
+    /// past it holds more than one room.
+    @Test func noModuleOfTheDaemonOrTheAppsIsLargerThan2500Lines() throws {
         let fm = FileManager.default
-        for module in Self.daemonLine {
+        let modules = Self.floors.filter { ["Daemon", "Apps"].contains($0.floor) }.flatMap(\.targets)
+        #expect(modules.contains("HandoffDaemon") && modules.contains("DesktopAgent"), "floors read from Package.swift: \(Self.floors)")
+        for module in modules {
             let directory = Self.directory(module)
             var lines = 0
             for file in try fm.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".swift") {

@@ -1,4 +1,5 @@
 import DesktopAgent
+import DesktopDocuments
 import Foundation
 import HandoffAPI
 import HandoffClient

@@ -1,4 +1,6 @@
 import DesktopAgent
+import DesktopClipboard
+import DesktopNotifications
 import Foundation
 import HandoffAPI
 import HandoffModel

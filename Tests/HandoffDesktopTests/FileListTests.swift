@@ -1,4 +1,5 @@
 import DesktopAgent
+import DesktopClipboard
 import Foundation
 import HandoffTestSupport
 import Testing

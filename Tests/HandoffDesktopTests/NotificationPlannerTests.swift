@@ -1,4 +1,5 @@
 import DesktopAgent
+import DesktopNotifications
 import Foundation
 import HandoffAPI
 import HandoffModel

@@ -1,4 +1,5 @@
 import DesktopAgent
+import DesktopTray
 import Foundation
 import HandoffAPI
 import HandoffDBus

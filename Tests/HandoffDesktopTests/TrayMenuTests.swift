@@ -1,4 +1,6 @@
 import DesktopAgent
+import DesktopJoinDialog
+import DesktopTray
 import Foundation
 import HandoffAPI
 import HandoffDBus

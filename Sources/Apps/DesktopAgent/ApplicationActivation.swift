@@ -1,3 +1,9 @@
+import DesktopClipboard
+import DesktopCore
+import DesktopDocuments
+import DesktopJoinDialog
+import DesktopNotifications
+import DesktopTray
 import HandoffAPI
 import HandoffDBus
 

@@ -3,6 +3,12 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import DesktopClipboard
+import DesktopCore
+import DesktopDocuments
+import DesktopJoinDialog
+import DesktopNotifications
+import DesktopTray
 import HandoffAPI
 import HandoffClient
 import HandoffDBus
@@ -167,7 +173,7 @@ struct BusApp: Sendable {
     private func reconnect(post: AsyncStream<Input>.Continuation) async {
         var attempt = 0
         while !Task.isCancelled {
-            let delay = DesktopAgent.reconnectDelays[min(attempt, DesktopAgent.reconnectDelays.count - 1)]
+            let delay = AgentOptions.reconnectDelays[min(attempt, AgentOptions.reconnectDelays.count - 1)]
             attempt += 1
             guard (try? await QuietSleep.sleep(for: delay)) != nil else { return }
             if let again = try? await connect() {

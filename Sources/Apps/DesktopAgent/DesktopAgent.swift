@@ -1,3 +1,9 @@
+import DesktopClipboard
+import DesktopCore
+import DesktopDocuments
+import DesktopJoinDialog
+import DesktopNotifications
+import DesktopTray
 import HandoffAPI
 import HandoffClient
 import HandoffDBus
@@ -25,23 +31,7 @@ package struct DesktopAgent: Sendable {
     let logger: Logger
 
     /// Where the agent keeps what it says about itself, and how long it waits for a panel.
-    package struct Options: Sendable {
-        /// `DesktopAgentStatus`, for `handoffctl doctor`.
-        package var statusFile: String
-        /// Exists once the user was told that no panel shows status icons (told once ever).
-        package var noHostNotedFile: String
-        /// How long the icon waits for a panel that shows it before the agent says there is none:
-        /// panels start with the session, maybe after the agent.
-        package var statusIconGrace: Duration
-        /// How the session's clipboard is reached (`ClipboardBackend.name`), for `doctor`.
-        var clipboard: String?
-
-        package init(environment: [String: String], statusIconGrace: Duration = .seconds(30)) {
-            statusFile = HandoffPaths.desktopStatusPath(environment: environment)
-            noHostNotedFile = HandoffPaths.stateDirectory(environment: environment) + "-desktop/no-status-icon-host"
-            self.statusIconGrace = statusIconGrace
-        }
-    }
+    package typealias Options = AgentOptions
 
     package init(bus: DBusConnection, client: HandoffClient, session: [String: String], options: Options, logger: Logger) {
         self.bus = bus
@@ -64,9 +54,6 @@ package struct DesktopAgent: Sendable {
         /// The user chose this offer in the status icon's menu.
         case continueOffer(Offer)
     }
-
-    /// Waits between attempts to reach handoffd (it restarts, or starts after the session).
-    static let reconnectDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(500), .seconds(1), .seconds(2)]
 
     /// The agent's well-known name: one agent per session (a second one stops, saying so).
     package static let busName = "org.handoff.Desktop"
@@ -221,7 +208,7 @@ package struct DesktopAgent: Sendable {
             }
             // Its events ended (it stopped), or it cannot be reached: once per absence.
             if failures == 0 { tray.yield(.daemonGone) }
-            let delay = Self.reconnectDelays[min(failures, Self.reconnectDelays.count - 1)]
+            let delay = AgentOptions.reconnectDelays[min(failures, AgentOptions.reconnectDelays.count - 1)]
             failures += 1
             guard (try? await QuietSleep.sleep(for: delay)) != nil else { return }
         }

@@ -3,6 +3,8 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import DesktopCore
+import DesktopNotifications
 import HandoffAPI
 import HandoffClient
 import HandoffModel
@@ -84,20 +86,27 @@ package struct ClipboardNotePlan: Equatable, Sendable {
 /// with the desktop's default app (`xdg-open`), since there is no clipboard to put it on.
 package struct ClipboardNotes: Sendable {
     /// Fetches and keeps the copy; its environment is the session's (what opens a file).
-    let keeper: ClipboardKeeper
-    let server: NotificationServer
+    package let keeper: ClipboardKeeper
+    package let server: NotificationServer
     /// The notification shown now, for the agent to route the server's replies here.
-    let shown: SharedNote
-    let logger: Logger
+    package let shown: SharedNote
+    package let logger: Logger
 
-    static let pasteAction = "paste"
+    package init(keeper: ClipboardKeeper, server: NotificationServer, shown: SharedNote, logger: Logger) {
+        self.keeper = keeper
+        self.server = server
+        self.shown = shown
+        self.logger = logger
+    }
+
+    package static let pasteAction = "paste"
 
     /// The kind kept, best first: a picture as a picture, files as the files (a list naming no
     /// file is kept as the text that comes with it), else text.
-    static let savedTypes = ["image/png", "image/jpeg", "text/uri-list", "text/plain;charset=utf-8", "text/plain", "text/html"]
+    package static let savedTypes = ["image/png", "image/jpeg", "text/uri-list", "text/plain;charset=utf-8", "text/plain", "text/html"]
 
     /// Runs until `inbox` ends.
-    func run(_ inbox: AsyncStream<ClipboardAgent.Input>, post: AsyncStream<ClipboardAgent.Input>.Continuation) async {
+    package func run(_ inbox: AsyncStream<ClipboardAgent.Input>, post: AsyncStream<ClipboardAgent.Input>.Continuation) async {
         let alarm = Alarm()
         var plan = ClipboardNotePlan()
         var maximumSize = Int64(ClipboardAgent.readLimit)
@@ -140,7 +149,7 @@ package struct ClipboardNotes: Sendable {
         if let id = plan.note { _ = try? await server.close(id) }
     }
 
-    static func note(for copy: ClipboardCopy) -> Note {
+    package static func note(for copy: ClipboardCopy) -> Note {
         let device = copy.peer?.name ?? "another device"
         let kind = savedTypes.first { type in copy.items.contains { $0.type == type } } ?? copy.items.first?.type ?? ""
         return Note(
@@ -151,7 +160,7 @@ package struct ClipboardNotes: Sendable {
         )
     }
 
-    static func words(for type: String) -> String {
+    package static func words(for type: String) -> String {
         switch type {
         case "image/png", "image/jpeg": "a picture"
         case "text/uri-list": "files or links"
@@ -239,9 +248,12 @@ package struct ClipboardNotes: Sendable {
 }
 
 /// The id of a notification one task shows and another routes replies by.
-final class SharedNote: Sendable {
+package final class SharedNote: Sendable {
     private let id = Mutex<UInt32?>(nil)
-    var value: UInt32? {
+
+    package init() {}
+
+    package var value: UInt32? {
         get { id.withLock { $0 } }
         set { id.withLock { $0 = newValue } }
     }

@@ -20,7 +20,7 @@ package enum TrayIcon {
     }
 
     /// The picture at `size`×`size`, each pixel's coverage from 4×4 samples.
-    static func argb(size: Int, color: (UInt8, UInt8, UInt8)) -> [UInt8] {
+    package static func argb(size: Int, color: (UInt8, UInt8, UInt8)) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(size * size * 4)
         let samples = 4
@@ -43,7 +43,7 @@ package enum TrayIcon {
 
     /// Whether the point (in the unit square, y down) is painted: the screen behind as an
     /// outline, the one in front filled, with a gap between them.
-    static func inside(_ x: Double, _ y: Double) -> Bool {
+    package static func inside(_ x: Double, _ y: Double) -> Bool {
         let front = (x0: 0.06, y0: 0.38, x1: 0.64, y1: 0.88)
         if roundedRect(x, y, front, radius: 0.08) { return true }
         // The gap around the front screen keeps the outline behind it from touching it.

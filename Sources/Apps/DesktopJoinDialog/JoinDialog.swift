@@ -21,7 +21,7 @@ package struct JoinDialog: Sendable {
     }
 
     /// The session's variables (DISPLAY, WAYLAND_DISPLAY, PATH…).
-    let environment: [String: String]
+    package let environment: [String: String]
 
     package init(environment: [String: String]) { self.environment = environment }
 
@@ -115,12 +115,12 @@ package struct JoinDialog: Sendable {
 /// Whether a child is about to be reaped: set (under the lock) once it has exited and before
 /// `waitpid`, so that a signal sent under the same lock reaches that child, never a process
 /// that reused its pid.
-final class Reaping: Sendable {
+package final class Reaping: Sendable {
     private let reaped = Mutex(false)
 
-    func reaping() { reaped.withLock { $0 = true } }
+    package func reaping() { reaped.withLock { $0 = true } }
 
-    func signalUnlessReaped(_ pid: pid_t) {
+    package func signalUnlessReaped(_ pid: pid_t) {
         reaped.withLock { if !$0 { _ = kill(pid, SIGTERM) } }
     }
 }

@@ -28,7 +28,7 @@ package enum RecentlyUsed {
     }
 
     /// Larger lists are not read (GTK keeps them far smaller).
-    static let maximumBytes = 16 << 20
+    package static let maximumBytes = 16 << 20
 
     /// The document used last, if any local file is listed.
     package static func latest(_ data: Data) -> Entry? {
@@ -42,7 +42,7 @@ package enum RecentlyUsed {
     }
 
     /// `file:///a%20b` → `/a b`; nil for any other URI.
-    static func localPath(_ href: String) -> String? {
+    package static func localPath(_ href: String) -> String? {
         guard href.hasPrefix("file:///") else { return nil }
         return PathSegment.strictUnescape(href.dropFirst("file://".count))
     }

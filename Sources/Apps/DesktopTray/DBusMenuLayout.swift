@@ -74,9 +74,9 @@ package struct DBusMenuLayout: Sendable, Equatable {
         .structure([.int32(id), .vardict(Self.properties(of: item)), .array(element: "v", [])])
     }
 
-    static let rootProperties: [String: DBusValue] = ["children-display": .string("submenu")]
+    package static let rootProperties: [String: DBusValue] = ["children-display": .string("submenu")]
 
-    static func properties(of item: TrayMenu.Item) -> [String: DBusValue] {
+    package static func properties(of item: TrayMenu.Item) -> [String: DBusValue] {
         if item.isSeparator { return ["type": .string("separator")] }
         // Every property the spec defaults is sent anyway: clients differ in their defaults
         // (libdbusmenu's label is "Label Empty").

@@ -12,13 +12,13 @@ package struct NotificationServer: Sendable {
         case closed(id: UInt32, reason: UInt32)
     }
 
-    static let name = "org.freedesktop.Notifications"
-    static let path = "/org/freedesktop/Notifications"
-    static let interface = "org.freedesktop.Notifications"
+    package static let name = "org.freedesktop.Notifications"
+    package static let path = "/org/freedesktop/Notifications"
+    package static let interface = "org.freedesktop.Notifications"
     /// The action key of the "Continue" button; `default` is the notification's body.
     package static let continueAction = "continue"
 
-    let bus: DBusConnection
+    package let bus: DBusConnection
 
     package init(bus: DBusConnection) { self.bus = bus }
 
@@ -90,6 +90,11 @@ package struct Note: Equatable, Sendable {
     package struct Action: Equatable, Sendable {
         package var key: String
         package var label: String
+
+        package init(key: String, label: String) {
+            self.key = key
+            self.label = label
+        }
     }
 
     package var appName: String
@@ -100,6 +105,18 @@ package struct Note: Equatable, Sendable {
     /// 0: until we close it.
     package var expireMilliseconds: Int32
     package var desktopEntry: String?
+
+    package init(
+        appName: String, icon: String?, summary: String, body: String, actions: [Action], expireMilliseconds: Int32, desktopEntry: String?
+    ) {
+        self.appName = appName
+        self.icon = icon
+        self.summary = summary
+        self.body = body
+        self.actions = actions
+        self.expireMilliseconds = expireMilliseconds
+        self.desktopEntry = desktopEntry
+    }
 
     /// "Continue “TITLE” from DEVICE", with the app that would take it — and, for a server that
     /// cannot show actions, the command that does the same.
@@ -130,7 +147,7 @@ package struct Note: Equatable, Sendable {
     }
 
     /// The body-markup subset is XML-like: these three must be escaped.
-    static func escaped(_ text: String) -> String {
+    package static func escaped(_ text: String) -> String {
         text.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;")
     }
 }

@@ -3,6 +3,9 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import DesktopCore
+import DesktopJoinDialog
+import DesktopNotifications
 import HandoffAPI
 import HandoffClient
 import HandoffDBus
@@ -20,15 +23,24 @@ import Glibc
 /// `TrayMenu` made from them, and carries out the menu's items — inviting a device, joining an
 /// account through `JoinDialog`, the device's handoff and clipboard switches. Continuing goes back to the agent,
 /// which continues from notifications the same way.
-struct TrayAgent: Sendable {
-    let client: HandoffClient
-    let server: NotificationServer
-    let icon: StatusIcon
-    let dialog: JoinDialog
-    let options: DesktopAgent.Options
-    let logger: Logger
+package struct TrayAgent: Sendable {
+    package let client: HandoffClient
+    package let server: NotificationServer
+    package let icon: StatusIcon
+    package let dialog: JoinDialog
+    package let options: AgentOptions
+    package let logger: Logger
 
-    enum Input: Sendable {
+    package init(client: HandoffClient, server: NotificationServer, icon: StatusIcon, dialog: JoinDialog, options: AgentOptions, logger: Logger) {
+        self.client = client
+        self.server = server
+        self.icon = icon
+        self.dialog = dialog
+        self.options = options
+        self.logger = logger
+    }
+
+    package enum Input: Sendable {
         /// handoffd said something changed, or it is back: ask it again.
         case refresh
         case daemonGone
@@ -49,9 +61,9 @@ struct TrayAgent: Sendable {
     }
 
     /// The action of the "a device nearby is inviting" notification.
-    static let joinAction = "join"
+    package static let joinAction = "join"
     /// The action of the "DEVICE offers this device the account key" notification.
-    static let acceptKeyAction = "accept-key"
+    package static let acceptKeyAction = "accept-key"
 
     /// What the tray's loop remembers besides the facts.
     private struct Notes {
@@ -63,7 +75,7 @@ struct TrayAgent: Sendable {
     }
 
     /// Runs until `inbox` ends; `continueOffer` hands a chosen offer to the agent.
-    func run(
+    package func run(
         _ inbox: AsyncStream<Input>, post: AsyncStream<Input>.Continuation, refreshes: RefreshRequests, listening: StatusIcon.Listening,
         continueOffer: @escaping @Sendable (Offer) -> Void
     ) async {
@@ -338,7 +350,7 @@ struct TrayAgent: Sendable {
     }
 
     /// A time as the user reads it on this computer: `14:05`, local time.
-    static func timeOfDay(_ time: Timestamp) -> String {
+    package static func timeOfDay(_ time: Timestamp) -> String {
         var seconds = time_t(time.microsecondsSinceEpoch / 1_000_000)
         var parts = tm()
         localtime_r(&seconds, &parts)
@@ -350,7 +362,7 @@ struct TrayAgent: Sendable {
 
 /// The invite under way, one at a time: begun at the click (a second click before its code
 /// arrives starts nothing), closed by "Cancel the invite" from the tray's loop.
-final class Invitation: Sendable {
+package final class Invitation: Sendable {
     private enum State {
         case idle
         /// Clicked; the code is not there yet.
@@ -362,7 +374,7 @@ final class Invitation: Sendable {
     private let state = Mutex(State.idle)
 
     /// False while one is under way.
-    func begin() -> Bool {
+    package func begin() -> Bool {
         state.withLock { s in
             guard case .idle = s else { return false }
             s = .starting
@@ -371,7 +383,7 @@ final class Invitation: Sendable {
     }
 
     /// False when it was cancelled before it started (then the subscription is closed).
-    func start(_ subscription: NDJSONSubscription<InviteUpdate>) -> Bool {
+    package func start(_ subscription: NDJSONSubscription<InviteUpdate>) -> Bool {
         let started = state.withLock { s in
             guard case .starting = s else { return false }
             s = .running(subscription)
@@ -382,7 +394,7 @@ final class Invitation: Sendable {
     }
 
     /// Cancels the invite under way, if any.
-    func cancel() {
+    package func cancel() {
         let subscription: NDJSONSubscription<InviteUpdate>? = state.withLock { s in
             switch s {
             case .idle, .cancelled: return nil
@@ -397,7 +409,7 @@ final class Invitation: Sendable {
         subscription?.close()
     }
 
-    var wasCancelled: Bool {
+    package var wasCancelled: Bool {
         state.withLock { s in
             if case .cancelled = s { return true }
             return false
@@ -405,19 +417,19 @@ final class Invitation: Sendable {
     }
 
     /// Ready for the next invite.
-    func end() { state.withLock { $0 = .idle } }
+    package func end() { state.withLock { $0 = .idle } }
 }
 
 /// Asks the tray to read handoffd's state again, once however many changes come meanwhile: a
 /// burst of events (a device changing fast, adverts flapping) costs one refresh, and the
 /// tray's other inputs are never crowded out.
-final class RefreshRequests: Sendable {
+package final class RefreshRequests: Sendable {
     private let pending = Mutex(false)
     private let post: AsyncStream<TrayAgent.Input>.Continuation
 
-    init(_ post: AsyncStream<TrayAgent.Input>.Continuation) { self.post = post }
+    package init(_ post: AsyncStream<TrayAgent.Input>.Continuation) { self.post = post }
 
-    func request() {
+    package func request() {
         let first = pending.withLock { p in
             defer { p = true }
             return !p
@@ -426,5 +438,5 @@ final class RefreshRequests: Sendable {
     }
 
     /// The tray starts reading: changes from now on ask again.
-    func taken() { pending.withLock { $0 = false } }
+    package func taken() { pending.withLock { $0 = false } }
 }

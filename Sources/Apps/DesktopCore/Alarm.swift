@@ -4,7 +4,7 @@ import Synchronization
 
 /// One wall-clock deadline that can be moved at any time, and a loop that calls back when it
 /// passes: the planner's next spacing or expiry. Nothing wakes while no deadline is set.
-final class Alarm: Sendable {
+package final class Alarm: Sendable {
     private struct State {
         var deadline: Timestamp?
         var generation = 0
@@ -13,8 +13,10 @@ final class Alarm: Sendable {
 
     private let state = Mutex(State())
 
+    package init() {}
+
     /// Moves the deadline (nil: none).
-    func set(_ deadline: Timestamp?) {
+    package func set(_ deadline: Timestamp?) {
         let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
             guard s.deadline != deadline else { return nil }
             s.deadline = deadline
@@ -26,7 +28,7 @@ final class Alarm: Sendable {
     }
 
     /// Calls `fire` each time the deadline passes (then the deadline is cleared), until cancelled.
-    func run(fire: @escaping @Sendable () -> Void) async {
+    package func run(fire: @escaping @Sendable () -> Void) async {
         while !Task.isCancelled {
             let (deadline, generation) = state.withLock { ($0.deadline, $0.generation) }
             let fired = await withTaskGroup(of: Bool.self) { race in

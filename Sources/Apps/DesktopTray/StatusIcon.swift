@@ -18,21 +18,21 @@ import Glibc
 package final class StatusIcon: Sendable {
     package static let itemPath = "/StatusNotifierItem"
     package static let menuPath = "/MenuBar"
-    static let itemInterface = "org.kde.StatusNotifierItem"
-    static let menuInterface = "com.canonical.dbusmenu"
-    static let propertiesInterface = "org.freedesktop.DBus.Properties"
+    package static let itemInterface = "org.kde.StatusNotifierItem"
+    package static let menuInterface = "com.canonical.dbusmenu"
+    package static let propertiesInterface = "org.freedesktop.DBus.Properties"
     package static let watcherName = "org.kde.StatusNotifierWatcher"
-    static let watcherPath = "/StatusNotifierWatcher"
+    package static let watcherPath = "/StatusNotifierWatcher"
 
-    static var itemIntrospection: String { String(decoding: PackageResources.org_kde_StatusNotifierItem_xml, as: UTF8.self) }
-    static var menuIntrospection: String { String(decoding: PackageResources.com_canonical_dbusmenu_xml, as: UTF8.self) }
+    package static var itemIntrospection: String { String(decoding: PackageResources.org_kde_StatusNotifierItem_xml, as: UTF8.self) }
+    package static var menuIntrospection: String { String(decoding: PackageResources.com_canonical_dbusmenu_xml, as: UTF8.self) }
 
     private struct Shown {
         var menu: TrayMenu
         var layout = DBusMenuLayout()
     }
 
-    let bus: DBusConnection
+    package let bus: DBusConnection
     private let shown: Mutex<Shown>
 
     package init(bus: DBusConnection, menu: TrayMenu) {
@@ -129,7 +129,7 @@ package final class StatusIcon: Sendable {
 
     // MARK: The item
 
-    func itemProperties() -> [String: DBusValue] {
+    package func itemProperties() -> [String: DBusValue] {
         let menu = shown.withLock { $0.menu }
         let pixmaps = TrayIcon.pixmaps(active: menu.active)
         let none = DBusValue.array(element: "(iiay)", [])
@@ -161,7 +161,7 @@ package final class StatusIcon: Sendable {
 
     // MARK: The menu
 
-    static let menuProperties: [String: DBusValue] = [
+    package static let menuProperties: [String: DBusValue] = [
         "Version": .uint32(3), "TextDirection": .string("ltr"), "Status": .string("normal"), "IconThemePath": .strings([]),
     ]
 

@@ -3,6 +3,8 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import DesktopCore
+import DesktopNotifications
 import HandoffAPI
 import HandoffClient
 import HandoffModel
@@ -24,22 +26,22 @@ import Glibc
 /// loop, with the session's clipboard (`ClipboardBackend`: the X server's, or a Wayland compositor's) as
 /// its edge.
 package struct ClipboardAgent: Sendable {
-    let client: HandoffClient
-    let backend: any ClipboardBackend
+    package let client: HandoffClient
+    package let backend: any ClipboardBackend
     /// Fetches another device's copy when an app pastes it; keeps the files of its file list.
-    let keeper: ClipboardKeeper
+    package let keeper: ClipboardKeeper
     /// Files of this device's copy being sent to other devices now.
-    let serving = FileServing()
-    let logger: Logger
+    package let serving = FileServing()
+    package let logger: Logger
 
     /// The largest kind read from an app: handoffd's default `[clipboard] max_size` (a smaller
     /// one set there drops larger kinds before they are announced).
     package static let readLimit = 64 << 20
     /// How long another device may take to read what it pastes from this one.
-    static let serveTimeout: Int = 30
+    package static let serveTimeout: Int = 30
     /// Copies whose offer another app ended here, remembered so that no later word from
     /// handoffd offers them again over what the user copied since.
-    static let rememberedEnded = 16
+    package static let rememberedEnded = 16
 
     /// `environment`: the session's variables, with HOME (where Downloads is); `pasteTimeout`:
     /// how long an app's paste waits for another device (and a second per MiB) before it gets
@@ -91,7 +93,7 @@ package struct ClipboardAgent: Sendable {
 
     /// How many files of this device's copies are sent at once: a device asking for more waits
     /// for none of them — it is refused.
-    static let maximumServing = 4
+    package static let maximumServing = 4
 
     /// Runs until `inbox` ends; the X server's events join it.
     package func run(_ inbox: AsyncStream<Input>, post: AsyncStream<Input>.Continuation) async {
@@ -254,7 +256,7 @@ package struct ClipboardAgent: Sendable {
                 // handoffd is away: DesktopAgent says so, once.
             }
             post.yield(.holding(nil))
-            let delay = DesktopAgent.reconnectDelays[min(failures, DesktopAgent.reconnectDelays.count - 1)]
+            let delay = AgentOptions.reconnectDelays[min(failures, AgentOptions.reconnectDelays.count - 1)]
             failures += 1
             guard (try? await QuietSleep.sleep(for: delay)) != nil else { return }
         }
@@ -362,11 +364,11 @@ package struct ClipboardAgent: Sendable {
 }
 
 /// The files of this device's copies being sent now, against `ClipboardAgent.maximumServing`.
-final class FileServing: Sendable {
+package final class FileServing: Sendable {
     private let count = Mutex(0)
 
     /// Takes a place; false when all are taken.
-    func begin() -> Bool {
+    package func begin() -> Bool {
         count.withLock {
             guard $0 < ClipboardAgent.maximumServing else { return false }
             $0 += 1
@@ -374,5 +376,5 @@ final class FileServing: Sendable {
         }
     }
 
-    func end() { count.withLock { $0 = max(0, $0 - 1) } }
+    package func end() { count.withLock { $0 = max(0, $0 - 1) } }
 }

@@ -85,13 +85,13 @@ package enum FileList {
 
     /// `text` as part of a file name: a slash, control and format characters (bidi overrides)
     /// become `-`.
-    static func visible(_ text: String) -> String {
+    package static func visible(_ text: String) -> String {
         String(text.unicodeScalars.map { $0 == "/" || [.control, .format].contains($0.properties.generalCategory) ? "-" : Character($0) })
     }
 
     /// Whether `uri` is a `file:` URI of any spelling (`FILE:/x`, `file:x`…): one not kept here
     /// must not reach an app, which would read it as a file of this computer.
-    static func isFileURI(_ uri: String) -> Bool {
+    package static func isFileURI(_ uri: String) -> Bool {
         uri.prefix(5).lowercased() == "file:"
     }
 
@@ -114,29 +114,36 @@ package enum FileList {
 /// `name (2)`…) once it came whole. Nothing stays of a paste that failed. Each paste ends within
 /// `timeout` and a second per MiB once its stream opened (then it is given up); the files of one
 /// list take at most `max_size` bytes together.
-struct ClipboardKeeper: Sendable {
-    let client: HandoffClient
+package struct ClipboardKeeper: Sendable {
+    package let client: HandoffClient
     /// The session's variables with HOME, PATH and XDG_CONFIG_HOME: where Downloads is, and what
     /// opens a file.
-    let environment: [String: String]
-    let timeout: Duration
-    let logger: Logger
+    package let environment: [String: String]
+    package let timeout: Duration
+    package let logger: Logger
 
-    enum Kept: Sendable {
+    package init(client: HandoffClient, environment: [String: String], timeout: Duration, logger: Logger) {
+        self.client = client
+        self.environment = environment
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    package enum Kept: Sendable {
         case kept(path: String, bytes: Int64)
         case failed(String)
     }
 
     /// Set when what is being kept is no longer wanted (a newer copy came): the next file is not
     /// asked for.
-    final class Stop: Sendable {
+    package final class Stop: Sendable {
         private let stopped = Mutex(false)
         var isSet: Bool { stopped.withLock { $0 } }
         func set() { stopped.withLock { $0 = true } }
     }
 
     /// Keeps form `form` of `copy` as `name`; at most `budget` bytes.
-    func keep(_ form: String, of copy: ClipboardCopy, as name: String, budget: Int64 = .max) async -> Kept {
+    package func keep(_ form: String, of copy: ClipboardCopy, as name: String, budget: Int64 = .max) async -> Kept {
         let directory = HandoffPaths.received(environment: environment)
         // Files: on the disk thread, never on a task's (a slow disk, a network mount).
         let opened = await DiskThread.shared.run { () -> Result<(String, Int32), FileKeeping.Failure> in
@@ -191,7 +198,7 @@ struct ClipboardKeeper: Sendable {
     /// files' URIs are those of the copies kept, links as they were; a file that did not come (a
     /// folder there, gone, cut short, over the budget) is left out, and so is any other `file:`
     /// URI. At most `budget` bytes together; stops before the next file once `stop` is set.
-    func keepFiles(of copy: ClipboardCopy, uris: [String], budget: Int64, stop: Stop? = nil) async -> (list: [String], kept: Int, failures: [String]) {
+    package func keepFiles(of copy: ClipboardCopy, uris: [String], budget: Int64, stop: Stop? = nil) async -> (list: [String], kept: Int, failures: [String]) {
         var local: [String] = []
         var kept = 0
         var left = budget
@@ -214,7 +221,7 @@ struct ClipboardKeeper: Sendable {
         return (local, kept, failures)
     }
 
-    func fetch(_ type: String, of copy: ClipboardCopy) async -> [UInt8]? {
+    package func fetch(_ type: String, of copy: ClipboardCopy) async -> [UInt8]? {
         guard let size = copy.items.first(where: { $0.type == type })?.size else { return nil }
         do throws(HandoffClientError) {
             let pipe = try await client.pipe(.pasteClipboard(copy.id, type: type))
@@ -253,7 +260,7 @@ struct ClipboardKeeper: Sendable {
         }
     }
 
-    static func describe(_ failure: FileKeeping.Failure) -> String {
+    package static func describe(_ failure: FileKeeping.Failure) -> String {
         switch failure {
         case .system(let path, let errno): "cannot write \(path): \(SystemCall.describe(errno))"
         case .crowded(let directory, let name): "\(directory) already holds 1000 files called \(name)"

@@ -13,9 +13,9 @@ import Logging
 /// Nothing polls: inotify says when the list is written (apps replace it whole) and when a name
 /// leaves the document's folder. Only what changes after the agent starts is offered.
 package struct RecentDocuments: Sendable {
-    let client: HandoffClient
-    let environment: [String: String]
-    let logger: Logger
+    package let client: HandoffClient
+    package let environment: [String: String]
+    package let logger: Logger
 
     package init(client: HandoffClient, environment: [String: String], logger: Logger) {
         self.client = client
@@ -128,11 +128,11 @@ package struct RecentDocuments: Sendable {
         return FileManager.default.contents(atPath: list).flatMap(RecentlyUsed.latest)
     }
 
-    static func directory(of path: String) -> String {
+    package static func directory(of path: String) -> String {
         String(path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/"))
     }
 
-    static func fileName(of path: String) -> String {
+    package static func fileName(of path: String) -> String {
         String(path.split(separator: "/").last ?? "")
     }
 }
