@@ -91,7 +91,6 @@ let package = Package(
             name: "HandoffTLS",
             dependencies: [
                 "CHandoffOpenSSL", "HandoffModel",
-                .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: sources("HandoffTLS"), swiftSettings: strict
         ),

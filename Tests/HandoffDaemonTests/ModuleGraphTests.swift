@@ -257,6 +257,8 @@ import Testing
         func importers(_ c: String) -> Set<String> { Set(graph.filter { $0.value.contains(c) }.keys) }
         #expect(importers("CHandoffOpenSSL") == ["HandoffTLS"])
         #expect(importers("CHandoffDNSSD") == ["HandoffDiscovery"])
+        #expect(importers("CHandoffLDNS") == ["HandoffWideArea"])
+        #expect(importers("CHandoffXCB") == ["SessionClipboard"] && importers("CHandoffWayland") == ["SessionClipboard"])
         #expect(importers("CHandoffLinux") == ["HandoffSystem"])
         #expect(importers("CHandoffSDBus") == ["HandoffDBus"])
         #expect(importers("CHandoffReadGuard").isEmpty, "linked into handoffd with --wrap=read, called by no one by name")

@@ -47,9 +47,11 @@ import Testing
     }
 
     /// Every kind a member session answers belongs to a feature: MemberSessions names none of them.
-    @Test func memberLinksSwitchesOverNoFeaturesMessages() throws {
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/Daemon/DaemonSessions/MemberSessions.swift")
-        let text = try String(contentsOf: path, encoding: .utf8)
+    @Test func memberSessionsSwitchOverNoFeaturesMessages() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/Daemon/DaemonSessions")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("MemberSession") && $0.hasSuffix(".swift") }
+        #expect(files.count >= 4, "\(files)")
+        let text = try files.map { try String(contentsOf: directory.appendingPathComponent($0), encoding: .utf8) }.joined()
         for kind in ["activityNotice", "getActivity", "activityContinued", "accountState", "getAccountState", "leaving", "renameRequest", "removed"] {
             #expect(!text.contains("case .\(kind)(") && !text.contains("case .\(kind):"), "MemberSessions switches over \(kind)")
         }

@@ -3,12 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import DesktopClipboard
-import DesktopCore
-import DesktopDocuments
-import DesktopJoinDialog
-import DesktopNotifications
-import DesktopTray
 import HandoffDBus
 import HandoffModel
 

@@ -1,9 +1,3 @@
-import DesktopClipboard
-import DesktopCore
-import DesktopDocuments
-import DesktopJoinDialog
-import DesktopNotifications
-import DesktopTray
 import HandoffAPI
 import HandoffDBus
 

@@ -31,17 +31,17 @@ package struct ClipboardAgent: Sendable {
     /// Fetches another device's copy when an app pastes it; keeps the files of its file list.
     package let keeper: ClipboardKeeper
     /// Files of this device's copy being sent to other devices now.
-    package let serving = FileServing()
+    let serving = FileServing()
     package let logger: Logger
 
     /// The largest kind read from an app: handoffd's default `[clipboard] max_size` (a smaller
     /// one set there drops larger kinds before they are announced).
     package static let readLimit = 64 << 20
     /// How long another device may take to read what it pastes from this one.
-    package static let serveTimeout: Int = 30
+    static let serveTimeout: Int = 30
     /// Copies whose offer another app ended here, remembered so that no later word from
     /// handoffd offers them again over what the user copied since.
-    package static let rememberedEnded = 16
+    static let rememberedEnded = 16
 
     /// `environment`: the session's variables, with HOME (where Downloads is); `pasteTimeout`:
     /// how long an app's paste waits for another device (and a second per MiB) before it gets
@@ -93,7 +93,7 @@ package struct ClipboardAgent: Sendable {
 
     /// How many files of this device's copies are sent at once: a device asking for more waits
     /// for none of them — it is refused.
-    package static let maximumServing = 4
+    static let maximumServing = 4
 
     /// Runs until `inbox` ends; the X server's events join it.
     package func run(_ inbox: AsyncStream<Input>, post: AsyncStream<Input>.Continuation) async {
@@ -364,7 +364,7 @@ package struct ClipboardAgent: Sendable {
 }
 
 /// The files of this device's copies being sent now, against `ClipboardAgent.maximumServing`.
-package final class FileServing: Sendable {
+final class FileServing: Sendable {
     private let count = Mutex(0)
 
     /// Takes a place; false when all are taken.

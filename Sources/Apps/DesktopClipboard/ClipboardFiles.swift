@@ -91,7 +91,7 @@ package enum FileList {
 
     /// Whether `uri` is a `file:` URI of any spelling (`FILE:/x`, `file:x`…): one not kept here
     /// must not reach an app, which would read it as a file of this computer.
-    package static func isFileURI(_ uri: String) -> Bool {
+    static func isFileURI(_ uri: String) -> Bool {
         uri.prefix(5).lowercased() == "file:"
     }
 
@@ -198,7 +198,7 @@ package struct ClipboardKeeper: Sendable {
     /// files' URIs are those of the copies kept, links as they were; a file that did not come (a
     /// folder there, gone, cut short, over the budget) is left out, and so is any other `file:`
     /// URI. At most `budget` bytes together; stops before the next file once `stop` is set.
-    package func keepFiles(of copy: ClipboardCopy, uris: [String], budget: Int64, stop: Stop? = nil) async -> (list: [String], kept: Int, failures: [String]) {
+    func keepFiles(of copy: ClipboardCopy, uris: [String], budget: Int64, stop: Stop? = nil) async -> (list: [String], kept: Int, failures: [String]) {
         var local: [String] = []
         var kept = 0
         var left = budget

@@ -99,11 +99,11 @@ package struct ClipboardNotes: Sendable {
         self.logger = logger
     }
 
-    package static let pasteAction = "paste"
+    static let pasteAction = "paste"
 
     /// The kind kept, best first: a picture as a picture, files as the files (a list naming no
     /// file is kept as the text that comes with it), else text.
-    package static let savedTypes = ["image/png", "image/jpeg", "text/uri-list", "text/plain;charset=utf-8", "text/plain", "text/html"]
+    static let savedTypes = ["image/png", "image/jpeg", "text/uri-list", "text/plain;charset=utf-8", "text/plain", "text/html"]
 
     /// Runs until `inbox` ends.
     package func run(_ inbox: AsyncStream<ClipboardAgent.Input>, post: AsyncStream<ClipboardAgent.Input>.Continuation) async {

@@ -42,7 +42,7 @@ package enum RecentlyUsed {
     }
 
     /// `file:///a%20b` → `/a b`; nil for any other URI.
-    package static func localPath(_ href: String) -> String? {
+    static func localPath(_ href: String) -> String? {
         guard href.hasPrefix("file:///") else { return nil }
         return PathSegment.strictUnescape(href.dropFirst("file://".count))
     }

@@ -115,12 +115,12 @@ package struct JoinDialog: Sendable {
 /// Whether a child is about to be reaped: set (under the lock) once it has exited and before
 /// `waitpid`, so that a signal sent under the same lock reaches that child, never a process
 /// that reused its pid.
-package final class Reaping: Sendable {
+final class Reaping: Sendable {
     private let reaped = Mutex(false)
 
-    package func reaping() { reaped.withLock { $0 = true } }
+    func reaping() { reaped.withLock { $0 = true } }
 
-    package func signalUnlessReaped(_ pid: pid_t) {
+    func signalUnlessReaped(_ pid: pid_t) {
         reaped.withLock { if !$0 { _ = kill(pid, SIGTERM) } }
     }
 }

@@ -134,7 +134,7 @@ package struct NotificationPlanner: Sendable {
 
     /// Whether a notification already says all of `new` (a newer `updatedAt` alone changes nothing
     /// the user sees).
-    package static func sameNotification(_ old: Offer, _ new: Offer) -> Bool {
+    static func sameNotification(_ old: Offer, _ new: Offer) -> Bool {
         old.activity.id == new.activity.id && old.activity.title == new.activity.title && old.target == new.target
     }
 }

@@ -107,7 +107,7 @@ package struct Note: Equatable, Sendable {
     package var desktopEntry: String?
 
     package init(
-        appName: String, icon: String?, summary: String, body: String, actions: [Action], expireMilliseconds: Int32, desktopEntry: String?
+        appName: String, icon: String? = nil, summary: String, body: String, actions: [Action], expireMilliseconds: Int32, desktopEntry: String? = nil
     ) {
         self.appName = appName
         self.icon = icon

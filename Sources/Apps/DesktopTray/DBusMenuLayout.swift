@@ -74,7 +74,7 @@ package struct DBusMenuLayout: Sendable, Equatable {
         .structure([.int32(id), .vardict(Self.properties(of: item)), .array(element: "v", [])])
     }
 
-    package static let rootProperties: [String: DBusValue] = ["children-display": .string("submenu")]
+    static let rootProperties: [String: DBusValue] = ["children-display": .string("submenu")]
 
     package static func properties(of item: TrayMenu.Item) -> [String: DBusValue] {
         if item.isSeparator { return ["type": .string("separator")] }

@@ -18,14 +18,14 @@ import Glibc
 package final class StatusIcon: Sendable {
     package static let itemPath = "/StatusNotifierItem"
     package static let menuPath = "/MenuBar"
-    package static let itemInterface = "org.kde.StatusNotifierItem"
-    package static let menuInterface = "com.canonical.dbusmenu"
+    static let itemInterface = "org.kde.StatusNotifierItem"
+    static let menuInterface = "com.canonical.dbusmenu"
     package static let propertiesInterface = "org.freedesktop.DBus.Properties"
     package static let watcherName = "org.kde.StatusNotifierWatcher"
-    package static let watcherPath = "/StatusNotifierWatcher"
+    static let watcherPath = "/StatusNotifierWatcher"
 
-    package static var itemIntrospection: String { String(decoding: PackageResources.org_kde_StatusNotifierItem_xml, as: UTF8.self) }
-    package static var menuIntrospection: String { String(decoding: PackageResources.com_canonical_dbusmenu_xml, as: UTF8.self) }
+    static var itemIntrospection: String { String(decoding: PackageResources.org_kde_StatusNotifierItem_xml, as: UTF8.self) }
+    static var menuIntrospection: String { String(decoding: PackageResources.com_canonical_dbusmenu_xml, as: UTF8.self) }
 
     private struct Shown {
         var menu: TrayMenu
@@ -129,7 +129,7 @@ package final class StatusIcon: Sendable {
 
     // MARK: The item
 
-    package func itemProperties() -> [String: DBusValue] {
+    func itemProperties() -> [String: DBusValue] {
         let menu = shown.withLock { $0.menu }
         let pixmaps = TrayIcon.pixmaps(active: menu.active)
         let none = DBusValue.array(element: "(iiay)", [])

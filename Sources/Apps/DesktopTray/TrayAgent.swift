@@ -61,9 +61,9 @@ package struct TrayAgent: Sendable {
     }
 
     /// The action of the "a device nearby is inviting" notification.
-    package static let joinAction = "join"
+    static let joinAction = "join"
     /// The action of the "DEVICE offers this device the account key" notification.
-    package static let acceptKeyAction = "accept-key"
+    static let acceptKeyAction = "accept-key"
 
     /// What the tray's loop remembers besides the facts.
     private struct Notes {
@@ -362,7 +362,7 @@ package struct TrayAgent: Sendable {
 
 /// The invite under way, one at a time: begun at the click (a second click before its code
 /// arrives starts nothing), closed by "Cancel the invite" from the tray's loop.
-package final class Invitation: Sendable {
+final class Invitation: Sendable {
     private enum State {
         case idle
         /// Clicked; the code is not there yet.
@@ -409,7 +409,7 @@ package final class Invitation: Sendable {
         subscription?.close()
     }
 
-    package var wasCancelled: Bool {
+    var wasCancelled: Bool {
         state.withLock { s in
             if case .cancelled = s { return true }
             return false

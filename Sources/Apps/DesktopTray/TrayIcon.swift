@@ -20,7 +20,7 @@ package enum TrayIcon {
     }
 
     /// The picture at `size`×`size`, each pixel's coverage from 4×4 samples.
-    package static func argb(size: Int, color: (UInt8, UInt8, UInt8)) -> [UInt8] {
+    static func argb(size: Int, color: (UInt8, UInt8, UInt8)) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(size * size * 4)
         let samples = 4

@@ -128,4 +128,3 @@ public final class FileStream: @unchecked Sendable {
         }
     }
 }
-

@@ -1,4 +1,4 @@
-// CHandoffLDNS: NLnet Labs' ldns (libldns-dev), as HandoffDiscovery — and only HandoffDiscovery —
+// CHandoffLDNS: NLnet Labs' ldns (libldns-dev), as HandoffWideArea — and only HandoffWideArea —
 // sees it: DNS UPDATE (RFC 2136) signed with TSIG (RFC 8945), and plain unicast queries, for
 // DNS-SD in a unicast zone (docs/discovery.md, "Beyond one link"). No DNS wire code of our own.
 //

@@ -579,5 +579,4 @@ package actor AccountStore {
         if next.isRevoked { logger.warning("this device has been removed from its account") }
         return .updated
     }
-
 }

@@ -225,5 +225,4 @@ package struct LocalAPIRouter: Sendable {
         case .answerContinuation: return try await activity.apps.answer(request)
         }
     }
-
 }

@@ -445,7 +445,6 @@ final class RequestDeadline: Sendable {
     }
 }
 
-
 /// A blocking connect() to a Unix socket, to tell a live daemon from a dead one's socket file.
 enum UnixSocketProbe {
     enum Result { case accepting, refused, absent }

@@ -109,4 +109,3 @@ package enum ActivityAnswer {
         return nil
     }
 }
-

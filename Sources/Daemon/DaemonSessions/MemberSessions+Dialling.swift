@@ -16,17 +16,16 @@ import NIOCore
 import ServiceLifecycle
 import Synchronization
 
-
 // Dialling: who is dialled when, and keeping static peers and remembered dials up.
 extension MemberSessions {
+    /// When this device last failed to reach `id` at any of its addresses (nil once it did).
+    func lastDialFailure(_ id: DeviceID) -> Timestamp? { dialFailedAt[id] }
+
     /// Connects to `address`, greets, and keeps the session running in the background; returns
     /// once it is established.
     ///
     /// The whole connection — dial included — runs as one background job, so that a channel is
     /// never left open without an owner (if the job never runs, no channel was made).
-    /// When this device last failed to reach `id` at any of its addresses (nil once it did).
-    func lastDialFailure(_ id: DeviceID) -> Timestamp? { dialFailedAt[id] }
-
     /// `addressee`: only this offer (`PeerDialer.helloAttempts`, as addressed only), not what the
     /// directory says of `expected`.
     func connect(
@@ -211,5 +210,12 @@ extension MemberSessions {
         } onCancel: {
             session.close()
         }
+    }
+}
+
+/// This device's IP addresses now, without zones (`PeerDirectory.rememberedDials`).
+enum LocalAddresses {
+    static func current() -> Set<String> {
+        Set(((try? System.enumerateDevices()) ?? []).compactMap { $0.address?.ipAddress }.map(PeerDirectory.withoutZone))
     }
 }

@@ -16,7 +16,6 @@ import NIOCore
 import ServiceLifecycle
 import Synchronization
 
-
 /// The sessions with the account's other devices (the fast path): at most one per device. They
 /// carry activity notices both ways as changes happen, answer `continue`, and spread account
 /// state. When a session ends, the device shows as unreachable at once; TCP keepalive notices a

@@ -1,28 +1,5 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-import DaemonAccounts
 import DaemonCore
-import DaemonDiscovery
-import HandoffAPI
-import HandoffModel
-import HandoffPeer
-import HandoffSystem
-import HandoffTLS
-import Logging
-import NIOCore
 import ServiceLifecycle
-import Synchronization
-
-
-/// This device's IP addresses now, without zones (`PeerDirectory.rememberedDials`).
-enum LocalAddresses {
-    static func current() -> Set<String> {
-        Set(((try? System.enumerateDevices()) ?? []).compactMap { $0.address?.ipAddress }.map(PeerDirectory.withoutZone))
-    }
-}
 
 /// `MemberSessions` runs its background work (dials, sessions it started) inside the daemon's
 /// service group, and ends it all on shutdown.

@@ -219,4 +219,3 @@ package enum PeerPipeline {
         return address.ipAddress ?? "\(address)"
     }
 }
-

@@ -187,7 +187,6 @@ final class StreamPreamble: ChannelDuplexHandler, RemovableChannelHandler {
 @available(*, unavailable)
 extension StreamPreamble: Sendable {}
 
-
 extension PeerDialer {
     /// Connects a stream to `address` and asks for it with `request` (`openStream` of an activity,
     /// `openClipboardStream` of a copy); returns once the other device accepted it, with the

@@ -273,7 +273,6 @@ public struct DaemonSettings: Sendable, Equatable {
         }
     }
 
-
 }
 
 extension DaemonSettings {

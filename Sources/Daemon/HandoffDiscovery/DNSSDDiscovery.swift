@@ -591,7 +591,3 @@ enum AddressText {
         }
     }
 }
-
-
-
-

@@ -229,4 +229,3 @@ enum FileHandleStderr {
         _ = Glibc.write(2, &bytes, bytes.count)
     }
 }
-

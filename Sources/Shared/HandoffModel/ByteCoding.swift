@@ -161,7 +161,6 @@ extension Sequence<UInt8> {
     }
 }
 
-
 extension ByteWriter {
     /// A UUID's 16 bytes, as RFC 9562 orders them.
     public mutating func uuid(_ id: UUID) { raw(withUnsafeBytes(of: id.uuid) { Array($0) }) }
