@@ -275,6 +275,34 @@ import Synchronization
         try await d.finish()
     }
 
+    /// Every endpoint of the contract is answered by exactly one feature, as the daemon's router
+    /// registered them (`LocalRoutes`), and every feature answers some.
+    @Test func everyEndpointIsOneFeatures() async throws {
+        let d = try await TestDaemon.start()
+        let owners = d.daemon.localRouteOwners
+        for endpoint in LocalAPIEndpoints.Endpoint.allCases {
+            #expect(owners[endpoint]?.count == 1, "\(endpoint): \(owners[endpoint] ?? [])")
+        }
+        try await d.finish()
+    }
+
+    /// The table says what is wrong with what features register: each endpoint no feature
+    /// answers, and each two claim.
+    @Test func theRouteTableNamesWhatIsMissingAndWhatIsClaimedTwice() {
+        struct Feature: LocalRoutes {
+            var feature: String
+            var endpoints: [LocalAPIEndpoints.Endpoint]
+            var handlers: [LocalAPIEndpoints.Endpoint: LocalHandler] { Dictionary(uniqueKeysWithValues: endpoints.map { endpoint -> (LocalAPIEndpoints.Endpoint, LocalHandler) in (endpoint, { @Sendable _ in .ok(["ok": true]) }) }) }
+        }
+        let all = LocalAPIEndpoints.Endpoint.allCases
+        #expect(LocalRouteTable([]).faults.count == all.count)
+        #expect(LocalRouteTable([Feature(feature: "one", endpoints: all)]).faults.isEmpty)
+        let twice = LocalRouteTable([Feature(feature: "one", endpoints: all), Feature(feature: "two", endpoints: [.status])])
+        #expect(twice.faults == ["status is claimed by one and two"])
+        let short = LocalRouteTable([Feature(feature: "one", endpoints: Array(all.dropFirst()))])
+        #expect(short.faults == ["\(all[0]) is answered by no feature"])
+    }
+
     @Test func webOriginsUnknownRoutesAndOversizedBodiesAreRefused() async throws {
         let d = try await TestDaemon.start()
         let socketPath = d.socketPath

@@ -13,8 +13,8 @@ import HandoffModel
 import HandoffTLS
 import Logging
 
-/// The account and device routes. Every handler's first line checks who is asking.
-package struct AccountRoutes: Sendable {
+/// The account: making, joining, leaving and recovering it, its key, and its devices.
+package struct AccountRoutes: LocalRoutes {
     let accounts: AccountStore
     let sessions: MemberSessions
     let directory: PeerDirectory
@@ -35,6 +35,15 @@ package struct AccountRoutes: Sendable {
         self.discovery = discovery
         self.peerPort = peerPort
         self.logger = logger
+    }
+
+    package var feature: String { "accounts" }
+    package var handlers: [LocalAPIEndpoints.Endpoint: LocalHandler] {
+        [
+            .getAccount: getAccount, .createAccount: createAccount, .joinAccount: joinAccount, .invite: invite, .sync: sync, .leave: leave,
+            .recoveryCode: recoveryCode, .recover: recover, .transferKey: transferKey, .acceptKey: acceptKey, .rotateKey: rotateKey, .devices: devices,
+            .renameDevice: renameDevice, .removeDevice: removeDevice,
+        ]
     }
 
     func getAccount(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {

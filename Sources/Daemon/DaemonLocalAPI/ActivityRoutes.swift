@@ -10,21 +10,24 @@ import HandoffAPI
 import HandoffModel
 import HandoffSystem
 
-/// The current activity, attaching to it, and the event stream; apps' windows, whose focus makes
-/// the current activity, through `apps`. Every handler's first line checks who is asking.
-package struct ActivityRoutes: Sendable {
+/// The current activity, attaching to it, and the event stream (apps' windows, whose focus
+/// makes the current activity, are `AppRoutes`).
+package struct ActivityRoutes: LocalRoutes {
     let registry: ActivityRegistry
     let events: EventHub
     let attachments: Attachments
-    let apps: AppRoutes
     let documents: DocumentShelf
 
-    package init(registry: ActivityRegistry, events: EventHub, attachments: Attachments, apps: AppRegistry, documents: DocumentShelf) {
+    package init(registry: ActivityRegistry, events: EventHub, attachments: Attachments, documents: DocumentShelf) {
         self.registry = registry
         self.events = events
         self.attachments = attachments
-        self.apps = AppRoutes(apps: apps)
         self.documents = documents
+    }
+
+    package var feature: String { "activities" }
+    package var handlers: [LocalAPIEndpoints.Endpoint: LocalHandler] {
+        [.getCurrent: getCurrent, .putCurrent: putCurrent, .putDocument: putDocument, .deleteCurrent: deleteCurrent, .attach: attach, .events: events]
     }
 
     func getCurrent(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {

@@ -4,13 +4,17 @@ import HandoffAPI
 import HandoffModel
 
 /// Apps and their windows (docs/apps.md, docs/local-api.md "Apps and windows"): registering, and
-/// each window's activity, focus, state-restoration activity and activation conditions. Every handler's first line
-/// checks who is asking.
-struct AppRoutes: Sendable {
+/// each window's activity, focus, state-restoration activity and activation conditions.
+package struct AppRoutes: LocalRoutes {
     let apps: AppRegistry
 
-    init(apps: AppRegistry) {
+    package init(apps: AppRegistry) {
         self.apps = apps
+    }
+
+    package var feature: String { "apps" }
+    package var handlers: [LocalAPIEndpoints.Endpoint: LocalHandler] {
+        [.registerApp: register, .putWindow: put, .postWindow: post, .deleteWindow: delete, .answerContinuation: answer]
     }
 
     /// `POST /v1/apps`: the registration's events for as long as the app stays connected;

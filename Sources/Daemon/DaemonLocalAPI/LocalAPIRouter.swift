@@ -27,7 +27,7 @@ struct ReceivedRequest: Sendable {
 
 /// A request of the daemon's own user (or root): the router makes one only after checking who
 /// sent it, so every handler that takes one has been authorized — once, by the type.
-struct AuthorizedRequest: Sendable {
+package struct AuthorizedRequest: Sendable {
     let head: HTTPRequestHead
     let body: ByteBuffer
     let peer: PeerCredentials
@@ -56,7 +56,7 @@ struct AuthorizedRequest: Sendable {
     }
 }
 
-enum LocalAPIResponse: Sendable {
+package enum LocalAPIResponse: Sendable {
     case json(HTTPResponseStatus, [UInt8])
     case jsonWithHeaders(HTTPResponseStatus, [UInt8], HTTPHeaders)
     /// JSON, then `then` in the connection's task once the answer is written: work the request
@@ -108,7 +108,7 @@ enum LocalAPIResponse: Sendable {
 
 /// Writes an NDJSON response's lines, with one encoder for the whole response (made in, and
 /// used only by, the task that produces it).
-struct NDJSONWriter {
+package struct NDJSONWriter {
     let send: @Sendable ([UInt8]) async -> Bool
     private let encoder = LocalAPIJSON.encoder()
 
@@ -124,29 +124,29 @@ struct NDJSONWriter {
     }
 }
 
-/// Takes each local-API request to the routes of its feature (`LocalAPIEndpoints` says which),
-/// after the checks every request gets: no web origin, and the daemon's own user.
+/// Takes each local-API request to the handler its feature registered for the endpoint
+/// (`LocalAPIEndpoints` says which endpoint; `LocalRouteTable` whose handler), after the checks
+/// every request gets: no web origin, and the daemon's own user.
 package struct LocalAPIRouter: Sendable {
-    let activity: ActivityRoutes
-    let account: AccountRoutes
-    let peers: PeerRoutes
+    /// Also the stream upgrades' (`StreamUpgrader`) and the file socket's.
     package let streams: StreamRoutes
-    let device: DeviceRoutes
+    let table: LocalRouteTable
     let daemonUID: UInt32
     let logger: Logger
 
-    package init(
-        activity: ActivityRoutes, account: AccountRoutes, peers: PeerRoutes, streams: StreamRoutes, device: DeviceRoutes, daemonUID: UInt32,
-        logger: Logger
-    ) {
-        self.device = device
-        self.activity = activity
-        self.account = account
-        self.peers = peers
+    /// `features`: every feature's routes but the streams'. Each endpoint of the contract must be
+    /// answered by exactly one — a daemon whose features say otherwise is built wrong, and does
+    /// not start.
+    package init(streams: StreamRoutes, features: [any LocalRoutes], daemonUID: UInt32, logger: Logger) {
         self.streams = streams
+        self.table = LocalRouteTable([streams] + features)
+        precondition(table.faults.isEmpty, "the local API's routes: \(table.faults.joined(separator: "; "))")
         self.daemonUID = daemonUID
         self.logger = logger
     }
+
+    /// Which feature answers each endpoint (`LocalAPITests` checks: exactly one).
+    package var owners: [LocalAPIEndpoints.Endpoint: [String]] { table.owners }
 
     func handle(_ received: ReceivedRequest) async -> LocalAPIResponse {
         let request: AuthorizedRequest
@@ -163,7 +163,9 @@ package struct LocalAPIRouter: Sendable {
         }
         do {
             switch LocalAPIEndpoints.match(method: request.head.method.rawValue, path: request.path) {
-            case .endpoint(let endpoint): return try await handle(endpoint, request)
+            case .endpoint(let endpoint):
+                guard let handler = table.handlers[endpoint] else { throw LocalAPIError(.internalError, "no feature answers \(endpoint)") }
+                return try await handler(request)
             case .methodNotAllowed(let allowed):
                 return .error(
                     LocalAPIError(.methodNotAllowed, "\(request.head.method.rawValue) is not allowed on \(request.path)"),
@@ -176,53 +178,6 @@ package struct LocalAPIRouter: Sendable {
             let e = LocalAPIError(answering: error)
             if e.code == .internalError { logger.error("local API handler failed", metadata: ["error": "\(error)"]) }
             return .error(e)
-        }
-    }
-
-    /// Each endpoint's handler (a `AuthorizedRequest` is authorized).
-    private func handle(_ endpoint: LocalAPIEndpoints.Endpoint, _ request: AuthorizedRequest) async throws -> LocalAPIResponse {
-        switch endpoint {
-        case .status: return try await device.status(request)
-        case .getSettings: return try device.settings(request)
-        case .putSettings: return try device.changeSettings(request)
-        case .getCurrent: return try await activity.getCurrent(request)
-        case .putCurrent: return try await activity.putCurrent(request)
-        case .putDocument: return try await activity.putDocument(request)
-        case .history: return try await device.history(request)
-        case .deleteSaved: return try await device.deleteSaved(request)
-        case .deleteCurrent: return try await activity.deleteCurrent(request)
-        case .attach: return try await activity.attach(request)
-        case .events: return try activity.events(request)
-        case .getAccount: return try await account.getAccount(request)
-        case .createAccount: return try await account.createAccount(request)
-        case .joinAccount: return try await account.joinAccount(request)
-        case .invite: return try await account.invite(request)
-        case .sync: return try await account.sync(request)
-        case .leave: return try await account.leave(request)
-        case .recoveryCode: return try await account.recoveryCode(request)
-        case .recover: return try await account.recover(request)
-        case .transferKey: return try await account.transferKey(request)
-        case .acceptKey: return try await account.acceptKey(request)
-        case .rotateKey: return try await account.rotateKey(request)
-        case .devices: return try await account.devices(request)
-        case .renameDevice: return try await account.renameDevice(request)
-        case .removeDevice: return try await account.removeDevice(request)
-        case .peers: return try await peers.peers(request)
-        case .offers: return try await peers.offers(request)
-        case .continue: return try await peers.continueActivity(request)
-        case .makeLink: return try await peers.makeLink(request)
-        case .openLink: return try await peers.openLink(request)
-        case .listStreams: return try streams.listStreams(request)
-        case .getStream: return try await streams.getStream(request)
-        case .takeStream, .openContinuationStream, .pasteClipboard: return try streams.streamNeedsUpgrade(request)
-        case .getClipboard: return try device.getClipboard(request)
-        case .announceClipboard: return try await device.announceClipboard(request)
-        case .holdClipboard: return device.holdClipboard(request)
-        case .registerApp: return try await activity.apps.register(request)
-        case .putWindow: return try await activity.apps.put(request)
-        case .postWindow: return try await activity.apps.post(request)
-        case .deleteWindow: return try await activity.apps.delete(request)
-        case .answerContinuation: return try await activity.apps.answer(request)
         }
     }
 }

@@ -4,8 +4,8 @@ import DaemonSessions
 import HandoffAPI
 
 /// What the other devices are doing, continuing one, and links to activities (docs/apps.md,
-/// "Links"). Every handler's first line checks who is asking.
-package struct PeerRoutes: Sendable {
+/// "Links").
+package struct PeerRoutes: LocalRoutes {
     let directory: PeerDirectory
     let discovery: DiscoveryService
     let continueFlow: ContinueFlow
@@ -18,6 +18,11 @@ package struct PeerRoutes: Sendable {
         self.continueFlow = continueFlow
         self.offers = offers
         self.links = links
+    }
+
+    package var feature: String { "continue" }
+    package var handlers: [LocalAPIEndpoints.Endpoint: LocalHandler] {
+        [.peers: peers, .offers: offers, .continue: continueActivity, .makeLink: makeLink, .openLink: openLink]
     }
 
     func peers(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {

@@ -11,8 +11,8 @@ import HandoffModel
 import NIOHTTP1
 
 /// Continuation streams: listing them, waiting for one, and opening or taking one (the upgrade, or
-/// the file socket). Every handler's first line checks who is asking.
-package struct StreamRoutes: Sendable {
+/// the file socket).
+package struct StreamRoutes: LocalRoutes {
     let book: StreamBook
     let resuming: ResumingStreams
     let originating: OriginatingStreams
@@ -26,6 +26,16 @@ package struct StreamRoutes: Sendable {
         self.originating = originating
         self.clipboard = clipboard
         self.daemonUID = daemonUID
+    }
+
+    package var feature: String { "streams" }
+    /// Taking or opening a stream, and pasting (a stream too), are upgrades of the connection:
+    /// `StreamUpgrader` sees them first, and answers here only a request that did not ask to be.
+    package var handlers: [LocalAPIEndpoints.Endpoint: LocalHandler] {
+        [
+            .listStreams: listStreams, .getStream: getStream, .takeStream: streamNeedsUpgrade, .openContinuationStream: streamNeedsUpgrade,
+            .pasteClipboard: streamNeedsUpgrade,
+        ]
     }
 
     func listStreams(_ request: AuthorizedRequest) throws -> LocalAPIResponse {

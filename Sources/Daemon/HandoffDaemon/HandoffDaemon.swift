@@ -70,6 +70,9 @@ public final class HandoffDaemon: Sendable {
     private let startedAt: Timestamp
     private let ready = ReadinessSignal()
     private let group = Mutex<ServiceGroup?>(nil)
+    /// Which feature answers each local-API endpoint, once `run` has built the router.
+    private let routeOwners = Mutex<[LocalAPIEndpoints.Endpoint: [String]]>([:])
+    package var localRouteOwners: [LocalAPIEndpoints.Endpoint: [String]] { routeOwners.withLock { $0 } }
     /// Why `firstUse` could not be done: the daemon stops, and says so (`run` throws it).
     private let firstUseFailure = Mutex<DaemonError?>(nil)
     let listener: PeerListener
@@ -324,23 +327,28 @@ public final class HandoffDaemon: Sendable {
         let peerPort: @Sendable () -> Int = { [self] in self.peerPort }
         let fetch = ActivityFetch(directory: directory, sessions: sessions, peerPort: peerPort, maximumActivityBytes: configuration.limits.maximumEncodedSize)
         let continueFlow = ContinueFlow(accounts: accounts, fetch: fetch, book: book, handover: handover, events: events)
+        // The local API's rooms: each feature's routes (LocalRoutes).
         let router = LocalAPIRouter(
-            activity: ActivityRoutes(registry: registry, events: events, attachments: attachments, apps: apps, documents: documents),
-            account: AccountRoutes(
-                accounts: accounts, sessions: sessions, directory: directory, discovery: discovery, peerPort: peerPort, deviceSwitch: deviceSwitch,
-                logger: logger
-            ),
-            peers: PeerRoutes(
-                directory: directory, discovery: discovery, continueFlow: continueFlow, offers: offers,
-                links: ActivityLinks(accounts: accounts, registry: registry, history: history, fetch: fetch, continueFlow: continueFlow)
-            ),
             streams: StreamRoutes(book: book, resuming: resuming, originating: originating, clipboard: clipboard, daemonUID: daemonUID),
-            device: DeviceRoutes(
-                deviceSwitch: deviceSwitch, history: history, deletions: deletions, clipboard: clipboard, status: { [self] webDomains in await self.status(webDomains: webDomains) }
-            ),
+            features: [
+                DeviceRoutes(deviceSwitch: deviceSwitch, status: { [self] webDomains in await self.status(webDomains: webDomains) }),
+                ActivityRoutes(registry: registry, events: events, attachments: attachments, documents: documents),
+                AppRoutes(apps: apps),
+                AccountRoutes(
+                    accounts: accounts, sessions: sessions, directory: directory, discovery: discovery, peerPort: peerPort, deviceSwitch: deviceSwitch,
+                    logger: logger
+                ),
+                PeerRoutes(
+                    directory: directory, discovery: discovery, continueFlow: continueFlow, offers: offers,
+                    links: ActivityLinks(accounts: accounts, registry: registry, history: history, fetch: fetch, continueFlow: continueFlow)
+                ),
+                HistoryRoutes(history: history, deletions: deletions),
+                ClipboardRoutes(clipboard: clipboard),
+            ],
             daemonUID: daemonUID,
             logger: logger
         )
+        routeOwners.withLock { $0 = router.owners }
         // Room for the largest activity as JSON: base64 grows data by 4/3, tags add a little.
         let maximumBody = configuration.limits.maximumEncodedSize * 2 + 64 * 1024
         let apiReady = ReadinessSignal()
