@@ -428,6 +428,28 @@ import Testing
         for d in [a, b] { try await d.finish() }
     }
 
+    /// The paste rendezvous has its own deadline (`Deadlines.clipboardTake`): A's agent is asked,
+    /// on its holder stream alone, and does not take the stream; B's paste fails once A's
+    /// deadline for its agent passes — here short, while every other deadline is the test's long
+    /// one — saying who did not take it.
+    @Test func aPasteTheAgentDoesNotTakeFailsAtTheClipboardsOwnDeadline() async throws {
+        let (a, b) = try await ContinuationTests.pair(configureA: { $0.deadlines.clipboardTake = .milliseconds(200) })
+        let agent = try await Holder(a.client)
+        let copy = try #require(try await agent.announce(Self.text).local)
+        try await waitUntil("B hears of A's copy") { try await b.client.send(.clipboard).newest?.id == copy.id }
+        let target = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        defer { close(target) }
+        let pasting = Task { await expectFailure(.streamRefused) { _ = try await b.client.fileStream(.pasteClipboard(copy.id, type: "text/plain;charset=utf-8"), file: target, role: .receive) } }
+        let (streamID, copyID, _) = try await agent.nextPasteRequest()
+        #expect(copyID == copy.id)
+        let message = await pasting.value
+        #expect(message.contains("the desktop agent did not take the stream in time"), "\(message)")
+        // A's record of the stream names the deadline it waited: the clipboard's, not an app's.
+        let record = try await a.client.send(.stream(streamID, waitForOutcome: true))
+        #expect(record.state == .failed && record.error == "the desktop agent did not take the stream within \(Duration.milliseconds(200))", "\(record)")
+        for d in [a, b] { try await d.finish() }
+    }
+
     /// Issue 54: an agent that announces 5 MiB and sends 10 bytes, then ends its side in order.
     /// The paste fails on the device pasting — through a pipe, into a file, and with `handoffctl
     /// clipboard paste` to standard output (nothing printed) or to a file (none made) — where it

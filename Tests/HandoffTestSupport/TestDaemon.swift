@@ -61,7 +61,8 @@ public final class TestDaemon: Sendable {
     }
 
     public static let generousDeadlines = Deadlines(
-        appAnswer: .seconds(60), peerRequest: .seconds(60), membershipRequest: .seconds(60), localRequest: .seconds(60), fileRequest: .seconds(60)
+        appAnswer: .seconds(60), peerRequest: .seconds(60), membershipRequest: .seconds(60), localRequest: .seconds(60), fileRequest: .seconds(60),
+        streamTake: .seconds(60), clipboardTake: .seconds(60)
     )
 
     private init(directory: String, daemon: HandoffDaemon, task: Task<Void, any Error>) {

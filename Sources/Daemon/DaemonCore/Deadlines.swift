@@ -16,11 +16,19 @@ public struct Deadlines: Sendable, Equatable {
     public var localRequest: Duration
     /// … on the file socket, where the request is one line and a file.
     public var fileRequest: Duration
+    /// An app that serves an activity's streams takes one another device asked for.
+    public var streamTake: Duration
+    /// The desktop agent holding this device's copy takes the stream of a paste another device
+    /// asked for — the paste rendezvous (docs/clipboard.md, "Who holds a copy"): it holds the
+    /// bytes, handoffd does not.
+    public var clipboardTake: Duration
 
     public init(
         appAnswer: Duration = .seconds(5), peerRequest: Duration = .seconds(5), membershipRequest: Duration = .seconds(3),
-        localRequest: Duration = .seconds(10), fileRequest: Duration = .seconds(5)
+        localRequest: Duration = .seconds(10), fileRequest: Duration = .seconds(5), streamTake: Duration = .seconds(10), clipboardTake: Duration = .seconds(10)
     ) {
+        self.streamTake = streamTake
+        self.clipboardTake = clipboardTake
         self.appAnswer = appAnswer
         self.peerRequest = peerRequest
         self.membershipRequest = membershipRequest

@@ -27,7 +27,8 @@ import Glibc
 /// - Resuming: an app (or `handoffctl continue --stream-…`) asks with its continuation id; we dial
 ///   the device the activity came from and ask for a stream of that activity.
 /// - Originating: a device that continued the current activity asks; the attached app that serves
-///   streams is told, and takes the stream through the local API within `takeDeadline`.
+///   streams is told, and takes the stream through the local API within `Deadlines.streamTake`
+///   (the desktop agent, a paste's, within `Deadlines.clipboardTake`).
 ///
 /// Either way the local API connection becomes the stream's byte pipe (an HTTP Upgrade), or the app
 /// hands over a file on the file socket; a `StreamSplice` joins that to the connection to the
@@ -36,8 +37,6 @@ import Glibc
 /// The two sides are `ResumingStreams` and `OriginatingStreams`; both hand the local API a
 /// `Prepared` stream.
 package enum ContinuationStreams {
-    /// How long the originator waits for its app to take a stream.
-    static let takeDeadline: Duration = .seconds(10)
     /// How long a stream connection may take to send its one request frame.
     static let requestDeadline: TimeAmount = .seconds(15)
 
@@ -222,6 +221,8 @@ package struct OriginatingStreams: Sendable {
     let attachments: Attachments
     let store: AccountStore
     let sources: Sources
+    /// How long an app, or the agent holding a copy, has to take a stream it was asked to.
+    let deadlines: Deadlines
     let logger: Logger
 
     /// Who else serves streams: handoffd's own files, the clipboard's agent.
@@ -236,8 +237,10 @@ package struct OriginatingStreams: Sendable {
     }
 
     package init(
-        book: StreamBook, registry: ActivityRegistry, attachments: Attachments, store: AccountStore, sources: Sources = Sources(), logger: Logger
+        book: StreamBook, registry: ActivityRegistry, attachments: Attachments, store: AccountStore, sources: Sources = Sources(),
+        deadlines: Deadlines = Deadlines(), logger: Logger
     ) {
+        self.deadlines = deadlines
         self.book = book
         self.registry = registry
         self.attachments = attachments
@@ -292,7 +295,7 @@ package struct OriginatingStreams: Sendable {
                 return
             }
         }
-        await offer(connection, peer: peer, activityID: activityID, taker: "the originating app") { streamID throws(DaemonError) in
+        await offer(connection, peer: peer, activityID: activityID, taker: "the originating app", within: deadlines.streamTake) { streamID throws(DaemonError) in
             guard attachments.requestStream(streamID, activityID: activityID, peer: peer) else {
                 throw DaemonError(.streamRefused, "no app serves streams for that activity right now")
             }
@@ -306,15 +309,16 @@ package struct OriginatingStreams: Sendable {
             refuse(connection, .unsupported, "this device does not share its clipboard")
             return
         }
-        await offer(connection, peer: peer, activityID: copyID, taker: "the desktop agent") { streamID throws(DaemonError) in
+        await offer(connection, peer: peer, activityID: copyID, taker: "the desktop agent", within: deadlines.clipboardTake) { streamID throws(DaemonError) in
             try clipboard.requestStream(streamID, copyID: copyID, type: type, from: peer)
         }
     }
 
     /// Offers the stream to whoever takes it here (an app, the agent), told by `ask`, and waits
-    /// `takeDeadline` for it to take it.
+    /// `limit` for it to take it.
     private func offer(
-        _ connection: StreamConnection, peer: LocalEvent.PeerRef, activityID: UUID, taker: String, ask: (UUID) throws(DaemonError) -> Void
+        _ connection: StreamConnection, peer: LocalEvent.PeerRef, activityID: UUID, taker: String, within limit: Duration,
+        ask: (UUID) throws(DaemonError) -> Void
     ) async {
         let streamID = UUID()
         let record = book.makeRecord(id: streamID, role: .originating, peer: peer, activityID: activityID, continuationID: nil)
@@ -329,14 +333,14 @@ package struct OriginatingStreams: Sendable {
             return
         }
         logger.info("stream requested", metadata: ["stream": "\(streamID.lowercasedString)", "peer": "\(peer.id.short)"])
-        let wasTaken = await taken.value(within: ContinuationStreams.takeDeadline) ?? false
+        let wasTaken = await taken.value(within: limit) ?? false
         // Claiming settles the race with a taker arriving right at the deadline.
         if !wasTaken, book.claim(streamID) != nil {
             if Task.isCancelled {
                 record.fail("handoffd stopped before \(taker) took the stream")
                 refuse(connection, .noServer, "the device is shutting down")
             } else {
-                record.fail("\(taker) did not take the stream within \(ContinuationStreams.takeDeadline)")
+                record.fail("\(taker) did not take the stream within \(limit)")
                 refuse(connection, .noServer, "\(taker) did not take the stream in time")
             }
         }

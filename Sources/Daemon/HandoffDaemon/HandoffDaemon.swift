@@ -198,7 +198,7 @@ public final class HandoffDaemon: Sendable {
         self.clipboard = clipboard
         self.originating = OriginatingStreams(
             book: book, registry: registry, attachments: attachments, store: accounts, sources: OriginatingStreams.Sources(files: documents, clipboard: clipboard),
-            logger: logger
+            deadlines: configuration.deadlines, logger: logger
         )
         let listener = PeerListener(
             port: configuration.peerPort,
