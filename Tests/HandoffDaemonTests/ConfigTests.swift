@@ -197,6 +197,27 @@ import HandoffWideArea
     /// integer key one out of range — word for word as when this was written: moving each
     /// feature's settings into its own section (issue 55) must not change a message.
     /// `PRINT_REFUSALS=1` prints them afresh.
+    /// The keys handoffd reads (`DaemonSettings.keys`, each said once) are those the shipped
+    /// example documents, and no key is read twice.
+    @Test func theKeysReadAreTheKeysDocumented() throws {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../config/handoffd.toml").path
+        var section = ""
+        var documented: [String] = []
+        for line in try String(contentsOfFile: example, encoding: .utf8).split(separator: "\n") where line.hasPrefix("# ") {
+            let text = line.dropFirst(2)
+            if text.hasPrefix("["), text.hasSuffix("]"), !text.contains(" ") {
+                section = String(text.dropFirst().dropLast())
+                continue
+            }
+            guard let equals = text.range(of: " = "), !text.hasPrefix(" "), section != "handlers" else { continue }
+            let key = String(text[..<equals.lowerBound])
+            documented.append(section.isEmpty ? key : section + "." + key)
+        }
+        let read = DaemonSettings.keys.map(\.name)
+        #expect(Set(read).count == read.count, "a key read twice: \(read)")
+        #expect(Set(read) == Set(documented), "read, not documented: \(Set(read).subtracting(documented).sorted()); documented, not read: \(Set(documented).subtracting(read).sorted())")
+    }
+
     @Test func everyKeysRefusalIsPinned() throws {
         let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../config/handoffd.toml").path
         var section = ""

@@ -100,179 +100,40 @@ public struct DaemonSettings: Sendable, Equatable {
     }
 
     public mutating func apply(_ file: ConfigFile) throws(ConfigFile.ParseError) {
+        let keys = Dictionary(uniqueKeysWithValues: Self.keys.map { ($0.name, $0) })
         for entry in file.entries {
             func fail(_ reason: String) -> ConfigFile.ParseError {
                 ConfigFile.ParseError(path: file.path, line: entry.line, reason: reason)
             }
-            switch entry.key {
-            case "port":
-                guard case .integer(let v) = entry.value, (1...65535).contains(v) else {
-                    throw fail("port must be an integer from 1 to 65535")
-                }
-                port = Int(v)
-            case "listen":
-                guard case .array(let items) = entry.value, !items.isEmpty else {
-                    throw fail("listen must be a non-empty array of addresses, e.g. [\"0.0.0.0\", \"::\"]")
-                }
-                var addresses: [String] = []
-                for item in items {
-                    guard case .string(let a) = item, PeerAddress.isIPAddress(a) else {
-                        throw fail("listen holds \(item.typeName == "a string" ? "something that is not an IP address" : item.typeName); give IP addresses such as \"0.0.0.0\" or \"::\"")
-                    }
-                    addresses.append(a)
-                }
-                listen = addresses
-            case "max_activity_bytes":
-                guard case .integer(let v) = entry.value, v >= 1024, v <= 16 * 1024 * 1024 else {
-                    throw fail("max_activity_bytes must be an integer from 1024 to 16777216")
-                }
-                maxActivityBytes = Int(v)
-            case "handoff":
-                guard case .boolean(let v) = entry.value else { throw fail("handoff must be true or false") }
-                handoffAllowed = v
-            case "log_level":
-                guard case .string(let v) = entry.value, DaemonSettings.logLevels.contains(v) else {
-                    throw fail("log_level must be one of \(DaemonSettings.logLevels.map { "\"\($0)\"" }.joined(separator: ", "))")
-                }
-                logLevel = v
-            case "peers":
-                guard case .array(let items) = entry.value else { throw fail("peers must be an array of \"host:port\" strings") }
-                var list: [String] = []
-                for item in items {
-                    guard case .string(let text) = item, (try? PeerAddress(parsing: text, defaultPort: port)) != nil else {
-                        throw fail("peers holds something that is not \"host:port\" (e.g. \"192.168.1.20:47810\")")
-                    }
-                    list.append(text)
-                }
-                peers = list
-            case "browse_domains":
-                guard case .array(let items) = entry.value else { throw fail("browse_domains must be an array of domain names") }
-                var list: [String] = []
-                for item in items {
-                    guard case .string(let domain) = item, !domain.isEmpty, !domain.contains(" ") else {
-                        throw fail("browse_domains holds something that is not a domain name (e.g. \"example.com.\")")
-                    }
-                    list.append(domain)
-                }
-                browseDomains = list
-            case "browser":
-                guard case .string(let text) = entry.value else { throw fail("browser must be a \"command line\" (e.g. \"firefox --new-tab\")") }
-                do {
-                    _ = try ExecLine(parsing: text)
+            if let key = keys[entry.key] {
+                do throws(SettingRefusal) {
+                    try key.read(entry.value, &self)
                 } catch {
-                    throw fail("browser: \(error.description)")
+                    throw fail(error.reason)
                 }
-                browser = text
-            case "notifications.enabled":
-                guard case .boolean(let v) = entry.value else { throw fail("[notifications] enabled must be true or false") }
-                notifications = v
-            case "notifications.muted_types":
-                guard case .array(let items) = entry.value else { throw fail("[notifications] muted_types must be an array of activity types") }
-                var types: [String] = []
-                for item in items {
-                    guard case .string(let type) = item, (try? ActivityContent.validateType(type)) != nil else {
-                        throw fail("[notifications] muted_types holds something that is not an activity type (e.g. \"org.example.notes.edit\")")
-                    }
-                    types.append(type)
-                }
-                mutedNotificationTypes = types
-            case "web_domains.off":
-                guard case .array(let items) = entry.value else { throw fail("[web_domains] off must be an array of claimed domains") }
-                var claims: [String] = []
-                for item in items {
-                    guard case .string(let text) = item, let claim = WebDomainClaim(text) else {
-                        throw fail("[web_domains] off holds something that is not a claimed domain (e.g. \"example.com\" or \"*.example.org\")")
-                    }
-                    claims.append(claim.description)
-                }
-                webDomainsOff = claims
-            case "documents.follow":
-                guard case .boolean(let v) = entry.value else { throw fail("[documents] follow must be true or false") }
-                documentsFollow = v
-            case "documents.folders":
-                guard case .array(let items) = entry.value else { throw fail("[documents] folders must be an array of folders (e.g. [\"~/Sync\"])") }
-                var folders: [String] = []
-                var names: Set<String> = []
-                for item in items {
-                    guard case .string(let text) = item, text.hasPrefix("/") || text.hasPrefix("~/"),
-                        let name = text.split(separator: "/").last.map(String.init), DocumentPlace.isFolderName(name)
-                    else {
-                        throw fail("[documents] folders holds something that is not a folder: give absolute paths or ~/… (e.g. \"~/Sync\")")
-                    }
-                    guard name != DocumentPlace.home, names.insert(name).inserted else {
-                        throw fail("[documents] folders: \(text)'s name, \(name), is \(name == DocumentPlace.home ? "the home's" : "another folder's too"); the devices tell folders apart by their last part")
-                    }
-                    folders.append(text)
-                }
-                documentFolders = folders
-            case "documents.max_size":
-                guard case .integer(let v) = entry.value, v >= 0 else { throw fail("[documents] max_size must be a number of bytes (e.g. 1073741824)") }
-                documentsMaxSize = v
-            case "history.enabled":
-                guard case .boolean(let v) = entry.value else { throw fail("[history] enabled must be true or false") }
-                historyEnabled = v
-            case "history.max_entries":
-                guard case .integer(let v) = entry.value, (1...10_000).contains(v) else { throw fail("[history] max_entries must be an integer from 1 to 10000") }
-                historyMaxEntries = Int(v)
-            case "history.max_bytes":
-                guard case .integer(let v) = entry.value, (64 * 1024...Int64(HistoryStore.Limits.largestBytes)).contains(v) else {
-                    throw fail("[history] max_bytes must be an integer from 65536 to \(HistoryStore.Limits.largestBytes)")
-                }
-                historyMaxBytes = Int(v)
-            case "wide_area.domain":
-                guard case .string(let text) = entry.value, let domain = Self.zoneName(text) else {
-                    throw fail("[wide_area] domain must be a domain name (e.g. \"handoff.example.net\")")
-                }
-                wideAreaDomain = domain
-            case "wide_area.server":
-                guard case .string(let text) = entry.value, let server = try? PeerAddress(parsing: text, defaultPort: 53), PeerAddress.isIPAddress(server.host) else {
-                    throw fail("[wide_area] server must be the DNS server's IP address, with a port if not 53 (e.g. \"192.0.2.53\" or \"[2001:db8::53]:5353\")")
-                }
-                wideAreaServer = DNSServer(address: server.host, port: UInt16(server.port))
-            case "wide_area.key_file":
-                guard case .string(let text) = entry.value, text.hasPrefix("/") || text.hasPrefix("~/") else {
-                    throw fail("[wide_area] key_file must be an absolute path or ~/… (the key tsig-keygen wrote)")
-                }
-                wideAreaKeyFile = text
-            case "wide_area.browse_interval":
-                guard case .integer(let v) = entry.value, (5...3600).contains(v) else { throw fail("[wide_area] browse_interval must be a number of seconds from 5 to 3600") }
-                wideAreaBrowseInterval = Int(v)
-            case "wide_area.ttl":
-                guard case .integer(let v) = entry.value, (10...86400).contains(v) else { throw fail("[wide_area] ttl must be a number of seconds from 10 to 86400") }
-                wideAreaTTL = Int(v)
-            case "clipboard.enabled":
-                guard case .boolean(let v) = entry.value else { throw fail("[clipboard] enabled must be true or false") }
-                clipboardAllowed = v
-            case "clipboard.lifetime":
-                guard case .integer(let v) = entry.value, (1...3600).contains(v) else { throw fail("[clipboard] lifetime must be a number of seconds from 1 to 3600") }
-                clipboardLifetime = Int(v)
-            case "clipboard.max_size":
-                guard case .integer(let v) = entry.value, (0...ClipboardNotice.maximumSize).contains(v) else {
-                    throw fail("[clipboard] max_size must be a number of bytes (e.g. 67108864)")
-                }
-                clipboardMaxSize = v
-            case let key where key.hasPrefix("handlers."):
-                let type = String(key.dropFirst("handlers.".count))
-                do {
-                    try ActivityContent.validateType(type)
-                } catch {
-                    throw fail("[handlers] \(type) is not an activity type: \(error.message)")
-                }
-                guard case .string(let text) = entry.value else {
-                    throw fail("[handlers] \"\(type)\" must be a \"command line\" (%f is the activity's file)")
-                }
-                do {
-                    _ = try ExecLine(parsing: text)
-                } catch {
-                    throw fail("[handlers] \"\(type)\": \(error.description)")
-                }
-                handlers[type] = text
-            default:
+                continue
+            }
+            // `[handlers]`: its keys are activity types.
+            guard entry.key.hasPrefix("handlers.") else {
                 throw fail("unknown key \(entry.key) (every key is listed in config/handoffd.toml)")
             }
+            let type = String(entry.key.dropFirst("handlers.".count))
+            do {
+                try ActivityContent.validateType(type)
+            } catch {
+                throw fail("[handlers] \(type) is not an activity type: \(error.message)")
+            }
+            guard case .string(let text) = entry.value else {
+                throw fail("[handlers] \"\(type)\" must be a \"command line\" (%f is the activity's file)")
+            }
+            do {
+                _ = try ExecLine(parsing: text)
+            } catch {
+                throw fail("[handlers] \"\(type)\": \(error.description)")
+            }
+            handlers[type] = text
         }
     }
-
 }
 
 extension DaemonSettings {

@@ -283,18 +283,7 @@ public final class HandoffDaemon: Sendable {
         history.change(to: settings.history)
         deviceSwitch.allow(settings.handoffAllowed, clipboard: settings.clipboardAllowed)
         clipboard.replace(settings.clipboard)
-        var needRestart: [String] = []
-        let running = configuration.settings
-        if settings.port != running.port, running.port != 0 { needRestart.append("port") }
-        if settings.listen != running.listen { needRestart.append("listen") }
-        if settings.maxActivityBytes != running.maxActivityBytes { needRestart.append("max_activity_bytes") }
-        if settings.peers != running.peers { needRestart.append("peers") }
-        if settings.browseDomains != running.browseDomains { needRestart.append("browse_domains") }
-        if settings.wideAreaDomain != running.wideAreaDomain || settings.wideAreaServer != running.wideAreaServer || settings.wideAreaKeyFile != running.wideAreaKeyFile
-            || settings.wideAreaBrowseInterval != running.wideAreaBrowseInterval || settings.wideAreaTTL != running.wideAreaTTL
-        {
-            needRestart.append("wide_area")
-        }
+        let needRestart = settings.restartNeeded(from: configuration.settings)
         logger.notice("configuration reloaded", metadata: ["handlers": "\(configured.count)", "restart-needed-for": "\(needRestart.joined(separator: ","))"])
         return needRestart
     }
