@@ -1,5 +1,6 @@
 import DaemonCore
 import DaemonDiscovery
+import DaemonSessions
 import HandoffPeer
 
 /// The activity's peer messages: what each device is doing (`activityNotice`, told first on
