@@ -193,10 +193,6 @@ import HandoffWideArea
         #expect(all == DaemonSettings())
     }
 
-    /// What each key of the shipped example says when given a value of the wrong kind — and an
-    /// integer key one out of range — word for word as when this was written: moving each
-    /// feature's settings into its own section (issue 55) must not change a message.
-    /// `PRINT_REFUSALS=1` prints them afresh.
     /// The keys handoffd reads (`DaemonSettings.keys`, each said once) are those the shipped
     /// example documents, and no key is read twice.
     @Test func theKeysReadAreTheKeysDocumented() throws {
@@ -218,6 +214,10 @@ import HandoffWideArea
         #expect(Set(read) == Set(documented), "read, not documented: \(Set(read).subtracting(documented).sorted()); documented, not read: \(Set(documented).subtracting(read).sorted())")
     }
 
+    /// What each key of the shipped example says when given a value of the wrong kind — and an
+    /// integer key one out of range — word for word as when this was written: moving each
+    /// feature's settings into its own section (issue 55) must not change a message.
+    /// `PRINT_REFUSALS=1` prints them afresh.
     @Test func everyKeysRefusalIsPinned() throws {
         let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../config/handoffd.toml").path
         var section = ""

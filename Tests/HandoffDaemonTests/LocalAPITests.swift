@@ -276,7 +276,7 @@ import Synchronization
     }
 
     /// Every endpoint of the contract is answered by exactly one feature, as the daemon's router
-    /// registered them (`LocalRoutes`), and every feature answers some.
+    /// registered them (`LocalRoutes`).
     @Test func everyEndpointIsOneFeatures() async throws {
         let d = try await TestDaemon.start()
         let owners = d.daemon.localRouteOwners

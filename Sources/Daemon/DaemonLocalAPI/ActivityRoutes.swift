@@ -27,7 +27,7 @@ package struct ActivityRoutes: LocalRoutes {
 
     package var feature: String { "activities" }
     package var handlers: [LocalAPIEndpoints.Endpoint: LocalHandler] {
-        [.getCurrent: getCurrent, .putCurrent: putCurrent, .putDocument: putDocument, .deleteCurrent: deleteCurrent, .attach: attach, .events: events]
+        [.getCurrent: getCurrent, .putCurrent: putCurrent, .putDocument: putDocument, .deleteCurrent: deleteCurrent, .attach: attach, .events: events(_:)]
     }
 
     func getCurrent(_ request: AuthorizedRequest) async throws -> LocalAPIResponse {

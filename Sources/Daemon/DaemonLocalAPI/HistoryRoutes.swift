@@ -15,7 +15,7 @@ package struct HistoryRoutes: LocalRoutes {
     }
 
     package var feature: String { "history" }
-    package var handlers: [LocalAPIEndpoints.Endpoint: LocalHandler] { [.history: history, .deleteSaved: deleteSaved] }
+    package var handlers: [LocalAPIEndpoints.Endpoint: LocalHandler] { [.history: history(_:), .deleteSaved: deleteSaved] }
 
     /// `GET /v1/history`: the recent activities this device saw, newest first; with
     /// `?persistentIdentifier=`, those of that content only.

@@ -273,8 +273,9 @@ public final class HandoffDaemon: Sendable {
     }
 
     /// Applies what a reloaded configuration (SIGHUP) can change while running — the handlers,
-    /// the browser and the notifications — and returns the names of the settings that only a
-    /// restart applies.
+    /// the browser, the web domains turned off, notifications, documents, history, the switches
+    /// (`handoff`, `[clipboard] enabled`) and the clipboard's limits — and returns the names of
+    /// the settings that only a restart applies (`DaemonSettings.keys` says which).
     public func reload(_ settings: DaemonSettings) throws(DaemonError) -> [String] {
         let (configured, browser) = try Self.parseHandlers(settings.handlers, browser: settings.browser)
         launcher.replace(configured: configured, browser: browser, webDomainsOff: Set(settings.webDomainsOff.compactMap(WebDomainClaim.init)))
@@ -337,6 +338,9 @@ public final class HandoffDaemon: Sendable {
             daemonUID: daemonUID,
             logger: logger
         )
+        guard router.faults.isEmpty else {
+            throw DaemonError(.internalError, "the local API's routes are built wrong: \(router.faults.joined(separator: "; "))")
+        }
         routeOwners.withLock { $0 = router.owners }
         // Room for the largest activity as JSON: base64 grows data by 4/3, tags add a little.
         let maximumBody = configuration.limits.maximumEncodedSize * 2 + 64 * 1024

@@ -1,5 +1,6 @@
-/// Every endpoint of the local API, in one table (docs/local-api.md): the daemon's router switches
-/// over `Endpoint`s, and the `Allow` header of a 405 comes from the same rows.
+/// Every endpoint of the local API, in one table (docs/local-api.md): each of the daemon's features
+/// registers the handlers of its `Endpoint`s (`LocalRoutes`), and the `Allow` header of a 405
+/// comes from the same rows.
 public enum LocalAPIEndpoints {
     public enum Endpoint: Sendable, CaseIterable {
         case status
